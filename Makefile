@@ -1,0 +1,85 @@
+# mt — Intel PT call timelines as Unix filters.
+# `make demo` and `make check` install missing Debian packages (as root),
+# build, and run. `make SAN=1 ...` builds with ASan+UBSan into build-san/.
+
+PREFIX ?= /usr/local
+DESTDIR ?=
+CC ?= cc
+SAN ?=
+
+DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev \
+	libprotobuf-c-dev protobuf-c-compiler libcapstone-dev bats parallel linux-perf
+
+ifeq ($(SAN),1)
+BUILD := build-san
+SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT := -O1 -g
+else
+BUILD := build
+SANFLAGS :=
+OPT := -O2 -g
+endif
+
+PKGS := libelf libdw capstone
+PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
+PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# Debian's libipt-dev ships no .pc file.
+IPT_LIBS = $(shell pkg-config --libs libipt 2>/dev/null || echo -lipt)
+
+CFLAGS ?= $(OPT)
+override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
+	-D_FILE_OFFSET_BITS=64 -Ilib $(PKG_CFLAGS) $(SANFLAGS)
+LDFLAGS += $(SANFLAGS)
+LDLIBS = $(IPT_LIBS) $(PKG_LIBS)
+
+LIB_SRCS := $(wildcard lib/*.c)
+LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o)
+TOOLS := mt-pt2events mt-synth
+TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
+UNIT_SRCS := $(wildcard tests/unit/*.c)
+UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+PROG_SRCS := $(wildcard testdata/progs/*.c)
+PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
+MANS := $(wildcard doc/*.1 doc/*.5)
+
+.PHONY: all deps demo check test unit bats install clean
+all: $(TOOL_BINS) $(PROG_BINS)
+
+deps:
+	@./tests/ensure-deps $(DEB_PACKAGES)
+
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) | deps
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -c -o $@ $<
+
+$(BUILD)/libmt.a: $(LIB_OBJS)
+	$(AR) rcs $@ $^
+
+$(BUILD)/bin/%: tools/%.c $(BUILD)/libmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
+
+$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
+
+# Test programs: built plainly (no sanitizers: they are traced, not tested),
+# without PIE for the static ones so addresses are stable.
+$(BUILD)/progs/%: testdata/progs/%.c | deps
+	@mkdir -p $(@D)
+	$(CC) -O1 -g -fno-inline -fcf-protection=none -o $@ $< $(shell sed -n 's,^// cflags: ,,p' $<)
+
+demo: all
+	@./pipelines/demo $(BUILD)
+
+check: all $(UNIT_BINS)
+	@BUILD=$(BUILD) ./tests/run
+
+install: all
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
+	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
+	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+
+clean:
+	rm -rf build build-san demo.events

@@ -1,0 +1,290 @@
+#define _GNU_SOURCE
+#include "image.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <intel-pt.h>
+#include <libelf.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err)
+{
+	memset(img, 0, sizeof *img);
+	img->iscache = pt_iscache_alloc(name);
+	img->image = pt_image_alloc(name);
+	if (!img->iscache || !img->image) {
+		mt_image_fini(img);
+		return mt_err_set(err, MT_ENOMEM, "out of memory allocating a PT image");
+	}
+	return 0;
+}
+
+void mt_image_fini(struct mt_image *img)
+{
+	if (img->image)
+		pt_image_free(img->image);
+	if (img->iscache)
+		pt_iscache_free(img->iscache);
+	free(img->funcs);
+	memset(img, 0, sizeof *img);
+}
+
+int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
+		      uint64_t size, uint64_t vaddr, struct mt_err *err)
+{
+	struct stat st;
+	if (stat(path, &st) < 0)
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	if ((uint64_t)st.st_size <= offset)
+		return mt_err_set(err, MT_EFORMAT, "%s: offset 0x%" PRIx64 " is beyond the end of the file (%lld bytes)",
+				  path, offset, (long long)st.st_size);
+	if (size == 0 || size > (uint64_t)st.st_size - offset)
+		size = (uint64_t)st.st_size - offset;
+	int isid = pt_iscache_add_file(img->iscache, path, offset, size, vaddr);
+	if (isid < 0)
+		return mt_err_set(err, MT_EIO, "%s: cannot add to image: %s", path, pt_errstr(pt_errcode(isid)));
+	int rc = pt_image_add_cached(img->image, img->iscache, isid, NULL);
+	if (rc < 0)
+		return mt_err_set(err, MT_EIO, "%s: cannot add to image: %s", path, pt_errstr(pt_errcode(rc)));
+	img->nsections++;
+	return 0;
+}
+
+int mt_image_add_spec(struct mt_image *img, const char *spec, struct mt_err *err)
+{
+	const char *at = strrchr(spec, '@');
+	if (!at || at == spec)
+		return mt_err_set(err, MT_EUSAGE, "bad image '%s': expected FILE[:OFFSET[-END]]@VADDR", spec);
+	char *e;
+	errno = 0;
+	uint64_t vaddr = strtoull(at + 1, &e, 0);
+	if (errno || *e || e == at + 1)
+		return mt_err_set(err, MT_EUSAGE, "bad image '%s': bad address '%s'", spec, at + 1);
+	char path[4096];
+	size_t plen = (size_t)(at - spec);
+	if (plen >= sizeof path)
+		return mt_err_set(err, MT_EUSAGE, "bad image '%s': path too long", spec);
+	memcpy(path, spec, plen);
+	path[plen] = '\0';
+	uint64_t off = 0, end = 0;
+	char *colon = strrchr(path, ':');
+	if (colon) {
+		errno = 0;
+		off = strtoull(colon + 1, &e, 0);
+		if (*e == '-') {
+			const char *es = e + 1;
+			end = strtoull(es, &e, 0);
+			if (e == es || end <= off)
+				return mt_err_set(err, MT_EUSAGE, "bad image '%s': bad range", spec);
+		}
+		if (errno || *e || e == colon + 1)
+			return mt_err_set(err, MT_EUSAGE, "bad image '%s': bad offset", spec);
+		*colon = '\0';
+	}
+	return mt_image_add_file(img, path, off, end ? end - off : 0, vaddr, err);
+}
+
+int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err *err)
+{
+	char apath[4096], dpath[4096];
+	snprintf(apath, sizeof apath, "%s.addr", prefix);
+	snprintf(dpath, sizeof dpath, "%s.dump", prefix);
+	FILE *f = fopen(apath, "rb");
+	if (!f)
+		return mt_err_set(err, MT_EIO, "%s: %s", apath, strerror(errno));
+	struct stat st;
+	if (stat(dpath, &st) < 0) {
+		fclose(f);
+		return mt_err_set(err, MT_EIO, "%s: %s", dpath, strerror(errno));
+	}
+	uint64_t addr;
+	uint64_t i = 0;
+	int rc = 0;
+	while (fread(&addr, 8, 1, f) == 1) {
+		if ((i + 1) * 4096 > (uint64_t)st.st_size) {
+			rc = mt_err_set(err, MT_ETRUNC, "%s: page %" PRIu64 " missing (file has %lld bytes)",
+					dpath, i, (long long)st.st_size);
+			break;
+		}
+		int isid = pt_iscache_add_file(img->iscache, dpath, i * 4096, 4096, addr);
+		if (isid < 0 || pt_image_add_cached(img->image, img->iscache, isid, NULL) < 0) {
+			rc = mt_err_set(err, MT_EIO, "%s: cannot add page %" PRIu64 " at 0x%" PRIx64, dpath, i, addr);
+			break;
+		}
+		img->nsections++;
+		i++;
+	}
+	fclose(f);
+	if (!rc && i == 0)
+		rc = mt_err_set(err, MT_EFORMAT, "%s: no pages", apath);
+	return rc;
+}
+
+static bool is_file(const char *p)
+{
+	struct stat st;
+	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned build_id_size,
+			 const char *symfs, char *out, size_t outsz)
+{
+	if (symfs && *symfs) {
+		snprintf(out, outsz, "%s/%s", symfs, path);
+		if (is_file(out))
+			return 0;
+	}
+	const char *home = getenv("HOME");
+	if (build_id && build_id_size && home) {
+		char hex[41];
+		for (unsigned i = 0; i < build_id_size && i < 20; i++)
+			snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
+		/* perf's cache: ~/.debug/.build-id/xx/rest/elf */
+		snprintf(out, outsz, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2);
+		if (is_file(out))
+			return 0;
+	}
+	if (!symfs || !*symfs) {
+		snprintf(out, outsz, "%s", path);
+		if (is_file(out))
+			return 0;
+	}
+	return MT_EIO;
+}
+
+static int add_func(struct mt_image *img, uint64_t start, uint64_t end)
+{
+	if (img->nfuncs == img->capfuncs) {
+		size_t cap = img->capfuncs ? img->capfuncs * 2 : 1024;
+		void *n = realloc(img->funcs, cap * sizeof *img->funcs);
+		if (!n)
+			return MT_ENOMEM;
+		img->funcs = n;
+		img->capfuncs = cap;
+	}
+	img->funcs[img->nfuncs++] = (struct mt_func_range){start, end};
+	img->funcs_sorted = false;
+	return 0;
+}
+
+/* Loads FUNC symbols of an ELF mapping; a file without symbols adds none. */
+static void load_funcs(struct mt_image *img, const char *file, uint64_t start, uint64_t len, uint64_t pgoff)
+{
+	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (!elf || elf_kind(elf) != ELF_K_ELF)
+		goto out;
+	/* bias = map start - (segment vaddr + (pgoff - segment offset)) */
+	size_t nph;
+	if (elf_getphdrnum(elf, &nph))
+		goto out;
+	bool have_bias = false;
+	uint64_t bias = 0;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (pgoff >= (ph.p_offset & ~0xfffULL) && pgoff < ph.p_offset + ph.p_filesz) {
+			bias = start - (ph.p_vaddr + (pgoff - ph.p_offset));
+			have_bias = true;
+			break;
+		}
+	}
+	if (!have_bias)
+		goto out;
+	/* Prefer .symtab; fall back to .dynsym. */
+	Elf_Scn *scn = NULL, *chosen = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			chosen = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !chosen)
+			chosen = scn;
+	}
+	if (!chosen)
+		goto out;
+	GElf_Shdr sh;
+	gelf_getshdr(chosen, &sh);
+	Elf_Data *data = elf_getdata(chosen, NULL);
+	if (!data || !sh.sh_entsize)
+		goto out;
+	size_t n = sh.sh_size / sh.sh_entsize;
+	for (size_t i = 0; i < n; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym))
+			continue;
+		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
+			continue;
+		if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
+			continue;
+		uint64_t a = sym.st_value + bias;
+		if (a < start || a >= start + len)
+			continue;
+		if (add_func(img, a, a + (sym.st_size ? sym.st_size : 1)))
+			break;
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
+int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,
+			 uint64_t len, uint64_t pgoff, struct mt_err *err)
+{
+	int rc = mt_image_add_file(img, file, pgoff, len, start, err);
+	if (rc)
+		return rc;
+	load_funcs(img, file, start, len, pgoff);
+	return 0;
+}
+
+static int cmp_func(const void *a, const void *b)
+{
+	const struct mt_func_range *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	/* the larger symbol first: aliases of one function collapse onto it */
+	return x->end > y->end ? -1 : x->end < y->end;
+}
+
+uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
+{
+	if (!img->funcs_sorted) {
+		qsort(img->funcs, img->nfuncs, sizeof *img->funcs, cmp_func);
+		img->funcs_sorted = true;
+	}
+	size_t lo = 0, hi = img->nfuncs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (img->funcs[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* lo-1 is the last range starting at or below addr */
+	for (size_t i = lo; i > 0 && i > lo - 4; i--) {
+		const struct mt_func_range *f = &img->funcs[i - 1];
+		if (addr < f->end)
+			return f->start;
+	}
+	return 0;
+}
+
+int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size)
+{
+	if (isid <= 0)
+		return -1;
+	return pt_iscache_read(img->iscache, buf, size, isid, vaddr);
+}

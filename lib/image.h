@@ -1,0 +1,57 @@
+/* image: the memory a PT decoder reads code from.
+ *
+ * Sections come from ELF files named by perf.data mappings (found under a
+ * --symfs root or in perf's build-id cache), from raw files at an address,
+ * or from page-image sets (.addr + .dump). Also keeps the function ranges of
+ * the ELF files, so the decoder can tell a jump that leaves its function. */
+#ifndef MT_IMAGE_H
+#define MT_IMAGE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "mt_err.h"
+
+struct pt_image;
+struct pt_image_section_cache;
+
+struct mt_func_range {
+	uint64_t start, end;
+};
+
+struct mt_image {
+	struct pt_image_section_cache *iscache;
+	struct pt_image *image;
+	struct mt_func_range *funcs; /* sorted by start once finalized */
+	size_t nfuncs, capfuncs;
+	bool funcs_sorted;
+	size_t nsections;
+};
+
+int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err);
+void mt_image_fini(struct mt_image *img);
+
+/* Adds bytes [offset, offset+size) of `path` at `vaddr` (size 0 = to end of file). */
+int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
+		      uint64_t size, uint64_t vaddr, struct mt_err *err);
+/* Parses "FILE[:OFFSET[-END]]@VADDR" and adds it. */
+int mt_image_add_spec(struct mt_image *img, const char *spec, struct mt_err *err);
+/* Adds a page-image set: `prefix`.addr (u64 page addresses) + `prefix`.dump. */
+int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err *err);
+
+/* Finds the file for a mapping: symfs + path, then ~/.debug/.build-id, then
+ * path itself. Writes the chosen path to out; returns 0 or MT_EIO. */
+int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned build_id_size,
+			 const char *symfs, char *out, size_t outsz);
+/* Adds a perf.data mapping of an ELF file: its code and its function
+ * symbols (load bias computed from the PT_LOAD segment holding pgoff). */
+int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,
+			 uint64_t len, uint64_t pgoff, struct mt_err *err);
+
+/* Start address of the function containing addr, or 0 when unknown. */
+uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr);
+/* Reads code bytes of section isid (as reported by libipt) at vaddr. */
+int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size);
+
+#endif

@@ -1,0 +1,316 @@
+#include "ptdecode.h"
+
+#include <inttypes.h>
+#include <intel-pt.h>
+#include <stdio.h>
+#include <string.h>
+
+uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
+{
+	if (c->short_fmt)
+		tsc = c->time_cycles + ((tsc - c->time_cycles) & c->time_mask);
+	uint64_t quot = tsc >> c->time_shift;
+	uint64_t rem = tsc & (((uint64_t)1 << c->time_shift) - 1);
+	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
+}
+
+struct dec {
+	const struct mt_ptdec_stream *s;
+	const struct mt_ptdec_config *cfg;
+	struct mt_image *img;
+	struct mt_ptdec_stats *stats;
+	struct pt_block_decoder *blk;
+	uint64_t insn_since;       /* instructions since the last emitted event */
+	uint64_t last_ip;          /* last instruction decoded */
+	/* The branch that ended the previous block, waiting for its target. */
+	bool pending;
+	enum pt_insn_class pend_class;
+	uint64_t pend_from;
+	int pend_isid;
+};
+
+static uint64_t now(struct dec *d, bool *has)
+{
+	*has = false;
+	if (!d->cfg->timed)
+		return 0;
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+	int rc = pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
+	if (rc < 0)
+		return 0; /* no timing packet seen yet */
+	*has = true;
+	return mt_tsc_to_perf_time(&d->cfg->conv, tsc);
+}
+
+enum { EMIT_COND = 1, EMIT_ASYNC = 2 };
+
+static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to,
+		    unsigned flags, uint32_t cbr)
+{
+	struct mt_event ev = {0};
+	ev.kind = kind;
+	ev.from = from;
+	ev.to = to;
+	ev.cond = flags & EMIT_COND;
+	ev.async = flags & EMIT_ASYNC;
+	ev.cbr = cbr;
+	ev.cpu = d->s->cpu;
+	ev.offset = MT_NO_OFFSET;
+	ev.time = now(d, &ev.has_time);
+	ev.insn = d->insn_since;
+	d->insn_since = 0;
+	if (d->s->who)
+		d->s->who(d->s->who_ctx, ev.has_time ? ev.time : 0, &ev.pid, &ev.tid);
+	d->stats->by_kind[kind]++;
+	d->s->sink(d->s->sink_ctx, &ev);
+}
+
+static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to)
+{
+	emit_ev(d, kind, from, to, 0, 0);
+}
+
+static void emit_error(struct dec *d, int errcode, const char *what)
+{
+	struct mt_event ev = {0};
+	char msg[160];
+	uint64_t off = 0;
+	pt_blk_get_offset(d->blk, &off);
+	if (!errcode)
+		snprintf(msg, sizeof msg, "%s", what);
+	else
+		snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
+			 pt_errstr(pt_errcode(errcode)));
+	ev.kind = MT_EV_ERROR;
+	ev.from = d->last_ip;
+	ev.cpu = d->s->cpu;
+	ev.offset = off;
+	ev.msg = msg;
+	ev.time = now(d, &ev.has_time);
+	ev.insn = d->insn_since;
+	d->insn_since = 0;
+	if (d->s->who)
+		d->s->who(d->s->who_ctx, ev.has_time ? ev.time : 0, &ev.pid, &ev.tid);
+	d->stats->errors++;
+	d->stats->by_kind[MT_EV_ERROR]++;
+	d->s->sink(d->s->sink_ctx, &ev);
+	d->pending = false;
+}
+
+/* Decodes the branch at ip from its bytes: its class and, for conditional
+ * branches, its length. libipt's block cache leaves iclass as ptic_error for
+ * some blocks, and never gives the length, which a not-taken branch needs. */
+static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, unsigned *len)
+{
+	uint8_t b[15];
+	*len = 0;
+	int n = mt_image_read(d->img, isid, ip, b, sizeof b);
+	if (n <= 0)
+		return ptic_error;
+	int i = 0;
+	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
+			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
+			 b[i] == 0xf2 || b[i] == 0xf3))
+		i++;
+	if (i < n && (b[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= n)
+		return ptic_error;
+	uint8_t op = b[i];
+	if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3)) {
+		*len = (unsigned)i + 2;
+		return ptic_cond_jump;
+	}
+	switch (op) {
+	case 0xe8: return ptic_call;
+	case 0xe9: case 0xeb: return ptic_jump;
+	case 0xc2: case 0xc3: return ptic_return;
+	case 0xca: case 0xcb: case 0xcf: return ptic_far_return;
+	case 0xcc: case 0xcd: case 0xce: return ptic_far_call;
+	case 0xff:
+		if (i + 1 < n) {
+			unsigned reg = (b[i + 1] >> 3) & 7;
+			if (reg == 2) return ptic_call;
+			if (reg == 3) return ptic_far_call;
+			if (reg == 4) return ptic_jump;
+			if (reg == 5) return ptic_far_jump;
+		}
+		return ptic_other;
+	case 0x0f:
+		if (i + 1 >= n)
+			return ptic_error;
+		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {
+			*len = (unsigned)i + 6;
+			return ptic_cond_jump;
+		}
+		if (b[i + 1] == 0x05 || b[i + 1] == 0x34)
+			return ptic_far_call;
+		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
+			return ptic_far_return;
+		return ptic_other;
+	}
+	return ptic_other;
+}
+
+/* The block starting at `to` follows the pending branch: report it. */
+static void resolve_pending(struct dec *d, uint64_t to)
+{
+	if (!d->pending)
+		return;
+	d->pending = false;
+	uint64_t from = d->pend_from;
+	switch (d->pend_class) {
+	case ptic_call:
+		emit(d, MT_EV_CALL, from, to);
+		break;
+	case ptic_return:
+		emit(d, MT_EV_RETURN, from, to);
+		break;
+	case ptic_far_call:
+		emit(d, MT_EV_SYSCALL, from, to);
+		break;
+	case ptic_far_return:
+		emit(d, MT_EV_SYSRET, from, to);
+		break;
+	case ptic_jump:
+	case ptic_far_jump:
+	case ptic_cond_jump: {
+		bool cond = d->pend_class == ptic_cond_jump;
+		if (cond) {
+			unsigned len;
+			classify_branch(d, d->pend_isid, from, &len);
+			if (len && to == from + len)
+				return; /* not taken */
+		}
+		if (!d->cfg->all_branches && mt_image_func_of(d->img, from) == mt_image_func_of(d->img, to))
+			return;
+		emit_ev(d, MT_EV_JUMP, from, to, cond ? EMIT_COND : 0, 0);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+static int handle_event(struct dec *d, const struct pt_event *ev)
+{
+	switch (ev->type) {
+	case ptev_enabled:
+		d->pending = false;
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.enabled.ip);
+		break;
+	case ptev_disabled:
+		if (d->pending && d->pend_class == ptic_far_call) {
+			/* Into untraced (kernel) code: the syscall's target is unknown. */
+			d->pending = false;
+			emit(d, MT_EV_SYSCALL, d->pend_from, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
+		} else {
+			/* A branch out of the traced range: report it, then the end. */
+			if (!ev->ip_suppressed)
+				resolve_pending(d, ev->variant.disabled.ip);
+			d->pending = false;
+			emit(d, MT_EV_TRACE_END, d->last_ip, 0);
+		}
+		break;
+	case ptev_async_disabled:
+		d->pending = false;
+		emit_ev(d, MT_EV_TRACE_END, ev->variant.async_disabled.at,
+			ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip, EMIT_ASYNC, 0);
+		break;
+	case ptev_async_branch:
+		d->pending = false;
+		emit(d, MT_EV_INTERRUPT, ev->variant.async_branch.from, ev->variant.async_branch.to);
+		break;
+	case ptev_overflow:
+		d->pending = false;
+		emit_error(d, 0, "trace overflow, packets lost");
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
+		break;
+	case ptev_cbr:
+		if (d->cfg->want_power)
+			emit_ev(d, MT_EV_POWER, 0, 0, 0, ev->variant.cbr.ratio);
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
+		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
+		    struct mt_err *err)
+{
+	struct pt_config config;
+	pt_config_init(&config);
+	config.begin = (uint8_t *)s->data;
+	config.end = (uint8_t *)s->data + s->len;
+	config.flags.variant.block.end_on_call = 1;
+	config.flags.variant.block.end_on_jump = 1;
+	config.cpuid_0x15_eax = cfg->ctc_d;
+	config.cpuid_0x15_ebx = cfg->ctc_n;
+	config.mtc_freq = cfg->mtc_freq;
+	config.nom_freq = cfg->nom_freq;
+	if (cfg->family) {
+		config.cpu.vendor = pcv_intel;
+		config.cpu.family = (uint16_t)cfg->family;
+		config.cpu.model = (uint8_t)cfg->model;
+		config.cpu.stepping = (uint8_t)cfg->stepping;
+		pt_cpu_errata(&config.errata, &config.cpu);
+	}
+	stats->pt_bytes += s->len;
+	if (s->len == 0)
+		return 0;
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
+	d.blk = pt_blk_alloc_decoder(&config);
+	if (!d.blk)
+		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
+	pt_blk_set_image(d.blk, img->image);
+
+	int status = pt_blk_sync_forward(d.blk);
+	if (status < 0 && status != -pte_eos)
+		emit_error(&d, status, "no PSB to synchronise on");
+	while (status >= 0) {
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+			status = pt_blk_event(d.blk, &ev, sizeof ev);
+			if (status < 0)
+				break;
+			handle_event(&d, &ev);
+		}
+		if (status >= 0) {
+			struct pt_block block;
+			status = pt_blk_next(d.blk, &block, sizeof block);
+			if (status >= 0 || block.ninsn) {
+				/* A block can carry instructions even when the call
+				 * reports an error: account for them first. */
+				if (block.ninsn) {
+					resolve_pending(&d, block.ip);
+					d.insn_since += block.ninsn;
+					stats->insns += block.ninsn;
+					d.last_ip = block.end_ip;
+					d.pending = true;
+					d.pend_class = block.iclass;
+					if (block.iclass == ptic_error) {
+						unsigned len;
+						d.pend_class = classify_branch(&d, block.isid, block.end_ip, &len);
+					}
+					d.pend_from = block.end_ip;
+					d.pend_isid = block.isid;
+				}
+			}
+		}
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			emit_error(&d, status, NULL);
+			status = pt_blk_sync_forward(d.blk);
+			if (status < 0 && status != -pte_eos) {
+				emit_error(&d, status, "resync failed");
+				break;
+			}
+		}
+	}
+	pt_blk_free_decoder(d.blk);
+	return 0;
+}

@@ -1,0 +1,64 @@
+/* ptdecode: Intel PT → mt events, with libipt's block decoder.
+ *
+ * Decodes one PT stream (a "queue": one CPU or one thread) against an image
+ * and hands events to a sink. Decode errors never stop the walk: each becomes
+ * an `error` event and decoding resynchronises at the next PSB. */
+#ifndef MT_PTDECODE_H
+#define MT_PTDECODE_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "events.h"
+#include "image.h"
+
+/* perf's TSC → perf-time conversion (perf_event_mmap_page fields). */
+struct mt_tsc_conv {
+	uint16_t time_shift;
+	uint32_t time_mult;
+	uint64_t time_zero;
+	bool short_fmt;            /* cap_user_time_short */
+	uint64_t time_cycles, time_mask;
+};
+
+uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc);
+
+struct mt_ptdec_config {
+	bool timed;                /* convert TSC to perf time; otherwise times are '-' */
+	struct mt_tsc_conv conv;
+	uint32_t family, model, stepping; /* 0: unknown; enables errata otherwise */
+	uint8_t mtc_freq;          /* config mtc_period */
+	uint32_t ctc_n, ctc_d;     /* CPUID 0x15 EBX/EAX */
+	uint8_t nom_freq;          /* max non-turbo ratio */
+	bool all_branches;         /* every taken branch; else only calls, returns and jumps that leave a function */
+	bool want_power;           /* CBR changes as power events */
+};
+
+/* Thread attribution: called with the current perf time (0 if timeless)
+ * whenever an event is about to be emitted; fills pid/tid. */
+typedef void mt_ptdec_who_fn(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid);
+typedef void mt_ptdec_sink_fn(void *ctx, const struct mt_event *ev);
+
+struct mt_ptdec_stats {
+	uint64_t pt_bytes, insns, errors;
+	uint64_t by_kind[MT_EV_KIND_COUNT];
+};
+
+struct mt_ptdec_stream {
+	const uint8_t *data;
+	size_t len;
+	int32_t cpu;               /* -1: per-thread */
+	mt_ptdec_who_fn *who;
+	void *who_ctx;
+	mt_ptdec_sink_fn *sink;
+	void *sink_ctx;
+};
+
+/* Returns 0, or a negative code only for failures outside the trace itself
+ * (out of memory, bad configuration). */
+int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
+		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
+		    struct mt_err *err);
+
+#endif

@@ -1,0 +1,648 @@
+#define _GNU_SOURCE
+#include "ptperf.h"
+
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "image.h"
+
+/* AUXTRACE_INFO priv indexes (tools/perf/util/intel-pt.h) */
+enum {
+	PRIV_PMU_TYPE, PRIV_TIME_SHIFT, PRIV_TIME_MULT, PRIV_TIME_ZERO,
+	PRIV_CAP_USER_TIME_ZERO, PRIV_TSC_BIT, PRIV_NORETCOMP_BIT,
+	PRIV_HAVE_SCHED_SWITCH, PRIV_SNAPSHOT_MODE, PRIV_PER_CPU_MMAPS,
+	PRIV_MTC_BIT, PRIV_MTC_FREQ_BITS, PRIV_TSC_CTC_N, PRIV_TSC_CTC_D,
+	PRIV_CYC_BIT, PRIV_MAX_NONTURBO_RATIO, PRIV_FILTER_STR_LEN, PRIV_COUNT
+};
+#define AUXTRACE_INTEL_PT 1
+
+struct comm { uint32_t pid, tid; const char *name; };
+struct map {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	const char *path;
+	uint8_t bid[20], bidsz;
+};
+struct auxbuf { const uint8_t *data; uint64_t size, offset; uint32_t tid, cpu; };
+struct sw { uint32_t cpu, pid, tid; uint64_t time; };
+
+#define VEC(T) struct { T *v; size_t n, cap; }
+/* Appends item to a VEC; returns 0 or MT_ENOMEM. */
+#define PUSH(vec, ...) push_item((void **)&(vec).v, &(vec).n, &(vec).cap, sizeof *(vec).v, \
+				 &(__typeof__(*(vec).v)){__VA_ARGS__})
+
+static int push_item(void **v, size_t *n, size_t *cap, size_t elem, const void *item)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		void *nv = realloc(*v, nc * elem);
+		if (!nv)
+			return MT_ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	memcpy((char *)*v + *n * elem, item, elem);
+	(*n)++;
+	return 0;
+}
+
+struct side {
+	bool have_info;
+	uint32_t info_type;
+	uint64_t priv[PRIV_COUNT];
+	size_t npriv;
+	bool have_cap_event_trace;
+	const char *filter;
+	bool have_tconv;
+	struct mt_tsc_conv tconv;
+	VEC(struct comm) comms;
+	VEC(struct map) maps;
+	VEC(struct auxbuf) bufs;
+	VEC(struct sw) itrace;      /* ITRACE_START per cpu */
+	VEC(struct sw) switches;
+	uint64_t counts[128];
+	uint64_t aux_truncated, aux_collision, aux_overwrite, lost;
+	uint64_t tmin, tmax;
+	bool have_time;
+	char walk_err[512];
+	bool walk_damaged;
+};
+
+static void side_free(struct side *s)
+{
+	free(s->comms.v);
+	free(s->maps.v);
+	free(s->bufs.v);
+	free(s->itrace.v);
+	free(s->switches.v);
+}
+
+static const char *cstr(const uint8_t *p, size_t max)
+{
+	return memchr(p, 0, max) ? (const char *)p : NULL;
+}
+
+static void parse_auxtrace_info(struct side *s, const struct mt_perf_record *r)
+{
+	/* {u32 type; u32 reserved; u64 priv[]}; reader rules of intel_pt_process_auxtrace_info */
+	if (r->body_size < 8)
+		return;
+	s->info_type = mt_rd32(r->body);
+	size_t n = (r->body_size - 8) / 8;
+	const uint8_t *p = r->body + 8;
+	if (n < PRIV_PER_CPU_MMAPS + 1)
+		return;
+	s->have_info = true;
+	size_t take = n < PRIV_COUNT ? n : PRIV_COUNT;
+	for (size_t i = 0; i < take; i++)
+		s->priv[i] = mt_rd64(p + 8 * i);
+	s->npriv = take;
+	size_t used = take;
+	if (take > PRIV_FILTER_STR_LEN && s->priv[PRIV_FILTER_STR_LEN]) {
+		uint64_t len = s->priv[PRIV_FILTER_STR_LEN];
+		uint64_t padded = (len + 1 + 7) & ~7ULL;
+		if (padded / 8 <= n - used) {
+			s->filter = cstr(p + 8 * used, (size_t)padded);
+			used += (size_t)(padded / 8);
+		}
+	}
+	if (used < n)
+		s->have_cap_event_trace = true;
+}
+
+static void note_time(struct side *s, const struct mt_perf_record *r)
+{
+	if (!r->sid.has_time || !r->sid.time)
+		return;
+	if (!s->have_time || r->sid.time < s->tmin)
+		s->tmin = r->sid.time;
+	if (!s->have_time || r->sid.time > s->tmax)
+		s->tmax = r->sid.time;
+	s->have_time = true;
+}
+
+static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
+{
+	struct mt_perf_record r;
+	struct mt_err werr = {0};
+	int rc;
+	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
+		s->counts[r.type < 128 ? r.type : 127]++;
+		note_time(s, &r);
+		const uint8_t *b = r.body;
+		size_t bs = r.body_size;
+		int e = 0;
+		switch (r.type) {
+		case MT_REC_AUXTRACE_INFO:
+			parse_auxtrace_info(s, &r);
+			break;
+		case MT_REC_TIME_CONV:
+			if (bs >= 24) {
+				s->have_tconv = true;
+				s->tconv.time_shift = (uint16_t)mt_rd64(b);
+				s->tconv.time_mult = (uint32_t)mt_rd64(b + 8);
+				s->tconv.time_zero = mt_rd64(b + 16);
+				if (bs >= 48 && b[41]) { /* cap_user_time_short */
+					s->tconv.short_fmt = true;
+					s->tconv.time_cycles = mt_rd64(b + 24);
+					s->tconv.time_mask = mt_rd64(b + 32);
+				}
+			}
+			break;
+		case MT_REC_COMM:
+			if (bs > 8) {
+				const char *name = cstr(b + 8, bs - 8);
+				if (name)
+					e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name);
+			}
+			break;
+		case MT_REC_MMAP:
+		case MT_REC_MMAP2: {
+			size_t fo = r.type == MT_REC_MMAP ? 32 : 64;
+			if (bs <= fo)
+				break;
+			struct map m = {0};
+			m.pid = mt_rd32(b);
+			m.start = mt_rd64(b + 8);
+			m.len = mt_rd64(b + 16);
+			m.pgoff = mt_rd64(b + 24);
+			m.path = cstr(b + fo, bs - fo);
+			if (!m.path)
+				break;
+			if (r.type == MT_REC_MMAP2 && (r.misc & MT_MISC_MMAP_BUILD_ID)) {
+				m.bidsz = b[32] > 20 ? 20 : b[32];
+				memcpy(m.bid, b + 36, m.bidsz);
+			}
+			if (r.type == MT_REC_MMAP2 && !(mt_rd32(b + 56) & 4))
+				break; /* not executable: no code to decode */
+			if (r.type == MT_REC_MMAP && (r.misc & (1u << 13)))
+				break; /* MMAP_DATA */
+			e = push_item((void **)&s->maps.v, &s->maps.n, &s->maps.cap, sizeof m, &m);
+			break;
+		}
+		case MT_REC_AUXTRACE:
+			e = PUSH(s->bufs, r.aux_data, r.aux_size, mt_rd64(b + 8), mt_rd32(b + 28), mt_rd32(b + 32));
+			if (r.aux_size < r.aux_declared) {
+				s->walk_damaged = true;
+				snprintf(s->walk_err, sizeof s->walk_err,
+					 "AUXTRACE payload at offset %" PRIu64 " truncated: %" PRIu64 " of %" PRIu64 " bytes",
+					 r.offset + 48, r.aux_size, r.aux_declared);
+			}
+			break;
+		case MT_REC_AUX:
+			if (bs >= 24) {
+				uint64_t fl = mt_rd64(b + 16);
+				s->aux_truncated += (fl & 1) != 0;
+				s->aux_overwrite += (fl & 2) != 0;
+				s->aux_collision += (fl & 8) != 0;
+			}
+			break;
+		case MT_REC_LOST:
+			if (bs >= 16)
+				s->lost += mt_rd64(b + 8);
+			break;
+		case MT_REC_ITRACE_START:
+			if (bs >= 8 && r.sid.has_cpu)
+				e = PUSH(s->itrace, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
+			break;
+		case MT_REC_SWITCH:
+		case MT_REC_SWITCH_CPU_WIDE:
+			if (!r.sid.has_cpu || !r.sid.has_tid)
+				break;
+			if (r.misc & MT_MISC_SWITCH_OUT) {
+				/* CPU-wide OUT names the task coming in */
+				if (r.type == MT_REC_SWITCH_CPU_WIDE && bs >= 8)
+					e = PUSH(s->switches, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
+			} else {
+				e = PUSH(s->switches, r.sid.cpu, r.sid.pid, r.sid.tid, r.sid.time);
+			}
+			break;
+		}
+		if (e)
+			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");
+	}
+	if (rc < 0) {
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);
+	}
+	return 0;
+}
+
+static bool decode_is_timed(const struct mt_perfdata *pd, const struct side *s)
+{
+	if (!s->have_info || !s->priv[PRIV_TSC_BIT] || !s->priv[PRIV_CAP_USER_TIME_ZERO])
+		return false;
+	for (size_t i = 0; i < pd->nattrs; i++) {
+		if (!(pd->attrs[i].sample_type & MT_SAMPLE_TIME))
+			return false;
+		if (pd->attrs[i].type == s->priv[PRIV_PMU_TYPE] && !(pd->attrs[i].config & s->priv[PRIV_TSC_BIT]))
+			return false;
+	}
+	return true;
+}
+
+static const struct mt_perf_evattr *pt_attr(const struct mt_perfdata *pd, const struct side *s)
+{
+	for (size_t i = 0; i < pd->nattrs; i++)
+		if (s->have_info && pd->attrs[i].type == s->priv[PRIV_PMU_TYPE])
+			return &pd->attrs[i];
+	return NULL;
+}
+
+static unsigned field(uint64_t config, uint64_t mask)
+{
+	return mask ? (unsigned)((config & mask) >> __builtin_ctzll(mask)) : 0;
+}
+
+/* --- thread attribution ------------------------------------------------- */
+
+struct who_ctx {
+	const struct side *s;
+	uint32_t cpu;
+	bool per_cpu;
+	uint32_t pid, tid;          /* per-thread, or the start of a cpu */
+	const struct sw *sw;        /* this cpu's switches, sorted by time */
+	size_t nsw;
+};
+
+static void who(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid)
+{
+	struct who_ctx *w = ctx;
+	*pid = w->pid;
+	*tid = w->tid;
+	if (!w->per_cpu || !w->nsw || !time)
+		return;
+	/* the last switch at or before time */
+	size_t lo = 0, hi = w->nsw;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (w->sw[mid].time <= time)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo) {
+		*pid = w->sw[lo - 1].pid;
+		*tid = w->sw[lo - 1].tid;
+	}
+}
+
+static int cmp_sw(const void *a, const void *b)
+{
+	const struct sw *x = a, *y = b;
+	if (x->cpu != y->cpu)
+		return x->cpu < y->cpu ? -1 : 1;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+static uint32_t pid_of_tid(const struct side *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->comms.n; i++)
+		if (s->comms.v[i].tid == tid)
+			return s->comms.v[i].pid;
+	for (size_t i = 0; i < s->itrace.n; i++)
+		if (s->itrace.v[i].tid == tid)
+			return s->itrace.v[i].pid;
+	return tid;
+}
+
+/* --- images ------------------------------------------------------------- */
+
+struct warned { char **v; size_t n, cap; };
+
+static void warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
+{
+	for (size_t i = 0; i < wd->n; i++)
+		if (!strcmp(wd->v[i], key))
+			return;
+	char *k = strdup(key);
+	if (!k || PUSH(*wd, k)) {
+		free(k);
+		return;
+	}
+	if (o->warn)
+		o->warn(o->warn_ctx, msg);
+}
+
+static void find_buildid(const struct mt_perfdata *pd, const struct map *m, const uint8_t **bid, unsigned *bidsz)
+{
+	*bid = m->bidsz ? m->bid : NULL;
+	*bidsz = m->bidsz;
+	if (*bidsz)
+		return;
+	for (size_t i = 0; i < pd->nbuildids; i++)
+		if (!strcmp(pd->buildids[i].path, m->path)) {
+			*bid = pd->buildids[i].id;
+			*bidsz = pd->buildids[i].id_size;
+			return;
+		}
+}
+
+static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct map *m = &s->maps.v[i];
+		if (m->pid != pid || m->path[0] != '/')
+			continue; /* [vdso], anon and kernel maps have no file to read here */
+		const uint8_t *bid;
+		unsigned bidsz;
+		find_buildid(pd, m, &bid, &bidsz);
+		char path[4096], msg[4400];
+		if (mt_image_find_object(m->path, bid, bidsz, o->symfs, path, sizeof path)) {
+			snprintf(msg, sizeof msg, "warning: %s not found%s%s: code there cannot be decoded",
+				 m->path, o->symfs ? " under --symfs " : "", o->symfs ? o->symfs : "");
+			warn_once(o, wd, m->path, msg);
+			continue;
+		}
+		struct mt_err e = {0};
+		if (mt_image_add_mapping(img, path, m->start, m->len, m->pgoff, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s", e.msg);
+			warn_once(o, wd, m->path, msg);
+		}
+	}
+}
+
+/* --- decode ------------------------------------------------------------- */
+
+struct sink_ctx { struct mt_events_writer *w; };
+
+static void sink(void *ctx, const struct mt_event *ev)
+{
+	mt_events_write(((struct sink_ctx *)ctx)->w, ev);
+}
+
+static void write_meta(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w, bool timed)
+{
+	mt_events_write_fact(w, "source", "%s", pd->name);
+	mt_events_write_fact(w, "format", "perf.data %s mode", pd->pipe_mode ? "pipe" : "file");
+	mt_events_write_fact(w, "decoder", "libipt %d.%d.%d block", pt_library_version().major,
+			     pt_library_version().minor, pt_library_version().patch);
+	if (timed)
+		mt_events_write_fact(w, "time", "perf-clock ns from TSC: shift=%" PRIu64 " mult=%" PRIu64 " zero=%" PRIu64,
+				     s->priv[PRIV_TIME_SHIFT], s->priv[PRIV_TIME_MULT], s->priv[PRIV_TIME_ZERO]);
+	else
+		mt_events_write_fact(w, "time", "timeless");
+	mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
+	for (size_t i = 0; i < s->comms.n; i++)
+		mt_events_write_comm(w, s->comms.v[i].pid, s->comms.v[i].tid, s->comms.v[i].name);
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct map *m = &s->maps.v[i];
+		const uint8_t *bid;
+		unsigned bidsz;
+		find_buildid(pd, m, &bid, &bidsz);
+		mt_events_write_mmap(w, m->pid, m->start, m->len, m->pgoff, bid, bidsz, m->path);
+	}
+}
+
+static void cpu_of(const struct mt_perfdata *pd, struct mt_ptdec_config *c)
+{
+	/* CPUID feature: "GenuineIntel,FAMILY,MODEL,STEPPING" */
+	unsigned f, m, st;
+	if (pd->cpuid && sscanf(pd->cpuid, "GenuineIntel,%u,%u,%u", &f, &m, &st) == 3) {
+		c->family = f;
+		c->model = m;
+		c->stepping = st;
+	}
+}
+
+int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
+		     struct mt_events_writer *w, struct mt_ptdec_stats *stats,
+		     bool *damaged, struct mt_err *err)
+{
+	struct side s = {0};
+	int rc = collect(pd, &s, err);
+	if (rc)
+		goto out;
+	*damaged = s.walk_damaged;
+	if (s.bufs.n && !s.have_info) {
+		rc = mt_err_set(err, MT_EFORMAT, "%s: AUXTRACE data without an AUXTRACE_INFO record", pd->name);
+		goto out;
+	}
+	if (s.have_info && s.info_type != AUXTRACE_INTEL_PT) {
+		rc = mt_err_set(err, MT_EUNSUP, "%s: AUX trace type %u is not Intel PT", pd->name, s.info_type);
+		goto out;
+	}
+	bool timed = decode_is_timed(pd, &s);
+	write_meta(pd, &s, w, timed);
+
+	struct mt_ptdec_config cfg = {0};
+	cfg.timed = timed;
+	cfg.conv.time_shift = (uint16_t)s.priv[PRIV_TIME_SHIFT];
+	cfg.conv.time_mult = (uint32_t)s.priv[PRIV_TIME_MULT];
+	cfg.conv.time_zero = s.priv[PRIV_TIME_ZERO];
+	if (s.have_tconv && s.tconv.short_fmt) {
+		cfg.conv.short_fmt = true;
+		cfg.conv.time_cycles = s.tconv.time_cycles;
+		cfg.conv.time_mask = s.tconv.time_mask;
+	}
+	const struct mt_perf_evattr *pa = pt_attr(pd, &s);
+	if (pa && s.npriv > PRIV_TSC_CTC_D) {
+		cfg.mtc_freq = (uint8_t)field(pa->config, s.priv[PRIV_MTC_FREQ_BITS]);
+		cfg.ctc_n = (uint32_t)s.priv[PRIV_TSC_CTC_N];
+		cfg.ctc_d = (uint32_t)s.priv[PRIV_TSC_CTC_D];
+	}
+	if (s.npriv > PRIV_MAX_NONTURBO_RATIO)
+		cfg.nom_freq = (uint8_t)s.priv[PRIV_MAX_NONTURBO_RATIO];
+	cfg.all_branches = o->all_branches;
+	cfg.want_power = o->power;
+	cpu_of(pd, &cfg);
+	bool per_cpu = s.priv[PRIV_PER_CPU_MMAPS] != 0;
+	qsort(s.switches.v, s.switches.n, sizeof *s.switches.v, cmp_sw);
+
+	struct warned wd = {0};
+	struct sink_ctx sc = {w};
+	/* Queues in order of first appearance of their idx; contiguous
+	 * buffers of a queue are joined, a gap starts a new segment. */
+	bool *done = calloc(s.bufs.n + 1, 1);
+	if (!done) {
+		rc = mt_err_set(err, MT_ENOMEM, "out of memory");
+		goto out;
+	}
+	for (size_t qi = 0; qi < s.bufs.n && !rc; qi++) {
+		if (done[qi])
+			continue;
+		const struct auxbuf *first = &s.bufs.v[qi];
+		uint32_t idx_cpu = first->cpu, idx_tid = first->tid;
+		struct who_ctx wc = {.s = &s, .per_cpu = per_cpu, .cpu = idx_cpu};
+		if (per_cpu) {
+			wc.tid = wc.pid = (uint32_t)-1;
+			for (size_t i = 0; i < s.itrace.n; i++)
+				if (s.itrace.v[i].cpu == idx_cpu) {
+					wc.pid = s.itrace.v[i].pid;
+					wc.tid = s.itrace.v[i].tid;
+					break;
+				}
+			if (wc.tid == (uint32_t)-1) {
+				wc.tid = first->tid;
+				wc.pid = pid_of_tid(&s, first->tid);
+			}
+			size_t a = 0;
+			while (a < s.switches.n && s.switches.v[a].cpu < idx_cpu)
+				a++;
+			size_t b = a;
+			while (b < s.switches.n && s.switches.v[b].cpu == idx_cpu)
+				b++;
+			wc.sw = s.switches.v + a;
+			wc.nsw = b - a;
+		} else {
+			wc.tid = idx_tid;
+			wc.pid = pid_of_tid(&s, idx_tid);
+		}
+		struct mt_image img;
+		if ((rc = mt_image_init(&img, "perf.data", err)))
+			break;
+		build_image(&img, pd, &s, wc.pid, o, &wd);
+
+		/* Gather this queue's buffers (same cpu in per-cpu mode, same tid otherwise). */
+		uint8_t *joined = NULL;
+		size_t jlen = 0, jcap = 0;
+		uint64_t next_off = first->offset;
+		for (size_t bi = qi; bi <= s.bufs.n && !rc; bi++) {
+			const struct auxbuf *b = bi < s.bufs.n ? &s.bufs.v[bi] : NULL;
+			if (b && (done[bi] || (per_cpu ? b->cpu != idx_cpu : b->tid != idx_tid)))
+				continue;
+			if (!b || (jlen && b->offset != next_off)) {
+				struct mt_ptdec_stream st = {joined, jlen, per_cpu ? (int32_t)idx_cpu : -1,
+							     who, &wc, sink, &sc};
+				rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
+				jlen = 0;
+				if (!b)
+					break;
+			}
+			done[bi] = true;
+			if (jlen + b->size > jcap) {
+				size_t nc = jcap ? jcap : 1 << 16;
+				while (nc < jlen + b->size)
+					nc *= 2;
+				uint8_t *n = realloc(joined, nc);
+				if (!n) {
+					rc = mt_err_set(err, MT_ENOMEM, "out of memory joining PT buffers");
+					break;
+				}
+				joined = n;
+				jcap = nc;
+			}
+			memcpy(joined + jlen, b->data, b->size);
+			jlen += b->size;
+			next_off = b->offset + b->size;
+		}
+		free(joined);
+		mt_image_fini(&img);
+	}
+	free(done);
+	for (size_t i = 0; i < wd.n; i++)
+		free(wd.v[i]);
+	free(wd.v);
+	if (!rc && s.walk_damaged) {
+		/* Damage in the container itself: report it in the stream, too. */
+		struct mt_event ev = {.kind = MT_EV_ERROR, .cpu = -1, .offset = MT_NO_OFFSET, .msg = s.walk_err};
+		stats->by_kind[MT_EV_ERROR]++;
+		stats->errors++;
+		mt_events_write(w, &ev);
+		if (o->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "warning: %s", s.walk_err);
+			o->warn(o->warn_ctx, msg);
+		}
+	}
+	if (!rc && s.aux_truncated && o->warn) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "warning: %" PRIu64 " AUX records flagged TRUNCATED: trace data was lost while recording",
+			 s.aux_truncated);
+		o->warn(o->warn_ctx, msg);
+	}
+out:
+	side_free(&s);
+	return rc;
+}
+
+/* --- info --------------------------------------------------------------- */
+
+static void print_config(FILE *out, uint64_t c)
+{
+	static const struct { int bit; const char *name; } bits[] = {
+		{0, "pt"}, {1, "cyc"}, {4, "pwr_evt"}, {5, "fup_on_ptw"}, {9, "mtc"},
+		{10, "tsc"}, {11, "noretcomp"}, {12, "ptw"}, {13, "branch"}, {31, "event"}, {55, "notnt"},
+	};
+	fprintf(out, "0x%" PRIx64 " (", c);
+	const char *sep = "";
+	for (size_t i = 0; i < sizeof bits / sizeof bits[0]; i++)
+		if (c & (1ULL << bits[i].bit)) {
+			fprintf(out, "%s%s", sep, bits[i].name);
+			sep = ",";
+		}
+	fprintf(out, "%smtc_period=%u,cyc_thresh=%u,psb_period=%u)", sep, (unsigned)((c >> 14) & 15),
+		(unsigned)((c >> 19) & 15), (unsigned)((c >> 24) & 15));
+}
+
+int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err)
+{
+	struct side s = {0};
+	int rc = collect(pd, &s, err);
+	if (rc)
+		goto out;
+	fprintf(out, "file\t%s\nmode\t%s\nsize\t%zu\n", pd->name, pd->pipe_mode ? "pipe" : "file", pd->len);
+	if (pd->hostname) fprintf(out, "hostname\t%s\n", pd->hostname);
+	if (pd->osrelease) fprintf(out, "os-release\t%s\n", pd->osrelease);
+	if (pd->version) fprintf(out, "perf-version\t%s\n", pd->version);
+	if (pd->arch) fprintf(out, "arch\t%s\n", pd->arch);
+	if (pd->cpudesc) fprintf(out, "cpu-desc\t%s\n", pd->cpudesc);
+	if (pd->cpuid) fprintf(out, "cpuid\t%s\n", pd->cpuid);
+	if (pd->nrcpus_avail) fprintf(out, "nr-cpus\t%u online, %u available\n", pd->nrcpus_online, pd->nrcpus_avail);
+	fprintf(out, "features\t");
+	const char *sep = "";
+	for (int b = 0; b < 256; b++)
+		if (pd->features[b / 8] & (1u << (b % 8))) {
+			fprintf(out, "%s%d", sep, b);
+			sep = ",";
+		}
+	fprintf(out, "\n");
+	for (size_t i = 0; i < pd->nattrs; i++) {
+		const struct mt_perf_evattr *a = &pd->attrs[i];
+		fprintf(out, "event\t%zu\tname=%s\ttype=%u\tsize=%u\tconfig=", i, a->name ? a->name : "?", a->type, a->size);
+		if (s.have_info && a->type == s.priv[PRIV_PMU_TYPE])
+			print_config(out, a->config);
+		else
+			fprintf(out, "0x%" PRIx64, a->config);
+		fprintf(out, "\tsample_type=0x%" PRIx64 "\tflags=0x%" PRIx64 "\tids=%zu%s\n", a->sample_type, a->flags,
+			a->nids, (a->flags & MT_ATTR_CONTEXT_SWITCH) ? "\tcontext_switch" : "");
+	}
+	for (int t = 0; t < 128; t++)
+		if (s.counts[t])
+			fprintf(out, "records\t%s\t%" PRIu64 "\n", mt_perf_record_name((uint32_t)t), s.counts[t]);
+	if (s.have_info) {
+		static const char *const names[PRIV_COUNT] = {
+			"pmu_type", "time_shift", "time_mult", "time_zero", "cap_user_time_zero", "tsc_bit",
+			"noretcomp_bit", "have_sched_switch", "snapshot_mode", "per_cpu_mmaps", "mtc_bit",
+			"mtc_freq_bits", "tsc_ctc_n", "tsc_ctc_d", "cyc_bit", "max_nonturbo_ratio", "filter_str_len",
+		};
+		fprintf(out, "auxtrace-info\ttype=%u\tfields=%zu%s\n", s.info_type, s.npriv,
+			s.have_cap_event_trace ? "+cap_event_trace" : "");
+		for (size_t i = 0; i < s.npriv; i++)
+			fprintf(out, "auxtrace-info\t%s\t0x%" PRIx64 "\n", names[i], s.priv[i]);
+		if (s.filter)
+			fprintf(out, "auxtrace-info\tfilter\t%s\n", s.filter);
+		fprintf(out, "decode\t%s\n", decode_is_timed(pd, &s) ? "timed" : "timeless");
+	}
+	for (size_t i = 0; i < s.bufs.n; i++)
+		fprintf(out, "buffer\tcpu=%d\ttid=%d\toffset=0x%" PRIx64 "\tbytes=%" PRIu64 "\n", (int32_t)s.bufs.v[i].cpu,
+			(int32_t)s.bufs.v[i].tid, s.bufs.v[i].offset, s.bufs.v[i].size);
+	if (s.aux_truncated || s.aux_overwrite || s.aux_collision)
+		fprintf(out, "aux-flags\ttruncated=%" PRIu64 "\toverwrite=%" PRIu64 "\tcollision=%" PRIu64 "\n",
+			s.aux_truncated, s.aux_overwrite, s.aux_collision);
+	for (size_t i = 0; i < s.comms.n; i++)
+		fprintf(out, "thread\tpid=%u\ttid=%u\tcomm=%s\n", s.comms.v[i].pid, s.comms.v[i].tid, s.comms.v[i].name);
+	for (size_t i = 0; i < s.maps.n; i++)
+		fprintf(out, "mmap\tpid=%d\tstart=0x%" PRIx64 "\tlen=0x%" PRIx64 "\tpgoff=0x%" PRIx64 "\t%s\n",
+			(int32_t)s.maps.v[i].pid, s.maps.v[i].start, s.maps.v[i].len, s.maps.v[i].pgoff, s.maps.v[i].path);
+	if (s.have_time)
+		fprintf(out, "time-range\t%" PRIu64 "\t%" PRIu64 "\n", s.tmin, s.tmax);
+	if (s.walk_damaged)
+		fprintf(out, "damage\t%s\n", s.walk_err);
+out:
+	side_free(&s);
+	return rc;
+}

@@ -1,0 +1,37 @@
+/* ptperf: decode the Intel PT in a perf.data into the event stream.
+ *
+ * Collects the sideband (AUXTRACE_INFO, TIME_CONV, COMM, MMAP/MMAP2,
+ * ITRACE_START, SWITCH*, AUXTRACE buffers) in one walk over the records,
+ * then decodes each PT queue (one per CPU or per thread) with ptdecode.
+ * Also reports what a perf.data contains (--info). */
+#ifndef MT_PTPERF_H
+#define MT_PTPERF_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "events.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+
+struct mt_ptperf_opts {
+	const char *symfs;          /* root to find traced binaries under */
+	bool all_branches;
+	bool power;
+	/* Non-fatal problems (missing binaries, lost data), one call each. */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+};
+
+/* Decodes everything; data damage becomes error events, so only failures to
+ * produce output at all are returned as errors. *damaged is set when the
+ * input was truncated or corrupt. */
+int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
+		     struct mt_events_writer *w, struct mt_ptdec_stats *stats,
+		     bool *damaged, struct mt_err *err);
+
+/* Prints a human summary: header, events with decoded PT config, record
+ * counts, AUXTRACE_INFO, buffers per queue, threads, mappings, time range. */
+int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err);
+
+#endif

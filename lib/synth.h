@@ -1,0 +1,92 @@
+/* synth: the trace synthesizer. Ground truth without Intel PT hardware.
+ *
+ * Runs a real program under ptrace single-step, records every user
+ * instruction it executes, classifies each with Capstone, then encodes that
+ * exact control flow as Intel PT (libipt's encoder) inside a perf.data that
+ * Debian's perf and mt-pt2events both decode. The same run also writes the
+ * true event stream, so a decoder can be checked against what really ran.
+ * Knows nothing of the decoder. */
+#ifndef MT_SYNTH_H
+#define MT_SYNTH_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "mt_err.h"
+
+enum mt_synth_class {
+	MT_IC_OTHER, MT_IC_JCC, MT_IC_JMP, MT_IC_JMP_IND, MT_IC_CALL,
+	MT_IC_CALL_IND, MT_IC_RET, MT_IC_SYSCALL, MT_IC_UNSUPPORTED,
+};
+
+struct mt_synth_insn {
+	uint64_t ip, target;  /* target: direct branches only */
+	uint8_t len, cls;
+	bool rep;             /* REP-prefixed string op: traps once per iteration */
+};
+
+struct mt_synth_map {
+	uint64_t start, len, pgoff, ino;
+	uint32_t maj, min, prot;
+	char path[4096];
+	uint8_t *bytes;       /* the mapping's memory at exit */
+};
+
+struct mt_synth_run {
+	uint32_t pid;
+	char comm[16];
+	struct mt_synth_map *maps;
+	size_t nmaps;
+	uint64_t *ips;        /* executed instructions in order (after repair) */
+	size_t nips;
+	/* distinct instructions, open-addressed by ip */
+	struct mt_synth_insn *tab;
+	size_t tabcap, tabn;
+	uint64_t repaired;    /* instructions inserted for missed single-steps */
+	uint64_t collapsed;   /* REP iterations folded */
+	int exit_status;
+};
+
+/* Runs argv[0] (searched in PATH) with ASLR off under single-step until it
+ * exits; fills run. stdout of the program goes to /dev/null when quiet. */
+int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err);
+void mt_synth_run_free(struct mt_synth_run *run);
+/* The distinct-instruction record for ip (NULL if never executed). */
+const struct mt_synth_insn *mt_synth_insn_at(const struct mt_synth_run *run, uint64_t ip);
+
+enum mt_synth_timing { MT_SYNTH_TIMELESS, MT_SYNTH_TSC, MT_SYNTH_MTC };
+
+struct mt_synth_variant {
+	const char *name;
+	bool noretcomp;       /* every ret gets a TIP */
+	bool long_tnt;        /* pack up to 47 bits in TNT-64 */
+	enum mt_synth_timing timing;
+	bool per_cpu;
+	unsigned psb_every;   /* insns between PSB+ (0: only at start) */
+	unsigned wrap_at_psb; /* >0: the buffer starts with junk then the K-th PSB */
+	bool pipe;
+};
+
+/* The predefined variants: NULL-terminated array. */
+extern const struct mt_synth_variant mt_synth_variants[];
+const struct mt_synth_variant *mt_synth_variant_find(const char *name);
+
+/* Synthetic clock: TSC of the first instruction, ticks per instruction,
+ * ticks spent in the kernel per syscall. perf time = TSC (shift 0, mult 1). */
+#define MT_SYNTH_TSC0 1000000000ULL
+#define MT_SYNTH_TICKS_PER_INSN 25
+#define MT_SYNTH_SYSCALL_TICKS 1000
+#define MT_SYNTH_PT_TYPE 8
+
+struct mt_synth_result {
+	uint64_t pt_bytes, psbs, insns_traced;
+	uint64_t first_insn;  /* index of the first instruction in the trace (wrap) */
+};
+
+/* Writes perf.data for the variant to `data` and the true events to
+ * `truth` (either may be NULL). */
+int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
+		   FILE *data, FILE *truth, struct mt_synth_result *res, struct mt_err *err);
+
+#endif

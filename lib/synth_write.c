@@ -1,0 +1,661 @@
+/* synth: encoding the recorded flow as Intel PT and writing perf.data. */
+#define _GNU_SOURCE
+#include "synth.h"
+
+#include <intel-pt.h>
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "perfdata.h"
+
+const struct mt_synth_variant mt_synth_variants[] = {
+	{.name = "plain"},
+	{.name = "long-tnt", .long_tnt = true},
+	{.name = "noretcomp", .noretcomp = true},
+	{.name = "tsc", .timing = MT_SYNTH_TSC},
+	{.name = "mtc", .timing = MT_SYNTH_MTC, .long_tnt = true},
+	{.name = "psb", .timing = MT_SYNTH_TSC, .psb_every = 3000},
+	{.name = "wrap", .timing = MT_SYNTH_TSC, .psb_every = 1000, .wrap_at_psb = 2},
+	{.name = "pipe", .timing = MT_SYNTH_TSC, .pipe = true},
+	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
+	{.name = NULL},
+};
+
+const struct mt_synth_variant *mt_synth_variant_find(const char *name)
+{
+	for (const struct mt_synth_variant *v = mt_synth_variants; v->name; v++)
+		if (!strcmp(v->name, name))
+			return v;
+	return NULL;
+}
+
+#define TSC_PER_CTC 100
+#define CFG_PT 0x1ULL
+#define CFG_MTC 0x200ULL
+#define CFG_TSC 0x400ULL
+#define CFG_NORETCOMP 0x800ULL
+#define CFG_BRANCH 0x2000ULL
+
+/* --- PT encoding ---------------------------------------------------------- */
+
+struct enc {
+	const struct mt_synth_variant *v;
+	struct pt_encoder *e;
+	uint8_t *buf;
+	size_t cap;
+	uint64_t tnt;
+	int ntnt;
+	uint64_t rs[64];
+	int rs_n;            /* entries, newest at rs[(rs_head-1)&63] */
+	int rs_head;
+	int err;
+	uint64_t tsc, last_ctc;
+	uint64_t *psb_offsets, *psb_insn;
+	size_t npsb, cappsb;
+};
+
+static void put(struct enc *x, struct pt_packet *p)
+{
+	if (x->err)
+		return;
+	int rc = pt_enc_next(x->e, p);
+	if (rc < 0)
+		x->err = rc;
+}
+
+static void flush_tnt(struct enc *x)
+{
+	if (!x->ntnt)
+		return;
+	struct pt_packet p = {0};
+	p.type = x->ntnt <= 6 ? ppt_tnt_8 : ppt_tnt_64;
+	p.payload.tnt.bit_size = (uint8_t)x->ntnt;
+	p.payload.tnt.payload = x->tnt; /* oldest branch in the most significant bit */
+	put(x, &p);
+	x->tnt = 0;
+	x->ntnt = 0;
+}
+
+static void tnt_bit(struct enc *x, int taken)
+{
+	x->tnt = (x->tnt << 1) | (uint64_t)taken;
+	x->ntnt++;
+	if (x->ntnt == (x->v->long_tnt ? 47 : 6))
+		flush_tnt(x);
+}
+
+static void ip_packet(struct enc *x, enum pt_packet_type t, uint64_t ip, bool suppressed)
+{
+	struct pt_packet p = {0};
+	p.type = t;
+	p.payload.ip.ipc = suppressed ? pt_ipc_suppressed : pt_ipc_sext_48;
+	p.payload.ip.ip = ip;
+	put(x, &p);
+}
+
+static void simple(struct enc *x, enum pt_packet_type t)
+{
+	struct pt_packet p = {0};
+	p.type = t;
+	put(x, &p);
+}
+
+static void mode_exec(struct enc *x)
+{
+	struct pt_packet p = {0};
+	p.type = ppt_mode;
+	p.payload.mode.leaf = pt_mol_exec;
+	p.payload.mode.bits.exec.csl = 1;
+	put(x, &p);
+}
+
+static void tsc_packet(struct enc *x)
+{
+	struct pt_packet p = {0};
+	p.type = ppt_tsc;
+	p.payload.tsc.tsc = x->tsc;
+	put(x, &p);
+	if (x->v->timing == MT_SYNTH_MTC) {
+		struct pt_packet t = {0};
+		t.type = ppt_tma;
+		t.payload.tma.ctc = (uint16_t)(x->tsc / TSC_PER_CTC);
+		t.payload.tma.fc = 0; /* PSBs are placed on CTC edges, so no fast-counter offset */
+		put(x, &t);
+	}
+}
+
+/* MTC for every CTC edge passed since the last one. */
+static void advance(struct enc *x, uint64_t ticks)
+{
+	x->tsc += ticks;
+	if (x->v->timing != MT_SYNTH_MTC)
+		return;
+	uint64_t ctc = x->tsc / TSC_PER_CTC;
+	if (ctc == x->last_ctc)
+		return;
+	flush_tnt(x);
+	for (uint64_t c = x->last_ctc + 1; c <= ctc; c++) {
+		struct pt_packet p = {0};
+		p.type = ppt_mtc;
+		p.payload.mtc.ctc = (uint8_t)c;
+		put(x, &p);
+	}
+	x->last_ctc = ctc;
+}
+
+static void note_psb(struct enc *x, uint64_t insn_index)
+{
+	if (x->npsb == x->cappsb) {
+		x->cappsb = x->cappsb ? x->cappsb * 2 : 64;
+		x->psb_offsets = realloc(x->psb_offsets, x->cappsb * sizeof *x->psb_offsets);
+		x->psb_insn = realloc(x->psb_insn, x->cappsb * sizeof *x->psb_insn);
+		if (!x->psb_offsets || !x->psb_insn) {
+			x->err = -pte_nomem;
+			x->npsb = x->cappsb = 0;
+			return;
+		}
+	}
+	uint64_t off = 0;
+	pt_enc_get_offset(x->e, &off);
+	x->psb_offsets[x->npsb] = off;
+	x->psb_insn[x->npsb] = insn_index;
+	x->npsb++;
+}
+
+static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_ip)
+{
+	flush_tnt(x);
+	note_psb(x, insn_index);
+	simple(x, ppt_psb);
+	if (x->v->timing != MT_SYNTH_TIMELESS)
+		tsc_packet(x);
+	if (enabled) {
+		mode_exec(x);
+		ip_packet(x, ppt_fup, next_ip, false);
+	}
+	simple(x, ppt_psbend);
+	x->rs_n = 0; /* a decoder starting here knows no earlier calls */
+}
+
+static void rs_push(struct enc *x, uint64_t ret)
+{
+	x->rs[x->rs_head] = ret;
+	x->rs_head = (x->rs_head + 1) & 63;
+	if (x->rs_n < 64)
+		x->rs_n++;
+}
+
+static bool rs_pop(struct enc *x, uint64_t *top)
+{
+	if (!x->rs_n)
+		return false;
+	x->rs_head = (x->rs_head - 1) & 63;
+	x->rs_n--;
+	*top = x->rs[x->rs_head];
+	return true;
+}
+
+/* --- truth ---------------------------------------------------------------- */
+
+struct truth {
+	struct mt_events_writer *w;
+	uint32_t pid;
+	int32_t cpu;
+	uint64_t since;
+	bool on;             /* instructions are in the trace (wrap: after the cut) */
+};
+
+static void truth_ev(struct truth *t, enum mt_event_kind k, uint64_t time, uint64_t from, uint64_t to, bool cond,
+		     bool timed)
+{
+	if (!t->w || !t->on)
+		return;
+	struct mt_event ev = {0};
+	ev.kind = k;
+	ev.time = time;
+	ev.has_time = timed;
+	ev.pid = ev.tid = t->pid;
+	ev.cpu = t->cpu;
+	ev.from = from;
+	ev.to = to;
+	ev.cond = cond;
+	ev.insn = t->since;
+	ev.offset = MT_NO_OFFSET;
+	t->since = 0;
+	mt_events_write(t->w, &ev);
+}
+
+/* Encodes the run; in pass 2 (truth != NULL) also writes the truth, turning
+ * it on at insn index `from_insn`. */
+static int encode(const struct mt_synth_run *run, const struct mt_synth_variant *v, struct enc *x,
+		  struct truth *t, uint64_t from_insn, struct mt_err *err)
+{
+	struct pt_config cfg;
+	pt_config_init(&cfg);
+	x->cap = run->nips * 4 + (1 << 20);
+	x->buf = malloc(x->cap);
+	if (!x->buf)
+		return mt_err_set(err, MT_ENOMEM, "out of memory for the PT buffer");
+	cfg.begin = x->buf;
+	cfg.end = x->buf + x->cap;
+	cfg.cpuid_0x15_eax = 1;
+	cfg.cpuid_0x15_ebx = TSC_PER_CTC;
+	x->v = v;
+	x->e = pt_alloc_encoder(&cfg);
+	if (!x->e)
+		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT encoder");
+	bool timed = v->timing != MT_SYNTH_TIMELESS;
+	x->tsc = MT_SYNTH_TSC0;
+	x->last_ctc = x->tsc / TSC_PER_CTC;
+	psb(x, 0, false, 0);
+	mode_exec(x);
+	ip_packet(x, ppt_tip_pge, run->ips[0], false);
+	if (t) {
+		t->on = from_insn == 0;
+		truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, run->ips[0], false, timed);
+	}
+	uint64_t since_psb = 0;
+	for (size_t i = 0; i < run->nips && !x->err; i++) {
+		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[i]);
+		bool last = i + 1 == run->nips;
+		uint64_t next = last ? 0 : run->ips[i + 1];
+		uint64_t ft = in->ip + in->len, now = x->tsc;
+		if (t && i == from_insn && from_insn) {
+			t->on = true;
+			t->since = 0;
+		}
+		if (t)
+			t->since++;
+		switch (in->cls) {
+		case MT_IC_JCC:
+			tnt_bit(x, next != ft);
+			if (next != ft && t)
+				truth_ev(t, MT_EV_JUMP, now, in->ip, next, true, timed);
+			break;
+		case MT_IC_JMP:
+			if (t)
+				truth_ev(t, MT_EV_JUMP, now, in->ip, next, false, timed);
+			break;
+		case MT_IC_JMP_IND:
+			flush_tnt(x);
+			ip_packet(x, ppt_tip, next, false);
+			if (t)
+				truth_ev(t, MT_EV_JUMP, now, in->ip, next, false, timed);
+			break;
+		case MT_IC_CALL:
+		case MT_IC_CALL_IND:
+			rs_push(x, ft);
+			if (in->cls == MT_IC_CALL_IND) {
+				flush_tnt(x);
+				ip_packet(x, ppt_tip, next, false);
+			}
+			if (t)
+				truth_ev(t, MT_EV_CALL, now, in->ip, next, false, timed);
+			break;
+		case MT_IC_RET: {
+			uint64_t top;
+			bool had = rs_pop(x, &top);
+			if (!v->noretcomp && had && top == next) {
+				tnt_bit(x, 1);
+			} else {
+				flush_tnt(x);
+				ip_packet(x, ppt_tip, next, false);
+			}
+			if (t)
+				truth_ev(t, MT_EV_RETURN, now, in->ip, next, false, timed);
+			break;
+		}
+		case MT_IC_SYSCALL:
+			flush_tnt(x);
+			ip_packet(x, ppt_tip_pgd, 0, true);
+			if (t)
+				truth_ev(t, MT_EV_SYSCALL, now, in->ip, 0, false, timed);
+			break;
+		default:
+			break;
+		}
+		advance(x, MT_SYNTH_TICKS_PER_INSN);
+		since_psb++;
+		if (last)
+			break;
+		if (in->cls == MT_IC_SYSCALL) {
+			advance(x, MT_SYNTH_SYSCALL_TICKS); /* time in the kernel */
+			if (v->timing == MT_SYNTH_TSC)
+				tsc_packet(x);
+			ip_packet(x, ppt_tip_pge, next, false);
+			if (t)
+				truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, next, false, timed);
+		} else if (v->psb_every && since_psb >= v->psb_every &&
+			   (v->timing != MT_SYNTH_MTC || x->tsc % TSC_PER_CTC == 0)) {
+			psb(x, i + 1, true, next);
+			since_psb = 0;
+		}
+	}
+	if (!x->err) {
+		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[run->nips - 1]);
+		if (in->cls != MT_IC_SYSCALL) {
+			flush_tnt(x);
+			ip_packet(x, ppt_tip_pgd, 0, true);
+			if (t)
+				truth_ev(t, MT_EV_TRACE_END, x->tsc, in->ip, 0, false, timed);
+		}
+	}
+	if (x->err)
+		return mt_err_set(err, MT_EFORMAT, "PT encoder: %s", pt_errstr(pt_errcode(x->err)));
+	return 0;
+}
+
+static void enc_free(struct enc *x)
+{
+	if (x->e)
+		pt_free_encoder(x->e);
+	free(x->buf);
+	free(x->psb_offsets);
+	free(x->psb_insn);
+	memset(x, 0, sizeof *x);
+}
+
+/* --- perf.data ------------------------------------------------------------ */
+
+struct out {
+	uint8_t *b;
+	size_t n, cap;
+	bool oom;
+};
+
+static void emit_bytes(struct out *o, const void *p, size_t n)
+{
+	if (o->oom)
+		return;
+	if (o->n + n > o->cap) {
+		size_t nc = o->cap ? o->cap : 4096;
+		while (nc < o->n + n)
+			nc *= 2;
+		uint8_t *nb = realloc(o->b, nc);
+		if (!nb) {
+			o->oom = true;
+			return;
+		}
+		o->b = nb;
+		o->cap = nc;
+	}
+	memcpy(o->b + o->n, p, n);
+	o->n += n;
+}
+
+static void u64(struct out *o, uint64_t v) { emit_bytes(o, &v, 8); }
+static void u32(struct out *o, uint32_t v) { emit_bytes(o, &v, 4); }
+
+struct rec_ctx {
+	uint64_t pt_st, dummy_st;
+	uint32_t pid, cpu;
+	uint64_t time;
+};
+
+static size_t rec_begin(struct out *o, uint32_t type, uint16_t misc)
+{
+	size_t at = o->n;
+	u32(o, type);
+	uint16_t m[2] = {misc, 0};
+	emit_bytes(o, m, 4);
+	return at;
+}
+
+static void rec_end(struct out *o, size_t at)
+{
+	if (!o->oom) {
+		uint16_t size = (uint16_t)(o->n - at);
+		memcpy(o->b + at + 6, &size, 2);
+	}
+}
+
+static void trailer(struct out *o, const struct rec_ctx *c, uint64_t st, uint64_t id)
+{
+	if (st & MT_SAMPLE_TID) { u32(o, c->pid); u32(o, c->pid); }
+	if (st & MT_SAMPLE_TIME) u64(o, c->time);
+	if (st & MT_SAMPLE_CPU) { u32(o, c->cpu); u32(o, 0); }
+	if (st & MT_SAMPLE_IDENTIFIER) u64(o, id);
+}
+
+static void padded_str(struct out *o, const char *s)
+{
+	size_t n = strlen(s) + 1, pad = (8 - n % 8) % 8;
+	emit_bytes(o, s, n);
+	static const uint8_t zero[8];
+	emit_bytes(o, zero, pad);
+}
+
+static void attr_bytes(struct out *o, uint32_t type, uint64_t config, uint64_t st, uint64_t flags, uint64_t period)
+{
+	uint8_t a[128] = {0};
+	uint32_t size = 128;
+	memcpy(a, &type, 4);
+	memcpy(a + 4, &size, 4);
+	memcpy(a + 8, &config, 8);
+	memcpy(a + 16, &period, 8);
+	memcpy(a + 24, &st, 8);
+	uint64_t rf = 4; /* PERF_FORMAT_ID */
+	memcpy(a + 32, &rf, 8);
+	memcpy(a + 40, &flags, 8);
+	emit_bytes(o, a, sizeof a);
+}
+
+int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
+		   FILE *data, FILE *truth, struct mt_synth_result *res, struct mt_err *err)
+{
+	memset(res, 0, sizeof *res);
+	if (run->nips == 0)
+		return mt_err_set(err, MT_EUSAGE, "no instructions recorded");
+	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
+	struct enc x = {0};
+	int rc = encode(run, v, &x, NULL, 0, err);
+	uint64_t cut = 0, from_insn = 0;
+	if (!rc && v->wrap_at_psb) {
+		if (x.npsb <= v->wrap_at_psb) {
+			rc = mt_err_set(err, MT_EUSAGE, "variant %s: only %zu PSBs, cannot cut at PSB %u", v->name,
+					x.npsb, v->wrap_at_psb);
+		} else {
+			cut = x.psb_offsets[v->wrap_at_psb];
+			from_insn = x.psb_insn[v->wrap_at_psb];
+		}
+	}
+	enc_free(&x);
+	if (rc)
+		return rc;
+	struct mt_events_writer tw;
+	struct truth t = {.pid = run->pid, .cpu = v->per_cpu ? 0 : -1};
+	if (truth) {
+		if (mt_events_writer_init(&tw, truth))
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		t.w = &tw;
+		mt_events_write_fact(&tw, "source", "mt-synth ground truth, variant %s", v->name);
+		mt_events_write_fact(&tw, "time", "%s", v->timing == MT_SYNTH_TIMELESS ? "timeless" : "synthetic TSC");
+		mt_events_write_comm(&tw, run->pid, run->pid, run->comm);
+		for (size_t i = 0; i < run->nmaps; i++)
+			if (run->maps[i].path[0] == '/')
+				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
+						     NULL, 0, run->maps[i].path);
+	}
+	rc = encode(run, v, &x, truth ? &t : NULL, from_insn, err);
+	uint64_t ptlen = 0;
+	if (!rc)
+		pt_enc_get_offset(x.e, &ptlen);
+	if (truth) {
+		struct mt_err we = {0};
+		if (mt_events_writer_finish(&tw, &we) && !rc)
+			rc = mt_err_set(err, MT_EIO, "truth: %s", we.msg);
+	}
+	if (rc || !data) {
+		res->pt_bytes = ptlen;
+		enc_free(&x);
+		return rc;
+	}
+	/* The AUX payload: optional torn junk, then the stream from the cut. */
+	static const uint8_t junk[37] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x99,
+					 0x4d, 0xde, 0xad, 0xbe, 0xef, 0x02, 0x03, 0x19, 0x77, 0x55, 0x1d,
+					 0x33, 0x44, 0x55, 0x66, 0x77, 0x88, 0x99, 0xaa, 0xbb, 0xcc, 0x02,
+					 0x82, 0x02, 0x82, 0x02};
+	size_t jl = v->wrap_at_psb ? sizeof junk : 0;
+	uint64_t payload = jl + (ptlen - cut);
+	uint64_t padded = (payload + 7) & ~7ULL;
+	res->pt_bytes = payload;
+	res->psbs = x.npsb;
+	res->first_insn = from_insn;
+	res->insns_traced = run->nips - from_insn;
+
+	bool timed = v->timing != MT_SYNTH_TIMELESS;
+	uint64_t common = MT_SAMPLE_TID | MT_SAMPLE_TIME | MT_SAMPLE_IDENTIFIER | (v->per_cpu ? MT_SAMPLE_CPU : 0);
+	struct rec_ctx c = {.pt_st = common | MT_SAMPLE_IP, .dummy_st = common, .pid = run->pid,
+			    .cpu = v->per_cpu ? 0 : (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
+	uint64_t config = CFG_PT | CFG_BRANCH | (timed ? CFG_TSC : 0) |
+			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0);
+	uint64_t pt_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_ENABLE_ON_EXEC |
+			    MT_ATTR_SAMPLE_ID_ALL | MT_ATTR_EXCLUDE_GUEST | (v->per_cpu ? MT_ATTR_INHERIT : 0);
+	uint64_t dummy_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_MMAP |
+			       MT_ATTR_COMM | MT_ATTR_TASK | MT_ATTR_ENABLE_ON_EXEC | MT_ATTR_SAMPLE_ID_ALL |
+			       MT_ATTR_EXCLUDE_GUEST | MT_ATTR_MMAP2 | MT_ATTR_COMM_EXEC |
+			       (v->per_cpu ? MT_ATTR_INHERIT | MT_ATTR_CONTEXT_SWITCH : 0);
+
+	struct out attrs = {0}, d = {0};
+	attr_bytes(&attrs, MT_SYNTH_PT_TYPE, config, c.pt_st, pt_flags, 1);
+	attr_bytes(&attrs, 1 /* software */, 9 /* dummy */, c.dummy_st, dummy_flags, 1);
+
+	if (v->pipe) {
+		for (int i = 0; i < 2; i++) {
+			size_t at = rec_begin(&d, MT_REC_HEADER_ATTR, 0);
+			emit_bytes(&d, attrs.b + i * 128, 128);
+			u64(&d, (uint64_t)i + 1);
+			rec_end(&d, at);
+		}
+	}
+	size_t at = rec_begin(&d, MT_REC_AUXTRACE_INFO, 0);
+	u32(&d, 1); /* PERF_AUXTRACE_INTEL_PT */
+	u32(&d, 0);
+	uint64_t priv[18] = {MT_SYNTH_PT_TYPE, 0, 1, 0, 1, CFG_TSC, CFG_NORETCOMP, v->per_cpu ? 2 : 0, 0,
+			     v->per_cpu, CFG_MTC, 0x3c000, TSC_PER_CTC, 1, 0x2, 0, 0, 0};
+	emit_bytes(&d, priv, sizeof priv);
+	rec_end(&d, at);
+	if (timed) {
+		at = rec_begin(&d, MT_REC_TIME_CONV, 0);
+		u64(&d, 0); u64(&d, 1); u64(&d, 0); u64(&d, 0); u64(&d, 0);
+		uint8_t flags8[8] = {1, 0};
+		emit_bytes(&d, flags8, 8);
+		rec_end(&d, at);
+	}
+	at = rec_begin(&d, MT_REC_COMM, MT_MISC_COMM_EXEC);
+	u32(&d, run->pid);
+	u32(&d, run->pid);
+	padded_str(&d, run->comm);
+	trailer(&d, &c, c.dummy_st, 2);
+	rec_end(&d, at);
+	for (size_t i = 0; i < run->nmaps; i++) {
+		const struct mt_synth_map *m = &run->maps[i];
+		if (m->path[0] != '/')
+			continue;
+		at = rec_begin(&d, MT_REC_MMAP2, 2 /* USER */);
+		u32(&d, run->pid);
+		u32(&d, run->pid);
+		u64(&d, m->start);
+		u64(&d, m->len);
+		u64(&d, m->pgoff);
+		u32(&d, m->maj);
+		u32(&d, m->min);
+		u64(&d, m->ino);
+		u64(&d, 0);
+		u32(&d, m->prot);
+		u32(&d, 2 /* MAP_PRIVATE */);
+		padded_str(&d, m->path);
+		trailer(&d, &c, c.dummy_st, 2);
+		rec_end(&d, at);
+	}
+	at = rec_begin(&d, MT_REC_ITRACE_START, 0);
+	u32(&d, run->pid);
+	u32(&d, run->pid);
+	trailer(&d, &c, c.pt_st, 1);
+	rec_end(&d, at);
+	if (v->per_cpu) {
+		at = rec_begin(&d, MT_REC_SWITCH, 0); /* switch IN of our task on cpu 0 */
+		trailer(&d, &c, c.dummy_st, 2);
+		rec_end(&d, at);
+	}
+	at = rec_begin(&d, MT_REC_AUX, 0);
+	u64(&d, 0);
+	u64(&d, padded);
+	u64(&d, 0);
+	trailer(&d, &c, c.pt_st, 1);
+	rec_end(&d, at);
+	at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
+	rec_end(&d, at);
+	size_t auxtrace_at = d.n;
+	at = rec_begin(&d, MT_REC_AUXTRACE, 0);
+	u64(&d, padded);
+	u64(&d, 0);                /* offset in the AUX area */
+	u64(&d, 0);                /* reference */
+	u32(&d, 0);                /* idx */
+	u32(&d, run->pid);         /* tid */
+	u32(&d, v->per_cpu ? 0 : (uint32_t)-1);
+	u32(&d, 0);
+	rec_end(&d, at);
+	emit_bytes(&d, junk, jl);
+	emit_bytes(&d, x.buf + cut, ptlen - cut);
+	static const uint8_t zero[8];
+	emit_bytes(&d, zero, padded - payload);
+	c.time = x.tsc + 1;
+	at = rec_begin(&d, MT_REC_EXIT, 0);
+	u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid);
+	u64(&d, c.time);
+	trailer(&d, &c, c.dummy_st, 2);
+	rec_end(&d, at);
+	at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
+	rec_end(&d, at);
+	enc_free(&x);
+
+	if (d.oom || attrs.oom) {
+		free(d.b);
+		free(attrs.b);
+		return mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
+	}
+	bool ok;
+	if (v->pipe) {
+		uint64_t h[2];
+		memcpy(h, "PERFILE2", 8);
+		h[1] = 16;
+		ok = fwrite(h, 16, 1, data) == 1 && fwrite(d.b, d.n, 1, data) == 1;
+	} else {
+		/* header | attrs (+ids section refs) | ids | data | feature table | AUXTRACE index */
+		const uint64_t attrs_off = 104, ids_off = attrs_off + 2 * 144, data_off = ids_off + 16;
+		struct out f = {0};
+		emit_bytes(&f, "PERFILE2", 8);
+		u64(&f, 104);
+		u64(&f, 144);
+		u64(&f, attrs_off); u64(&f, 2 * 144);
+		u64(&f, data_off); u64(&f, d.n);
+		u64(&f, 0); u64(&f, 0);
+		uint8_t feat[32] = {0};
+		feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
+		emit_bytes(&f, feat, 32);
+		for (int i = 0; i < 2; i++) {
+			emit_bytes(&f, attrs.b + i * 128, 128);
+			u64(&f, ids_off + 8 * (uint64_t)i);
+			u64(&f, 8);
+		}
+		u64(&f, 1);
+		u64(&f, 2);
+		emit_bytes(&f, d.b, d.n);
+		uint64_t table = data_off + d.n;
+		u64(&f, table + 16);
+		u64(&f, 24);
+		u64(&f, 1);
+		u64(&f, data_off + auxtrace_at);
+		u64(&f, 48);
+		ok = !f.oom && fwrite(f.b, f.n, 1, data) == 1;
+		free(f.b);
+	}
+	free(d.b);
+	free(attrs.b);
+	if (!ok || fflush(data) != 0)
+		return mt_err_set(err, MT_EIO, "writing perf.data failed");
+	return 0;
+}

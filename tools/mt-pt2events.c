@@ -1,0 +1,250 @@
+/* mt-pt2events: decode Intel PT into the mt event stream. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <fcntl.h>
+#include <unistd.h>
+
+#include "events.h"
+#include "image.h"
+#include "outfile.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+#include "ptperf.h"
+#include "version.h"
+
+#define PROG "mt-pt2events"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... [FILE]\n"
+"Decode Intel PT into the mt event stream (mt-events(5)) on standard output.\n"
+"FILE is a perf.data in file or pipe mode; '-' or no FILE reads standard input.\n"
+"\n"
+"  -o, --output=FILE        write events to FILE (atomically) instead of stdout\n"
+"      --symfs=DIR          look up traced binaries under DIR\n"
+"      --all-branches       emit every taken branch (default: calls, returns,\n"
+"                           syscalls, trace start/end, errors, and jumps that\n"
+"                           leave their function)\n"
+"      --power              emit CBR (core:bus ratio) changes as power events\n"
+"      --info               describe the perf.data instead of decoding it\n"
+"      --stats              print a summary line on standard error at the end\n"
+"      --pt=FILE            decode raw PT bytes from FILE instead of a perf.data\n"
+"      --image=FILE[:OFF[-END]]@VADDR  (with --pt) map FILE bytes at VADDR\n"
+"      --pages=PREFIX       (with --pt) map a page-image set PREFIX.addr/PREFIX.dump\n"
+"      --cpu=F/M/S          (with --pt) CPU family/model/stepping, for errata\n"
+"      --output-format=text event stream encoding (only 'text' so far)\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit\n"
+"\n"
+"Exit status: 0 decoded; 1 input unreadable, not a trace, or damaged (what was\n"
+"sound is still decoded and the damage reported as error events); 2 usage.\n"
+"PT decode errors inside a sound file are error events, not a failure.\n");
+}
+
+static void warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+struct sink { struct mt_events_writer *w; };
+
+static void sink(void *ctx, const struct mt_event *ev)
+{
+	mt_events_write(((struct sink *)ctx)->w, ev);
+}
+
+static void print_stats(const struct mt_ptdec_stats *st)
+{
+	fprintf(stderr, PROG ": stats: pt_bytes=%" PRIu64 " insns=%" PRIu64, st->pt_bytes, st->insns);
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+		if (st->by_kind[k])
+			fprintf(stderr, " %s=%" PRIu64, mt_event_kind_name((enum mt_event_kind)k), st->by_kind[k]);
+	fprintf(stderr, " errors=%" PRIu64 "\n", st->errors);
+}
+
+static int decode_raw(const char *ptpath, char **images, int nimages, char **pages, int npages,
+		      const struct mt_ptdec_config *cfg, struct mt_events_writer *w,
+		      struct mt_ptdec_stats *st, struct mt_err *err)
+{
+	struct mt_image img;
+	int rc = mt_image_init(&img, "raw", err);
+	if (rc)
+		return rc;
+	for (int i = 0; i < nimages && !rc; i++)
+		rc = mt_image_add_spec(&img, images[i], err);
+	for (int i = 0; i < npages && !rc; i++)
+		rc = mt_image_add_pageset(&img, pages[i], err);
+	int fd = -1;
+	void *m = MAP_FAILED;
+	struct stat sb;
+	if (!rc) {
+		fd = open(ptpath, O_RDONLY | O_CLOEXEC);
+		if (fd < 0 || fstat(fd, &sb) < 0)
+			rc = mt_err_set(err, MT_EIO, "%s: %s", ptpath, strerror(errno));
+		else if (sb.st_size == 0)
+			rc = mt_err_set(err, MT_ETRUNC, "%s: empty trace", ptpath);
+		else if ((m = mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0)) == MAP_FAILED)
+			rc = mt_err_set(err, MT_EIO, "%s: mmap: %s", ptpath, strerror(errno));
+	}
+	if (!rc) {
+		mt_events_write_fact(w, "source", "%s", ptpath);
+		mt_events_write_fact(w, "format", "raw PT, %zu image sections", img.nsections);
+		mt_events_write_fact(w, "time", "timeless");
+		struct sink sk = {w};
+		struct mt_ptdec_stream s = {m, (size_t)sb.st_size, -1, NULL, NULL, sink, &sk};
+		rc = mt_ptdec_decode(&s, &img, cfg, st, err);
+	}
+	if (m != MAP_FAILED)
+		munmap(m, (size_t)sb.st_size);
+	if (fd >= 0)
+		close(fd);
+	mt_image_fini(&img);
+	return rc;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"symfs", required_argument, NULL, 's'},
+		{"all-branches", no_argument, NULL, 'a'},
+		{"power", no_argument, NULL, 'P'},
+		{"info", no_argument, NULL, 'i'},
+		{"stats", no_argument, NULL, 'S'},
+		{"pt", required_argument, NULL, 't'},
+		{"image", required_argument, NULL, 'I'},
+		{"pages", required_argument, NULL, 'g'},
+		{"cpu", required_argument, NULL, 'c'},
+		{"output-format", required_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	const char *out = "-", *symfs = NULL, *ptpath = NULL;
+	bool info = false, stats = false;
+	char **images = calloc((size_t)argc, sizeof *images), **pages = calloc((size_t)argc, sizeof *pages);
+	int nimages = 0, npages = 0;
+	struct mt_ptdec_config cfg = {0};
+	struct mt_ptperf_opts po = {.warn = warn};
+	int c;
+	if (!images || !pages) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return EXIT_DATA;
+	}
+	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 's': symfs = optarg; break;
+		case 'a': cfg.all_branches = po.all_branches = true; break;
+		case 'P': cfg.want_power = po.power = true; break;
+		case 'i': info = true; break;
+		case 'S': stats = true; break;
+		case 't': ptpath = optarg; break;
+		case 'I': images[nimages++] = optarg; break;
+		case 'g': pages[npages++] = optarg; break;
+		case 'c':
+			if (sscanf(optarg, "%u/%u/%u", &cfg.family, &cfg.model, &cfg.stepping) != 3) {
+				fprintf(stderr, PROG ": bad --cpu '%s': expected FAMILY/MODEL/STEPPING\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'F':
+			if (strcmp(optarg, "text")) {
+				fprintf(stderr, PROG ": --output-format=%s: only 'text' is implemented\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if ((nimages || npages) && !ptpath) {
+		fprintf(stderr, PROG ": --image and --pages need --pt\n");
+		return EXIT_USAGE;
+	}
+	if (optind + (ptpath ? 0 : 1) < argc) {
+		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
+		return EXIT_USAGE;
+	}
+	const char *in = optind < argc ? argv[optind] : "-";
+	po.symfs = symfs;
+
+	struct mt_err err = {0};
+	struct mt_ptdec_stats st = {0};
+	int status = 0;
+	if (info) {
+		struct mt_perfdata pd;
+		if (mt_perfdata_open(&pd, in, &err) || mt_ptperf_info(&pd, stdout, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			status = EXIT_DATA;
+		} else if (pd.truncated) {
+			status = EXIT_DATA;
+		}
+		mt_perfdata_close(&pd);
+		if (fflush(stdout)) {
+			fprintf(stderr, PROG ": writing standard output: %s\n", strerror(errno));
+			status = EXIT_DATA;
+		}
+		return status;
+	}
+
+	struct mt_outfile of;
+	if (mt_outfile_open(&of, out, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return EXIT_DATA;
+	}
+	struct mt_events_writer w;
+	if (mt_events_writer_init(&w, of.f)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_outfile_abort(&of);
+		return EXIT_DATA;
+	}
+	int rc;
+	bool damaged = false;
+	if (ptpath) {
+		rc = decode_raw(ptpath, images, nimages, pages, npages, &cfg, &w, &st, &err);
+	} else {
+		struct mt_perfdata pd;
+		rc = mt_perfdata_open(&pd, in, &err);
+		if (!rc)
+			rc = mt_ptperf_decode(&pd, &po, &w, &st, &damaged, &err);
+		mt_perfdata_close(&pd);
+	}
+	struct mt_err werr = {0};
+	int wrc = mt_events_writer_finish(&w, &werr);
+	if (rc) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	if (wrc) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		status = EXIT_DATA;
+	}
+	if (damaged)
+		status = EXIT_DATA;
+	if (status && (rc || wrc)) {
+		mt_outfile_abort(&of);
+	} else if (mt_outfile_commit(&of, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	if (stats)
+		print_stats(&st);
+	free(images);
+	free(pages);
+	return status;
+}

@@ -1,0 +1,147 @@
+/* mt-synth: synthesize Intel PT perf.data files, with their ground truth,
+ * from a real run of a program under ptrace single-step. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+
+#include "outfile.h"
+#include "synth.h"
+#include "version.h"
+
+#define PROG "mt-synth"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... -- COMMAND [ARG]...\n"
+"Run COMMAND with ASLR off under ptrace single-step, record every user-space\n"
+"instruction it executes, and write for each variant DIR/NAME.data (a perf.data\n"
+"with that control flow encoded as Intel PT) and DIR/NAME.truth (the true event\n"
+"stream, mt-events(5), every taken branch).\n"
+"\n"
+"  -o, --output-dir=DIR     where to write (default: .)\n"
+"      --variants=LIST      comma-separated variant names, or 'all' (default: plain)\n"
+"      --list-variants      print the variant names and exit\n"
+"  -q, --quiet              send COMMAND's standard output to /dev/null\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit\n"
+"\n"
+"One line per variant goes to standard output: NAME insns=N pt_bytes=N psbs=N.\n"
+"Exit status: 0 success; 1 the run or a file failed; 2 usage.\n");
+}
+
+static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v, const char *dir)
+{
+	char dpath[4096], tpath[4096];
+	snprintf(dpath, sizeof dpath, "%s/%s.data", dir, v->name);
+	snprintf(tpath, sizeof tpath, "%s/%s.truth", dir, v->name);
+	struct mt_err err = {0};
+	struct mt_outfile od, ot;
+	if (mt_outfile_open(&od, dpath, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
+	}
+	if (mt_outfile_open(&ot, tpath, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_outfile_abort(&od);
+		return 1;
+	}
+	struct mt_synth_result res;
+	if (mt_synth_write(run, v, od.f, ot.f, &res, &err) || mt_outfile_commit(&od, &err) ||
+	    mt_outfile_commit(&ot, &err)) {
+		fprintf(stderr, PROG ": %s: %s\n", v->name, err.msg);
+		mt_outfile_abort(&od);
+		mt_outfile_abort(&ot);
+		return 1;
+	}
+	printf("%s insns=%" PRIu64 " pt_bytes=%" PRIu64 " psbs=%" PRIu64 " first_insn=%" PRIu64 "\n", v->name,
+	       res.insns_traced, res.pt_bytes, res.psbs, res.first_insn);
+	return 0;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output-dir", required_argument, NULL, 'o'},
+		{"variants", required_argument, NULL, 'v'},
+		{"list-variants", no_argument, NULL, 'l'},
+		{"quiet", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	const char *dir = ".", *variants = "plain";
+	bool quiet = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': dir = optarg; break;
+		case 'v': variants = optarg; break;
+		case 'q': quiet = true; break;
+		case 'l':
+			for (const struct mt_synth_variant *v = mt_synth_variants; v->name; v++)
+				printf("%s\n", v->name);
+			return 0;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, PROG ": no command given\nTry '" PROG " --help' for more information.\n");
+		return 2;
+	}
+	/* Validate every variant name before the (slow) run. */
+	char *list = strdup(variants);
+	if (!list)
+		return 1;
+	const struct mt_synth_variant *chosen[32];
+	size_t nchosen = 0;
+	if (!strcmp(list, "all")) {
+		for (const struct mt_synth_variant *v = mt_synth_variants; v->name && nchosen < 32; v++)
+			chosen[nchosen++] = v;
+	} else {
+		for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
+			const struct mt_synth_variant *v = mt_synth_variant_find(tok);
+			if (!v) {
+				fprintf(stderr, PROG ": unknown variant '%s' (see --list-variants)\n", tok);
+				free(list);
+				return 2;
+			}
+			if (nchosen < 32)
+				chosen[nchosen++] = v;
+		}
+	}
+	free(list);
+	struct stat st;
+	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+		fprintf(stderr, PROG ": %s: not a directory\n", dir);
+		return 1;
+	}
+	struct mt_synth_run run;
+	struct mt_err err = {0};
+	if (mt_synth_record(argv + optind, quiet, &run, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_synth_run_free(&run);
+		return 1;
+	}
+	fprintf(stderr, PROG ": %s: pid %u, %zu instructions (%" PRIu64 " bridged after missed steps, %" PRIu64
+		" REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nips, run.repaired,
+		run.collapsed, run.exit_status);
+	int status = 0;
+	for (size_t i = 0; i < nchosen; i++)
+		status |= write_variant(&run, chosen[i], dir);
+	mt_synth_run_free(&run);
+	if (fflush(stdout) != 0) {
+		fprintf(stderr, PROG ": writing standard output: %s\n", strerror(errno));
+		status = 1;
+	}
+	return status;
+}

@@ -131,6 +131,22 @@ static int read_maps(struct mt_synth_run *run, pid_t pid, struct mt_err *err)
 
 int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err);
 
+/* Does the tracee have a handler for sig (SigCgt in /proc/PID/status)? */
+static bool signal_caught(pid_t pid, int sig)
+{
+	char path[64], line[256];
+	snprintf(path, sizeof path, "/proc/%d/status", pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	uint64_t mask = 0;
+	while (fgets(line, sizeof line, f))
+		if (sscanf(line, "SigCgt: %" SCNx64, &mask) == 1)
+			break;
+	fclose(f);
+	return (mask >> (sig - 1)) & 1;
+}
+
 int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
 {
 	memset(run, 0, sizeof *run);
@@ -175,7 +191,14 @@ int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run
 	snprintf(run->comm, sizeof run->comm, "%s", base ? base + 1 : argv[0]);
 	size_t cap = 0;
 	int sig = 0, rc = 0;
+	bool skip_record = false;
 	for (;;) {
+		if (skip_record) {
+			/* The instruction at a signal-delivery stop does not run
+			 * next when a handler is entered: it is not recorded. */
+			skip_record = false;
+			goto step;
+		}
 		long rip = ptrace(PTRACE_PEEKUSER, pid, (void *)offsetof(struct user_regs_struct, rip), NULL);
 		if (rip == -1 && errno) {
 			rc = mt_err_set(err, MT_EIO, "ptrace PEEKUSER: %s", strerror(errno));
@@ -183,6 +206,7 @@ int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run
 		}
 		if ((rc = push_ip(&run->ips, &run->nips, &cap, (uint64_t)rip)))
 			break;
+	step:
 		if (ptrace(PTRACE_SINGLESTEP, pid, NULL, (void *)(long)sig) < 0) {
 			rc = mt_err_set(err, MT_EIO, "ptrace SINGLESTEP: %s", strerror(errno));
 			break;
@@ -203,12 +227,13 @@ int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run
 			rc = read_maps(run, pid, err);
 			break;
 		}
-		if (WSTOPSIG(status) != SIGTRAP)
-			sig = WSTOPSIG(status); /* deliver it: the next stop is in the handler */
-		else
-			continue;
-		/* A signal stop: the next single-step delivers it; do not record twice. */
-		run->nips--;
+		if (WSTOPSIG(status) != SIGTRAP) {
+			/* A signal stop executed nothing: drop the instruction
+			 * recorded before it. The next step delivers the signal. */
+			sig = WSTOPSIG(status);
+			run->nips--;
+			skip_record = signal_caught(pid, sig);
+		}
 	}
 	ptrace(PTRACE_CONT, pid, NULL, NULL);
 	waitpid(pid, &status, 0);
@@ -235,6 +260,44 @@ static const struct mt_synth_map *map_of(const struct mt_synth_run *run, uint64_
 	return NULL;
 }
 
+/* Length of a VEX- or EVEX-encoded instruction (AVX, AVX-512, mask ops),
+ * some of which Capstone 4 does not know. Neither encoding is ever a
+ * branch, so the length is all the synthesizer needs. 0: not VEX/EVEX. */
+static unsigned vex_len(const uint8_t *c, size_t avail)
+{
+	if (avail < 8)
+		return 0;
+	unsigned p, map;
+	if (c[0] == 0xc5) {
+		p = 2;
+		map = 1;
+	} else if (c[0] == 0xc4) {
+		p = 3;
+		map = c[1] & 0x1f;
+	} else if (c[0] == 0x62) {
+		p = 4;
+		map = c[1] & 3;
+	} else {
+		return 0;
+	}
+	if (map < 1 || map > 3)
+		return 0;
+	uint8_t op = c[p], modrm = c[p + 1];
+	unsigned mod = modrm >> 6, rm = modrm & 7, n = p + 2;
+	if (mod != 3 && rm == 4) {
+		if (mod == 0 && (c[p + 2] & 7) == 5)
+			n += 4;
+		n++;
+	}
+	if (mod == 1)
+		n += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		n += 4;
+	if (map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6))))
+		n += 1;
+	return n;
+}
+
 static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct mt_synth_insn *out)
 {
 	const struct mt_synth_map *m = map_of(run, ip);
@@ -244,8 +307,16 @@ static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct 
 	const uint8_t *code = m->bytes + (ip - m->start);
 	cs_insn *insn;
 	size_t n = cs_disasm(cs, code, avail < 16 ? avail : 16, ip, 1, &insn);
-	if (n != 1)
-		return -1;
+	if (n != 1) {
+		unsigned len = vex_len(code, avail);
+		if (!len)
+			return -1;
+		memset(out, 0, sizeof *out);
+		out->ip = ip;
+		out->len = (uint8_t)len;
+		out->cls = MT_IC_OTHER;
+		return 0;
+	}
 	memset(out, 0, sizeof *out);
 	out->ip = ip;
 	out->len = (uint8_t)insn->size;
@@ -343,7 +414,7 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 		const struct mt_synth_insn *s = lookup(cs, run, ip, &rc);
 		if (!s) {
 			rc = mt_err_set(err, MT_EFORMAT, "cannot decode the instruction at 0x%" PRIx64
-					" (step %zu): not in an executable mapping", ip, i);
+					" (step %zu): outside the executable mappings, or unknown to Capstone", ip, i);
 			break;
 		}
 		if (s->rep && n && out[n - 1] == ip) {

@@ -17,8 +17,8 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "tsc", .timing = MT_SYNTH_TSC},
 	{.name = "mtc", .timing = MT_SYNTH_MTC, .long_tnt = true},
 	{.name = "psb", .timing = MT_SYNTH_TSC, .psb_every = 3000},
-	{.name = "wrap", .timing = MT_SYNTH_TSC, .psb_every = 1000, .wrap_at_psb = 2},
-	{.name = "pipe", .timing = MT_SYNTH_TSC, .pipe = true},
+	{.name = "wrap", .psb_every = 1000, .wrap_at_psb = 2},
+	{.name = "pipe", .pipe = true},
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
 	{.name = NULL},
 };
@@ -169,8 +169,13 @@ static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_
 	flush_tnt(x);
 	note_psb(x, insn_index);
 	simple(x, ppt_psb);
-	if (x->v->timing != MT_SYNTH_TIMELESS)
+	if (x->v->timing != MT_SYNTH_TIMELESS) {
 		tsc_packet(x);
+		struct pt_packet cbr = {0}; /* real PSB+ carry the core:bus ratio */
+		cbr.type = ppt_cbr;
+		cbr.payload.cbr.ratio = 20;
+		put(x, &cbr);
+	}
 	if (enabled) {
 		mode_exec(x);
 		ip_packet(x, ppt_fup, next_ip, false);
@@ -634,6 +639,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		u64(&f, data_off); u64(&f, d.n);
 		u64(&f, 0); u64(&f, 0);
 		uint8_t feat[32] = {0};
+		feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
 		feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
 		emit_bytes(&f, feat, 32);
 		for (int i = 0; i < 2; i++) {
@@ -644,9 +650,15 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		u64(&f, 1);
 		u64(&f, 2);
 		emit_bytes(&f, d.b, d.n);
-		uint64_t table = data_off + d.n;
-		u64(&f, table + 16);
+		/* Feature table in bit order (NRCPUS, AUXTRACE), then payloads.
+		 * perf sizes per-cpu state from NRCPUS, and crashed without it. */
+		uint64_t table = data_off + d.n, payloads = table + 2 * 16;
+		u64(&f, payloads);
+		u64(&f, 8);
+		u64(&f, payloads + 8);
 		u64(&f, 24);
+		u32(&f, 1); /* nr_cpus_available */
+		u32(&f, 1); /* nr_cpus_online */
 		u64(&f, 1);
 		u64(&f, data_off + auxtrace_at);
 		u64(&f, 48);

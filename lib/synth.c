@@ -173,16 +173,24 @@ int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run
 	}
 	close(pipefd[1]);
 	int status;
-	if (waitpid(pid, &status, 0) < 0 || !WIFSTOPPED(status)) {
-		close(pipefd[0]);
-		return mt_err_set(err, MT_EIO, "%s: did not start under ptrace", argv[0]);
-	}
+	pid_t w = waitpid(pid, &status, 0);
+	/* exec failed: the child reports errno through the pipe and exits */
 	int e = 0;
-	ssize_t r = read(pipefd[0], &e, sizeof e);
-	close(pipefd[0]);
-	if (r == (ssize_t)sizeof e) {
-		waitpid(pid, &status, 0);
-		return mt_err_set(err, MT_EIO, "%s: %s", argv[0], strerror(e));
+	bool stopped = w == pid && WIFSTOPPED(status);
+	if (stopped && WSTOPSIG(status) == SIGTRAP) {
+		close(pipefd[0]); /* closed on exec: at the first instruction */
+	} else {
+		ssize_t r = read(pipefd[0], &e, sizeof e);
+		close(pipefd[0]);
+		if (stopped) {
+			kill(pid, SIGKILL);
+			ptrace(PTRACE_CONT, pid, NULL, NULL);
+		}
+		while (waitpid(pid, &status, 0) > 0 && !WIFEXITED(status) && !WIFSIGNALED(status))
+			;
+		if (r == (ssize_t)sizeof e)
+			return mt_err_set(err, MT_EIO, "%s: %s", argv[0], strerror(e));
+		return mt_err_set(err, MT_EIO, "%s: did not start under ptrace", argv[0]);
 	}
 	/* pipe closed on exec: the child is at its first instruction */
 	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));

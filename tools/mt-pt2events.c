@@ -186,8 +186,8 @@ int main(int argc, char **argv)
 	struct mt_err err = {0};
 	struct mt_ptdec_stats st = {0};
 	int status = 0;
+	struct mt_perfdata pd = {0};
 	if (info) {
-		struct mt_perfdata pd;
 		if (mt_perfdata_open(&pd, in, &err) || mt_ptperf_info(&pd, stdout, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;
@@ -202,6 +202,13 @@ int main(int argc, char **argv)
 		return status;
 	}
 
+	/* Open the input before writing anything: a file that cannot be read
+	 * leaves no output at all, not even the version line. */
+	if (!ptpath && mt_perfdata_open(&pd, in, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_perfdata_close(&pd);
+		return EXIT_DATA;
+	}
 	struct mt_outfile of;
 	if (mt_outfile_open(&of, out, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
@@ -218,10 +225,7 @@ int main(int argc, char **argv)
 	if (ptpath) {
 		rc = decode_raw(ptpath, images, nimages, pages, npages, &cfg, &w, &st, &err);
 	} else {
-		struct mt_perfdata pd;
-		rc = mt_perfdata_open(&pd, in, &err);
-		if (!rc)
-			rc = mt_ptperf_decode(&pd, &po, &w, &st, &damaged, &err);
+		rc = mt_ptperf_decode(&pd, &po, &w, &st, &damaged, &err);
 		mt_perfdata_close(&pd);
 	}
 	struct mt_err werr = {0};

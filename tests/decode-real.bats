@@ -1,0 +1,85 @@
+#!/usr/bin/env bats
+# mt-pt2events on traces recorded on real Intel hardware (shared/testdata/real,
+# provenance in its README). Expected values below are the facts that README
+# states about each file.
+
+load helpers
+
+Q=$MT_REAL/quipper
+X=$MT_REAL/libxdc
+
+@test "quipper file mode: --info reports the recording as documented" {
+	run "$PT2EVENTS" --info "$Q/perf.data.intel_pt-4.14"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q '^mode	file$'
+	echo "$output" | grep -q 'name=intel_pt//	type=6	size=112	config=0x300e601 (pt,mtc,tsc,branch,mtc_period=3,cyc_thresh=0,psb_period=3)'
+	echo "$output" | grep -q '^auxtrace-info	type=1	fields=17$'
+	echo "$output" | grep -q '^auxtrace-info	time_shift	0x1f$'
+	echo "$output" | grep -q '^auxtrace-info	time_mult	0x6aaaaaaa$'
+	echo "$output" | grep -q '^auxtrace-info	time_zero	0xfffffff86343cb91$'
+	echo "$output" | grep -q '^auxtrace-info	have_sched_switch	0x3$'
+	echo "$output" | grep -q '^auxtrace-info	tsc_ctc_n	0x64$'
+	echo "$output" | grep -q '^auxtrace-info	tsc_ctc_d	0x2$'
+	echo "$output" | grep -q '^buffer	cpu=0	.*bytes=12240$'
+	echo "$output" | grep -q '^buffer	cpu=3	.*bytes=137728$'
+	echo "$output" | grep -q '^records	MMAP	56$'
+	echo "$output" | grep -q '^records	MMAP2	10$'
+	echo "$output" | grep -q '^records	COMM	3$'
+	echo "$output" | grep -q '^records	SWITCH_CPU_WIDE	'
+	echo "$output" | grep -q '^cpuid	GenuineIntel,6,78,3$'
+	echo "$output" | grep -q '^decode	timed$'
+}
+
+@test "quipper pipe mode: 12 features, 4 attrs, 17-field info, two buffers" {
+	for how in path pipe redirect; do
+		case $how in
+		path) run "$PT2EVENTS" --info "$Q/perf.data.piped.intel_pt-4.14" ;;
+		pipe) run bash -c "cat '$Q/perf.data.piped.intel_pt-4.14' | '$PT2EVENTS' --info" ;;
+		redirect) run bash -c "'$PT2EVENTS' --info - < '$Q/perf.data.piped.intel_pt-4.14'" ;;
+		esac
+		[ "$status" -eq 0 ]
+		echo "$output" | grep -q '^mode	pipe$'
+		echo "$output" | grep -q '^records	HEADER_FEATURE	12$'
+		echo "$output" | grep -q '^records	HEADER_ATTR	4$'
+		echo "$output" | grep -q '^auxtrace-info	type=1	fields=17$'
+		[ "$(echo "$output" | grep -c '^buffer	')" -eq 2 ]
+		echo "$output" | grep -q '^buffer	cpu=0	'
+		echo "$output" | grep -q '^buffer	cpu=3	'
+	done
+}
+
+@test "quipper: binaries missing -> one warning per object, error events, exit 0" {
+	run "$PT2EVENTS" --stats "$Q/perf.data.intel_pt-4.14"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c 'warning: /lib64/libc-2.23.so not found')" -eq 1 ]
+	echo "$output" | grep -q 'error	0x0	0x0	cpu=3	off=0x[0-9a-f]*	msg=no memory mapped at this address'
+	echo "$output" | grep -q 'trace-start	0x0	0xffffffffb960d302	cpu=0'
+}
+
+@test "libxdc foo: decodes cleanly (no error events)" {
+	run "$PT2EVENTS" --stats --pt "$X/foo/trace" --pages "$X/foo/data"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q 'stats: pt_bytes=29344 insns=[1-9][0-9]* call=[1-9]'
+	echo "$output" | grep -q ' errors=0$'
+	! echo "$output" | grep -q '	error	'
+}
+
+@test "libxdc mruby: the OVF packet becomes an overflow error, decoding goes on" {
+	run "$PT2EVENTS" --pt "$X/mruby/trace" --pages "$X/mruby/data"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep '	error	' | grep -vc 'msg=trace overflow, packets lost')" -eq 0 ]
+	line=$(echo "$output" | grep -n 'msg=trace overflow' | head -1 | cut -d: -f1)
+	[ -n "$line" ]
+	# the event after the overflow restarts the trace, and decoding continues
+	echo "$output" | sed -n "$((line + 1))p" | grep -q '	trace-start	0x0	0x'
+	[ "$(echo "$output" | sed -n "$((line + 2)),\$p" | grep -c '	call	')" -gt 100 ]
+}
+
+@test "libxdc Unzip and qemu (Nyx patterns): decode to the end without crashing" {
+	run "$PT2EVENTS" --stats --pt "$X/Unzip/trace" --pages "$X/Unzip/data"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q 'stats: pt_bytes=16896 insns=[1-9]'
+	run "$PT2EVENTS" --stats --pt "$X/qemu/trace1" --pages "$X/qemu/page_cache"
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -q 'stats: pt_bytes=2097648 insns=[1-9]'
+}

@@ -1,0 +1,137 @@
+#!/usr/bin/env bats
+# mt-pt2events on synthesized traces, checked against the ground truth of
+# the same run (mt-synth) and against perf script, an independent decoder.
+
+load helpers
+
+check_truth() { # PROG VARIANT
+	local d=$MT_FIXTURES/$1
+	run "$PT2EVENTS" --all-branches --stats -o "$BATS_TEST_TMPDIR/out" "$d/$2.data"
+	[ "$status" -eq 0 ]
+	diff <(events_body "$d/$2.truth") <(events_body "$BATS_TEST_TMPDIR/out")
+	# the instruction total equals the truth's
+	local truth_insns
+	truth_insns=$(grep -v '^#' "$d/$2.truth" | grep -o 'insn=[0-9]*' | cut -d= -f2 | awk '{s+=$1} END{print s}')
+	[ "$(echo "$output" | sed -n 's/.* insns=\([0-9]*\).*/\1/p')" -eq "$truth_insns" ]
+}
+
+check_perf() { # PROG VARIANT [pipe]
+	local d=$MT_FIXTURES/$1
+	"$PT2EVENTS" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
+	if [ "${3:-}" = pipe ]; then
+		cat "$d/$2.data" | perf script -i - --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$BATS_TEST_TMPDIR/perf"
+	else
+		perf script -i "$d/$2.data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$BATS_TEST_TMPDIR/perf"
+	fi
+	[ -s "$BATS_TEST_TMPDIR/perf" ]
+	diff "$BATS_TEST_TMPDIR/perf" <(events_cr "$BATS_TEST_TMPDIR/mt")
+}
+
+@test "flow plain: every taken branch equals the ground truth" { check_truth flow plain; }
+@test "flow long-tnt: equals the ground truth" { check_truth flow long-tnt; }
+@test "flow noretcomp: equals the ground truth" { check_truth flow noretcomp; }
+@test "flow tsc: equals the ground truth" { check_truth flow tsc; }
+@test "flow mtc: equals the ground truth" { check_truth flow mtc; }
+@test "flow psb: equals the ground truth" { check_truth flow psb; }
+@test "flow wrap: decoding starts at the first whole PSB and equals the truth from there" { check_truth flow wrap; }
+@test "flow pipe: equals the ground truth" { check_truth flow pipe; }
+@test "flow per-cpu: equals the ground truth" { check_truth flow per-cpu; }
+@test "libc plain (PIE, ld.so, PLT, IFUNC, qsort, signal, longjmp): equals the truth" { check_truth libc plain; }
+@test "libc long-tnt: equals the ground truth" { check_truth libc long-tnt; }
+@test "libc noretcomp: equals the ground truth" { check_truth libc noretcomp; }
+@test "libc tsc: equals the ground truth" { check_truth libc tsc; }
+@test "libc mtc: equals the ground truth" { check_truth libc mtc; }
+@test "libc psb: equals the ground truth" { check_truth libc psb; }
+@test "libc wrap: equals the ground truth" { check_truth libc wrap; }
+@test "libc pipe: equals the ground truth" { check_truth libc pipe; }
+@test "libc per-cpu: equals the ground truth" { check_truth libc per-cpu; }
+
+@test "flow plain: calls and returns equal perf script" { check_perf flow plain; }
+@test "flow long-tnt: calls and returns equal perf script" { check_perf flow long-tnt; }
+@test "flow noretcomp: calls and returns equal perf script" { check_perf flow noretcomp; }
+@test "flow wrap: calls and returns equal perf script" { check_perf flow wrap; }
+@test "flow pipe: calls and returns equal perf script (through a pipe)" { check_perf flow pipe pipe; }
+@test "libc plain: calls and returns equal perf script" { check_perf libc plain; }
+@test "libc noretcomp: calls and returns equal perf script" { check_perf libc noretcomp; }
+@test "libc pipe: calls and returns equal perf script (through a pipe)" { check_perf libc pipe pipe; }
+
+@test "libc plain: instruction count equals perf --itrace=i1i and the truth" {
+	"$PT2EVENTS" --stats "$MT_FIXTURES/libc/plain.data" > /dev/null 2> "$BATS_TEST_TMPDIR/stats"
+	mt=$(stat_field insns "$BATS_TEST_TMPDIR/stats")
+	[ "$mt" -eq "$(perf_insns "$MT_FIXTURES/libc/plain.data")" ]
+	[ "$mt" -eq "$(sed -n 's/^plain insns=\([0-9]*\).*/\1/p' "$MT_FIXTURES/libc/variants.txt")" ]
+}
+
+@test "flow wrap: instruction count equals perf --itrace=i1i" {
+	"$PT2EVENTS" --stats "$MT_FIXTURES/flow/wrap.data" > /dev/null 2> "$BATS_TEST_TMPDIR/stats"
+	[ "$(stat_field insns "$BATS_TEST_TMPDIR/stats")" -eq "$(perf_insns "$MT_FIXTURES/flow/wrap.data")" ]
+}
+
+@test "default output: jumps are exactly the truth's jumps that change function (by nm)" {
+	nm -n "$MT_PROGS/flow" | awk '$2 ~ /^[tT]$/ {print $1}' > "$BATS_TEST_TMPDIR/funcs"
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" > "$BATS_TEST_TMPDIR/mt"
+	# function start of an address, from nm's sorted symbol list
+	fn_of='function hex(s,  i,v){ v=0; s=tolower(s); sub(/^0x/,"",s); for(i=1;i<=length(s);i++) v=v*16+index("0123456789abcdef",substr(s,i,1))-1; return v }
+	       function fn(a,  i,r,x){ r=""; x=hex(a); for(i=1;i<=n;i++) if (hex(f[i]) <= x) r=f[i]; return r }'
+	awk -v F="$BATS_TEST_TMPDIR/funcs" -F'\t' "BEGIN{while((getline l < F)>0) f[++n]=l} $fn_of
+		\$4==\"jump\" && fn(\$5) != fn(\$6) {print \$5, \$6}" "$MT_FIXTURES/flow/plain.truth" > "$BATS_TEST_TMPDIR/want"
+	[ -s "$BATS_TEST_TMPDIR/want" ]
+	awk -F'\t' '$4=="jump"{print $5, $6}' "$BATS_TEST_TMPDIR/mt" > "$BATS_TEST_TMPDIR/got"
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	# and the tail call tail_caller -> tail_target is among them
+	tt=$(nm "$MT_PROGS/flow" | awk '$3=="tail_target"{print $1}')
+	grep -q " 0x${tt#"${tt%%[!0]*}"}\$" "$BATS_TEST_TMPDIR/got"
+	# calls and returns are the same as with --all-branches
+	diff <(events_cr "$MT_FIXTURES/flow/plain.truth") <(events_cr "$BATS_TEST_TMPDIR/mt")
+}
+
+# Timestamps: the decoder can only place an event between timing packets.
+# TSC mode: never before the last TSC packet (which precede every trace
+# start), never later than one syscall gap plus one instruction (1025 ticks)
+# after the truth. MTC mode: within 8 CTC periods plus one syscall gap (1800).
+check_times() { # PROG VARIANT MODE
+	local d=$MT_FIXTURES/$1
+	"$PT2EVENTS" --all-branches "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
+	paste <(grep -v '^#' "$d/$2.truth" | cut -f1,4) <(grep -v '^#' "$BATS_TEST_TMPDIR/mt" | cut -f1) |
+	awk -v mode="$3" '
+		{ truth=$1; kind=$2; mt=$3
+		  if (mt < prev) { print "not monotonic at " NR; bad=1 }
+		  if (mode=="tsc" && (mt < last_ts || mt > truth + 1025)) { print "line " NR ": truth " truth " mt " mt " last TSC " last_ts; bad=1 }
+		  if (mode=="mtc" && (mt - truth > 1800 || truth - mt > 1800)) { print "line " NR ": truth " truth " mt " mt; bad=1 }
+		  if (kind=="trace-start") last_ts=truth
+		  prev=mt; n++ }
+		END { if (n < 100) { print "too few events"; bad=1 } exit bad }'
+}
+
+@test "libc tsc: timestamps within the TSC tolerance" { check_times libc tsc tsc; }
+@test "libc psb: timestamps within the TSC tolerance" { check_times libc psb tsc; }
+@test "libc mtc: timestamps within the MTC tolerance" { check_times libc mtc mtc; }
+@test "flow mtc: timestamps within the MTC tolerance" { check_times flow mtc mtc; }
+
+@test "per-cpu: events carry the CPU and the thread from the switch record" {
+	"$PT2EVENTS" "$MT_FIXTURES/libc/per-cpu.data" > "$BATS_TEST_TMPDIR/mt"
+	pid=$(awk -F'\t' '$1=="# comm"{print $2; exit}' "$BATS_TEST_TMPDIR/mt")
+	[ -n "$pid" ]
+	run awk -F'\t' -v p="$pid" '!/^#/ && ($2!=p || $3!=p || $7!="cpu=0")' "$BATS_TEST_TMPDIR/mt"
+	[ -z "$output" ]
+	grep -q '^# fact	buffers	per-cpu' "$BATS_TEST_TMPDIR/mt"
+}
+
+@test "pipe mode: a real pipe, a redirected file and a path decode the same" {
+	f=$MT_FIXTURES/flow/pipe.data
+	"$PT2EVENTS" "$f" | grep -v '^# fact	source' > "$BATS_TEST_TMPDIR/a"
+	cat "$f" | "$PT2EVENTS" | grep -v '^# fact	source' > "$BATS_TEST_TMPDIR/b"
+	"$PT2EVENTS" - < "$f" | grep -v '^# fact	source' > "$BATS_TEST_TMPDIR/c"
+	diff "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+	diff "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/c"
+	grep -q 'perf.data pipe mode' "$BATS_TEST_TMPDIR/a"
+}
+
+@test "metadata: version line, comm, mappings and the decode mode" {
+	"$PT2EVENTS" "$MT_FIXTURES/libc/tsc.data" > "$BATS_TEST_TMPDIR/mt"
+	[ "$(head -1 "$BATS_TEST_TMPDIR/mt")" = "# mt-events 1" ]
+	grep -q '^# comm	[0-9]*	[0-9]*	libc_flow$' "$BATS_TEST_TMPDIR/mt"
+	grep -q '^# mmap	.*libc.so.6$' "$BATS_TEST_TMPDIR/mt"
+	grep -q '^# fact	time	perf-clock ns from TSC' "$BATS_TEST_TMPDIR/mt"
+	"$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" | grep -q '^# fact	time	timeless'
+}

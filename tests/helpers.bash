@@ -1,0 +1,23 @@
+# Shared helpers for the Bats suites. tests/run sets MT_BIN, MT_PROGS and
+# MT_FIXTURES (synthesized traces, made once per run by tests/run).
+MT_REAL=${MT_REAL:-$BATS_TEST_DIRNAME/../../shared/testdata/real}
+PT2EVENTS=$MT_BIN/mt-pt2events
+SYNTH=$MT_BIN/mt-synth
+
+# Event lines without metadata and without the time column.
+events_body() { grep -v '^#' "$1" | cut -f2-; }
+
+# calls, returns and trace starts as "kind from to", from an event stream
+events_cr() { grep -v '^#' "$1" | awk -F'\t' '$4=="call"||$4=="return"||$4=="trace-start"{print $4, $5, $6}'; }
+
+# The same, from `perf script --itrace=cr -F flags,ip,addr` (the oracle).
+perf_cr() {
+	awk '{ if ($1=="tr" && $2=="strt") k="trace-start"; else if ($1=="call") k="call";
+	       else if ($1=="return") k="return"; else next;
+	       n=split($0,a," "); printf "%s 0x%s 0x%s\n", k, a[n-2], a[n] }'
+}
+
+# Count of instructions that perf decodes.
+perf_insns() { perf script -i "$1" --itrace=i1i -F ip 2>/dev/null | wc -l; }
+
+stat_field() { sed -n "s/.* $1=\\([0-9]*\\).*/\\1/p" "$2"; }

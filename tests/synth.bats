@@ -1,0 +1,40 @@
+#!/usr/bin/env bats
+# mt-synth's command line (its output is checked in decode-synth.bats).
+
+load helpers
+
+@test "mt-synth: --help, --version, --list-variants" {
+	run "$SYNTH" --help
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:* ]]
+	run "$SYNTH" --version
+	[[ "$output" == "mt-synth (mt) "* ]]
+	run "$SYNTH" --list-variants
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu " ]
+}
+
+@test "mt-synth: usage errors exit 2 before running anything" {
+	run "$SYNTH" --variants nosuch -- /bin/true
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"unknown variant 'nosuch'"* ]]
+	run "$SYNTH"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no command given"* ]]
+}
+
+@test "mt-synth: a command that cannot run exits 1 with its reason" {
+	run "$SYNTH" -o "$BATS_TEST_TMPDIR" -- /nonexistent/prog
+	[ "$status" -eq 1 ]
+	[ "$output" = "mt-synth: /nonexistent/prog: No such file or directory" ]
+	[ -z "$(ls "$BATS_TEST_TMPDIR")" ]
+}
+
+@test "mt-synth: the fixture runs recorded the expected programs" {
+	grep -q '^plain insns=[0-9]* pt_bytes=' "$MT_FIXTURES/flow/variants.txt"
+	grep -q 'flow: pid [0-9]*, [0-9]* instructions' "$MT_FIXTURES/flow/synth.log"
+	# the libc run went through ld.so and libc, and hit missed single-steps or not:
+	# either way every variant was written
+	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 9 ]
+	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"
+}

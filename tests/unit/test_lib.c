@@ -1,0 +1,180 @@
+/* Unit tests for the library, TAP output. Each test names the oracle it
+ * compares against. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "image.h"
+#include "perfdata.h"
+#include "ptdecode.h"
+
+static int n_test;
+
+static void ok(int cond, const char *name)
+{
+	printf("%sok %d - %s\n", cond ? "" : "not ", ++n_test, name);
+}
+
+/* Oracle: the exact 128-bit value of zero + tsc*mult / 2^shift. perf's
+ * quotient/remainder split must equal it (mod 2^64) for every input. */
+static void test_tsc_conversion(void)
+{
+	uint64_t seed = 88172645463325252ULL;
+	int good = 1;
+	for (int i = 0; i < 100000 && good; i++) {
+		seed ^= seed << 13; seed ^= seed >> 7; seed ^= seed << 17;
+		struct mt_tsc_conv c = {.time_shift = (uint16_t)(seed % 32), .time_mult = (uint32_t)(seed >> 32),
+					.time_zero = seed * 2654435761u};
+		uint64_t tsc = seed >> (seed % 17);
+		unsigned __int128 exact = ((unsigned __int128)tsc * c.time_mult) >> c.time_shift;
+		uint64_t want = c.time_zero + (uint64_t)exact;
+		good = mt_tsc_to_perf_time(&c, tsc) == want;
+	}
+	ok(good, "tsc->perf time equals the exact 128-bit formula (100000 random cases)");
+	/* the README's 4.14 conversion: shift 31, mult 1789569706, zero 0xfffffff86343cb91 */
+	struct mt_tsc_conv q = {.time_shift = 31, .time_mult = 1789569706, .time_zero = 0xfffffff86343cb91ULL};
+	unsigned __int128 e = ((unsigned __int128)123456789012345ULL * 1789569706u) >> 31;
+	ok(mt_tsc_to_perf_time(&q, 123456789012345ULL) == 0xfffffff86343cb91ULL + (uint64_t)e,
+	   "tsc->perf time with the 4.14 file's negative time_zero wraps like perf");
+}
+
+/* Oracle: the fields written are the fields read back. */
+static void test_events_roundtrip(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct mt_events_writer w;
+	mt_events_writer_init(&w, f);
+	struct mt_event in[4] = {
+		{.time = 123456789, .has_time = true, .pid = 1, .tid = 2, .cpu = 3, .kind = MT_EV_CALL,
+		 .from = 0x401000, .to = 0x7fffffffe000, .insn = 17, .offset = MT_NO_OFFSET},
+		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_JUMP, .from = 1, .to = 2, .cond = true, .offset = MT_NO_OFFSET},
+		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_ERROR, .offset = 0x1234, .msg = "bad\tpacket"},
+		{.time = 1, .has_time = true, .pid = 0, .tid = 0, .cpu = 0, .kind = MT_EV_POWER, .cbr = 42,
+		 .offset = MT_NO_OFFSET},
+	};
+	mt_events_write_fact(&w, "source", "unit");
+	for (int i = 0; i < 4; i++)
+		mt_events_write(&w, &in[i]);
+	struct mt_err err = {0};
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	char *save, *line = strtok_r(buf, "\n", &save);
+	int idx = 0, good = strcmp(line, "# mt-events 1") == 0;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		struct mt_event ev;
+		int rc = mt_events_parse_line(line, &ev, &err);
+		if (rc == 0)
+			continue;
+		if (rc < 0 || idx >= 4) {
+			good = 0;
+			break;
+		}
+		const struct mt_event *e = &in[idx++];
+		good &= ev.has_time == e->has_time && (!e->has_time || ev.time == e->time) && ev.pid == e->pid &&
+			ev.tid == e->tid && ev.cpu == e->cpu && ev.kind == e->kind && ev.from == e->from &&
+			ev.to == e->to && ev.insn == e->insn && ev.cond == e->cond && ev.offset == e->offset &&
+			ev.cbr == e->cbr;
+		if (e->msg)
+			good &= ev.msg && !strcmp(ev.msg, "bad packet"); /* TAB cannot survive a TAB-separated field */
+	}
+	ok(good && idx == 4, "event text round trip keeps every field");
+	free(buf);
+
+	char bad1[] = "1\t2\t3\tcall\t0x1";
+	char bad2[] = "-\t1\t1\tfly\t0x1\t0x2";
+	char okl[] = "-\t1\t1\treturn\t0x1\t0x2\tfuture=column\tinsn=9";
+	struct mt_event ev;
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(bad1, &ev, &err) == MT_EFORMAT, "a line with 5 columns is rejected");
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(bad2, &ev, &err) == MT_EFORMAT && strstr(err.msg, "unknown event kind"),
+	   "an unknown kind is rejected by name");
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(okl, &ev, &err) == 1 && ev.insn == 9, "unknown columns are skipped");
+}
+
+/* Oracle: hand-built headers from the format description. */
+static void test_perfdata_headers(void)
+{
+	struct mt_perfdata pd;
+	struct mt_err err = {0};
+	ok(mt_perfdata_open_mem(&pd, (const uint8_t *)"", 0, "x", &err) == MT_ETRUNC, "empty input is truncated");
+	mt_err_clear(&err);
+	ok(mt_perfdata_open_mem(&pd, (const uint8_t *)"PERFILE2\x68\0\0\0\0\0\0\0", 16, "x", &err) == MT_ETRUNC,
+	   "a file header cut at 16 bytes is truncated");
+	mt_err_clear(&err);
+	ok(mt_perfdata_open_mem(&pd, (const uint8_t *)"2ELIFREP\x10\0\0\0\0\0\0\0", 16, "x", &err) == MT_EUNSUP,
+	   "byte-swapped files are refused by name");
+	/* pipe mode: header, one HEADER_ATTR (64-byte attr + 1 id), one FINISHED_ROUND */
+	uint8_t buf[16 + 8 + 64 + 8 + 8] = {0};
+	memcpy(buf, "PERFILE2", 8);
+	buf[8] = 16;
+	uint8_t *r = buf + 16;
+	r[0] = 64;                 /* HEADER_ATTR */
+	r[6] = 8 + 64 + 8;         /* size */
+	r[8] = 8;                  /* attr.type */
+	r[12] = 64;                /* attr.size */
+	r[8 + 24] = 0x87;          /* sample_type IP|TID|TIME|CPU */
+	r[8 + 64] = 7;             /* id */
+	uint8_t *fr = r + 8 + 64 + 8;
+	fr[0] = 68;
+	fr[6] = 8;
+	mt_err_clear(&err);
+	int rc = mt_perfdata_open_mem(&pd, buf, sizeof buf, "pipe", &err);
+	struct mt_perf_record rec;
+	int n1 = mt_perfdata_next(&pd, &rec, &err), t1 = (int)rec.type;
+	int n2 = mt_perfdata_next(&pd, &rec, &err), t2 = (int)rec.type;
+	int n3 = mt_perfdata_next(&pd, &rec, &err);
+	ok(rc == 0 && pd.pipe_mode && n1 == 1 && t1 == 64 && n2 == 1 && t2 == 68 && n3 == 0 && pd.nattrs == 1 &&
+	   pd.attrs[0].type == 8 && pd.attrs[0].sample_type == 0x87 && pd.attrs[0].nids == 1,
+	   "pipe mode: HEADER_ATTR parsed into an attr with its id");
+	/* a record whose size runs past the end */
+	fr[6] = 16;
+	mt_err_clear(&err);
+	mt_perfdata_open_mem(&pd, buf, sizeof buf, "pipe", &err);
+	mt_perfdata_next(&pd, &rec, &err);
+	rc = mt_perfdata_next(&pd, &rec, &err);
+	ok(rc == MT_ETRUNC && pd.truncated && strstr(err.msg, "FINISHED_ROUND record truncated at offset 96"),
+	   "a record running past the end is reported with its offset");
+}
+
+static void test_image_specs(void)
+{
+	struct mt_image img;
+	struct mt_err err = {0};
+	mt_image_init(&img, "t", &err);
+	ok(mt_image_add_spec(&img, "/bin/true", &err) == MT_EUSAGE, "an image spec without @VADDR is refused");
+	mt_err_clear(&err);
+	ok(mt_image_add_spec(&img, "/bin/true@zz", &err) == MT_EUSAGE, "a bad address is refused");
+	mt_err_clear(&err);
+	ok(mt_image_add_spec(&img, "/bin/true:0x10-0x8@0x1000", &err) == MT_EUSAGE, "an empty range is refused");
+	mt_err_clear(&err);
+	ok(mt_image_add_spec(&img, "/bin/true:0x0-0x100@0x400000", &err) == 0 && img.nsections == 1,
+	   "FILE:OFF-END@VADDR adds one section");
+	uint8_t b[4];
+	FILE *f = fopen("/bin/true", "rb");
+	uint8_t want[4] = {0};
+	if (f) {
+		if (fread(want, 1, 4, f) != 4)
+			want[0] = 1;
+		fclose(f);
+	}
+	/* isid 1 is the first section added */
+	ok(mt_image_read(&img, 1, 0x400000, b, 4) == 4 && !memcmp(b, want, 4), "image bytes equal the file's bytes");
+	mt_image_fini(&img);
+}
+
+int main(void)
+{
+	test_tsc_conversion();
+	test_events_roundtrip();
+	test_perfdata_headers();
+	test_image_specs();
+	printf("1..%d\n", n_test);
+	return 0;
+}

@@ -262,7 +262,8 @@ static int cmp_func(const void *a, const void *b)
 uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 {
 	if (!img->funcs_sorted) {
-		qsort(img->funcs, img->nfuncs, sizeof *img->funcs, cmp_func);
+		if (img->nfuncs)
+			qsort(img->funcs, img->nfuncs, sizeof *img->funcs, cmp_func);
 		img->funcs_sorted = true;
 	}
 	size_t lo = 0, hi = img->nfuncs;

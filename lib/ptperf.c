@@ -450,7 +450,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	cfg.want_power = o->power;
 	cpu_of(pd, &cfg);
 	bool per_cpu = s.priv[PRIV_PER_CPU_MMAPS] != 0;
-	qsort(s.switches.v, s.switches.n, sizeof *s.switches.v, cmp_sw);
+	if (s.switches.n)
+		qsort(s.switches.v, s.switches.n, sizeof *s.switches.v, cmp_sw);
 
 	struct warned wd = {0};
 	struct sink_ctx sc = {w};

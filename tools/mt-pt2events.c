@@ -133,15 +133,11 @@ int main(int argc, char **argv)
 	};
 	const char *out = "-", *symfs = NULL, *ptpath = NULL;
 	bool info = false, stats = false;
-	char **images = calloc((size_t)argc, sizeof *images), **pages = calloc((size_t)argc, sizeof *pages);
+	char *images[argc], *pages[argc]; /* option values point into argv */
 	int nimages = 0, npages = 0;
 	struct mt_ptdec_config cfg = {0};
 	struct mt_ptperf_opts po = {.warn = warn};
 	int c;
-	if (!images || !pages) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return EXIT_DATA;
-	}
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -248,7 +244,5 @@ int main(int argc, char **argv)
 	}
 	if (stats)
 		print_stats(&st);
-	free(images);
-	free(pages);
 	return status;
 }

@@ -226,6 +226,12 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	if (rc < 0) {
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);
+	} else if (s->counts[MT_REC_COMPRESSED]) {
+		/* Their records (PT buffers among them) are lost to us: say so. */
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err,
+			 "%" PRIu64 " zstd-compressed record batches (perf record -z) skipped: not supported, "
+			 "record without -z", s->counts[MT_REC_COMPRESSED]);
 	}
 	return 0;
 }

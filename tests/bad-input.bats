@@ -136,3 +136,14 @@ load helpers
 	printf '\x63' | dd of="$BATS_TEST_TMPDIR/odd" bs=1 seek="$off" conv=notrunc status=none
 	diff <("$PT2EVENTS" "$f" | grep -v '^# fact	source') <("$PT2EVENTS" "$BATS_TEST_TMPDIR/odd" | grep -v '^# fact	source')
 }
+
+@test "compressed records (perf record -z) are reported, not silently dropped" {
+	f=$MT_FIXTURES/flow/plain.data
+	cp "$f" "$BATS_TEST_TMPDIR/z"
+	off=$(grep -obUaP '\x44\x00\x00\x00\x00\x00\x08\x00' "$f" | head -1 | cut -d: -f1)
+	printf '\x51' | dd of="$BATS_TEST_TMPDIR/z" bs=1 seek="$off" conv=notrunc status=none # type 81
+	run "$PT2EVENTS" "$BATS_TEST_TMPDIR/z"
+	[ "$status" -eq 1 ]
+	echo "$output" | grep -q '^mt-pt2events: warning: 1 zstd-compressed record batches (perf record -z) skipped'
+	echo "$output" | grep -q '	error	.*msg=1 zstd-compressed'
+}

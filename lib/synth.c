@@ -5,6 +5,7 @@
 #include <capstone.h>
 #include <errno.h>
 #include <fcntl.h>
+#include <gelf.h>
 #include <inttypes.h>
 #include <signal.h>
 #include <stddef.h>
@@ -71,6 +72,37 @@ static int push_ip(uint64_t **v, size_t *n, size_t *cap, uint64_t ip)
 	return 0;
 }
 
+/* The GNU build-id note of an ELF file, as perf records it. */
+static void read_build_id(struct mt_synth_map *m)
+{
+	int fd = open(m->path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	Elf_Scn *scn = NULL;
+	while (elf && (scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh) || sh.sh_type != SHT_NOTE)
+			continue;
+		Elf_Data *d = elf_getdata(scn, NULL);
+		size_t off = 0, name_off, desc_off;
+		GElf_Nhdr nh;
+		while (d && (off = gelf_getnote(d, off, &nh, &name_off, &desc_off)) > 0) {
+			if (nh.n_type == NT_GNU_BUILD_ID && nh.n_namesz == 4 &&
+			    !memcmp((char *)d->d_buf + name_off, "GNU", 4) && nh.n_descsz <= 20) {
+				memcpy(m->build_id, (char *)d->d_buf + desc_off, nh.n_descsz);
+				m->build_id_size = (uint8_t)nh.n_descsz;
+				goto out;
+			}
+		}
+	}
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+}
+
 static int read_maps(struct mt_synth_run *run, pid_t pid, struct mt_err *err)
 {
 	char path[64];
@@ -114,6 +146,8 @@ static int read_maps(struct mt_synth_run *run, pid_t pid, struct mt_err *err)
 		char *p = line + n;
 		p[strcspn(p, "\n")] = '\0';
 		snprintf(m->path, sizeof m->path, "%s", p);
+		if (m->path[0] == '/')
+			read_build_id(m);
 		m->bytes = malloc(m->len);
 		if (!m->bytes) {
 			rc = mt_err_set(err, MT_ENOMEM, "out of memory");

@@ -31,6 +31,8 @@ struct mt_synth_map {
 	uint32_t maj, min, prot;
 	char path[4096];
 	uint8_t *bytes;       /* the mapping's memory at exit */
+	uint8_t build_id[20];
+	uint8_t build_id_size;
 };
 
 struct mt_synth_run {
@@ -66,6 +68,7 @@ struct mt_synth_variant {
 	unsigned psb_every;   /* insns between PSB+ (0: only at start) */
 	unsigned wrap_at_psb; /* >0: the buffer starts with junk then the K-th PSB */
 	bool pipe;
+	bool build_ids;       /* MMAP2 records in their build-id form */
 };
 
 /* The predefined variants: NULL-terminated array. */

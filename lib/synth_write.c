@@ -20,6 +20,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "wrap", .psb_every = 1000, .wrap_at_psb = 2},
 	{.name = "pipe", .pipe = true},
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
+	{.name = "buildid", .build_ids = true},
 	{.name = NULL},
 };
 
@@ -559,16 +560,23 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		const struct mt_synth_map *m = &run->maps[i];
 		if (m->path[0] != '/')
 			continue;
-		at = rec_begin(&d, MT_REC_MMAP2, 2 /* USER */);
+		bool bid = v->build_ids && m->build_id_size;
+		at = rec_begin(&d, MT_REC_MMAP2, 2 /* USER */ | (bid ? MT_MISC_MMAP_BUILD_ID : 0));
 		u32(&d, run->pid);
 		u32(&d, run->pid);
 		u64(&d, m->start);
 		u64(&d, m->len);
 		u64(&d, m->pgoff);
-		u32(&d, m->maj);
-		u32(&d, m->min);
-		u64(&d, m->ino);
-		u64(&d, 0);
+		if (bid) { /* {u8 size; u8 pad; u16 pad; u8 build_id[20]} replaces maj..ino_generation */
+			uint8_t b[24] = {m->build_id_size};
+			memcpy(b + 4, m->build_id, m->build_id_size);
+			emit_bytes(&d, b, sizeof b);
+		} else {
+			u32(&d, m->maj);
+			u32(&d, m->min);
+			u64(&d, m->ino);
+			u64(&d, 0);
+		}
 		u32(&d, m->prot);
 		u32(&d, 2 /* MAP_PRIVATE */);
 		padded_str(&d, m->path);

@@ -46,7 +46,10 @@ check_perf() { # PROG VARIANT [pipe]
 @test "libc pipe: equals the ground truth" { check_truth libc pipe; }
 @test "libc per-cpu: equals the ground truth" { check_truth libc per-cpu; }
 
+@test "flow buildid: equals the ground truth" { check_truth flow buildid; }
+@test "libc buildid: equals the ground truth" { check_truth libc buildid; }
 @test "flow plain: calls and returns equal perf script" { check_perf flow plain; }
+@test "libc buildid: calls and returns equal perf script" { check_perf libc buildid; }
 @test "flow long-tnt: calls and returns equal perf script" { check_perf flow long-tnt; }
 @test "flow noretcomp: calls and returns equal perf script" { check_perf flow noretcomp; }
 @test "flow wrap: calls and returns equal perf script" { check_perf flow wrap; }
@@ -134,4 +137,22 @@ check_times() { # PROG VARIANT MODE
 	grep -q '^# mmap	.*libc.so.6$' "$BATS_TEST_TMPDIR/mt"
 	grep -q '^# fact	time	perf-clock ns from TSC' "$BATS_TEST_TMPDIR/mt"
 	"$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" | grep -q '^# fact	time	timeless'
+}
+
+@test "build-ids: recorded as readelf -n reads them, and found in perf's ~/.debug cache" {
+	"$PT2EVENTS" "$MT_FIXTURES/libc/buildid.data" > "$BATS_TEST_TMPDIR/mt"
+	home=$BATS_TEST_TMPDIR/home
+	n=0
+	while IFS=$'\t' read -r _ _ _ _ _ bid path; do
+		[ "$bid" != - ] || continue
+		[ "$bid" = "$(readelf -n "$path" | sed -n 's/.*Build ID: //p')" ]
+		mkdir -p "$home/.debug/.build-id/${bid:0:2}/${bid:2}"
+		cp "$path" "$home/.debug/.build-id/${bid:0:2}/${bid:2}/elf"
+		n=$((n + 1))
+	done < <(grep '^# mmap' "$BATS_TEST_TMPDIR/mt")
+	[ "$n" -ge 3 ] # the program, ld.so, libc
+	# no binary at its path (an empty --symfs root): only the cache can supply them
+	HOME=$home run "$PT2EVENTS" --all-branches --symfs "$BATS_TEST_TMPDIR/empty" "$MT_FIXTURES/libc/buildid.data"
+	[ "$status" -eq 0 ]
+	diff <(echo "$output" | grep -v '^#' | cut -f2-) <(events_body "$MT_FIXTURES/libc/buildid.truth")
 }

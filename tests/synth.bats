@@ -11,7 +11,7 @@ load helpers
 	[[ "$output" == "mt-synth (mt) "* ]]
 	run "$SYNTH" --list-variants
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu " ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu buildid " ]
 }
 
 @test "mt-synth: usage errors exit 2 before running anything" {
@@ -35,6 +35,6 @@ load helpers
 	grep -q 'flow: pid [0-9]*, [0-9]* instructions' "$MT_FIXTURES/flow/synth.log"
 	# the libc run went through ld.so and libc, and hit missed single-steps or not:
 	# either way every variant was written
-	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 9 ]
+	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 10 ]
 	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"
 }

@@ -26,6 +26,11 @@ struct dec {
 	bool pending;
 	enum pt_insn_class pend_class;
 	uint64_t pend_from;
+	/* The time when the branch's block was decoded: the event is emitted
+	 * only once the next block is known, and libipt may have read timing
+	 * packets past the branch by then. */
+	uint64_t pend_time;
+	bool pend_has_time, use_pend_time;
 	int pend_isid;
 };
 
@@ -57,7 +62,12 @@ static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint6
 	ev.cbr = cbr;
 	ev.cpu = d->s->cpu;
 	ev.offset = MT_NO_OFFSET;
-	ev.time = now(d, &ev.has_time);
+	if (d->use_pend_time) {
+		ev.time = d->pend_time;
+		ev.has_time = d->pend_has_time;
+	} else {
+		ev.time = now(d, &ev.has_time);
+	}
 	ev.insn = d->insn_since;
 	d->insn_since = 0;
 	if (d->s->who)
@@ -153,12 +163,21 @@ static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, 
 	return ptic_other;
 }
 
+static void resolve_branch(struct dec *d, uint64_t to);
+
 /* The block starting at `to` follows the pending branch: report it. */
 static void resolve_pending(struct dec *d, uint64_t to)
 {
 	if (!d->pending)
 		return;
 	d->pending = false;
+	d->use_pend_time = true;
+	resolve_branch(d, to);
+	d->use_pend_time = false;
+}
+
+static void resolve_branch(struct dec *d, uint64_t to)
+{
 	uint64_t from = d->pend_from;
 	switch (d->pend_class) {
 	case ptic_call:
@@ -296,6 +315,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 						d.pend_class = classify_branch(&d, block.isid, block.end_ip, &len);
 					}
 					d.pend_from = block.end_ip;
+					d.pend_time = now(&d, &d.pend_has_time);
 					d.pend_isid = block.isid;
 				}
 			}

@@ -212,7 +212,7 @@ static void resolve_branch(struct dec *d, uint64_t to)
 	}
 }
 
-static int handle_event(struct dec *d, const struct pt_event *ev)
+static void handle_event(struct dec *d, const struct pt_event *ev)
 {
 	switch (ev->type) {
 	case ptev_enabled:
@@ -253,7 +253,6 @@ static int handle_event(struct dec *d, const struct pt_event *ev)
 	default:
 		break;
 	}
-	return 0;
 }
 
 int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,

@@ -163,7 +163,6 @@ static int read_maps(struct mt_synth_run *run, pid_t pid, struct mt_err *err)
 	return rc;
 }
 
-int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err);
 
 /* Does the tracee have a handler for sig (SigCgt in /proc/PID/status)? */
 static bool signal_caught(pid_t pid, int sig)
@@ -181,7 +180,8 @@ static bool signal_caught(pid_t pid, int sig)
 	return (mask >> (sig - 1)) & 1;
 }
 
-int mt_synth_record_raw(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
+/* Single-steps argv to its exit, recording every user RIP. */
+static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
 {
 	memset(run, 0, sizeof *run);
 	int pipefd[2];
@@ -441,7 +441,7 @@ static int bridge(csh cs, struct mt_synth_run *run, uint64_t from, uint64_t to, 
 
 int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
 {
-	int rc = mt_synth_record_raw(argv, quiet, run, err);
+	int rc = record_steps(argv, quiet, run, err);
 	if (rc)
 		return rc;
 	csh cs;

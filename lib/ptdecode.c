@@ -50,30 +50,31 @@ static uint64_t now(struct dec *d, bool *has)
 
 enum { EMIT_COND = 1, EMIT_ASYNC = 2 };
 
+/* Completes ev (time, instruction count, thread) and hands it on: the one
+ * place every decoded event passes through. */
+static void deliver(struct dec *d, struct mt_event *ev)
+{
+	ev->cpu = d->s->cpu;
+	if (d->use_pend_time) {
+		ev->time = d->pend_time;
+		ev->has_time = d->pend_has_time;
+	} else {
+		ev->time = now(d, &ev->has_time);
+	}
+	ev->insn = d->insn_since;
+	d->insn_since = 0;
+	if (d->s->who)
+		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
+	d->stats->by_kind[ev->kind]++;
+	d->s->sink(d->s->sink_ctx, ev);
+}
+
 static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to,
 		    unsigned flags, uint32_t cbr)
 {
-	struct mt_event ev = {0};
-	ev.kind = kind;
-	ev.from = from;
-	ev.to = to;
-	ev.cond = flags & EMIT_COND;
-	ev.async = flags & EMIT_ASYNC;
-	ev.cbr = cbr;
-	ev.cpu = d->s->cpu;
-	ev.offset = MT_NO_OFFSET;
-	if (d->use_pend_time) {
-		ev.time = d->pend_time;
-		ev.has_time = d->pend_has_time;
-	} else {
-		ev.time = now(d, &ev.has_time);
-	}
-	ev.insn = d->insn_since;
-	d->insn_since = 0;
-	if (d->s->who)
-		d->s->who(d->s->who_ctx, ev.has_time ? ev.time : 0, &ev.pid, &ev.tid);
-	d->stats->by_kind[kind]++;
-	d->s->sink(d->s->sink_ctx, &ev);
+	struct mt_event ev = {.kind = kind, .from = from, .to = to, .cond = flags & EMIT_COND,
+			      .async = flags & EMIT_ASYNC, .cbr = cbr, .offset = MT_NO_OFFSET};
+	deliver(d, &ev);
 }
 
 static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to)
@@ -81,30 +82,19 @@ static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t
 	emit_ev(d, kind, from, to, 0, 0);
 }
 
+/* errcode 0: `what` is the whole message; else libipt's text follows it. */
 static void emit_error(struct dec *d, int errcode, const char *what)
 {
-	struct mt_event ev = {0};
 	char msg[160];
-	uint64_t off = 0;
-	pt_blk_get_offset(d->blk, &off);
 	if (!errcode)
 		snprintf(msg, sizeof msg, "%s", what);
 	else
 		snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
 			 pt_errstr(pt_errcode(errcode)));
-	ev.kind = MT_EV_ERROR;
-	ev.from = d->last_ip;
-	ev.cpu = d->s->cpu;
-	ev.offset = off;
-	ev.msg = msg;
-	ev.time = now(d, &ev.has_time);
-	ev.insn = d->insn_since;
-	d->insn_since = 0;
-	if (d->s->who)
-		d->s->who(d->s->who_ctx, ev.has_time ? ev.time : 0, &ev.pid, &ev.tid);
+	struct mt_event ev = {.kind = MT_EV_ERROR, .from = d->last_ip, .msg = msg};
+	pt_blk_get_offset(d->blk, &ev.offset);
 	d->stats->errors++;
-	d->stats->by_kind[MT_EV_ERROR]++;
-	d->s->sink(d->s->sink_ctx, &ev);
+	deliver(d, &ev);
 	d->pending = false;
 }
 

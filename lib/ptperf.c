@@ -265,8 +265,6 @@ static unsigned field(uint64_t config, uint64_t mask)
 /* --- thread attribution ------------------------------------------------- */
 
 struct who_ctx {
-	const struct side *s;
-	uint32_t cpu;
 	bool per_cpu;
 	uint32_t pid, tid;          /* per-thread, or the start of a cpu */
 	const struct sw *sw;        /* this cpu's switches, sorted by time */
@@ -473,7 +471,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			continue;
 		const struct auxbuf *first = &s.bufs.v[qi];
 		uint32_t idx_cpu = first->cpu, idx_tid = first->tid;
-		struct who_ctx wc = {.s = &s, .per_cpu = per_cpu, .cpu = idx_cpu};
+		struct who_ctx wc = {.per_cpu = per_cpu};
 		if (per_cpu) {
 			wc.tid = wc.pid = (uint32_t)-1;
 			for (size_t i = 0; i < s.itrace.n; i++)

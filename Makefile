@@ -20,7 +20,7 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw capstone
+PKGS := libelf libdw capstone libprotobuf-c
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.
@@ -28,13 +28,16 @@ IPT_LIBS = $(shell pkg-config --libs libipt 2>/dev/null || echo -lipt)
 
 CFLAGS ?= $(OPT)
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
-	-D_FILE_OFFSET_BITS=64 -Ilib $(PKG_CFLAGS) $(SANFLAGS)
+	-D_FILE_OFFSET_BITS=64 -Ilib -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
 LDLIBS = $(IPT_LIBS) $(PKG_LIBS)
 
 LIB_SRCS := $(wildcard lib/*.c)
-LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o)
-TOOLS := mt-pt2events mt-synth
+PROTOS := $(wildcard proto/*.proto)
+GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
+GEN_HDRS := $(GEN_SRCS:.c=.h)
+LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
+TOOLS := mt-pt2events mt-events mt-synth
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -43,14 +46,23 @@ PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
 MANS := $(wildcard doc/*.1 doc/*.5)
 
 .PHONY: all deps demo check test unit bats install clean
+.SECONDARY: $(GEN_SRCS) $(GEN_HDRS)
 all: $(TOOL_BINS) $(PROG_BINS)
 
 deps:
 	@./tests/ensure-deps $(DEB_PACKAGES)
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) | deps
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(GEN_HDRS) | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
+
+# Protobuf code is generated at build time, never committed.
+$(BUILD)/gen/%.pb-c.c $(BUILD)/gen/%.pb-c.h: proto/%.proto | deps
+	@mkdir -p $(@D)
+	protoc-c --proto_path=proto --c_out=$(BUILD)/gen $<
+
+$(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(GEN_HDRS)
+	$(CC) $(CFLAGS) -Wno-shadow -c -o $@ $<
 
 $(BUILD)/libmt.a: $(LIB_OBJS)
 	$(AR) rcs $@ $^

@@ -1,3 +1,4 @@
+#define _POSIX_C_SOURCE 200809L
 #include "events.h"
 
 #include <errno.h>
@@ -5,6 +6,8 @@
 #include <stdarg.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "mt-events.pb-c.h"
 
 static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_CALL] = "call", [MT_EV_RETURN] = "return", [MT_EV_JUMP] = "jump",
@@ -28,17 +31,113 @@ int mt_event_kind_parse(const char *s, size_t n)
 }
 
 #define LINE_MAX_BYTES 4096
+#define MSG_MAX 1024
+#define EXTRA_KEY_MAX 128
+#define EXTRA_VAL_MAX 4096
 
-int mt_events_writer_init(struct mt_events_writer *w, FILE *out)
+int mt_events_format_parse(const char *s)
+{
+	if (!strcmp(s, "text"))
+		return MT_EVENTS_TEXT;
+	if (!strcmp(s, "binary"))
+		return MT_EVENTS_BINARY;
+	return -1;
+}
+
+/* The binary writer's string table: open addressing, string -> id. It is
+ * reset (and the reset recorded in the stream) when it grows past
+ * INTERN_MAX, so memory stays bounded whatever the input. */
+#define INTERN_MAX (1u << 18)
+struct mt_intern {
+	char **keys;
+	uint32_t *ids;
+	size_t cap, n;
+	uint32_t next_id;
+};
+
+static uint64_t hash_str(const char *s, size_t n)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (size_t i = 0; i < n; i++)
+		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
+	return h;
+}
+
+static void intern_clear(struct mt_intern *t)
+{
+	for (size_t i = 0; i < t->cap; i++) {
+		free(t->keys[i]);
+		t->keys[i] = NULL;
+	}
+	t->n = 0;
+	t->next_id = 1;
+}
+
+static void intern_free(struct mt_intern *t)
+{
+	if (!t)
+		return;
+	intern_clear(t);
+	free(t->keys);
+	free(t->ids);
+	free(t);
+}
+
+static int intern_grow(struct mt_intern *t)
+{
+	size_t ncap = t->cap ? t->cap * 2 : 1024;
+	char **nk = calloc(ncap, sizeof *nk);
+	uint32_t *ni = calloc(ncap, sizeof *ni);
+	if (!nk || !ni) {
+		free(nk);
+		free(ni);
+		return MT_ENOMEM;
+	}
+	for (size_t i = 0; i < t->cap; i++) {
+		if (!t->keys[i])
+			continue;
+		size_t j = hash_str(t->keys[i], strlen(t->keys[i])) & (ncap - 1);
+		while (nk[j])
+			j = (j + 1) & (ncap - 1);
+		nk[j] = t->keys[i];
+		ni[j] = t->ids[i];
+	}
+	free(t->keys);
+	free(t->ids);
+	t->keys = nk;
+	t->ids = ni;
+	t->cap = ncap;
+	return 0;
+}
+
+int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_events_format format)
 {
 	memset(w, 0, sizeof *w);
 	w->out = out;
+	w->format = format;
 	w->cap = 1 << 16;
 	w->buf = malloc(w->cap);
 	if (!w->buf)
 		return MT_ENOMEM;
-	mt_events_write_fact(w, NULL, NULL);
+	if (format == MT_EVENTS_BINARY) {
+		w->strings = calloc(1, sizeof *w->strings);
+		if (!w->strings || intern_grow(w->strings)) {
+			intern_free(w->strings);
+			free(w->buf);
+			return MT_ENOMEM;
+		}
+		w->strings->next_id = 1;
+		memcpy(w->buf, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN);
+		w->len = MT_EVENTS_MAGIC_LEN;
+	} else {
+		mt_events_write_fact(w, NULL, NULL);
+	}
 	return 0;
+}
+
+int mt_events_writer_init(struct mt_events_writer *w, FILE *out)
+{
+	return mt_events_writer_init_format(w, out, MT_EVENTS_TEXT);
 }
 
 static void flush(struct mt_events_writer *w)
@@ -56,6 +155,16 @@ static char *reserve(struct mt_events_writer *w, size_t n)
 {
 	if (w->len + n > w->cap)
 		flush(w);
+	if (n > w->cap) {
+		char *nb = realloc(w->buf, n);
+		if (!nb) {
+			w->failed = true;
+			w->err_no = ENOMEM;
+			return NULL;
+		}
+		w->buf = nb;
+		w->cap = n;
+	}
 	return w->buf + w->len;
 }
 
@@ -96,9 +205,19 @@ static char *put_str(char *p, const char *s, size_t max)
 	return p;
 }
 
-void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
+static size_t text_size(const struct mt_event *ev)
 {
-	char *p = reserve(w, LINE_MAX_BYTES), *start = p;
+	size_t n = 256 + (ev->msg ? MSG_MAX + 8 : 0);
+	for (unsigned i = 0; i < ev->nextra; i++)
+		n += EXTRA_KEY_MAX + EXTRA_VAL_MAX + 2;
+	return n;
+}
+
+static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
+{
+	char *p = reserve(w, text_size(ev)), *start = p;
+	if (!p)
+		return;
 	if (ev->has_time)
 		p = put_dec(p, ev->time);
 	else
@@ -139,32 +258,178 @@ void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
 	}
 	if (ev->msg) {
 		memcpy(p, "\tmsg=", 5);
-		p = put_str(p + 5, ev->msg, 1024);
+		p = put_str(p + 5, ev->msg, MSG_MAX);
+	}
+	for (unsigned i = 0; i < ev->nextra; i++) {
+		*p++ = '\t';
+		p = put_str(p, ev->extra[i].key, EXTRA_KEY_MAX);
+		if (ev->extra[i].val) {
+			*p++ = '=';
+			p = put_str(p, ev->extra[i].val, EXTRA_VAL_MAX);
+		}
 	}
 	*p++ = '\n';
 	w->len += (size_t)(p - start);
 }
 
+/* Appends one length-prefixed record. */
+static void put_record(struct mt_events_writer *w, const Mt__Record *rec)
+{
+	size_t n = protobuf_c_message_get_packed_size(&rec->base);
+	uint8_t *p = (uint8_t *)reserve(w, n + 10);
+	if (!p)
+		return;
+	uint8_t *start = p;
+	size_t v = n;
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	p += protobuf_c_message_pack(&rec->base, p);
+	w->len += (size_t)(p - start);
+}
+
+/* The id of s (at most max bytes, TAB/newline as spaces, exactly as the text
+ * form would carry it), defining it first if new. 0 when out of memory. */
+static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
+{
+	char tmp[EXTRA_VAL_MAX + 1];
+	size_t n = strnlen(s, max);
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = (s[i] == '\t' || s[i] == '\n') ? ' ' : s[i];
+	tmp[n] = '\0';
+	struct mt_intern *t = w->strings;
+	if (t->n >= INTERN_MAX) {
+		Mt__Record rec = MT__RECORD__INIT;
+		rec.record_case = MT__RECORD__RECORD_STRINGS_RESET;
+		rec.strings_reset = true;
+		put_record(w, &rec);
+		intern_clear(t);
+	}
+	if ((t->n + 1) * 2 > t->cap && intern_grow(t)) {
+		w->failed = true;
+		w->err_no = ENOMEM;
+		return 0;
+	}
+	size_t j = hash_str(tmp, n) & (t->cap - 1);
+	while (t->keys[j]) {
+		if (!strcmp(t->keys[j], tmp))
+			return t->ids[j];
+		j = (j + 1) & (t->cap - 1);
+	}
+	if (!(t->keys[j] = strdup(tmp))) {
+		w->failed = true;
+		w->err_no = ENOMEM;
+		return 0;
+	}
+	t->ids[j] = t->next_id++;
+	t->n++;
+	Mt__Record rec = MT__RECORD__INIT;
+	rec.record_case = MT__RECORD__RECORD_STRING_DEF;
+	rec.string_def = t->keys[j];
+	put_record(w, &rec);
+	return t->ids[j];
+}
+
+static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
+{
+	Mt__Event e = MT__EVENT__INIT;
+	uint32_t extra[2 * MT_EVENT_MAX_EXTRA];
+	if (ev->has_time) {
+		e.has_time_delta = true;
+		e.time_delta = (int64_t)(ev->time - w->last_time);
+		w->last_time = ev->time;
+	}
+	e.has_pid = true;
+	e.pid = ev->pid;
+	e.has_tid = true;
+	e.tid = ev->tid;
+	e.has_kind = true;
+	e.kind = (Mt__Kind)ev->kind;
+	e.has_from = true;
+	e.from = ev->from;
+	e.has_to = true;
+	e.to = ev->to;
+	if (ev->cpu >= 0) {
+		e.has_cpu = true;
+		e.cpu = (uint32_t)ev->cpu;
+	}
+	e.has_insn = ev->insn != 0;
+	e.insn = ev->insn;
+	e.has_offset = ev->offset != MT_NO_OFFSET;
+	e.offset = ev->offset;
+	e.has_cbr = ev->kind == MT_EV_POWER;
+	e.cbr = ev->cbr;
+	e.has_cond = ev->cond;
+	e.cond = ev->cond;
+	e.has_async = ev->async;
+	e.async = ev->async;
+	if (ev->msg) {
+		e.has_msg = true;
+		e.msg = intern(w, ev->msg, MSG_MAX);
+	}
+	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
+	for (unsigned i = 0; i < nx; i++) {
+		extra[2 * i] = intern(w, ev->extra[i].key, EXTRA_KEY_MAX);
+		/* value id 0: a column with no '=' */
+		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX) : 0;
+	}
+	e.n_extra = 2 * nx;
+	e.extra = extra;
+	Mt__Record rec = MT__RECORD__INIT;
+	rec.record_case = MT__RECORD__RECORD_EVENT;
+	rec.event = &e;
+	put_record(w, &rec);
+}
+
+void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
+{
+	if (w->format == MT_EVENTS_BINARY)
+		write_binary(w, ev);
+	else
+		write_text(w, ev);
+}
+
+void mt_events_write_meta(struct mt_events_writer *w, const char *line)
+{
+	char tmp[LINE_MAX_BYTES];
+	size_t n = strnlen(line, LINE_MAX_BYTES - 4);
+	for (size_t i = 0; i < n; i++)
+		tmp[i] = line[i] == '\n' ? ' ' : line[i];
+	tmp[n] = '\0';
+	if (w->format == MT_EVENTS_BINARY) {
+		Mt__Record rec = MT__RECORD__INIT;
+		rec.record_case = MT__RECORD__RECORD_META;
+		rec.meta = tmp;
+		put_record(w, &rec);
+		return;
+	}
+	char *p = reserve(w, n + 3);
+	if (!p)
+		return;
+	p[0] = '#';
+	p[1] = ' ';
+	memcpy(p + 2, tmp, n);
+	p[n + 2] = '\n';
+	w->len += n + 3;
+}
+
 static void write_meta(struct mt_events_writer *w, const char *fmt, ...)
 {
-	char *p = reserve(w, LINE_MAX_BYTES);
+	char line[LINE_MAX_BYTES];
 	va_list ap;
 	va_start(ap, fmt);
-	int n = vsnprintf(p, LINE_MAX_BYTES, fmt, ap);
+	int n = vsnprintf(line, sizeof line, fmt, ap);
 	va_end(ap);
-	if (n < 0)
-		return;
-	if (n >= LINE_MAX_BYTES) {
-		n = LINE_MAX_BYTES - 1;
-		p[n - 1] = '\n';
-	}
-	w->len += (size_t)n;
+	if (n >= 0)
+		mt_events_write_meta(w, line);
 }
 
 void mt_events_write_fact(struct mt_events_writer *w, const char *key, const char *fmt, ...)
 {
 	if (!key) {
-		write_meta(w, "# mt-events %d\n", MT_EVENTS_VERSION);
+		write_meta(w, "mt-events %d", MT_EVENTS_VERSION);
 		return;
 	}
 	char val[1024];
@@ -175,12 +440,12 @@ void mt_events_write_fact(struct mt_events_writer *w, const char *key, const cha
 	for (char *c = val; *c; c++)
 		if (*c == '\t' || *c == '\n')
 			*c = ' ';
-	write_meta(w, "# fact\t%s\t%s\n", key, val);
+	write_meta(w, "fact\t%s\t%s", key, val);
 }
 
 void mt_events_write_comm(struct mt_events_writer *w, uint32_t pid, uint32_t tid, const char *comm)
 {
-	write_meta(w, "# comm\t%" PRIu32 "\t%" PRIu32 "\t%s\n", pid, tid, comm);
+	write_meta(w, "comm\t%" PRIu32 "\t%" PRIu32 "\t%s", pid, tid, comm);
 }
 
 void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t start, uint64_t len,
@@ -191,7 +456,7 @@ void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t sta
 		for (unsigned i = 0; i < build_id_size && i < 20; i++)
 			snprintf(bid + 2 * i, 3, "%02x", build_id[i]);
 	}
-	write_meta(w, "# mmap\t%" PRIu32 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t%s\t%s\n",
+	write_meta(w, "mmap\t%" PRIu32 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t%s\t%s",
 		   pid, start, len, pgoff, bid, path);
 }
 
@@ -204,6 +469,8 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 	}
 	free(w->buf);
 	w->buf = NULL;
+	intern_free(w->strings);
+	w->strings = NULL;
 	if (w->failed)
 		return mt_err_set(err, MT_EIO, "writing events: %s", strerror(w->err_no));
 	return 0;
@@ -219,7 +486,7 @@ static int parse_u64(const char *s, const char *end, int base, uint64_t *out)
 	return (errno || e != end) ? -1 : 0;
 }
 
-int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_err *err)
+int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
 {
 	size_t n = strlen(line);
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
@@ -229,6 +496,7 @@ int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_err *err)
 	memset(ev, 0, sizeof *ev);
 	ev->cpu = -1;
 	ev->offset = MT_NO_OFFSET;
+	ev->extra = kv;
 	char *col[6];
 	char *p = line;
 	for (int i = 0; i < 6; i++) {
@@ -255,35 +523,329 @@ int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_err *err)
 	if (k < 0)
 		return mt_err_set(err, MT_EFORMAT, "unknown event kind '%s'", col[3]);
 	ev->kind = (enum mt_event_kind)k;
-	if (parse_u64(col[4], col[4] + strlen(col[4]), 16, &ev->from) || strncmp(col[4], "0x", 2))
+	if (strncmp(col[4], "0x", 2) || parse_u64(col[4], col[4] + strlen(col[4]), 16, &ev->from))
 		return mt_err_set(err, MT_EFORMAT, "bad address '%s'", col[4]);
-	if (parse_u64(col[5], col[5] + strlen(col[5]), 16, &ev->to) || strncmp(col[5], "0x", 2))
+	if (strncmp(col[5], "0x", 2) || parse_u64(col[5], col[5] + strlen(col[5]), 16, &ev->to))
 		return mt_err_set(err, MT_EFORMAT, "bad address '%s'", col[5]);
-	while (p && *p) {
+	while (p) {
 		char *next = strchr(p, '\t');
 		if (next)
 			*next++ = '\0';
-		char *eq = strchr(p, '=');
-		if (eq) {
-			*eq = '\0';
-			const char *val = eq + 1, *vend = val + strlen(val);
-			if (!strcmp(p, "cpu") && !parse_u64(val, vend, 10, &v))
-				ev->cpu = (int32_t)v;
-			else if (!strcmp(p, "insn"))
-				parse_u64(val, vend, 10, &ev->insn);
-			else if (!strcmp(p, "off"))
-				parse_u64(val, vend, 16, &ev->offset);
-			else if (!strcmp(p, "cbr") && !parse_u64(val, vend, 10, &v))
-				ev->cbr = (uint32_t)v;
-			else if (!strcmp(p, "cond"))
-				ev->cond = val[0] == '1';
-			else if (!strcmp(p, "async"))
-				ev->async = val[0] == '1';
-			else if (!strcmp(p, "msg"))
-				ev->msg = val;
-			/* unknown keys: skipped, so later columns never break us */
+		if (!*p || *p == '=') { /* an empty column or key carries nothing */
+			p = next;
+			continue;
 		}
+		char *eq = strchr(p, '=');
+		const char *val = eq ? eq + 1 : NULL, *vend = val ? val + strlen(val) : NULL;
+		if (eq)
+			*eq = '\0';
+		int bad = 0;
+		if (!val)
+			goto extra;
+		if (!strcmp(p, "cpu"))
+			bad = parse_u64(val, vend, 10, &v) || v > INT32_MAX, ev->cpu = (int32_t)v;
+		else if (!strcmp(p, "insn"))
+			bad = parse_u64(val, vend, 10, &ev->insn);
+		else if (!strcmp(p, "off"))
+			bad = strncmp(val, "0x", 2) || parse_u64(val, vend, 16, &ev->offset);
+		else if (!strcmp(p, "cbr"))
+			bad = parse_u64(val, vend, 10, &v) || v > UINT32_MAX, ev->cbr = (uint32_t)v;
+		else if (!strcmp(p, "cond"))
+			bad = strcmp(val, "1") && strcmp(val, "0"), ev->cond = val[0] == '1';
+		else if (!strcmp(p, "async"))
+			bad = strcmp(val, "1") && strcmp(val, "0"), ev->async = val[0] == '1';
+		else if (!strcmp(p, "msg"))
+			ev->msg = val;
+		else
+			goto extra;
+		if (bad)
+			return mt_err_set(err, MT_EFORMAT, "bad %s value '%s'", p, val);
+		p = next;
+		continue;
+extra:
+		/* Keys we do not know travel on unchanged. */
+		if (ev->nextra == MT_EVENT_MAX_EXTRA)
+			return mt_err_set(err, MT_EFORMAT, "more than %d extra columns", MT_EVENT_MAX_EXTRA);
+		kv[ev->nextra].key = p;
+		kv[ev->nextra++].val = val;
 		p = next;
 	}
 	return 1;
+}
+
+/* ---- stream reader ---- */
+
+#define READ_CHUNK (1u << 20)
+#define RECORD_MAX (64u << 20)
+
+/* Makes at least want bytes available from start; returns how many are. */
+static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
+{
+	while (r->end - r->start < want && !r->eof) {
+		if (r->start && (r->cap - r->end < READ_CHUNK || r->start == r->end)) {
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->end -= r->start;
+			r->start = 0;
+		}
+		if (r->cap - r->end < READ_CHUNK) {
+			size_t ncap = r->cap ? r->cap * 2 : 2 * READ_CHUNK;
+			char *nb = realloc(r->buf, ncap + 1);
+			if (!nb) {
+				mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+				return 0;
+			}
+			r->buf = nb;
+			r->cap = ncap;
+		}
+		size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->in);
+		r->end += got;
+		if (got == 0) {
+			if (ferror(r->in)) {
+				mt_err_set(err, MT_EIO, "%s: read: %s", r->name, strerror(errno));
+				return 0;
+			}
+			r->eof = true;
+		}
+	}
+	size_t have = r->end - r->start;
+	return have < want ? have : want;
+}
+
+/* The next text line, NUL-terminated in the buffer, or NULL at the end. */
+static char *next_line(struct mt_events_reader *r, struct mt_err *err)
+{
+	size_t scanned = 0;
+	for (;;) {
+		char *base = r->buf + r->start;
+		char *nl = memchr(base + scanned, '\n', r->end - r->start - scanned);
+		if (nl) {
+			*nl = '\0';
+			r->start = (size_t)(nl + 1 - r->buf);
+			r->line++;
+			return base;
+		}
+		scanned = r->end - r->start;
+		if (r->eof) {
+			if (!scanned)
+				return NULL;
+			r->buf[r->end] = '\0'; /* last line without a newline */
+			r->start = r->end;
+			r->line++;
+			return base;
+		}
+		if (scanned > RECORD_MAX) {
+			mt_err_set(err, MT_EFORMAT, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
+				   r->line + 1, RECORD_MAX);
+			return NULL;
+		}
+		fill(r, scanned + 1, err);
+		if (err->code)
+			return NULL;
+	}
+}
+
+/* Bump allocator for protobuf-c: one arena, reset for every record, so
+ * reading a record allocates nothing once the arena is big enough. */
+static void *arena_alloc(void *data, size_t size)
+{
+	struct mt_events_reader *r = data;
+	size_t at = (r->arena_used + 15) & ~(size_t)15;
+	if (at + size > r->arena_cap)
+		return NULL;
+	r->arena_used = at + size;
+	return (char *)r->arena + at;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->in = in;
+	r->name = name;
+	size_t have = fill(r, MT_EVENTS_MAGIC_LEN, err);
+	if (err->code)
+		return err->code;
+	if (have == MT_EVENTS_MAGIC_LEN && !memcmp(r->buf, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN)) {
+		r->format = MT_EVENTS_BINARY;
+		r->start = MT_EVENTS_MAGIC_LEN;
+		return 0;
+	}
+	r->format = MT_EVENTS_TEXT;
+	char *first = next_line(r, err);
+	if (err->code)
+		return err->code;
+	if (!first)
+		return mt_err_set(err, MT_EFORMAT, "%s: empty input, not an mt event stream", name);
+	int version;
+	if (sscanf(first, "# mt-events %d", &version) != 1)
+		return mt_err_set(err, MT_EFORMAT, "%s: not an mt event stream (no '# mt-events' line)", name);
+	if (version != MT_EVENTS_VERSION)
+		return mt_err_set(err, MT_EUNSUP, "%s: mt-events version %d, this reader knows %d", name, version,
+				  MT_EVENTS_VERSION);
+	return 0;
+}
+
+static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	for (;;) {
+		char *line = next_line(r, err);
+		if (!line)
+			return err->code ? err->code : MT_EVENTS_EOF;
+		if (line[0] == '#') {
+			size_t n = strlen(line);
+			if (n && line[n - 1] == '\r')
+				line[n - 1] = '\0';
+			*meta = line + 1 + (line[1] == ' ');
+			return MT_EVENTS_META;
+		}
+		int rc = mt_events_parse_line(line, ev, r->kv, err);
+		if (rc < 0) {
+			char msg[sizeof err->msg];
+			snprintf(msg, sizeof msg, "%s", err->msg);
+			mt_err_clear(err);
+			return mt_err_set(err, rc, "%s:%" PRIu64 ": %s", r->name, r->line, msg);
+		}
+		if (rc == 1)
+			return MT_EVENTS_EVENT;
+	}
+}
+
+static int bad_record(struct mt_events_reader *r, struct mt_err *err, const char *what)
+{
+	return mt_err_set(err, MT_EFORMAT, "%s: record %" PRIu64 ": %s", r->name, r->line, what);
+}
+
+static const char *string_id(struct mt_events_reader *r, uint32_t id)
+{
+	return id && id <= r->nstrings ? r->strings[id - 1] : NULL;
+}
+
+static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	for (;;) {
+		size_t have = fill(r, 10, err);
+		if (err->code)
+			return err->code;
+		if (have == 0)
+			return MT_EVENTS_EOF;
+		r->line++;
+		const uint8_t *p = (const uint8_t *)r->buf + r->start;
+		uint64_t len = 0;
+		size_t i = 0;
+		for (; i < have && i < 10; i++) {
+			len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
+			if (!(p[i] & 0x80))
+				break;
+		}
+		if (i == have || i == 10)
+			return bad_record(r, err, "truncated or bad length");
+		if (len > RECORD_MAX)
+			return bad_record(r, err, "longer than 64 MiB");
+		size_t hdr = i + 1;
+		if (fill(r, hdr + len, err) < hdr + len)
+			return err->code ? err->code : bad_record(r, err, "truncated");
+		p = (const uint8_t *)r->buf + r->start;
+		size_t need = 32 * len + 4096; /* unpacked size is bounded by this */
+		if (need > r->arena_cap) {
+			void *na = realloc(r->arena, need);
+			if (!na)
+				return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+			r->arena = na;
+			r->arena_cap = need;
+		}
+		r->arena_used = 0;
+		ProtobufCAllocator alloc = {arena_alloc, arena_free, r};
+		Mt__Record *rec = mt__record__unpack(&alloc, len, p + hdr);
+		r->start += hdr + len;
+		if (!rec)
+			return bad_record(r, err, "not a valid protobuf Record");
+		/* The arena is reset for every record: nothing to free. */
+		switch (rec->record_case) {
+		case MT__RECORD__RECORD_STRINGS_RESET:
+			for (size_t k = 0; k < r->nstrings; k++)
+				free(r->strings[k]);
+			r->nstrings = 0;
+			continue;
+		case MT__RECORD__RECORD_STRING_DEF:
+			if (r->nstrings == r->strings_cap) {
+				size_t ncap = r->strings_cap ? 2 * r->strings_cap : 1024;
+				char **ns = realloc(r->strings, ncap * sizeof *ns);
+				if (!ns)
+					return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+				r->strings = ns;
+				r->strings_cap = ncap;
+			}
+			if (!(r->strings[r->nstrings] = strdup(rec->string_def)))
+				return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+			r->nstrings++;
+			continue;
+		case MT__RECORD__RECORD_META:
+			*meta = rec->meta;
+			return MT_EVENTS_META;
+		case MT__RECORD__RECORD_EVENT:
+			break;
+		default:
+			continue; /* a record kind from a later writer */
+		}
+		const Mt__Event *e = rec->event;
+		memset(ev, 0, sizeof *ev);
+		ev->cpu = -1;
+		ev->offset = MT_NO_OFFSET;
+		ev->extra = r->kv;
+		if (e->has_time_delta) {
+			r->last_time += (uint64_t)e->time_delta;
+			ev->time = r->last_time;
+			ev->has_time = true;
+		}
+		ev->pid = e->pid;
+		ev->tid = e->tid;
+		if ((unsigned)e->kind >= MT_EV_KIND_COUNT)
+			return bad_record(r, err, "unknown event kind");
+		ev->kind = (enum mt_event_kind)e->kind;
+		ev->from = e->from;
+		ev->to = e->to;
+		if (e->has_cpu) {
+			if (e->cpu > INT32_MAX)
+				return bad_record(r, err, "bad cpu");
+			ev->cpu = (int32_t)e->cpu;
+		}
+		ev->insn = e->insn;
+		if (e->has_offset)
+			ev->offset = e->offset;
+		ev->cbr = e->cbr;
+		ev->cond = e->cond;
+		ev->async = e->async;
+		if (e->has_msg && !(ev->msg = string_id(r, e->msg)))
+			return bad_record(r, err, "undefined string id");
+		if (e->n_extra % 2 || e->n_extra / 2 > MT_EVENT_MAX_EXTRA)
+			return bad_record(r, err, "bad extra columns");
+		for (size_t k = 0; k < e->n_extra / 2; k++) {
+			r->kv[k].key = string_id(r, e->extra[2 * k]);
+			r->kv[k].val = e->extra[2 * k + 1] ? string_id(r, e->extra[2 * k + 1]) : NULL;
+			if (!r->kv[k].key || (e->extra[2 * k + 1] && !r->kv[k].val))
+				return bad_record(r, err, "undefined string id");
+		}
+		ev->nextra = (unsigned)(e->n_extra / 2);
+		return MT_EVENTS_EVENT;
+	}
+}
+
+int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	return r->format == MT_EVENTS_BINARY ? read_binary(r, ev, meta, err) : read_text(r, ev, meta, err);
+}
+
+void mt_events_reader_close(struct mt_events_reader *r)
+{
+	for (size_t k = 0; k < r->nstrings; k++)
+		free(r->strings[k]);
+	free(r->strings);
+	free(r->buf);
+	free(r->arena);
+	memset(r, 0, sizeof *r);
 }

@@ -1,8 +1,11 @@
 /* events: the mt event stream (mt-events(5)), version 1.
  *
- * One in-memory event type flows through every tool. The text codec writes
- * one TAB-separated line per event: time pid tid kind from to [key=value...].
- * Readers skip keys they do not know, so columns can be added freely. */
+ * One in-memory event type flows through every tool. The text form is one
+ * TAB-separated line per event: time pid tid kind from to [key=value...].
+ * The binary form carries the same records as length-delimited protobuf
+ * messages (proto/mt-events.proto) with interned strings. Readers detect the
+ * form themselves; keys a reader does not know travel on as extra columns,
+ * so columns can be added without breaking anyone. */
 #ifndef MT_EVENTS_H
 #define MT_EVENTS_H
 
@@ -34,34 +37,81 @@ struct mt_event {
 	bool cond;            /* jump: conditional branch */
 	bool async;           /* trace-end: asynchronous (interrupt, not an instruction) */
 	const char *msg;      /* error: message */
+	const struct mt_kv *extra; /* further columns, in order */
+	unsigned nextra;
 };
+
+struct mt_kv { const char *key, *val; };
+
+enum mt_events_format { MT_EVENTS_TEXT, MT_EVENTS_BINARY };
+#define MT_EVENTS_MAGIC "\x89MTEV\r\n\x1a"
+#define MT_EVENTS_MAGIC_LEN 8
+#define MT_EVENT_MAX_EXTRA 64
 
 const char *mt_event_kind_name(enum mt_event_kind k);
 /* Returns the kind for a name, or -1. */
 int mt_event_kind_parse(const char *s, size_t n);
 
+struct mt_intern;
+
 struct mt_events_writer {
 	FILE *out;
-	char *buf;            /* line buffer: events are formatted without stdio */
+	enum mt_events_format format;
+	char *buf;            /* output buffer: events are encoded without stdio */
 	size_t cap, len;
 	bool failed;
 	int err_no;
+	struct mt_intern *strings; /* binary: strings already defined */
+	uint64_t last_time;   /* binary: base of the next time delta */
 };
 
+/* Parses "text" or "binary"; returns -1 for anything else. */
+int mt_events_format_parse(const char *s);
 int mt_events_writer_init(struct mt_events_writer *w, FILE *out);
+int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_events_format format);
 /* Metadata: the version line is written by init. */
 void mt_events_write_comm(struct mt_events_writer *w, uint32_t pid, uint32_t tid, const char *comm);
 void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t start, uint64_t len,
 			  uint64_t pgoff, const uint8_t *build_id, unsigned build_id_size, const char *path);
 void mt_events_write_fact(struct mt_events_writer *w, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
+/* Any other metadata line, the text after "# " (passed through by filters). */
+void mt_events_write_meta(struct mt_events_writer *w, const char *line);
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev);
 /* Flushes; returns 0 or MT_EIO with the message in err (EPIPE included). */
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
 
 /* Text reader: parses one event line in place (the line is modified: msg
- * points into it). Returns 1 for an event, 0 for a metadata/blank line, or
- * MT_EFORMAT with a message. */
-int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_err *err);
+ * and extra strings point into it; extra into kv[MT_EVENT_MAX_EXTRA]).
+ * Returns 1 for an event, 0 for a metadata/blank line, or MT_EFORMAT. */
+int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+
+/* Stream reader, either form. Strings in what it returns stay valid until
+ * the next call. Memory is bounded by the longest record and the number of
+ * distinct strings, not by the length of the stream. */
+struct mt_events_reader {
+	FILE *in;
+	const char *name;     /* for messages */
+	enum mt_events_format format;
+	char *buf;
+	size_t cap, start, end;
+	bool eof;
+	uint64_t line;        /* text: line number; binary: record number */
+	uint64_t last_time;
+	char **strings;       /* binary: string table, id 1 at index 0 */
+	size_t nstrings, strings_cap;
+	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	void *arena;          /* binary: unpack memory, reused for every record */
+	size_t arena_cap, arena_used;
+};
+
+enum { MT_EVENTS_EOF = 0, MT_EVENTS_EVENT = 1, MT_EVENTS_META = 2 };
+
+/* Reads the header and detects the form: MT_EFORMAT when it is neither. */
+int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err);
+/* Returns MT_EVENTS_EVENT (ev filled), MT_EVENTS_META (*meta: the text after
+ * "# "), MT_EVENTS_EOF, or a negative MT_E* code with err set. */
+int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err);
+void mt_events_reader_close(struct mt_events_reader *r);
 
 #endif

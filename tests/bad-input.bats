@@ -16,7 +16,7 @@ load helpers
 	run "$PT2EVENTS" a b
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"too many arguments"* ]]
-	run "$PT2EVENTS" --output-format=binary x
+	run "$PT2EVENTS" --output-format=protobuf x
 	[ "$status" -eq 2 ]
 	run "$PT2EVENTS" --image /bin/true@0x1000
 	[ "$status" -eq 2 ]

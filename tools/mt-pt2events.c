@@ -42,7 +42,7 @@ static void usage(FILE *f)
 "      --image=FILE[:OFF[-END]]@VADDR  (with --pt) map FILE bytes at VADDR\n"
 "      --pages=PREFIX       (with --pt) map a page-image set PREFIX.addr/PREFIX.dump\n"
 "      --cpu=F/M/S          (with --pt) CPU family/model/stepping, for errata\n"
-"      --output-format=text event stream encoding (only 'text' so far)\n"
+"      --output-format=text|binary  event stream encoding (default: text)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -134,7 +134,7 @@ int main(int argc, char **argv)
 	const char *out = "-", *symfs = NULL, *ptpath = NULL;
 	bool info = false, stats = false;
 	char *images[argc], *pages[argc]; /* option values point into argv */
-	int nimages = 0, npages = 0;
+	int nimages = 0, npages = 0, format = MT_EVENTS_TEXT;
 	struct mt_ptdec_config cfg = {0};
 	struct mt_ptperf_opts po = {.warn = warn};
 	int c;
@@ -156,8 +156,8 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'F':
-			if (strcmp(optarg, "text")) {
-				fprintf(stderr, PROG ": --output-format=%s: only 'text' is implemented\n", optarg);
+			if ((format = mt_events_format_parse(optarg)) < 0) {
+				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -211,7 +211,7 @@ int main(int argc, char **argv)
 		return EXIT_DATA;
 	}
 	struct mt_events_writer w;
-	if (mt_events_writer_init(&w, of.f)) {
+	if (mt_events_writer_init_format(&w, of.f, (enum mt_events_format)format)) {
 		fprintf(stderr, PROG ": out of memory\n");
 		mt_outfile_abort(&of);
 		return EXIT_DATA;

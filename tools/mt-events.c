@@ -1,0 +1,130 @@
+/* mt-events: read an mt event stream in either form and write it again,
+ * converting between text and binary (or checking a stream end to end). */
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "outfile.h"
+#include "version.h"
+
+#define PROG "mt-events"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... [FILE]\n"
+"Read an mt event stream (mt-events(5)), text or binary, detected from its\n"
+"first bytes, and write it again. FILE '-' or none reads standard input.\n"
+"\n"
+"  -o, --output=FILE              write to FILE (atomically) instead of stdout\n"
+"      --output-format=text|binary  encoding to write (default: text)\n"
+"      --stats                    print record counts on standard error\n"
+"  -h, --help                     show this help and exit\n"
+"  -V, --version                  show the version and exit\n"
+"\n"
+"Exit status: 0 the whole stream was read and written; 1 unreadable or\n"
+"malformed input, or a write error (what came before the damage is still\n"
+"written); 2 usage.\n");
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"output-format", required_argument, NULL, 'F'},
+		{"stats", no_argument, NULL, 'S'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	const char *out = "-";
+	int format = MT_EVENTS_TEXT, c;
+	int stats = 0;
+	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'F':
+			if ((format = mt_events_format_parse(optarg)) < 0) {
+				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'S': stats = 1; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 < argc) {
+		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
+		return EXIT_USAGE;
+	}
+	const char *in = optind < argc ? argv[optind] : "-";
+	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
+	if (!inf) {
+		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+		return EXIT_DATA;
+	}
+	struct mt_err err = {0};
+	struct mt_events_reader r;
+	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct mt_outfile of;
+	if (mt_outfile_open(&of, out, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct mt_events_writer w;
+	if (mt_events_writer_init_format(&w, of.f, (enum mt_events_format)format)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_outfile_abort(&of);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	uint64_t nevents = 0, nmeta = 0;
+	struct mt_event ev;
+	const char *meta;
+	int rc;
+	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+		if (rc == MT_EVENTS_META) {
+			mt_events_write_meta(&w, meta);
+			nmeta++;
+		} else {
+			mt_events_write(&w, &ev);
+			nevents++;
+		}
+	}
+	int status = 0;
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	struct mt_err werr = {0};
+	if (mt_events_writer_finish(&w, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		mt_outfile_abort(&of);
+		status = EXIT_DATA;
+	} else if (mt_outfile_commit(&of, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		status = EXIT_DATA;
+	}
+	if (stats)
+		fprintf(stderr, PROG ": stats: format=%s events=%" PRIu64 " meta=%" PRIu64 "\n",
+			r.format == MT_EVENTS_BINARY ? "binary" : "text", nevents, nmeta);
+	mt_events_reader_close(&r);
+	if (inf != stdin)
+		fclose(inf);
+	return status;
+}

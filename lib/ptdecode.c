@@ -32,6 +32,10 @@ struct dec {
 	uint64_t pend_time;
 	bool pend_has_time, use_pend_time;
 	int pend_isid;
+	/* libipt stamps some events (enable, disable, ...) with the time of
+	 * their own packet, which is better than the decoder's current time. */
+	uint64_t ev_time;
+	bool use_ev_time;
 };
 
 static uint64_t now(struct dec *d, bool *has)
@@ -58,6 +62,9 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	if (d->use_pend_time) {
 		ev->time = d->pend_time;
 		ev->has_time = d->pend_has_time;
+	} else if (d->use_ev_time) {
+		ev->time = d->ev_time;
+		ev->has_time = true;
 	} else {
 		ev->time = now(d, &ev->has_time);
 	}
@@ -204,6 +211,9 @@ static void resolve_branch(struct dec *d, uint64_t to)
 
 static void handle_event(struct dec *d, const struct pt_event *ev)
 {
+	d->use_ev_time = d->cfg->timed && ev->has_tsc;
+	if (d->use_ev_time)
+		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
 	switch (ev->type) {
 	case ptev_enabled:
 		d->pending = false;
@@ -243,6 +253,7 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	default:
 		break;
 	}
+	d->use_ev_time = false;
 }
 
 int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,

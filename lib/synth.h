@@ -69,6 +69,7 @@ struct mt_synth_variant {
 	unsigned wrap_at_psb; /* >0: the buffer starts with junk then the K-th PSB */
 	bool pipe;
 	bool build_ids;       /* MMAP2 records in their build-id form */
+	bool cyc;             /* cycle-accurate: CYC packets (1 cycle = 1 TSC tick) */
 };
 
 /* The predefined variants: NULL-terminated array. */

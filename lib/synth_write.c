@@ -21,6 +21,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "pipe", .pipe = true},
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
 	{.name = "buildid", .build_ids = true},
+	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
 	{.name = NULL},
 };
 
@@ -34,6 +35,8 @@ const struct mt_synth_variant *mt_synth_variant_find(const char *name)
 
 #define TSC_PER_CTC 100
 #define CFG_PT 0x1ULL
+#define CFG_CYC 0x2ULL
+#define SYNTH_CBR 20 /* core:bus ratio; also the max non-turbo ratio, so 1 cycle = 1 TSC tick */
 #define CFG_MTC 0x200ULL
 #define CFG_TSC 0x400ULL
 #define CFG_NORETCOMP 0x800ULL
@@ -53,6 +56,8 @@ struct enc {
 	int rs_head;
 	int err;
 	uint64_t tsc, last_ctc;
+	uint64_t last_cyc;   /* TSC at the last CYC packet (cycles = ticks) */
+	bool in_psb;         /* no CYC inside PSB+ */
 	uint64_t *psb_offsets, *psb_insn;
 	size_t npsb, cappsb;
 };
@@ -64,6 +69,20 @@ static void put(struct enc *x, struct pt_packet *p)
 	int rc = pt_enc_next(x->e, p);
 	if (rc < 0)
 		x->err = rc;
+}
+
+/* Cycle-accurate mode: a CYC packet with the cycles since the last one
+ * precedes every branch's TNT bit or IP packet, as on hardware, so TNT
+ * packets stay short. */
+static void cyc_packet(struct enc *x)
+{
+	if (!x->v->cyc || x->in_psb || x->tsc == x->last_cyc)
+		return;
+	struct pt_packet p = {0};
+	p.type = ppt_cyc;
+	p.payload.cyc.value = x->tsc - x->last_cyc;
+	put(x, &p);
+	x->last_cyc = x->tsc;
 }
 
 static void flush_tnt(struct enc *x)
@@ -81,6 +100,12 @@ static void flush_tnt(struct enc *x)
 
 static void tnt_bit(struct enc *x, int taken)
 {
+	if (x->v->cyc && x->tsc != x->last_cyc) {
+		/* The branch's cycle count goes right before its bit: pending
+		 * bits leave in their own TNT first. */
+		flush_tnt(x);
+		cyc_packet(x);
+	}
 	x->tnt = (x->tnt << 1) | (uint64_t)taken;
 	x->ntnt++;
 	if (x->ntnt == (x->v->long_tnt ? 47 : 6))
@@ -89,6 +114,7 @@ static void tnt_bit(struct enc *x, int taken)
 
 static void ip_packet(struct enc *x, enum pt_packet_type t, uint64_t ip, bool suppressed)
 {
+	cyc_packet(x);
 	struct pt_packet p = {0};
 	p.type = t;
 	p.payload.ip.ipc = suppressed ? pt_ipc_suppressed : pt_ipc_sext_48;
@@ -138,6 +164,14 @@ static void advance(struct enc *x, uint64_t ticks)
 		return;
 	flush_tnt(x);
 	for (uint64_t c = x->last_ctc + 1; c <= ctc; c++) {
+		if (x->v->cyc && c * TSC_PER_CTC > x->last_cyc) {
+			/* MTC is CYC-eligible too: the cycles up to the CTC edge. */
+			struct pt_packet y = {0};
+			y.type = ppt_cyc;
+			y.payload.cyc.value = c * TSC_PER_CTC - x->last_cyc;
+			put(x, &y);
+			x->last_cyc = c * TSC_PER_CTC;
+		}
 		struct pt_packet p = {0};
 		p.type = ppt_mtc;
 		p.payload.mtc.ctc = (uint8_t)c;
@@ -169,12 +203,13 @@ static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_
 {
 	flush_tnt(x);
 	note_psb(x, insn_index);
+	x->in_psb = true;
 	simple(x, ppt_psb);
 	if (x->v->timing != MT_SYNTH_TIMELESS) {
 		tsc_packet(x);
 		struct pt_packet cbr = {0}; /* real PSB+ carry the core:bus ratio */
 		cbr.type = ppt_cbr;
-		cbr.payload.cbr.ratio = 20;
+		cbr.payload.cbr.ratio = SYNTH_CBR;
 		put(x, &cbr);
 	}
 	if (enabled) {
@@ -182,6 +217,7 @@ static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_
 		ip_packet(x, ppt_fup, next_ip, false);
 	}
 	simple(x, ppt_psbend);
+	x->in_psb = false;
 	x->rs_n = 0; /* a decoder starting here knows no earlier calls */
 }
 
@@ -255,6 +291,7 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 	bool timed = v->timing != MT_SYNTH_TIMELESS;
 	x->tsc = MT_SYNTH_TSC0;
 	x->last_ctc = x->tsc / TSC_PER_CTC;
+	x->last_cyc = x->tsc;
 	psb(x, 0, false, 0);
 	mode_exec(x);
 	ip_packet(x, ppt_tip_pge, run->ips[0], false);
@@ -516,7 +553,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	struct rec_ctx c = {.pt_st = common | MT_SAMPLE_IP, .dummy_st = common, .pid = run->pid,
 			    .cpu = v->per_cpu ? 0 : (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
 	uint64_t config = CFG_PT | CFG_BRANCH | (timed ? CFG_TSC : 0) |
-			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0);
+			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0) |
+			  (v->cyc ? CFG_CYC : 0);
 	uint64_t pt_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_ENABLE_ON_EXEC |
 			    MT_ATTR_SAMPLE_ID_ALL | MT_ATTR_EXCLUDE_GUEST | (v->per_cpu ? MT_ATTR_INHERIT : 0);
 	uint64_t dummy_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_MMAP |
@@ -540,7 +578,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	u32(&d, 1); /* PERF_AUXTRACE_INTEL_PT */
 	u32(&d, 0);
 	uint64_t priv[18] = {MT_SYNTH_PT_TYPE, 0, 1, 0, 1, CFG_TSC, CFG_NORETCOMP, v->per_cpu ? 2 : 0, 0,
-			     v->per_cpu, CFG_MTC, 0x3c000, TSC_PER_CTC, 1, 0x2, 0, 0, 0};
+			     v->per_cpu, CFG_MTC, 0x3c000, TSC_PER_CTC, 1, CFG_CYC, SYNTH_CBR, 0, 0};
 	emit_bytes(&d, priv, sizeof priv);
 	rec_end(&d, at);
 	if (timed) {

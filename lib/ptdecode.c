@@ -233,12 +233,13 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 		}
 		break;
 	case ptev_async_disabled:
-		d->pending = false;
+		/* The branch before the interrupt went to where it hit. */
+		resolve_pending(d, ev->variant.async_disabled.at);
 		emit_ev(d, MT_EV_TRACE_END, ev->variant.async_disabled.at,
 			ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip, EMIT_ASYNC, 0);
 		break;
 	case ptev_async_branch:
-		d->pending = false;
+		resolve_pending(d, ev->variant.async_branch.from);
 		emit(d, MT_EV_INTERRUPT, ev->variant.async_branch.from, ev->variant.async_branch.to);
 		break;
 	case ptev_overflow:

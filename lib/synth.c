@@ -14,6 +14,7 @@
 #include <sys/personality.h>
 #include <sys/ptrace.h>
 #include <sys/user.h>
+#include <sys/time.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
@@ -55,20 +56,6 @@ static int tab_reserve(struct mt_synth_run *run)
 	free(run->tab);
 	run->tab = nt;
 	run->tabcap = nc;
-	return 0;
-}
-
-static int push_ip(uint64_t **v, size_t *n, size_t *cap, uint64_t ip)
-{
-	if (*n == *cap) {
-		size_t nc = *cap ? *cap * 2 : 1 << 16;
-		uint64_t *nv = realloc(*v, nc * sizeof *nv);
-		if (!nv)
-			return MT_ENOMEM;
-		*v = nv;
-		*cap = nc;
-	}
-	(*v)[(*n)++] = ip;
 	return 0;
 }
 
@@ -180,6 +167,134 @@ static bool signal_caught(pid_t pid, int sig)
 	return (mask >> (sig - 1)) & 1;
 }
 
+/* --- the recorder's scheduler: threads run one at a time, as on one CPU --- */
+
+#define QUANTUM 3000          /* steps before another ready thread gets the CPU */
+#define STEP_WAIT_US 20000    /* a step not back by then is blocked in the kernel */
+
+enum tstate { T_NEW, T_READY, T_INFLIGHT, T_GONE };
+
+struct tracee {
+	pid_t tid;
+	enum tstate st;
+	bool record;          /* push RIP before the next step */
+	int sig;              /* signal to deliver with the next step */
+	size_t last;          /* index of its last recorded step */
+	bool has_last;
+};
+
+struct sched {
+	struct mt_synth_run *run;
+	struct tracee th[MT_SYNTH_MAX_THREADS];
+	int nth;
+	size_t cap;
+	bool done;
+};
+
+static void on_alarm(int sig)
+{
+	(void)sig;
+}
+
+static int push_step(struct mt_synth_run *run, size_t *cap, uint64_t ip, uint32_t tid)
+{
+	if (run->nips == *cap) {
+		size_t nc = *cap ? *cap * 2 : 1 << 16;
+		uint64_t *ni = realloc(run->ips, nc * sizeof *ni);
+		if (!ni)
+			return MT_ENOMEM;
+		run->ips = ni;
+		uint32_t *nt = realloc(run->tids, nc * sizeof *nt);
+		if (!nt)
+			return MT_ENOMEM;
+		run->tids = nt;
+		*cap = nc;
+	}
+	run->ips[run->nips] = ip;
+	run->tids[run->nips++] = tid;
+	return 0;
+}
+
+static int live_threads(const struct sched *sc)
+{
+	int n = 0;
+	for (int i = 0; i < sc->nth; i++)
+		n += sc->th[i].st != T_GONE;
+	return n;
+}
+
+static struct tracee *tracee_of(struct sched *sc, pid_t tid, struct mt_err *err)
+{
+	for (int i = 0; i < sc->nth; i++)
+		if (sc->th[i].tid == tid)
+			return &sc->th[i];
+	if (sc->nth == MT_SYNTH_MAX_THREADS) {
+		mt_err_set(err, MT_EUNSUP, "more than %d threads", MT_SYNTH_MAX_THREADS);
+		return NULL;
+	}
+	/* a new thread can stop before its parent's clone event is seen */
+	struct tracee *t = &sc->th[sc->nth++];
+	*t = (struct tracee){.tid = tid, .st = T_NEW, .record = true};
+	sc->run->threads[sc->run->nthreads++] = (uint32_t)tid;
+	return t;
+}
+
+static int on_stop(struct sched *sc, pid_t w, int status, struct mt_err *err)
+{
+	struct mt_synth_run *run = sc->run;
+	struct tracee *t = tracee_of(sc, w, err);
+	if (!t)
+		return MT_EUNSUP;
+	if (WIFEXITED(status) || WIFSIGNALED(status)) {
+		t->st = T_GONE;
+		if ((uint32_t)w == run->pid)
+			return mt_err_set(err, MT_EIO, "the program exited before its exit event");
+		return 0;
+	}
+	if (!WIFSTOPPED(status))
+		return 0;
+	int sig = WSTOPSIG(status), event = status >> 16;
+	if (event == PTRACE_EVENT_CLONE) {
+		unsigned long tid = 0;
+		ptrace(PTRACE_GETEVENTMSG, w, NULL, &tid);
+		if (!tracee_of(sc, (pid_t)tid, err))
+			return MT_EUNSUP;
+		t->st = T_READY;
+		t->record = false; /* mid-syscall: the next step finishes it */
+		return 0;
+	}
+	if (event == PTRACE_EVENT_EXIT) {
+		if ((uint32_t)w == run->pid) {
+			unsigned long code = 0;
+			ptrace(PTRACE_GETEVENTMSG, w, NULL, &code);
+			run->exit_status = (int)(code >> 8 & 0xff);
+			sc->done = true;
+			return read_maps(run, w, err);
+		}
+		t->st = T_GONE;
+		ptrace(PTRACE_CONT, w, NULL, NULL);
+		return 0;
+	}
+	if (t->st == T_NEW && sig == SIGSTOP) {
+		t->st = T_READY;
+		return 0;
+	}
+	t->st = T_READY;
+	t->record = true;
+	if (sig == SIGTRAP)
+		return 0;
+	/* A signal stop executed nothing: drop the step recorded before it
+	 * (marked 0, removed later). The next step delivers the signal; if a
+	 * handler is entered, the interrupted instruction does not run next. */
+	if (t->has_last) {
+		run->ips[t->last] = 0;
+		t->has_last = false;
+	}
+	t->sig = sig;
+	t->record = !signal_caught(run->pid, sig);
+	return 0;
+}
+
 /* Single-steps argv to its exit, recording every user RIP. */
 static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
 {
@@ -227,58 +342,93 @@ static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run
 		return mt_err_set(err, MT_EIO, "%s: did not start under ptrace", argv[0]);
 	}
 	/* pipe closed on exec: the child is at its first instruction */
-	ptrace(PTRACE_SETOPTIONS, pid, NULL, (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL));
+	ptrace(PTRACE_SETOPTIONS, pid, NULL,
+	       (void *)(long)(PTRACE_O_TRACEEXIT | PTRACE_O_EXITKILL | PTRACE_O_TRACECLONE));
 	run->pid = (uint32_t)pid;
 	const char *base = strrchr(argv[0], '/');
 	snprintf(run->comm, sizeof run->comm, "%s", base ? base + 1 : argv[0]);
-	size_t cap = 0;
-	int sig = 0, rc = 0;
-	bool skip_record = false;
-	for (;;) {
-		if (skip_record) {
-			/* The instruction at a signal-delivery stop does not run
-			 * next when a handler is entered: it is not recorded. */
-			skip_record = false;
-			goto step;
-		}
-		long rip = ptrace(PTRACE_PEEKUSER, pid, (void *)offsetof(struct user_regs_struct, rip), NULL);
-		if (rip == -1 && errno) {
-			rc = mt_err_set(err, MT_EIO, "ptrace PEEKUSER: %s", strerror(errno));
+	struct sched sc = {.run = run};
+	sc.th[0] = (struct tracee){.tid = pid, .st = T_READY, .record = true};
+	sc.nth = 1;
+	run->threads[0] = (uint32_t)pid;
+	run->nthreads = 1;
+	struct sigaction sa = {.sa_handler = on_alarm}, old_sa; /* no SA_RESTART: waitpid returns EINTR */
+	sigaction(SIGALRM, &sa, &old_sa);
+	int rc = 0;
+	int cur = 0;
+	uint64_t slice = 0;
+	while (!sc.done && !rc) {
+		/* stops of threads whose step outlived the wait below */
+		while (!rc && (w = waitpid(-1, &status, __WALL | WNOHANG)) > 0)
+			rc = on_stop(&sc, w, status, err);
+		if (rc || sc.done)
 			break;
+		/* Round-robin on one CPU: keep the current thread for QUANTUM
+		 * steps, or until it blocks in the kernel. */
+		int pick = -1;
+		for (int k = 0; k < sc.nth && pick < 0; k++) {
+			int c = (cur + (slice >= QUANTUM ? 1 : 0) + k) % sc.nth;
+			if (sc.th[c].st == T_READY)
+				pick = c;
 		}
-		if ((rc = push_ip(&run->ips, &run->nips, &cap, (uint64_t)rip)))
-			break;
-	step:
-		if (ptrace(PTRACE_SINGLESTEP, pid, NULL, (void *)(long)sig) < 0) {
+		if (pick < 0) {
+			w = waitpid(-1, &status, __WALL);
+			if (w < 0) {
+				rc = mt_err_set(err, MT_EIO, "waitpid: %s", strerror(errno));
+				break;
+			}
+			rc = on_stop(&sc, w, status, err);
+			continue;
+		}
+		if (pick != cur)
+			slice = 0;
+		cur = pick;
+		struct tracee *t = &sc.th[cur];
+		if (t->record) {
+			errno = 0;
+			long rip = ptrace(PTRACE_PEEKUSER, t->tid, (void *)offsetof(struct user_regs_struct, rip), NULL);
+			if (rip == -1 && errno) {
+				rc = mt_err_set(err, MT_EIO, "ptrace PEEKUSER: %s", strerror(errno));
+				break;
+			}
+			if ((rc = push_step(run, &sc.cap, (uint64_t)rip, (uint32_t)t->tid)))
+				break;
+			t->last = run->nips - 1;
+			t->has_last = true;
+		}
+		if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)t->sig) < 0) {
 			rc = mt_err_set(err, MT_EIO, "ptrace SINGLESTEP: %s", strerror(errno));
 			break;
 		}
-		sig = 0;
-		if (waitpid(pid, &status, 0) < 0) {
-			rc = mt_err_set(err, MT_EIO, "waitpid: %s", strerror(errno));
-			break;
+		t->sig = 0;
+		t->st = T_INFLIGHT;
+		slice++;
+		/* A step that blocks (futex, read) must not stall the run while
+		 * other threads could go: wait with a timeout then. */
+		bool timed_wait = live_threads(&sc) > 1;
+		if (timed_wait) {
+			struct itimerval it = {.it_value = {.tv_usec = STEP_WAIT_US}};
+			setitimer(ITIMER_REAL, &it, NULL);
 		}
-		if (WIFEXITED(status) || WIFSIGNALED(status)) {
-			rc = mt_err_set(err, MT_EIO, "%s exited before its exit event", argv[0]);
-			break;
+		w = waitpid(t->tid, &status, __WALL);
+		int wait_errno = errno;
+		if (timed_wait) {
+			struct itimerval off = {0};
+			setitimer(ITIMER_REAL, &off, NULL);
 		}
-		if (status >> 8 == (SIGTRAP | (PTRACE_EVENT_EXIT << 8))) {
-			unsigned long code = 0;
-			ptrace(PTRACE_GETEVENTMSG, pid, NULL, &code);
-			run->exit_status = (int)(code >> 8 & 0xff);
-			rc = read_maps(run, pid, err);
-			break;
-		}
-		if (WSTOPSIG(status) != SIGTRAP) {
-			/* A signal stop executed nothing: drop the instruction
-			 * recorded before it. The next step delivers the signal. */
-			sig = WSTOPSIG(status);
-			run->nips--;
-			skip_record = signal_caught(pid, sig);
-		}
+		if (w == t->tid)
+			rc = on_stop(&sc, w, status, err);
+		else if (!(w < 0 && wait_errno == EINTR))
+			rc = mt_err_set(err, MT_EIO, "waitpid: %s", strerror(wait_errno));
 	}
-	ptrace(PTRACE_CONT, pid, NULL, NULL);
-	waitpid(pid, &status, 0);
+	sigaction(SIGALRM, &old_sa, NULL);
+	/* A tracee in an exit-event stop ignores SIGKILL until resumed. */
+	kill(pid, SIGKILL);
+	for (int i = 0; i < sc.nth; i++)
+		if (sc.th[i].st != T_GONE)
+			ptrace(PTRACE_CONT, sc.th[i].tid, NULL, NULL);
+	while (waitpid(-1, &status, __WALL) > 0)
+		;
 	if (rc == MT_ENOMEM)
 		mt_err_set(err, rc, "out of memory recording");
 	return rc;
@@ -290,6 +440,7 @@ void mt_synth_run_free(struct mt_synth_run *run)
 		free(run->maps[i].bytes);
 	free(run->maps);
 	free(run->ips);
+	free(run->tids);
 	free(run->tab);
 	memset(run, 0, sizeof *run);
 }
@@ -448,23 +599,31 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return mt_err_set(err, MT_EUNSUP, "capstone: cannot open an x86-64 disassembler");
 	cs_option(cs, CS_OPT_DETAIL, CS_OPT_ON);
-	/* Rebuild the instruction list: drop REP repeats, bridge missed steps. */
-	uint64_t *out = NULL;
-	size_t n = 0, cap = 0;
+	/* Rebuild the instruction list: drop REP repeats and steps undone by
+	 * signals, bridge missed steps; each thread against its own previous. */
+	struct mt_synth_run out = {0};
+	size_t cap = 0;
+	size_t prev_of[MT_SYNTH_MAX_THREADS];
+	bool has_prev[MT_SYNTH_MAX_THREADS] = {0};
 	for (size_t i = 0; i < run->nips && !rc; i++) {
 		uint64_t ip = run->ips[i];
+		if (!ip)
+			continue;
+		size_t th = 0;
+		while (th + 1 < run->nthreads && run->threads[th] != run->tids[i])
+			th++;
 		const struct mt_synth_insn *s = lookup(cs, run, ip, &rc);
 		if (!s) {
 			rc = mt_err_set(err, MT_EFORMAT, "cannot decode the instruction at 0x%" PRIx64
 					" (step %zu): outside the executable mappings, or unknown to Capstone", ip, i);
 			break;
 		}
-		if (s->rep && n && out[n - 1] == ip) {
+		if (s->rep && has_prev[th] && out.ips[prev_of[th]] == ip) {
 			run->collapsed++;
 			continue;
 		}
-		if (n) {
-			const struct mt_synth_insn *prev = mt_synth_insn_at(run, out[n - 1]);
+		if (has_prev[th]) {
+			const struct mt_synth_insn *prev = mt_synth_insn_at(run, out.ips[prev_of[th]]);
 			if (!follows(prev, ip)) {
 				uint64_t path[8];
 				int plen = 0;
@@ -479,22 +638,27 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 					break;
 				}
 				for (int k = 0; k < plen && !rc; k++)
-					rc = push_ip(&out, &n, &cap, path[k]);
+					rc = push_step(&out, &cap, path[k], run->tids[i]);
 				run->repaired += (uint64_t)plen;
 			}
 		}
 		if (!rc)
-			rc = push_ip(&out, &n, &cap, ip);
+			rc = push_step(&out, &cap, ip, run->tids[i]);
+		prev_of[th] = out.nips - 1;
+		has_prev[th] = true;
 	}
 	cs_close(&cs);
 	if (rc == MT_ENOMEM)
 		mt_err_set(err, rc, "out of memory classifying instructions");
 	free(run->ips);
-	run->ips = out;
-	run->nips = n;
+	free(run->tids);
+	run->ips = out.ips;
+	run->tids = out.tids;
+	run->nips = out.nips;
+	size_t n = out.nips;
 	for (size_t i = 0; !rc && i < n; i++)
-		if (mt_synth_insn_at(run, out[i])->cls == MT_IC_UNSUPPORTED)
+		if (mt_synth_insn_at(run, run->ips[i])->cls == MT_IC_UNSUPPORTED)
 			rc = mt_err_set(err, MT_EUNSUP, "instruction at 0x%" PRIx64 " (far branch, iret, int3 or ud2) "
-					"cannot be synthesized", out[i]);
+					"cannot be synthesized", run->ips[i]);
 	return rc;
 }

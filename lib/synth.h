@@ -35,12 +35,17 @@ struct mt_synth_map {
 	uint8_t build_id_size;
 };
 
+#define MT_SYNTH_MAX_THREADS 64
+
 struct mt_synth_run {
 	uint32_t pid;
 	char comm[16];
+	uint32_t threads[MT_SYNTH_MAX_THREADS]; /* tids in order of creation; [0] = pid */
+	size_t nthreads;
 	struct mt_synth_map *maps;
 	size_t nmaps;
 	uint64_t *ips;        /* executed instructions in order (after repair) */
+	uint32_t *tids;       /* the thread of each: threads run one at a time */
 	size_t nips;
 	/* distinct instructions, open-addressed by ip */
 	struct mt_synth_insn *tab;
@@ -51,7 +56,9 @@ struct mt_synth_run {
 };
 
 /* Runs argv[0] (searched in PATH) with ASLR off under single-step until it
- * exits; fills run. stdout of the program goes to /dev/null when quiet. */
+ * exits; fills run. Threads are followed and run one at a time, switched
+ * every few thousand steps or when one blocks, as on a single CPU. stdout
+ * of the program goes to /dev/null when quiet. */
 int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err);
 void mt_synth_run_free(struct mt_synth_run *run);
 /* The distinct-instruction record for ip (NULL if never executed). */

@@ -22,6 +22,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
 	{.name = "buildid", .build_ids = true},
 	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
+	{.name = "per-cpu-mtc", .timing = MT_SYNTH_MTC, .per_cpu = true, .psb_every = 5000},
 	{.name = NULL},
 };
 
@@ -60,7 +61,17 @@ struct enc {
 	bool in_psb;         /* no CYC inside PSB+ */
 	uint64_t *psb_offsets, *psb_insn;
 	size_t npsb, cappsb;
+	uint64_t *nxt;       /* per step: the next IP of the same thread, 0: none */
+	struct synth_switch *sw; /* thread switches, for the perf.data sideband */
+	size_t nsw, capsw;
 };
+
+struct synth_switch {
+	uint64_t time;
+	uint32_t prev, next; /* tids */
+};
+
+#define SYNTH_SWITCH_TICKS 500 /* in the kernel between two threads */
 
 static void put(struct enc *x, struct pt_packet *p)
 {
@@ -243,14 +254,14 @@ static bool rs_pop(struct enc *x, uint64_t *top)
 
 struct truth {
 	struct mt_events_writer *w;
-	uint32_t pid;
+	uint32_t pid, tid;
 	int32_t cpu;
 	uint64_t since;
 	bool on;             /* instructions are in the trace (wrap: after the cut) */
 };
 
-static void truth_ev(struct truth *t, enum mt_event_kind k, uint64_t time, uint64_t from, uint64_t to, bool cond,
-		     bool timed)
+static void truth_ev_async(struct truth *t, enum mt_event_kind k, uint64_t time, uint64_t from, uint64_t to,
+			   bool cond, bool timed, bool async)
 {
 	if (!t->w || !t->on)
 		return;
@@ -258,15 +269,54 @@ static void truth_ev(struct truth *t, enum mt_event_kind k, uint64_t time, uint6
 	ev.kind = k;
 	ev.time = time;
 	ev.has_time = timed;
-	ev.pid = ev.tid = t->pid;
+	ev.pid = t->pid;
+	ev.tid = t->tid;
 	ev.cpu = t->cpu;
 	ev.from = from;
 	ev.to = to;
 	ev.cond = cond;
+	ev.async = async;
 	ev.insn = t->since;
 	ev.offset = MT_NO_OFFSET;
 	t->since = 0;
 	mt_events_write(t->w, &ev);
+}
+
+static void truth_ev(struct truth *t, enum mt_event_kind k, uint64_t time, uint64_t from, uint64_t to, bool cond,
+		     bool timed)
+{
+	truth_ev_async(t, k, time, from, to, cond, timed, false);
+}
+
+static int note_switch(struct enc *x, uint32_t prev, uint32_t next)
+{
+	if (x->nsw == x->capsw) {
+		size_t nc = x->capsw ? 2 * x->capsw : 64;
+		struct synth_switch *ns = realloc(x->sw, nc * sizeof *ns);
+		if (!ns)
+			return -pte_nomem;
+		x->sw = ns;
+		x->capsw = nc;
+	}
+	x->sw[x->nsw++] = (struct synth_switch){x->tsc, prev, next};
+	return 0;
+}
+
+/* nxt[i]: the instruction its thread runs after step i (threads interleave). */
+static int next_of_thread(const struct mt_synth_run *run, struct enc *x)
+{
+	x->nxt = malloc(run->nips * sizeof *x->nxt);
+	if (!x->nxt)
+		return -pte_nomem;
+	uint64_t after[MT_SYNTH_MAX_THREADS] = {0};
+	for (size_t i = run->nips; i-- > 0;) {
+		size_t th = 0;
+		while (th + 1 < run->nthreads && run->threads[th] != run->tids[i])
+			th++;
+		x->nxt[i] = after[th];
+		after[th] = run->ips[i];
+	}
+	return 0;
 }
 
 /* Encodes the run; in pass 2 (truth != NULL) also writes the truth, turning
@@ -292,10 +342,13 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 	x->tsc = MT_SYNTH_TSC0;
 	x->last_ctc = x->tsc / TSC_PER_CTC;
 	x->last_cyc = x->tsc;
+	if ((x->err = next_of_thread(run, x)))
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	psb(x, 0, false, 0);
 	mode_exec(x);
 	ip_packet(x, ppt_tip_pge, run->ips[0], false);
 	if (t) {
+		t->tid = run->tids[0];
 		t->on = from_insn == 0;
 		truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, run->ips[0], false, timed);
 	}
@@ -303,7 +356,7 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 	for (size_t i = 0; i < run->nips && !x->err; i++) {
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[i]);
 		bool last = i + 1 == run->nips;
-		uint64_t next = last ? 0 : run->ips[i + 1];
+		uint64_t next = x->nxt[i];
 		uint64_t ft = in->ip + in->len, now = x->tsc;
 		if (t && i == from_insn && from_insn) {
 			t->on = true;
@@ -363,13 +416,39 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 		since_psb++;
 		if (last)
 			break;
+		bool sw = run->tids[i + 1] != run->tids[i];
 		if (in->cls == MT_IC_SYSCALL) {
 			advance(x, MT_SYNTH_SYSCALL_TICKS); /* time in the kernel */
-			if (v->timing == MT_SYNTH_TSC)
-				tsc_packet(x);
-			ip_packet(x, ppt_tip_pge, next, false);
+			if (!sw) {
+				if (v->timing == MT_SYNTH_TSC)
+					tsc_packet(x);
+				ip_packet(x, ppt_tip_pge, next, false);
+				if (t)
+					truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, next, false, timed);
+			}
+		} else if (sw) {
+			/* Preempted: an interrupt takes the CPU to the kernel
+			 * (FUP + TIP.PGD) before `next` runs. */
+			flush_tnt(x);
+			ip_packet(x, ppt_fup, next, false);
+			ip_packet(x, ppt_tip_pgd, 0, true);
 			if (t)
-				truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, next, false, timed);
+				truth_ev_async(t, MT_EV_TRACE_END, now + MT_SYNTH_TICKS_PER_INSN, next, 0, false, timed, true);
+		}
+		if (sw) {
+			/* The kernel switches threads: a PSB+ (which also resets
+			 * return compression) and the new thread resumes. */
+			advance(x, SYNTH_SWITCH_TICKS);
+			if (note_switch(x, run->tids[i], run->tids[i + 1]) < 0)
+				x->err = -pte_nomem;
+			psb(x, i + 1, false, 0);
+			mode_exec(x);
+			ip_packet(x, ppt_tip_pge, run->ips[i + 1], false);
+			since_psb = 0;
+			if (t) {
+				t->tid = run->tids[i + 1];
+				truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, run->ips[i + 1], false, timed);
+			}
 		} else if (v->psb_every && since_psb >= v->psb_every &&
 			   (v->timing != MT_SYNTH_MTC || x->tsc % TSC_PER_CTC == 0)) {
 			psb(x, i + 1, true, next);
@@ -397,6 +476,8 @@ static void enc_free(struct enc *x)
 	free(x->buf);
 	free(x->psb_offsets);
 	free(x->psb_insn);
+	free(x->nxt);
+	free(x->sw);
 	memset(x, 0, sizeof *x);
 }
 
@@ -433,7 +514,7 @@ static void u32(struct out *o, uint32_t v) { emit_bytes(o, &v, 4); }
 
 struct rec_ctx {
 	uint64_t pt_st, dummy_st;
-	uint32_t pid, cpu;
+	uint32_t pid, tid, cpu;
 	uint64_t time;
 };
 
@@ -456,7 +537,7 @@ static void rec_end(struct out *o, size_t at)
 
 static void trailer(struct out *o, const struct rec_ctx *c, uint64_t st, uint64_t id)
 {
-	if (st & MT_SAMPLE_TID) { u32(o, c->pid); u32(o, c->pid); }
+	if (st & MT_SAMPLE_TID) { u32(o, c->pid); u32(o, c->tid); }
 	if (st & MT_SAMPLE_TIME) u64(o, c->time);
 	if (st & MT_SAMPLE_CPU) { u32(o, c->cpu); u32(o, 0); }
 	if (st & MT_SAMPLE_IDENTIFIER) u64(o, id);
@@ -491,6 +572,9 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	memset(res, 0, sizeof *res);
 	if (run->nips == 0)
 		return mt_err_set(err, MT_EUSAGE, "no instructions recorded");
+	if (run->nthreads > 1 && !v->per_cpu)
+		return mt_err_set(err, MT_EUNSUP, "variant %s: %zu threads need a per-cpu variant "
+				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
 	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
 	struct enc x = {0};
 	int rc = encode(run, v, &x, NULL, 0, err);
@@ -515,7 +599,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		t.w = &tw;
 		mt_events_write_fact(&tw, "source", "mt-synth ground truth, variant %s", v->name);
 		mt_events_write_fact(&tw, "time", "%s", v->timing == MT_SYNTH_TIMELESS ? "timeless" : "synthetic TSC");
-		mt_events_write_comm(&tw, run->pid, run->pid, run->comm);
+		for (size_t i = 0; i < run->nthreads; i++)
+			mt_events_write_comm(&tw, run->pid, run->threads[i], run->comm);
 		for (size_t i = 0; i < run->nmaps; i++)
 			if (run->maps[i].path[0] == '/')
 				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
@@ -550,7 +635,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 
 	bool timed = v->timing != MT_SYNTH_TIMELESS;
 	uint64_t common = MT_SAMPLE_TID | MT_SAMPLE_TIME | MT_SAMPLE_IDENTIFIER | (v->per_cpu ? MT_SAMPLE_CPU : 0);
-	struct rec_ctx c = {.pt_st = common | MT_SAMPLE_IP, .dummy_st = common, .pid = run->pid,
+	struct rec_ctx c = {.pt_st = common | MT_SAMPLE_IP, .dummy_st = common, .pid = run->pid, .tid = run->pid,
 			    .cpu = v->per_cpu ? 0 : (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
 	uint64_t config = CFG_PT | CFG_BRANCH | (timed ? CFG_TSC : 0) |
 			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0) |
@@ -630,6 +715,42 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		at = rec_begin(&d, MT_REC_SWITCH, 0); /* switch IN of our task on cpu 0 */
 		trailer(&d, &c, c.dummy_st, 2);
 		rec_end(&d, at);
+		/* Threads: FORK + COMM when each first runs, and a CPU-wide
+		 * switch OUT/IN pair at every switch, as perf -a writes them. */
+		bool seen[MT_SYNTH_MAX_THREADS] = {true};
+		for (size_t k = 0; k < x.nsw; k++) {
+			const struct synth_switch *w = &x.sw[k];
+			size_t th = 0;
+			while (th + 1 < run->nthreads && run->threads[th] != w->next)
+				th++;
+			struct rec_ctx cs = c;
+			cs.time = w->time;
+			if (!seen[th]) {
+				seen[th] = true;
+				at = rec_begin(&d, MT_REC_FORK, 0);
+				u32(&d, run->pid); u32(&d, run->pid); u32(&d, w->next); u32(&d, run->pid);
+				u64(&d, w->time);
+				cs.tid = w->next;
+				trailer(&d, &cs, c.dummy_st, 2);
+				rec_end(&d, at);
+				at = rec_begin(&d, MT_REC_COMM, 0);
+				u32(&d, run->pid);
+				u32(&d, w->next);
+				padded_str(&d, run->comm);
+				trailer(&d, &cs, c.dummy_st, 2);
+				rec_end(&d, at);
+			}
+			at = rec_begin(&d, MT_REC_SWITCH_CPU_WIDE, MT_MISC_SWITCH_OUT);
+			u32(&d, run->pid); u32(&d, w->next);
+			cs.tid = w->prev;
+			trailer(&d, &cs, c.dummy_st, 2);
+			rec_end(&d, at);
+			at = rec_begin(&d, MT_REC_SWITCH_CPU_WIDE, 0);
+			u32(&d, run->pid); u32(&d, w->prev);
+			cs.tid = w->next;
+			trailer(&d, &cs, c.dummy_st, 2);
+			rec_end(&d, at);
+		}
 	}
 	at = rec_begin(&d, MT_REC_AUX, 0);
 	u64(&d, 0);

@@ -46,6 +46,9 @@ check_perf() { # PROG VARIANT [pipe]
 @test "libc pipe: equals the ground truth" { check_truth libc pipe; }
 @test "libc per-cpu: equals the ground truth" { check_truth libc per-cpu; }
 @test "flow cyc: equals the ground truth" { check_truth flow cyc; }
+@test "libc per-cpu-mtc: equals the ground truth" { check_truth libc per-cpu-mtc; }
+@test "threads per-cpu: two threads on one CPU, every event with its thread, equal the truth" { check_truth threads per-cpu; }
+@test "threads per-cpu-mtc: equals the ground truth" { check_truth threads per-cpu-mtc; }
 @test "libc cyc: equals the ground truth" { check_truth libc cyc; }
 
 @test "flow buildid: equals the ground truth" { check_truth flow buildid; }
@@ -122,6 +125,7 @@ check_times() { # PROG VARIANT MODE
 @test "libc psb: timestamps within the TSC tolerance" { check_times libc psb tsc; }
 @test "libc mtc: timestamps within the MTC tolerance" { check_times libc mtc mtc; }
 @test "flow mtc: timestamps within the MTC tolerance" { check_times flow mtc mtc; }
+@test "threads per-cpu-mtc: timestamps within the MTC tolerance" { check_times threads per-cpu-mtc mtc; }
 @test "libc cyc: packet-carrying branches stamped exactly, the rest within the CYC tolerance" { check_times libc cyc cyc; }
 @test "flow cyc: packet-carrying branches stamped exactly, the rest within the CYC tolerance" { check_times flow cyc cyc; }
 
@@ -169,4 +173,19 @@ check_times() { # PROG VARIANT MODE
 	HOME=$home run "$PT2EVENTS" --all-branches --symfs "$BATS_TEST_TMPDIR/empty" "$MT_FIXTURES/libc/buildid.data"
 	[ "$status" -eq 0 ]
 	diff <(echo "$output" | grep -v '^#' | cut -f2-) <(events_body "$MT_FIXTURES/libc/buildid.truth")
+}
+
+@test "threads: both threads decoded, preemptions are async trace-ends, tids come from the switch records" {
+	d=$MT_FIXTURES/threads
+	"$PT2EVENTS" "$d/per-cpu.data" > "$BATS_TEST_TMPDIR/mt"
+	# the truth has two tids; so does mt, with the same events per tid
+	[ "$(grep -v '^#' "$d/per-cpu.truth" | cut -f3 | sort -u | wc -l)" -eq 2 ]
+	diff <(grep -v '^#' "$d/per-cpu.truth" | awk -F'\t' '$4=="call"||$4=="return"' | cut -f3 | sort | uniq -c) \
+	     <(grep -v '^#' "$BATS_TEST_TMPDIR/mt" | awk -F'\t' '$4=="call"||$4=="return"' | cut -f3 | sort | uniq -c)
+	# preemption (not a syscall) shows as an asynchronous end of tracing
+	n=$(grep -c '	trace-end	.*async=1' "$BATS_TEST_TMPDIR/mt")
+	[ "$n" -gt 0 ]
+	[ "$n" -eq "$(grep -c '	trace-end	.*async=1' "$d/per-cpu.truth")" ]
+	# both threads are named in the metadata
+	[ "$(grep -c '^# comm	' "$BATS_TEST_TMPDIR/mt")" -ge 2 ]
 }

@@ -11,7 +11,7 @@ load helpers
 	[[ "$output" == "mt-synth (mt) "* ]]
 	run "$SYNTH" --list-variants
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu buildid " ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu buildid cyc per-cpu-mtc " ]
 }
 
 @test "mt-synth: usage errors exit 2 before running anything" {
@@ -32,9 +32,19 @@ load helpers
 
 @test "mt-synth: the fixture runs recorded the expected programs" {
 	grep -q '^plain insns=[0-9]* pt_bytes=' "$MT_FIXTURES/flow/variants.txt"
-	grep -q 'flow: pid [0-9]*, [0-9]* instructions' "$MT_FIXTURES/flow/synth.log"
+	grep -q 'flow: pid [0-9]*, 1 thread, [0-9]* instructions' "$MT_FIXTURES/flow/synth.log"
+	grep -q 'threads: pid [0-9]*, 2 threads, [0-9]* instructions' "$MT_FIXTURES/threads/synth.log"
+	# only per-cpu variants can hold two threads
+	[ "$(cut -d' ' -f1 "$MT_FIXTURES/threads/variants.txt" | tr '\n' ' ')" = "per-cpu per-cpu-mtc " ]
 	# the libc run went through ld.so and libc, and hit missed single-steps or not:
 	# either way every variant was written
-	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 10 ]
+	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 12 ]
 	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"
+}
+
+@test "mt-synth: a per-thread variant of a two-thread run is refused by name" {
+	run "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants plain -- "$MT_PROGS/threads"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"variant plain: 2 threads need a per-cpu variant"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/plain.data" ]
 }

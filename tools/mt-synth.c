@@ -104,7 +104,8 @@ int main(int argc, char **argv)
 		return 1;
 	const struct mt_synth_variant *chosen[32];
 	size_t nchosen = 0;
-	if (!strcmp(list, "all")) {
+	bool all = !strcmp(list, "all");
+	if (all) {
 		for (const struct mt_synth_variant *v = mt_synth_variants; v->name && nchosen < 32; v++)
 			chosen[nchosen++] = v;
 	} else {
@@ -132,12 +133,15 @@ int main(int argc, char **argv)
 		mt_synth_run_free(&run);
 		return 1;
 	}
-	fprintf(stderr, PROG ": %s: pid %u, %zu instructions (%" PRIu64 " bridged after missed steps, %" PRIu64
-		" REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nips, run.repaired,
-		run.collapsed, run.exit_status);
+	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
+		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
+		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
 	int status = 0;
-	for (size_t i = 0; i < nchosen; i++)
+	for (size_t i = 0; i < nchosen; i++) {
+		if (all && run.nthreads > 1 && !chosen[i]->per_cpu)
+			continue; /* only per-cpu variants can hold several threads */
 		status |= write_variant(&run, chosen[i], dir);
+	}
 	mt_synth_run_free(&run);
 	if (fflush(stdout) != 0) {
 		fprintf(stderr, PROG ": writing standard output: %s\n", strerror(errno));

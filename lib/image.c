@@ -158,6 +158,12 @@ int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned bui
 	return MT_EIO;
 }
 
+static int cmp_u64(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? -1 : x > y;
+}
+
 static int add_func(struct mt_image *img, uint64_t start, uint64_t end)
 {
 	if (img->nfuncs == img->capfuncs) {
@@ -248,6 +254,84 @@ int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,
 		return rc;
 	load_funcs(img, file, start, len, pgoff);
 	return 0;
+}
+
+int mt_image_add_kernel(struct mt_image *img, const char *elf_path, uint64_t start, uint64_t len,
+			struct mt_err *err)
+{
+	int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return mt_err_set(err, MT_EIO, "%s: %s", elf_path, strerror(errno));
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t nph;
+	int rc = 0, added = 0;
+	uint64_t sym_pgoff = 0, sym_vaddr = 0;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+		rc = mt_err_set(err, MT_EFORMAT, "%s: not an ELF file", elf_path);
+		goto out;
+	}
+	for (size_t i = 0; i < nph && !rc; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD || !ph.p_filesz)
+			continue;
+		uint64_t lo = ph.p_vaddr > start ? ph.p_vaddr : start;
+		uint64_t hi = ph.p_vaddr + ph.p_filesz < start + len ? ph.p_vaddr + ph.p_filesz : start + len;
+		if (lo >= hi)
+			continue;
+		rc = mt_image_add_file(img, elf_path, ph.p_offset + (lo - ph.p_vaddr), hi - lo, lo, err);
+		if (!added) {
+			sym_pgoff = ph.p_offset + (lo - ph.p_vaddr);
+			sym_vaddr = lo;
+		}
+		added++;
+	}
+	if (!rc && !added)
+		rc = mt_err_set(err, MT_EFORMAT, "%s: no code at 0x%" PRIx64 "-0x%" PRIx64, elf_path, start, start + len);
+out:
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	if (!rc)
+		load_funcs(img, elf_path, sym_vaddr, len, sym_pgoff); /* absolute addresses: bias 0 */
+	return rc;
+}
+
+int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err *err)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	char line[512], type;
+	uint64_t addr, *addrs = NULL;
+	size_t n = 0, cap = 0;
+	int rc = 0;
+	while (fgets(line, sizeof line, f)) {
+		if (sscanf(line, "%" SCNx64 " %c", &addr, &type) != 2)
+			continue;
+		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
+			continue;
+		if (n == cap) {
+			cap = cap ? 2 * cap : 4096;
+			uint64_t *na = realloc(addrs, cap * sizeof *na);
+			if (!na) {
+				rc = mt_err_set(err, MT_ENOMEM, "out of memory reading %s", path);
+				break;
+			}
+			addrs = na;
+		}
+		addrs[n++] = addr;
+	}
+	fclose(f);
+	if (!rc) {
+		qsort(addrs, n, sizeof *addrs, cmp_u64);
+		for (size_t i = 0; i + 1 < n && !rc; i++)
+			if (addrs[i + 1] > addrs[i])
+				rc = add_func(img, addrs[i], addrs[i + 1]);
+		/* the last symbol's size is unknown: leave it out */
+	}
+	free(addrs);
+	return rc;
 }
 
 static int cmp_func(const void *a, const void *b)

@@ -49,6 +49,15 @@ int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned bui
 int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,
 			 uint64_t len, uint64_t pgoff, struct mt_err *err);
 
+/* Adds kernel code from an ELF with absolute addresses (a vmlinux, or the
+ * kcore that perf record --kcore saves): every PT_LOAD segment part inside
+ * [start, start+len), plus the ELF's FUNC symbols if it has any. */
+int mt_image_add_kernel(struct mt_image *img, const char *elf, uint64_t start, uint64_t len,
+			struct mt_err *err);
+/* Adds function ranges from a /proc/kallsyms copy (text symbols; each ends
+ * where the next begins), for a kcore, which has no symbols. */
+int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err *err);
+
 /* Start address of the function containing addr, or 0 when unknown. */
 uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr);
 /* Reads code bytes of section isid (as reported by libipt) at vaddr. */

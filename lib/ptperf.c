@@ -344,13 +344,50 @@ static void find_buildid(const struct mt_perfdata *pd, const struct map *m, cons
 		}
 }
 
+/* Kernel maps (pid -1): code from --vmlinux or the kcore copy. */
+static void add_kernel_map(struct mt_image *img, const struct map *m, const struct mt_ptperf_opts *o,
+			   struct warned *wd)
+{
+	char path[4096], msg[4400];
+	struct mt_err e = {0};
+	if (o->kcore_dir) {
+		snprintf(path, sizeof path, "%s/kcore", o->kcore_dir);
+		if (mt_image_add_kernel(img, path, m->start, m->len, &e)) {
+			snprintf(msg, sizeof msg, "warning: kernel code %s: %s", m->path, e.msg);
+			warn_once(o, wd, m->path, msg);
+			return;
+		}
+		snprintf(path, sizeof path, "%s/kallsyms", o->kcore_dir);
+		mt_err_clear(&e);
+		if (mt_image_add_kallsyms(img, path, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s: kernel jumps between functions are not told apart", e.msg);
+			warn_once(o, wd, path, msg);
+		}
+		return;
+	}
+	if (!o->vmlinux) {
+		snprintf(msg, sizeof msg, "warning: %s: kernel code cannot be decoded without --vmlinux or --kcore",
+			 m->path);
+		warn_once(o, wd, "kernel", msg);
+		return;
+	}
+	if (mt_image_add_kernel(img, o->vmlinux, m->start, m->len, &e)) {
+		snprintf(msg, sizeof msg, "warning: kernel code %s: %s", m->path, e.msg);
+		warn_once(o, wd, m->path, msg);
+	}
+}
+
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 			const struct mt_ptperf_opts *o, struct warned *wd)
 {
 	for (size_t i = 0; i < s->maps.n; i++) {
 		const struct map *m = &s->maps.v[i];
+		if (m->pid == (uint32_t)-1 && (m->path[0] == '[' || o->kcore_dir)) {
+			add_kernel_map(img, m, o, wd);
+			continue;
+		}
 		if (m->pid != pid || m->path[0] != '/')
-			continue; /* [vdso], anon and kernel maps have no file to read here */
+			continue; /* [vdso] and anon maps have no file to read here */
 		const uint8_t *bid;
 		unsigned bidsz;
 		find_buildid(pd, m, &bid, &bidsz);

@@ -16,6 +16,8 @@
 
 struct mt_ptperf_opts {
 	const char *symfs;          /* root to find traced binaries under */
+	const char *vmlinux;        /* kernel image (ELF with absolute addresses) */
+	const char *kcore_dir;      /* perf record --kcore's copy: kcore + kallsyms */
 	bool all_branches;
 	bool power;
 	/* Non-fatal problems (missing binaries, lost data), one call each. */

@@ -77,6 +77,8 @@ struct mt_synth_variant {
 	bool pipe;
 	bool build_ids;       /* MMAP2 records in their build-id form */
 	bool cyc;             /* cycle-accurate: CYC packets (1 cycle = 1 TSC tick) */
+	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
+	bool kcore;           /* kernel, with the image as perf --kcore saves it */
 };
 
 /* The predefined variants: NULL-terminated array. */
@@ -94,6 +96,19 @@ struct mt_synth_result {
 	uint64_t pt_bytes, psbs, insns_traced;
 	uint64_t first_insn;  /* index of the first instruction in the trace (wrap) */
 };
+
+/* The synthetic kernel of the kernel variants: a code blob at
+ * MT_SYNTH_KERNEL_BASE that every syscall runs (entry, a call to a handler
+ * with a 3-iteration loop, its return, a jump to the exit stub, SYSRETQ). */
+#define MT_SYNTH_KERNEL_BASE 0xffffffff81000000ULL
+#define MT_SYNTH_KERNEL_INSNS 12   /* per syscall */
+
+/* Writes the kernel blob as an ELF: a vmlinux (ET_EXEC, .text, FUNC
+ * symbols), or a kcore (ET_CORE, one PT_LOAD, no sections), as perf record
+ * --kcore copies /proc/kcore. */
+int mt_synth_write_kernel_elf(FILE *f, bool core, struct mt_err *err);
+/* Writes /proc/kallsyms lines for the blob (the kcore_dir companion). */
+int mt_synth_write_kallsyms(FILE *f, struct mt_err *err);
 
 /* Writes perf.data for the variant to `data` and the true events to
  * `truth` (either may be NULL). */

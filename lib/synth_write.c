@@ -23,6 +23,8 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "buildid", .build_ids = true},
 	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
 	{.name = "per-cpu-mtc", .timing = MT_SYNTH_MTC, .per_cpu = true, .psb_every = 5000},
+	{.name = "kernel", .kernel = true},
+	{.name = "kcore", .kernel = true, .kcore = true, .noretcomp = true},
 	{.name = NULL},
 };
 
@@ -319,6 +321,189 @@ static int next_of_thread(const struct mt_synth_run *run, struct enc *x)
 	return 0;
 }
 
+/* --- the synthetic kernel ------------------------------------------------- */
+
+#define KB MT_SYNTH_KERNEL_BASE
+enum {
+	K_ENTRY = 0x00,   /* entry_SYSCALL_64: nop; call do_syscall; jmp syscall_exit */
+	K_CALL = 0x01,
+	K_JMP = 0x06,
+	K_HANDLER = 0x20, /* do_syscall: mov ecx,3; 1: dec ecx; jnz 1b; ret */
+	K_DEC = 0x25,
+	K_JNZ = 0x27,
+	K_RET = 0x29,
+	K_EXIT = 0x40,    /* syscall_exit: sysretq */
+	K_SIZE = 0x43,
+};
+
+static const uint8_t kernel_code[K_SIZE] = {
+	[K_ENTRY] = 0x90,
+	[K_CALL] = 0xe8, 0x1a, 0x00, 0x00, 0x00,  /* call K_HANDLER */
+	[K_JMP] = 0xeb, 0x38,                     /* jmp K_EXIT */
+	[K_HANDLER] = 0xb9, 0x03, 0x00, 0x00, 0x00,
+	[K_DEC] = 0xff, 0xc9,
+	[K_JNZ] = 0x75, 0xfc,                     /* jnz K_DEC */
+	[K_RET] = 0xc3,
+	[K_EXIT] = 0x48, 0x0f, 0x07,              /* sysretq */
+};
+
+static const struct { const char *name; unsigned start, size; } kernel_syms[] = {
+	{"entry_SYSCALL_64", K_ENTRY, K_HANDLER - K_ENTRY},
+	{"do_syscall", K_HANDLER, K_EXIT - K_HANDLER},
+	{"syscall_exit", K_EXIT, K_SIZE - K_EXIT},
+};
+
+/* One kernel instruction: counted before its own event (as a branch's
+ * event counts the branch), the clock moved after it. */
+static void kcount(struct truth *t)
+{
+	if (t)
+		t->since++;
+}
+
+static void kstep(struct enc *x, struct truth *t, enum mt_event_kind k, unsigned at, uint64_t to, bool cond,
+		  bool timed)
+{
+	kcount(t);
+	if (t && k != MT_EV_KIND_COUNT)
+		truth_ev(t, k, x->tsc, KB + at, to, cond, timed);
+	advance(x, MT_SYNTH_TICKS_PER_INSN);
+}
+
+#define K_PLAIN MT_EV_KIND_COUNT /* kstep: an instruction without an event */
+
+/* The kernel's part of one syscall, entered by the syscall's TIP. Returns
+ * with SYSRETQ to `user_next`, or, when the process is exiting
+ * (user_next 0), ends the trace asynchronously at the exit stub. */
+static void kernel_path(struct enc *x, struct truth *t, uint64_t user_next, bool timed)
+{
+	kstep(x, t, K_PLAIN, K_ENTRY, 0, false, timed);                 /* nop */
+	rs_push(x, KB + K_JMP);
+	kstep(x, t, MT_EV_CALL, K_CALL, KB + K_HANDLER, false, timed);  /* call */
+	kstep(x, t, K_PLAIN, K_HANDLER, 0, false, timed);               /* mov */
+	for (int i = 3; i > 0; i--) {
+		kstep(x, t, K_PLAIN, K_DEC, 0, false, timed);           /* dec */
+		tnt_bit(x, i > 1);
+		kstep(x, t, i > 1 ? MT_EV_JUMP : K_PLAIN, K_JNZ, KB + K_DEC, true, timed);
+	}
+	uint64_t top;
+	if (rs_pop(x, &top) && top == KB + K_JMP && !x->v->noretcomp) {
+		tnt_bit(x, 1);
+	} else {
+		flush_tnt(x);
+		ip_packet(x, ppt_tip, KB + K_JMP, false);
+	}
+	kstep(x, t, MT_EV_RETURN, K_RET, KB + K_JMP, false, timed);     /* ret */
+	kstep(x, t, MT_EV_JUMP, K_JMP, KB + K_EXIT, false, timed);      /* jmp */
+	flush_tnt(x);
+	if (!user_next) {
+		ip_packet(x, ppt_fup, KB + K_EXIT, false);
+		ip_packet(x, ppt_tip_pgd, 0, true);
+		if (t)
+			truth_ev_async(t, MT_EV_TRACE_END, x->tsc, KB + K_EXIT, 0, false, timed, true);
+		return;
+	}
+	ip_packet(x, ppt_tip, user_next, false);
+	kstep(x, t, MT_EV_SYSRET, K_EXIT, user_next, false, timed);     /* sysretq */
+}
+
+/* --- kernel image files ---------------------------------------------------- */
+
+static int put_bytes(FILE *f, const void *p, size_t n)
+{
+	return fwrite(p, 1, n, f) == n ? 0 : -1;
+}
+
+int mt_synth_write_kallsyms(FILE *f, struct mt_err *err)
+{
+	for (size_t i = 0; i < sizeof kernel_syms / sizeof kernel_syms[0]; i++)
+		if (fprintf(f, "%016" PRIx64 " T %s\n", (uint64_t)(KB + kernel_syms[i].start), kernel_syms[i].name) < 0)
+			return mt_err_set(err, MT_EIO, "writing kallsyms");
+	return 0;
+}
+
+/* A minimal ELF64: header, one PT_LOAD for the code, and for vmlinux the
+ * sections .text, .symtab, .strtab, .shstrtab. */
+int mt_synth_write_kernel_elf(FILE *f, bool core, struct mt_err *err)
+{
+	enum { EH = 64, PH = 56, SH = 64, CODE_OFF = 0x1000 };
+	const size_t nsyms = sizeof kernel_syms / sizeof kernel_syms[0];
+	char strtab[256] = "";
+	size_t strsz = 1, name_off[8];
+	for (size_t i = 0; i < nsyms; i++) {
+		name_off[i] = strsz;
+		strsz += (size_t)sprintf(strtab + strsz, "%s", kernel_syms[i].name) + 1;
+	}
+	static const char shstr[] = "\0.text\0.symtab\0.strtab\0.shstrtab";
+	const size_t sym_off = CODE_OFF + K_SIZE + 5, nsymtab = nsyms + 1;
+	const size_t str_off = sym_off + nsymtab * 24, shstr_off = str_off + strsz;
+	const size_t sh_off = (shstr_off + sizeof shstr + 7) & ~(size_t)7;
+	uint8_t eh[EH] = {0x7f, 'E', 'L', 'F', 2, 1, 1};
+	uint16_t u16v;
+	uint32_t u32v;
+	uint64_t u64v;
+#define SET(buf, off, v) (memcpy((buf) + (off), &(v), sizeof(v)))
+	u16v = core ? 4 : 2; SET(eh, 16, u16v);            /* e_type */
+	u16v = 62; SET(eh, 18, u16v);                       /* EM_X86_64 */
+	u32v = 1; SET(eh, 20, u32v);
+	u64v = KB; SET(eh, 24, u64v);                       /* e_entry */
+	u64v = EH; SET(eh, 32, u64v);                       /* e_phoff */
+	u64v = core ? 0 : sh_off; SET(eh, 40, u64v);        /* e_shoff */
+	u16v = EH; SET(eh, 52, u16v);
+	u16v = PH; SET(eh, 54, u16v);
+	u16v = 1; SET(eh, 56, u16v);                        /* e_phnum */
+	u16v = SH; SET(eh, 58, u16v);
+	u16v = core ? 0 : 5; SET(eh, 60, u16v);             /* e_shnum */
+	u16v = core ? 0 : 4; SET(eh, 62, u16v);             /* e_shstrndx */
+	uint8_t ph[PH] = {0};
+	u32v = 1; SET(ph, 0, u32v);                         /* PT_LOAD */
+	u32v = 5; SET(ph, 4, u32v);                         /* R+X */
+	u64v = CODE_OFF; SET(ph, 8, u64v);
+	u64v = KB; SET(ph, 16, u64v);
+	SET(ph, 24, u64v);
+	u64v = K_SIZE; SET(ph, 32, u64v);
+	SET(ph, 40, u64v);
+	u64v = 0x1000; SET(ph, 48, u64v);
+	uint8_t pad[CODE_OFF] = {0};
+	int bad = put_bytes(f, eh, EH) || put_bytes(f, ph, PH) || put_bytes(f, pad, CODE_OFF - EH - PH) ||
+		  put_bytes(f, kernel_code, K_SIZE);
+	if (!core && !bad) {
+		bad = put_bytes(f, pad, 5);
+		uint8_t sym[24] = {0};
+		bad |= put_bytes(f, sym, 24); /* the null symbol */
+		for (size_t i = 0; i < nsyms && !bad; i++) {
+			memset(sym, 0, sizeof sym);
+			u32v = (uint32_t)name_off[i]; SET(sym, 0, u32v);
+			sym[4] = 0x12;                       /* GLOBAL FUNC */
+			u16v = 1; SET(sym, 6, u16v);         /* .text */
+			u64v = KB + kernel_syms[i].start; SET(sym, 8, u64v);
+			u64v = kernel_syms[i].size; SET(sym, 16, u64v);
+			bad |= put_bytes(f, sym, 24);
+		}
+		bad |= put_bytes(f, strtab, strsz) || put_bytes(f, shstr, sizeof shstr) ||
+		       put_bytes(f, pad, sh_off - shstr_off - sizeof shstr);
+		/* section headers: null, .text, .symtab, .strtab, .shstrtab */
+		struct { uint32_t name, type; uint64_t flags, addr, off, size; uint32_t link, info;
+			 uint64_t align, entsize; } sh[5] = {
+			{0},
+			{1, 1 /* PROGBITS */, 6 /* AX */, KB, CODE_OFF, K_SIZE, 0, 0, 16, 0},
+			{7, 2 /* SYMTAB */, 0, 0, sym_off, nsymtab * 24, 3, 1, 8, 24},
+			{15, 3 /* STRTAB */, 0, 0, str_off, strsz, 0, 0, 1, 0},
+			{23, 3, 0, 0, shstr_off, sizeof shstr, 0, 0, 1, 0},
+		};
+		for (int i = 0; i < 5 && !bad; i++) {
+			uint8_t b[SH];
+			SET(b, 0, sh[i].name); SET(b, 4, sh[i].type); SET(b, 8, sh[i].flags);
+			SET(b, 16, sh[i].addr); SET(b, 24, sh[i].off); SET(b, 32, sh[i].size);
+			SET(b, 40, sh[i].link); SET(b, 44, sh[i].info); SET(b, 48, sh[i].align);
+			SET(b, 56, sh[i].entsize);
+			bad |= put_bytes(f, b, SH);
+		}
+	}
+#undef SET
+	return bad ? mt_err_set(err, MT_EIO, "writing the kernel image") : 0;
+}
+
 /* Encodes the run; in pass 2 (truth != NULL) also writes the truth, turning
  * it on at insn index `from_insn`. */
 static int encode(const struct mt_synth_run *run, const struct mt_synth_variant *v, struct enc *x,
@@ -405,6 +590,13 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 		}
 		case MT_IC_SYSCALL:
 			flush_tnt(x);
+			if (v->kernel) {
+				/* traced kernel: a far branch into the entry point */
+				ip_packet(x, ppt_tip, KB + K_ENTRY, false);
+				if (t)
+					truth_ev(t, MT_EV_SYSCALL, now, in->ip, KB + K_ENTRY, false, timed);
+				break;
+			}
 			ip_packet(x, ppt_tip_pgd, 0, true);
 			if (t)
 				truth_ev(t, MT_EV_SYSCALL, now, in->ip, 0, false, timed);
@@ -414,6 +606,12 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 		}
 		advance(x, MT_SYNTH_TICKS_PER_INSN);
 		since_psb++;
+		if (v->kernel && in->cls == MT_IC_SYSCALL) {
+			kernel_path(x, t, last ? 0 : next, timed);
+			if (last)
+				break;
+			continue;
+		}
 		if (last)
 			break;
 		bool sw = run->tids[i + 1] != run->tids[i];
@@ -572,6 +770,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	memset(res, 0, sizeof *res);
 	if (run->nips == 0)
 		return mt_err_set(err, MT_EUSAGE, "no instructions recorded");
+	if (run->nthreads > 1 && v->kernel)
+		return mt_err_set(err, MT_EUNSUP, "variant %s: the kernel variants take single-threaded runs", v->name);
 	if (run->nthreads > 1 && !v->per_cpu)
 		return mt_err_set(err, MT_EUNSUP, "variant %s: %zu threads need a per-cpu variant "
 				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
@@ -640,7 +840,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	uint64_t config = CFG_PT | CFG_BRANCH | (timed ? CFG_TSC : 0) |
 			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0) |
 			  (v->cyc ? CFG_CYC : 0);
-	uint64_t pt_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_ENABLE_ON_EXEC |
+	uint64_t pt_flags = MT_ATTR_DISABLED | (v->kernel ? 0 : MT_ATTR_EXCLUDE_KERNEL) | MT_ATTR_EXCLUDE_HV |
+			    MT_ATTR_ENABLE_ON_EXEC |
 			    MT_ATTR_SAMPLE_ID_ALL | MT_ATTR_EXCLUDE_GUEST | (v->per_cpu ? MT_ATTR_INHERIT : 0);
 	uint64_t dummy_flags = MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_MMAP |
 			       MT_ATTR_COMM | MT_ATTR_TASK | MT_ATTR_ENABLE_ON_EXEC | MT_ATTR_SAMPLE_ID_ALL |
@@ -679,6 +880,21 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	padded_str(&d, run->comm);
 	trailer(&d, &c, c.dummy_st, 2);
 	rec_end(&d, at);
+	if (v->kernel) {
+		/* perf's kernel map: pid -1, pgoff = the address of _text */
+		at = rec_begin(&d, MT_REC_MMAP, 1 /* KERNEL */);
+		u32(&d, (uint32_t)-1);
+		u32(&d, 0);
+		u64(&d, KB);
+		u64(&d, 0x1000);
+		u64(&d, KB);
+		padded_str(&d, "[kernel.kallsyms]_text");
+		struct rec_ctx ck = c;
+		ck.pid = (uint32_t)-1;
+		ck.tid = 0;
+		trailer(&d, &ck, c.dummy_st, 2);
+		rec_end(&d, at);
+	}
 	for (size_t i = 0; i < run->nmaps; i++) {
 		const struct mt_synth_map *m = &run->maps[i];
 		if (m->path[0] != '/')

@@ -4,9 +4,9 @@
 
 load helpers
 
-check_truth() { # PROG VARIANT
+check_truth() { # PROG VARIANT [OPTION...]
 	local d=$MT_FIXTURES/$1
-	run "$PT2EVENTS" --all-branches --stats -o "$BATS_TEST_TMPDIR/out" "$d/$2.data"
+	run "$PT2EVENTS" --all-branches --stats "${@:3}" -o "$BATS_TEST_TMPDIR/out" "$d/$2.data"
 	[ "$status" -eq 0 ]
 	diff <(events_body "$d/$2.truth") <(events_body "$BATS_TEST_TMPDIR/out")
 	# the instruction total equals the truth's
@@ -15,13 +15,14 @@ check_truth() { # PROG VARIANT
 	[ "$(echo "$output" | sed -n 's/.* insns=\([0-9]*\).*/\1/p')" -eq "$truth_insns" ]
 }
 
-check_perf() { # PROG VARIANT [pipe]
+check_perf() { # PROG VARIANT [pipe|OPTION...]
 	local d=$MT_FIXTURES/$1
-	"$PT2EVENTS" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
 	if [ "${3:-}" = pipe ]; then
+		"$PT2EVENTS" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
 		cat "$d/$2.data" | perf script -i - --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$BATS_TEST_TMPDIR/perf"
 	else
-		perf script -i "$d/$2.data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$BATS_TEST_TMPDIR/perf"
+		"$PT2EVENTS" "${@:3}" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
+		perf script "${@:3}" -i "$d/$2.data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$BATS_TEST_TMPDIR/perf"
 	fi
 	[ -s "$BATS_TEST_TMPDIR/perf" ]
 	diff "$BATS_TEST_TMPDIR/perf" <(events_cr "$BATS_TEST_TMPDIR/mt")
@@ -47,6 +48,12 @@ check_perf() { # PROG VARIANT [pipe]
 @test "libc per-cpu: equals the ground truth" { check_truth libc per-cpu; }
 @test "flow cyc: equals the ground truth" { check_truth flow cyc; }
 @test "libc per-cpu-mtc: equals the ground truth" { check_truth libc per-cpu-mtc; }
+@test "flow kernel (//uk, synthetic kernel from --vmlinux): equals the ground truth" {
+	check_truth flow kernel --vmlinux="$MT_FIXTURES/flow/kernel.vmlinux"; }
+@test "libc kernel (//uk; signals return through the kernel): equals the ground truth" {
+	check_truth libc kernel --vmlinux="$MT_FIXTURES/libc/kernel.vmlinux"; }
+@test "libc kcore (//uk, kernel code from a kcore_dir, no return compression): equals the ground truth" {
+	check_truth libc kcore --kcore="$MT_FIXTURES/libc/kcore.kcore_dir"; }
 @test "threads per-cpu: two threads on one CPU, every event with its thread, equal the truth" { check_truth threads per-cpu; }
 @test "threads per-cpu-mtc: equals the ground truth" { check_truth threads per-cpu-mtc; }
 @test "libc cyc: equals the ground truth" { check_truth libc cyc; }
@@ -62,6 +69,10 @@ check_perf() { # PROG VARIANT [pipe]
 @test "libc plain: calls and returns equal perf script" { check_perf libc plain; }
 @test "libc noretcomp: calls and returns equal perf script" { check_perf libc noretcomp; }
 @test "libc pipe: calls and returns equal perf script (through a pipe)" { check_perf libc pipe pipe; }
+@test "libc kernel: calls and returns, user and kernel, equal perf script --vmlinux" {
+	check_perf libc kernel --vmlinux="$MT_FIXTURES/libc/kernel.vmlinux"
+	grep -q '^call 0xffffffff' "$BATS_TEST_TMPDIR/perf"
+}
 
 @test "libc plain: instruction count equals perf --itrace=i1i and the truth" {
 	"$PT2EVENTS" --stats "$MT_FIXTURES/libc/plain.data" > /dev/null 2> "$BATS_TEST_TMPDIR/stats"
@@ -188,4 +199,43 @@ check_times() { # PROG VARIANT MODE
 	[ "$n" -eq "$(grep -c '	trace-end	.*async=1' "$d/per-cpu.truth")" ]
 	# both threads are named in the metadata
 	[ "$(grep -c '^# comm	' "$BATS_TEST_TMPDIR/mt")" -ge 2 ]
+}
+
+@test "kernel: instruction count (user and kernel) equals perf --itrace=i1i --vmlinux" {
+	f=$MT_FIXTURES/libc/kernel.data k=$MT_FIXTURES/libc/kernel.vmlinux
+	"$PT2EVENTS" --stats --vmlinux="$k" "$f" > /dev/null 2> "$BATS_TEST_TMPDIR/stats"
+	[ "$(stat_field insns "$BATS_TEST_TMPDIR/stats")" -eq "$(perf script -i "$f" --vmlinux="$k" --itrace=i1i -F ip 2>/dev/null | wc -l)" ]
+	# and the kernel's share: 12 instructions per syscall
+	[ "$(grep -c '	syscall	' "$MT_FIXTURES/libc/kernel.truth")" -gt 2 ]
+}
+
+@test "kernel: syscalls and sysrets name both sides; the kernel's jump to another function is kept by default" {
+	"$PT2EVENTS" --vmlinux="$MT_FIXTURES/flow/kernel.vmlinux" "$MT_FIXTURES/flow/kernel.data" > "$BATS_TEST_TMPDIR/mt"
+	entry=$(nm "$MT_FIXTURES/flow/kernel.vmlinux" | awk '$3=="entry_SYSCALL_64"{print $1}')
+	exit_stub=$(nm "$MT_FIXTURES/flow/kernel.vmlinux" | awk '$3=="syscall_exit"{print $1}')
+	n=$(awk -F'\t' -v e="0x$entry" '$4=="syscall" && $6==e' "$BATS_TEST_TMPDIR/mt" | wc -l)
+	[ "$n" -eq "$(grep -c '	syscall	' "$MT_FIXTURES/flow/kernel.truth")" ]
+	[ "$(awk -F'\t' -v x="0x$exit_stub" '$4=="sysret" && $5==x' "$BATS_TEST_TMPDIR/mt" | wc -l)" -eq $((n - 1)) ]
+	[ "$(awk -F'\t' -v x="0x$exit_stub" '$4=="jump" && $6==x' "$BATS_TEST_TMPDIR/mt" | wc -l)" -eq "$n" ]
+	# the in-function loop branch is not (default output)
+	! awk -F'\t' '$4=="jump" && $5 ~ /^0xffffffff/ && $6 !~ /40$/' "$BATS_TEST_TMPDIR/mt" | grep -q .
+}
+
+@test "kernel: a perf.data directory (perf record --kcore) finds its kcore_dir by itself" {
+	d=$BATS_TEST_TMPDIR/perf.data
+	mkdir "$d"
+	cp "$MT_FIXTURES/libc/kcore.data" "$d/data"
+	cp -r "$MT_FIXTURES/libc/kcore.kcore_dir" "$d/kcore_dir"
+	run "$PT2EVENTS" --all-branches "$d"
+	[ "$status" -eq 0 ]
+	diff <(echo "$output" | grep -v '^#' | cut -f2-) <(events_body "$MT_FIXTURES/libc/kcore.truth")
+}
+
+@test "kernel: without a kernel image, one warning, error events, exit 0" {
+	run "$PT2EVENTS" "$MT_FIXTURES/flow/kernel.data"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c 'kernel code cannot be decoded without --vmlinux or --kcore')" -eq 1 ]
+	echo "$output" | grep -q '	error	'
+	run "$PT2EVENTS" --vmlinux=x --kcore=y "$MT_FIXTURES/flow/kernel.data"
+	[ "$status" -eq 2 ]
 }

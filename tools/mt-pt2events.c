@@ -28,10 +28,14 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: " PROG " [OPTION]... [FILE]\n"
 "Decode Intel PT into the mt event stream (mt-events(5)) on standard output.\n"
-"FILE is a perf.data in file or pipe mode; '-' or no FILE reads standard input.\n"
+"FILE is a perf.data in file or pipe mode, or a perf.data directory (perf record\n"
+"--kcore: DIR/data, with DIR/kcore_dir used for kernel code); '-' or no FILE\n"
+"reads standard input.\n"
 "\n"
 "  -o, --output=FILE        write events to FILE (atomically) instead of stdout\n"
 "      --symfs=DIR          look up traced binaries under DIR\n"
+"      --vmlinux=FILE       kernel image for kernel-mode trace (intel_pt//k, //uk)\n"
+"      --kcore=DIR          kernel code from perf record --kcore's kcore_dir\n"
 "      --all-branches       emit every taken branch (default: calls, returns,\n"
 "                           syscalls, trace start/end, errors, and jumps that\n"
 "                           leave their function)\n"
@@ -118,6 +122,8 @@ int main(int argc, char **argv)
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"symfs", required_argument, NULL, 's'},
+		{"vmlinux", required_argument, NULL, 'k'},
+		{"kcore", required_argument, NULL, 'K'},
 		{"all-branches", no_argument, NULL, 'a'},
 		{"power", no_argument, NULL, 'P'},
 		{"info", no_argument, NULL, 'i'},
@@ -142,6 +148,8 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 's': symfs = optarg; break;
+		case 'k': po.vmlinux = optarg; break;
+		case 'K': po.kcore_dir = optarg; break;
 		case 'a': cfg.all_branches = po.all_branches = true; break;
 		case 'P': cfg.want_power = po.power = true; break;
 		case 'i': info = true; break;
@@ -178,6 +186,25 @@ int main(int argc, char **argv)
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
 	po.symfs = symfs;
+	/* perf record --kcore writes a directory: DIR/data and DIR/kcore_dir */
+	char data_path[4096], kcore_path[4096];
+	struct stat dst;
+	if (strcmp(in, "-") && stat(in, &dst) == 0 && S_ISDIR(dst.st_mode)) {
+		snprintf(data_path, sizeof data_path, "%s/data", in);
+		snprintf(kcore_path, sizeof kcore_path, "%s/kcore_dir", in);
+		if (stat(data_path, &dst) < 0) {
+			fprintf(stderr, PROG ": %s: is a directory without a 'data' file, not a perf.data directory\n",
+				in);
+			return EXIT_DATA;
+		}
+		in = data_path;
+		if (!po.kcore_dir && !po.vmlinux && stat(kcore_path, &dst) == 0 && S_ISDIR(dst.st_mode))
+			po.kcore_dir = kcore_path;
+	}
+	if (po.kcore_dir && po.vmlinux) {
+		fprintf(stderr, PROG ": --vmlinux and --kcore exclude each other\n");
+		return EXIT_USAGE;
+	}
 
 	struct mt_err err = {0};
 	struct mt_ptdec_stats st = {0};

@@ -22,7 +22,8 @@ static void usage(FILE *f)
 "Run COMMAND with ASLR off under ptrace single-step, record every user-space\n"
 "instruction it executes, and write for each variant DIR/NAME.data (a perf.data\n"
 "with that control flow encoded as Intel PT) and DIR/NAME.truth (the true event\n"
-"stream, mt-events(5), every taken branch).\n"
+"stream, mt-events(5), every taken branch). The kernel variants also write the\n"
+"synthetic kernel: DIR/kernel.vmlinux, DIR/kcore.kcore_dir/{kcore,kallsyms}.\n"
 "\n"
 "  -o, --output-dir=DIR     where to write (default: .)\n"
 "      --variants=LIST      comma-separated variant names, or 'all' (default: plain)\n"
@@ -33,6 +34,45 @@ static void usage(FILE *f)
 "\n"
 "One line per variant goes to standard output: NAME insns=N pt_bytes=N psbs=N.\n"
 "Exit status: 0 success; 1 the run or a file failed; 2 usage.\n");
+}
+
+/* One file of the kernel image, written atomically. */
+static int write_kernel_file(const char *path, int what)
+{
+	struct mt_err err = {0};
+	struct mt_outfile o;
+	if (mt_outfile_open(&o, path, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
+	}
+	int rc = what == 2 ? mt_synth_write_kallsyms(o.f, &err) : mt_synth_write_kernel_elf(o.f, what == 1, &err);
+	if (rc || mt_outfile_commit(&o, &err)) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err.msg);
+		mt_outfile_abort(&o);
+		return 1;
+	}
+	return 0;
+}
+
+/* The kernel variants' code image: NAME.vmlinux, or NAME.kcore_dir/ with
+ * kcore and kallsyms as perf record --kcore saves them. */
+static int write_kernel_image(const struct mt_synth_variant *v, const char *dir)
+{
+	char path[4096];
+	if (!v->kcore) {
+		snprintf(path, sizeof path, "%s/%s.vmlinux", dir, v->name);
+		return write_kernel_file(path, 0);
+	}
+	snprintf(path, sizeof path, "%s/%s.kcore_dir", dir, v->name);
+	if (mkdir(path, 0755) < 0 && errno != EEXIST) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return 1;
+	}
+	snprintf(path, sizeof path, "%s/%s.kcore_dir/kcore", dir, v->name);
+	if (write_kernel_file(path, 1))
+		return 1;
+	snprintf(path, sizeof path, "%s/%s.kcore_dir/kallsyms", dir, v->name);
+	return write_kernel_file(path, 2);
 }
 
 static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v, const char *dir)
@@ -59,6 +99,8 @@ static int write_variant(const struct mt_synth_run *run, const struct mt_synth_v
 		mt_outfile_abort(&ot);
 		return 1;
 	}
+	if (v->kernel && write_kernel_image(v, dir))
+		return 1;
 	printf("%s insns=%" PRIu64 " pt_bytes=%" PRIu64 " psbs=%" PRIu64 " first_insn=%" PRIu64 "\n", v->name,
 	       res.insns_traced, res.pt_bytes, res.psbs, res.first_insn);
 	return 0;

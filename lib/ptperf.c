@@ -408,6 +408,49 @@ static void build_image(struct mt_image *img, const struct mt_perfdata *pd, cons
 
 /* --- decode ------------------------------------------------------------- */
 
+/* Snapshot mode: each AUXTRACE holds the ring buffer as it was at a
+ * snapshot, so the start of a snapshot may repeat the end of the previous
+ * one. Returns how many leading bytes of b continue a (b's first PSB and
+ * what follows it found in a, and everything before and after it equal),
+ * or 0 when they do not overlap. */
+static size_t overlap_at(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen);
+
+/* perf pads each AUXTRACE payload with up to 7 zero bytes: a may end with
+ * padding that b does not have. On a match, *alen drops that padding. */
+static size_t snapshot_overlap(const uint8_t *a, size_t *alen, const uint8_t *b, size_t blen)
+{
+	for (size_t pad = 0; pad < 8 && pad < *alen; pad++) {
+		if (pad && a[*alen - pad])
+			break;
+		size_t ov = overlap_at(a, *alen - pad, b, blen);
+		if (ov) {
+			*alen -= pad;
+			return ov;
+		}
+	}
+	return 0;
+}
+
+static size_t overlap_at(const uint8_t *a, size_t alen, const uint8_t *b, size_t blen)
+{
+	static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
+	const uint8_t *p = memmem(b, blen, psb, sizeof psb);
+	if (!p)
+		return 0;
+	size_t pb = (size_t)(p - b);
+	/* latest occurrence in a first: the overlap is as short as possible */
+	for (size_t qa = alen >= sizeof psb ? alen - sizeof psb + 1 : 0; qa-- > 0;) {
+		if (memcmp(a + qa, psb, sizeof psb))
+			continue;
+		if (qa < pb)
+			break;
+		size_t start = qa - pb, ov = alen - start; /* b[0] sits at a[start] */
+		if (ov <= blen && !memcmp(a + start, b, ov))
+			return ov;
+	}
+	return 0;
+}
+
 struct sink_ctx { struct mt_events_writer *w; };
 
 static void sink(void *ctx, const struct mt_event *ev)
@@ -546,7 +589,10 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			const struct auxbuf *b = bi < s.bufs.n ? &s.bufs.v[bi] : NULL;
 			if (b && (done[bi] || (per_cpu ? b->cpu != idx_cpu : b->tid != idx_tid)))
 				continue;
-			if (!b || (jlen && b->offset != next_off)) {
+			size_t skip = 0; /* bytes of b already in joined (snapshot overlap) */
+			if (b && jlen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
+				skip = snapshot_overlap(joined, &jlen, b->data, b->size);
+			if (!b || (jlen && b->offset != next_off && !skip)) {
 				struct mt_ptdec_stream st = {joined, jlen, per_cpu ? (int32_t)idx_cpu : -1,
 							     who, &wc, sink, &sc};
 				rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
@@ -567,8 +613,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				joined = n;
 				jcap = nc;
 			}
-			memcpy(joined + jlen, b->data, b->size);
-			jlen += b->size;
+			memcpy(joined + jlen, b->data + skip, b->size - skip);
+			jlen += b->size - skip;
 			next_off = b->offset + b->size;
 		}
 		free(joined);

@@ -77,6 +77,7 @@ struct mt_synth_variant {
 	bool pipe;
 	bool build_ids;       /* MMAP2 records in their build-id form */
 	bool cyc;             /* cycle-accurate: CYC packets (1 cycle = 1 TSC tick) */
+	bool snapshot;        /* two overlapping snapshots of an overwritten ring */
 	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
 	bool kcore;           /* kernel, with the image as perf --kcore saves it */
 };

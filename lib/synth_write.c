@@ -23,6 +23,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "buildid", .build_ids = true},
 	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
 	{.name = "per-cpu-mtc", .timing = MT_SYNTH_MTC, .per_cpu = true, .psb_every = 5000},
+	{.name = "snapshot", .psb_every = 1000, .snapshot = true},
 	{.name = "kernel", .kernel = true},
 	{.name = "kcore", .kernel = true, .kcore = true, .noretcomp = true},
 	{.name = NULL},
@@ -863,7 +864,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	size_t at = rec_begin(&d, MT_REC_AUXTRACE_INFO, 0);
 	u32(&d, 1); /* PERF_AUXTRACE_INTEL_PT */
 	u32(&d, 0);
-	uint64_t priv[18] = {MT_SYNTH_PT_TYPE, 0, 1, 0, 1, CFG_TSC, CFG_NORETCOMP, v->per_cpu ? 2 : 0, 0,
+	uint64_t priv[18] = {MT_SYNTH_PT_TYPE, 0, 1, 0, 1, CFG_TSC, CFG_NORETCOMP, v->per_cpu ? 2 : 0, v->snapshot,
 			     v->per_cpu, CFG_MTC, 0x3c000, TSC_PER_CTC, 1, CFG_CYC, SYNTH_CBR, 0, 0};
 	emit_bytes(&d, priv, sizeof priv);
 	rec_end(&d, at);
@@ -968,28 +969,48 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 			rec_end(&d, at);
 		}
 	}
-	at = rec_begin(&d, MT_REC_AUX, 0);
-	u64(&d, 0);
-	u64(&d, padded);
-	u64(&d, 0);
-	trailer(&d, &c, c.pt_st, 1);
-	rec_end(&d, at);
-	at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
-	rec_end(&d, at);
-	size_t auxtrace_at = d.n;
-	at = rec_begin(&d, MT_REC_AUXTRACE, 0);
-	u64(&d, padded);
-	u64(&d, 0);                /* offset in the AUX area */
-	u64(&d, 0);                /* reference */
-	u32(&d, 0);                /* idx */
-	u32(&d, run->pid);         /* tid */
-	u32(&d, v->per_cpu ? 0 : (uint32_t)-1);
-	u32(&d, 0);
-	rec_end(&d, at);
-	emit_bytes(&d, junk, jl);
-	emit_bytes(&d, x.buf + cut, ptlen - cut);
-	static const uint8_t zero[8];
-	emit_bytes(&d, zero, padded - payload);
+	/* The AUX data: one buffer; or, for snapshot, two snapshots of a ring
+	 * where the second repeats the last 20% of the first. */
+	struct aux_piece { const uint8_t *pre; size_t prelen; uint64_t from, to, aux_off; } piece[2] = {
+		{junk, jl, cut, ptlen, 0},
+	};
+	int npieces = 1;
+	if (v->snapshot) {
+		/* lengths in multiples of 8, as real snapshots (whole pages)
+		 * need no AUXTRACE padding */
+		uint64_t c1 = (ptlen * 6 / 10) & ~7ULL, c2 = ptlen - ((ptlen - ptlen * 4 / 10) & ~7ULL);
+		piece[0] = (struct aux_piece){NULL, 0, 0, c1, 0};
+		piece[1] = (struct aux_piece){NULL, 0, c2, ptlen, c2};
+		npieces = 2;
+	}
+	size_t auxtrace_at[2];
+	for (int k = 0; k < npieces; k++) {
+		uint64_t plen = piece[k].prelen + (piece[k].to - piece[k].from);
+		uint64_t psize = (plen + 7) & ~7ULL;
+		at = rec_begin(&d, MT_REC_AUX, 0);
+		u64(&d, piece[k].aux_off);
+		u64(&d, psize);
+		u64(&d, v->snapshot ? 2 /* OVERWRITE */ : 0);
+		trailer(&d, &c, c.pt_st, 1);
+		rec_end(&d, at);
+		at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
+		rec_end(&d, at);
+		auxtrace_at[k] = d.n;
+		at = rec_begin(&d, MT_REC_AUXTRACE, 0);
+		u64(&d, psize);
+		u64(&d, piece[k].aux_off); /* offset in the AUX area */
+		u64(&d, (uint64_t)k);      /* reference */
+		u32(&d, 0);                /* idx */
+		u32(&d, run->pid);         /* tid */
+		u32(&d, v->per_cpu ? 0 : (uint32_t)-1);
+		u32(&d, 0);
+		rec_end(&d, at);
+		emit_bytes(&d, piece[k].pre, piece[k].prelen);
+		emit_bytes(&d, x.buf + piece[k].from, piece[k].to - piece[k].from);
+		static const uint8_t zero[8];
+		emit_bytes(&d, zero, psize - plen);
+	}
+	(void)padded;
 	c.time = x.tsc + 1;
 	at = rec_begin(&d, MT_REC_EXIT, 0);
 	u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid);
@@ -1039,12 +1060,14 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		u64(&f, payloads);
 		u64(&f, 8);
 		u64(&f, payloads + 8);
-		u64(&f, 24);
+		u64(&f, 8 + 16 * (uint64_t)npieces);
 		u32(&f, 1); /* nr_cpus_available */
 		u32(&f, 1); /* nr_cpus_online */
-		u64(&f, 1);
-		u64(&f, data_off + auxtrace_at);
-		u64(&f, 48);
+		u64(&f, (uint64_t)npieces); /* AUXTRACE index: file offset and record size of each */
+		for (int k = 0; k < npieces; k++) {
+			u64(&f, data_off + auxtrace_at[k]);
+			u64(&f, 48);
+		}
 		ok = !f.oom && fwrite(f.b, f.n, 1, data) == 1;
 		free(f.b);
 	}

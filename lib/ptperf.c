@@ -123,6 +123,14 @@ static void note_time(struct side *s, const struct mt_perf_record *r)
 	s->have_time = true;
 }
 
+static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const char *name)
+{
+	for (size_t i = 0; i < s->comms.n; i++)
+		if (s->comms.v[i].pid == pid && s->comms.v[i].tid == tid && !strcmp(s->comms.v[i].name, name))
+			return true;
+	return false;
+}
+
 static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 {
 	struct mt_perf_record r;
@@ -154,8 +162,21 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		case MT_REC_COMM:
 			if (bs > 8) {
 				const char *name = cstr(b + 8, bs - 8);
-				if (name)
+				if (name && !has_comm(s, mt_rd32(b), mt_rd32(b + 4), name))
 					e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name);
+			}
+			break;
+		case MT_REC_FORK:
+			/* A new thread (or process) inherits its creator's name
+			 * until a COMM record says otherwise. */
+			if (bs >= 16) {
+				uint32_t pid = mt_rd32(b), tid = mt_rd32(b + 8), ptid = mt_rd32(b + 12);
+				const char *name = NULL;
+				for (size_t i = s->comms.n; i-- > 0 && !name;)
+					if (s->comms.v[i].tid == ptid)
+						name = s->comms.v[i].name;
+				if (name && !has_comm(s, pid, tid, name))
+					e = PUSH(s->comms, pid, tid, name);
 			}
 			break;
 		case MT_REC_MMAP:

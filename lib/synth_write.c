@@ -932,7 +932,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		at = rec_begin(&d, MT_REC_SWITCH, 0); /* switch IN of our task on cpu 0 */
 		trailer(&d, &c, c.dummy_st, 2);
 		rec_end(&d, at);
-		/* Threads: FORK + COMM when each first runs, and a CPU-wide
+		/* Threads: FORK when each first runs (a thread keeps its
+		 * creator's name: perf writes no COMM for it), and a CPU-wide
 		 * switch OUT/IN pair at every switch, as perf -a writes them. */
 		bool seen[MT_SYNTH_MAX_THREADS] = {true};
 		for (size_t k = 0; k < x.nsw; k++) {
@@ -948,12 +949,6 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				u32(&d, run->pid); u32(&d, run->pid); u32(&d, w->next); u32(&d, run->pid);
 				u64(&d, w->time);
 				cs.tid = w->next;
-				trailer(&d, &cs, c.dummy_st, 2);
-				rec_end(&d, at);
-				at = rec_begin(&d, MT_REC_COMM, 0);
-				u32(&d, run->pid);
-				u32(&d, w->next);
-				padded_str(&d, run->comm);
 				trailer(&d, &cs, c.dummy_st, 2);
 				rec_end(&d, at);
 			}

@@ -690,7 +690,7 @@ struct out {
 
 static void emit_bytes(struct out *o, const void *p, size_t n)
 {
-	if (o->oom)
+	if (o->oom || !n)
 		return;
 	if (o->n + n > o->cap) {
 		size_t nc = o->cap ? o->cap : 4096;

@@ -15,6 +15,7 @@ static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_INTERRUPT] = "interrupt", [MT_EV_IRET] = "iret",
 	[MT_EV_TRACE_START] = "trace-start", [MT_EV_TRACE_END] = "trace-end",
 	[MT_EV_ERROR] = "error", [MT_EV_SAMPLE] = "sample", [MT_EV_POWER] = "power",
+	[MT_EV_TX_ABORT] = "tx-abort",
 };
 
 const char *mt_event_kind_name(enum mt_event_kind k)
@@ -209,7 +210,8 @@ static size_t text_size(const struct mt_event *ev)
 {
 	size_t n = 256 + (ev->msg ? MSG_MAX + 8 : 0);
 	for (unsigned i = 0; i < ev->nextra; i++)
-		n += EXTRA_KEY_MAX + EXTRA_VAL_MAX + 2;
+		n += strnlen(ev->extra[i].key, EXTRA_KEY_MAX) +
+		     (ev->extra[i].val ? strnlen(ev->extra[i].val, EXTRA_VAL_MAX) : 0) + 2;
 	return n;
 }
 

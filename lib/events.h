@@ -21,7 +21,7 @@
 enum mt_event_kind {
 	MT_EV_CALL, MT_EV_RETURN, MT_EV_JUMP, MT_EV_SYSCALL, MT_EV_SYSRET,
 	MT_EV_INTERRUPT, MT_EV_IRET, MT_EV_TRACE_START, MT_EV_TRACE_END,
-	MT_EV_ERROR, MT_EV_SAMPLE, MT_EV_POWER, MT_EV_KIND_COUNT
+	MT_EV_ERROR, MT_EV_SAMPLE, MT_EV_POWER, MT_EV_TX_ABORT, MT_EV_KIND_COUNT
 };
 
 struct mt_event {
@@ -46,7 +46,7 @@ struct mt_kv { const char *key, *val; };
 enum mt_events_format { MT_EVENTS_TEXT, MT_EVENTS_BINARY };
 #define MT_EVENTS_MAGIC "\x89MTEV\r\n\x1a"
 #define MT_EVENTS_MAGIC_LEN 8
-#define MT_EVENT_MAX_EXTRA 64
+#define MT_EVENT_MAX_EXTRA 256
 
 const char *mt_event_kind_name(enum mt_event_kind k);
 /* Returns the kind for a name, or -1. */

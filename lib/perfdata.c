@@ -13,12 +13,16 @@
 #define PIPE_HEADER_SIZE 16
 #define ATTR_MIN_SIZE 64
 
-static int read_all(int fd, uint8_t **out, size_t *outlen, const char *name, struct mt_err *err)
+/* Reads fd to its end after `prefix` (bytes already read from it). */
+static int read_all(int fd, const uint8_t *prefix, size_t prefix_len, uint8_t **out, size_t *outlen,
+		    const char *name, struct mt_err *err)
 {
-	size_t cap = 1 << 20, len = 0;
+	size_t cap = 1 << 20, len = prefix_len;
 	uint8_t *buf = malloc(cap);
 	if (!buf)
 		return mt_err_set(err, MT_ENOMEM, "out of memory reading %s", name);
+	if (prefix_len)
+		memcpy(buf, prefix, prefix_len); /* callers peek at most a few bytes */
 	for (;;) {
 		if (len == cap) {
 			uint8_t *nb = realloc(buf, cap * 2);
@@ -244,11 +248,19 @@ int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err)
 {
-	memset(pd, 0, sizeof *pd);
-	pd->name = strcmp(path, "-") ? path : "<stdin>";
 	int fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
-	if (fd < 0)
+	if (fd < 0) {
+		memset(pd, 0, sizeof *pd);
 		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	}
+	return mt_perfdata_open_fd(pd, fd, strcmp(path, "-") ? path : "<stdin>", NULL, 0, err);
+}
+
+int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const uint8_t *prefix,
+			size_t prefix_len, struct mt_err *err)
+{
+	memset(pd, 0, sizeof *pd);
+	pd->name = name;
 	struct stat st;
 	if (fstat(fd, &st) < 0) {
 		int e = errno;
@@ -274,7 +286,7 @@ int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *er
 		}
 	} else {
 		uint8_t *buf = NULL;
-		rc = read_all(fd, &buf, &pd->len, pd->name, err);
+		rc = read_all(fd, prefix, prefix_len, &buf, &pd->len, pd->name, err);
 		pd->base = buf;
 	}
 	if (fd)

@@ -125,6 +125,10 @@ struct mt_perfdata {
  * into memory. Parses header, attrs and features (file mode) so that records
  * can be walked with mt_perfdata_next. */
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err);
+/* The same on an open fd (closed here unless 0) whose first prefix_len
+ * bytes were already read (peeked) into prefix. */
+int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const uint8_t *prefix,
+			size_t prefix_len, struct mt_err *err);
 /* Same, over a caller-owned buffer that must outlive pd. */
 int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 			 const char *name, struct mt_err *err);

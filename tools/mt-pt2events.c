@@ -15,6 +15,7 @@
 #include "image.h"
 #include "outfile.h"
 #include "perfdata.h"
+#include "perfscript.h"
 #include "ptdecode.h"
 #include "ptperf.h"
 #include "version.h"
@@ -42,6 +43,8 @@ static void usage(FILE *f)
 "      --power              emit CBR (core:bus ratio) changes as power events\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
+"      --input=FORMAT       perf-data, perf-script (the text of perf script with\n"
+"                           magic-trace's fields), or auto (default: by content)\n"
 "      --pt=FILE            decode raw PT bytes from FILE instead of a perf.data\n"
 "      --image=FILE[:OFF[-END]]@VADDR  (with --pt) map FILE bytes at VADDR\n"
 "      --pages=PREFIX       (with --pt) map a page-image set PREFIX.addr/PREFIX.dump\n"
@@ -117,6 +120,70 @@ static int decode_raw(const char *ptpath, char **images, int nimages, char **pag
 	return rc;
 }
 
+/* perf script text in, events out. */
+static int decode_script(int fd, const char *name, const char *head, size_t head_len, const char *out,
+			 int format, bool stats)
+{
+	struct mt_err err = {0};
+	struct mt_pscript_reader r;
+	if (mt_pscript_init(&r, fd, name, head, head_len, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return EXIT_DATA;
+	}
+	r.warn = warn;
+	struct mt_outfile of;
+	if (mt_outfile_open(&of, out, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_pscript_fini(&r);
+		return EXIT_DATA;
+	}
+	struct mt_events_writer w;
+	if (mt_events_writer_init_format(&w, of.f, (enum mt_events_format)format)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_outfile_abort(&of);
+		mt_pscript_fini(&r);
+		return EXIT_DATA;
+	}
+	mt_events_write_fact(&w, "source", "%s", name);
+	mt_events_write_fact(&w, "format", "perf script text");
+	uint64_t by_kind[MT_EV_KIND_COUNT] = {0}, n = 0;
+	struct mt_event ev;
+	int rc;
+	while ((rc = mt_pscript_next(&r, &ev, &err)) > 0) {
+		mt_events_write(&w, &ev);
+		by_kind[ev.kind]++;
+		n++;
+	}
+	int status = 0;
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	struct mt_err werr = {0};
+	if (mt_events_writer_finish(&w, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		mt_outfile_abort(&of);
+		status = EXIT_DATA;
+	} else if (mt_outfile_commit(&of, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		status = EXIT_DATA;
+	}
+	if (stats) {
+		fprintf(stderr, PROG ": stats: lines=%" PRIu64 " records=%" PRIu64 " events=%" PRIu64, r.lineno,
+			r.records, n);
+		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+			if (by_kind[k])
+				fprintf(stderr, " %s=%" PRIu64, mt_event_kind_name((enum mt_event_kind)k), by_kind[k]);
+		fprintf(stderr, " psb=%" PRIu64 " skipped_lines=%" PRIu64 " skipped_events=%" PRIu64
+			" skipped_flags=%" PRIu64 " skipped_frames=%" PRIu64 "\n", r.psbs, r.skipped[MT_PSKIP_SYNTAX],
+			r.skipped[MT_PSKIP_EVENT], r.skipped[MT_PSKIP_FLAGS], r.skipped[MT_PSKIP_FRAMES]);
+	}
+	mt_pscript_fini(&r);
+	if (fd > 0)
+		close(fd);
+	return status;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -129,6 +196,7 @@ int main(int argc, char **argv)
 		{"info", no_argument, NULL, 'i'},
 		{"stats", no_argument, NULL, 'S'},
 		{"pt", required_argument, NULL, 't'},
+		{"input", required_argument, NULL, 'n'},
 		{"image", required_argument, NULL, 'I'},
 		{"pages", required_argument, NULL, 'g'},
 		{"cpu", required_argument, NULL, 'c'},
@@ -141,6 +209,7 @@ int main(int argc, char **argv)
 	bool info = false, stats = false;
 	char *images[argc], *pages[argc]; /* option values point into argv */
 	int nimages = 0, npages = 0, format = MT_EVENTS_TEXT;
+	enum { IN_AUTO, IN_PERF_DATA, IN_PERF_SCRIPT } input = IN_AUTO;
 	struct mt_ptdec_config cfg = {0};
 	struct mt_ptperf_opts po = {.warn = warn};
 	int c;
@@ -155,6 +224,18 @@ int main(int argc, char **argv)
 		case 'i': info = true; break;
 		case 'S': stats = true; break;
 		case 't': ptpath = optarg; break;
+		case 'n':
+			if (!strcmp(optarg, "auto"))
+				input = IN_AUTO;
+			else if (!strcmp(optarg, "perf-data"))
+				input = IN_PERF_DATA;
+			else if (!strcmp(optarg, "perf-script"))
+				input = IN_PERF_SCRIPT;
+			else {
+				fprintf(stderr, PROG ": bad --input '%s': expected auto, perf-data or perf-script\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'I': images[nimages++] = optarg; break;
 		case 'g': pages[npages++] = optarg; break;
 		case 'c':
@@ -226,8 +307,33 @@ int main(int argc, char **argv)
 	}
 
 	/* Open the input before writing anything: a file that cannot be read
-	 * leaves no output at all, not even the version line. */
-	if (!ptpath && mt_perfdata_open(&pd, in, &err)) {
+	 * leaves no output at all, not even the version line. The first bytes
+	 * tell a perf.data from perf script text. */
+	int in_fd = -1;
+	char head[64];
+	size_t head_len = 0;
+	if (!ptpath) {
+		in_fd = strcmp(in, "-") ? open(in, O_RDONLY | O_CLOEXEC) : 0;
+		if (in_fd < 0) {
+			fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+			return EXIT_DATA;
+		}
+		while (head_len < sizeof head) {
+			ssize_t n = read(in_fd, head + head_len, sizeof head - head_len);
+			if (n < 0 && errno == EINTR)
+				continue;
+			if (n <= 0)
+				break; /* errors show again when the reader reads */
+			head_len += (size_t)n;
+		}
+		if (input == IN_AUTO)
+			input = head_len >= 8 && !memcmp(head, "PERFILE2", 8) ? IN_PERF_DATA
+				: mt_pscript_detect(head, head_len) ? IN_PERF_SCRIPT : IN_PERF_DATA;
+	}
+	if (input == IN_PERF_SCRIPT)
+		return decode_script(in_fd, strcmp(in, "-") ? in : "<stdin>", head, head_len, out, format, stats);
+	if (!ptpath && mt_perfdata_open_fd(&pd, in_fd, strcmp(in, "-") ? in : "<stdin>", (const uint8_t *)head,
+					   head_len, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		mt_perfdata_close(&pd);
 		return EXIT_DATA;

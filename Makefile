@@ -8,7 +8,7 @@ CC ?= cc
 SAN ?=
 
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev \
-	libprotobuf-c-dev protobuf-c-compiler libcapstone-dev bats parallel linux-perf
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf
 
 ifeq ($(SAN),1)
 BUILD := build-san
@@ -37,7 +37,7 @@ PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
-TOOLS := mt-pt2events mt-events mt-synth
+TOOLS := mt-pt2events mt-events mt-toperfetto mt-synth
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)

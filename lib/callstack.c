@@ -1,0 +1,673 @@
+/* callstack: magic-trace's call-stack reconstruction (see callstack.h).
+ * Section numbers refer to shared/docs/magic-trace-behaviour.md. */
+#define _GNU_SOURCE
+#include "callstack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* --- interned names --------------------------------------------------------- */
+
+struct names {
+	char **v;
+	size_t cap, n;
+};
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+static const char *intern(struct names *t, const char *s)
+{
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 1024;
+		char **nv = calloc(nc, sizeof *nv);
+		if (!nv)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->v[i]) {
+				size_t j = hash_str(t->v[i]) & (nc - 1);
+				while (nv[j])
+					j = (j + 1) & (nc - 1);
+				nv[j] = t->v[i];
+			}
+		free(t->v);
+		t->v = nv;
+		t->cap = nc;
+	}
+	size_t j = hash_str(s) & (t->cap - 1);
+	while (t->v[j]) {
+		if (!strcmp(t->v[j], s))
+			return t->v[j];
+		j = (j + 1) & (t->cap - 1);
+	}
+	if (!(t->v[j] = strdup(s)))
+		return NULL;
+	t->n++;
+	return t->v[j];
+}
+
+/* --- per-thread state (5.4) -------------------------------------------------- */
+
+struct frame {
+	uint64_t ip;
+	const char *name;
+	uint64_t id;
+};
+
+struct stack {
+	struct frame *v;
+	size_t n, cap;
+	uint64_t create_time;
+};
+
+enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
+
+struct pev {
+	enum pkind k;
+	const char *name;
+	uint64_t ip, id;
+	bool inferred;
+	uint64_t reset_time;
+};
+
+struct sev {
+	uint64_t time;
+	struct pev ev;
+};
+
+struct thread {
+	struct mt_cs_thread pub;
+	struct stack cur;
+	struct stack *inactive;
+	size_t ninactive, capinactive;
+	uint64_t last_decode_error_time, last_event_time, pending_time;
+	struct pev *pending;
+	size_t npending, cappending;
+	struct sev *start;     /* deque (ring) of start events */
+	size_t start_head, start_n, start_cap;
+	int ocaml_frames;
+};
+
+struct mt_cs {
+	struct mt_cs_sink sink;
+	struct mt_cs_opts opts;
+	struct names names;
+	struct thread **threads; /* in order of appearance */
+	size_t nthreads, capthreads;
+	struct thread **map;     /* (pid,tid) -> thread, open addressing */
+	size_t mapcap;
+	bool have_base;
+	uint64_t base;
+	const char *n_untraced, *n_syscall, *n_returned, *n_unknown;
+	bool oom;
+	unsigned warned;
+	uint64_t next_id;
+};
+
+static bool grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	void *nv = realloc(*v, nc * elem);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = nc;
+	return true;
+}
+
+static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
+{
+	if (!grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+		cs->oom = true;
+		return 0;
+	}
+	s->v[s->n++] = (struct frame){ip, name, ++cs->next_id};
+	return cs->next_id;
+}
+
+/* --- writing (5.6) ------------------------------------------------------------- */
+
+static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+{
+	switch (ev->k) {
+	case P_CALL:
+		if (ev->inferred && cs->opts.annotate_inferred) {
+			char name[4096];
+			snprintf(name, sizeof name, "%s [inferred start time]", ev->name);
+			cs->sink.begin(cs->sink.ctx, &t->pub, time, name, ev->ip, true, ev->id);
+		} else {
+			cs->sink.begin(cs->sink.ctx, &t->pub, time, ev->name, ev->ip, ev->inferred, ev->id);
+		}
+		break;
+	case P_RET:
+		cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
+		break;
+	case P_RET_UNTRACED:
+		cs->sink.complete(cs->sink.ctx, &t->pub, ev->reset_time, time, cs->n_unknown);
+		break;
+	}
+}
+
+static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev, bool front)
+{
+	if (t->start_n == t->start_cap) {
+		size_t nc = t->start_cap ? 2 * t->start_cap : 16;
+		struct sev *nv = malloc(nc * sizeof *nv);
+		if (!nv) {
+			cs->oom = true;
+			return;
+		}
+		for (size_t i = 0; i < t->start_n; i++)
+			nv[i] = t->start[(t->start_head + i) % t->start_cap];
+		free(t->start);
+		t->start = nv;
+		t->start_head = 0;
+		t->start_cap = nc;
+	}
+	if (front) {
+		t->start_head = (t->start_head + t->start_cap - 1) % t->start_cap;
+		t->start[t->start_head] = (struct sev){time, *ev};
+	} else {
+		t->start[(t->start_head + t->start_n) % t->start_cap] = (struct sev){time, *ev};
+	}
+	t->start_n++;
+}
+
+/* write_pending_event: inferred frames and [unknown] slices wait for the
+ * end of the thread (outermost first); a call at mapped time 0 too. */
+static void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+{
+	if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->inferred))
+		start_push(cs, t, time, ev, true);
+	else if (ev->k == P_CALL && time == 0)
+		start_push(cs, t, time, ev, false);
+	else
+		write_now(cs, t, time, ev);
+}
+
+/* Spreads the time up to to_time over the batch's calls. */
+static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
+{
+	int64_t d = (int64_t)(to_time - t->pending_time), offset = 0;
+	int64_t count = 0, k = 0;
+	for (size_t i = 0; i < t->npending; i++)
+		count += t->pending[i].k == P_CALL;
+	for (size_t i = 0; i < t->npending; i++) {
+		write_pending(cs, t, t->pending_time + (uint64_t)offset, &t->pending[i]);
+		if (t->pending[i].k == P_CALL) {
+			k++;
+			offset += (d - offset) / (count - k + 1);
+		}
+	}
+	t->pending_time = to_time;
+	t->npending = 0;
+}
+
+static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct pev ev)
+{
+	if (time != t->pending_time)
+		flush(cs, t, time);
+	if (!grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
+		cs->oom = true;
+		return;
+	}
+	t->pending[t->npending++] = ev;
+}
+
+/* --- primitives (5.5) ------------------------------------------------------------ */
+
+static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip, const char *name)
+{
+	uint64_t id = push_frame(cs, &t->cur, ip, name);
+	add_event(cs, t, time, (struct pev){.k = P_CALL, .name = name, .ip = ip, .id = id});
+}
+
+static void end_of_thread(struct mt_cs *cs, struct thread *t, uint64_t time, bool is_kernel);
+
+static bool stack_has(const struct stack *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].name, name))
+			return true;
+	return false;
+}
+
+static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	const char *popped = NULL;
+	if (t->cur.n) {
+		const struct frame *f = &t->cur.v[--t->cur.n];
+		popped = f->name;
+		add_event(cs, t, time, (struct pev){.k = P_RET, .name = popped, .id = f->id});
+	} else {
+		add_event(cs, t, time, (struct pev){.k = P_RET_UNTRACED, .reset_time = t->cur.create_time});
+	}
+	/* The Go rule (5.11): gogo switches goroutine stacks. */
+	if (popped && !strcmp(popped, "gogo")) {
+		const char *anchor = stack_has(&t->cur, "runtime.mcall") ? "runtime.mcall"
+				     : stack_has(&t->cur, "runtime.morestack.abi0") ? "runtime.morestack.abi0" : NULL;
+		if (!anchor) {
+			end_of_thread(cs, t, time, false);
+			return;
+		}
+		while (t->cur.n && strcmp(t->cur.v[t->cur.n - 1].name, anchor)) {
+			t->cur.n--;
+			add_event(cs, t, time, (struct pev){.k = P_RET, .name = t->cur.v[t->cur.n].name,
+							    .id = t->cur.v[t->cur.n].id});
+		}
+		for (int i = 0; i < 2 && t->cur.n; i++) {
+			t->cur.n--;
+			add_event(cs, t, time, (struct pev){.k = P_RET, .name = t->cur.v[t->cur.n].name,
+							    .id = t->cur.v[t->cur.n].id});
+		}
+	}
+}
+
+static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
+				 const char *name)
+{
+	if (!t->cur.n) {
+		/* An inferred frame: it started no later than the stack did. */
+		uint64_t id = push_frame(cs, &t->cur, ip, name);
+		struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .inferred = true, .id = id};
+		write_pending(cs, t, t->cur.create_time, &ev);
+		return;
+	}
+	if (strcmp(t->cur.v[t->cur.n - 1].name, name)) {
+		ret(cs, t, time);
+		call(cs, t, time, ip, name);
+	}
+}
+
+static void clear_callstack(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	while (t->cur.n)
+		ret(cs, t, time);
+}
+
+static void set_callstack(struct thread *t, bool is_kernel, uint64_t time)
+{
+	t->cur.n = 0;
+	t->cur.create_time = is_kernel ? time : t->last_decode_error_time;
+}
+
+static bool is_kernel_addr(uint64_t a)
+{
+	return a >> 63;
+}
+
+static void push_inactive(struct mt_cs *cs, struct thread *t)
+{
+	if (!grow((void **)&t->inactive, &t->capinactive, t->ninactive + 1, sizeof *t->inactive)) {
+		cs->oom = true;
+		return;
+	}
+	t->inactive[t->ninactive++] = t->cur;
+	t->cur = (struct stack){0};
+}
+
+static void pop_inactive(struct thread *t)
+{
+	free(t->cur.v);
+	t->cur = t->inactive[--t->ninactive];
+}
+
+static void clear_all_callstacks(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	clear_callstack(cs, t, time);
+	while (t->ninactive) {
+		pop_inactive(t);
+		clear_callstack(cs, t, time);
+	}
+}
+
+/* 5.8 */
+static void end_of_thread(struct mt_cs *cs, struct thread *t, uint64_t time, bool is_kernel)
+{
+	uint64_t saved = t->pending_time;
+	while (t->start_n) {
+		struct sev *s = &t->start[t->start_head];
+		write_now(cs, t, s->time, &s->ev);
+		t->start_head = (t->start_head + 1) % t->start_cap;
+		t->start_n--;
+	}
+	clear_all_callstacks(cs, t, time);
+	flush(cs, t, saved);
+	t->last_decode_error_time = time;
+	set_callstack(t, is_kernel, time);
+}
+
+/* --- threads -------------------------------------------------------------------- */
+
+static uint64_t thread_key_hash(uint32_t pid, uint32_t tid)
+{
+	return ((uint64_t)pid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)tid * 0xC2B2AE3D27D4EB4FULL);
+}
+
+static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	if (cs->mapcap) {
+		size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1);
+		while (cs->map[j]) {
+			if (cs->map[j]->pub.pid == pid && cs->map[j]->pub.tid == tid)
+				return cs->map[j];
+			j = (j + 1) & (cs->mapcap - 1);
+		}
+	}
+	if ((cs->nthreads + 1) * 2 > cs->mapcap) {
+		size_t nc = cs->mapcap ? 2 * cs->mapcap : 64;
+		struct thread **nm = calloc(nc, sizeof *nm);
+		if (!nm)
+			return NULL;
+		for (size_t i = 0; i < cs->nthreads; i++) {
+			size_t j = thread_key_hash(cs->threads[i]->pub.pid, cs->threads[i]->pub.tid) & (nc - 1);
+			while (nm[j])
+				j = (j + 1) & (nc - 1);
+			nm[j] = cs->threads[i];
+		}
+		free(cs->map);
+		cs->map = nm;
+		cs->mapcap = nc;
+	}
+	if (!grow((void **)&cs->threads, &cs->capthreads, cs->nthreads + 1, sizeof *cs->threads))
+		return NULL;
+	struct thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->pub = (struct mt_cs_thread){.pid = pid, .tid = tid, .index = cs->nthreads};
+	t->cur.create_time = time;
+	t->last_decode_error_time = time;
+	t->last_event_time = time;
+	cs->threads[cs->nthreads++] = t;
+	size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1);
+	while (cs->map[j])
+		j = (j + 1) & (cs->mapcap - 1);
+	cs->map[j] = t;
+	return t;
+}
+
+/* --- events (5.9) ------------------------------------------------------------------ */
+
+static const char *extra(const struct mt_event *ev, const char *key)
+{
+	for (unsigned i = 0; i < ev->nextra; i++)
+		if (!strcmp(ev->extra[i].key, key))
+			return ev->extra[i].val ? ev->extra[i].val : "";
+	return NULL;
+}
+
+static const char *sym_name(struct mt_cs *cs, const struct mt_event *ev, const char *key)
+{
+	const char *s = extra(ev, key);
+	const char *n = s && *s ? intern(&cs->names, s) : cs->n_unknown;
+	if (!n) {
+		cs->oom = true;
+		return cs->n_unknown;
+	}
+	return n;
+}
+
+/* OCaml heuristic exception mode (5.11, mode B), by the top frame's name. */
+static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->cur.n)
+		return;
+	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (!strcmp(top, "caml_next_frame_descriptor") || !strcmp(top, "caml_stash_backtrace")) {
+		t->ocaml_frames++;
+	} else if (!strcmp(top, "caml_raise_exn")) {
+		for (int i = 0; i < t->ocaml_frames - 1; i++)
+			ret(cs, t, time);
+		t->ocaml_frames = 0;
+	} else if (!strcmp(top, "caml_raise_exception")) {
+		for (int i = 0; i < t->ocaml_frames + 2; i++)
+			ret(cs, t, time);
+		t->ocaml_frames = 0;
+	}
+}
+
+static void warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
+{
+	if (cs->warned & (1u << bit))
+		return;
+	cs->warned |= 1u << bit;
+	if (cs->opts.warn)
+		cs->opts.warn(cs->opts.warn_ctx, msg);
+}
+
+/* Stack sample (outermost first): keep the common IP prefix. */
+static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	size_t nf = 0, m = 0;
+	uint64_t ips[MT_EVENT_MAX_EXTRA];
+	const char *names[MT_EVENT_MAX_EXTRA];
+	for (unsigned i = 0; i < ev->nextra; i++) {
+		if (strcmp(ev->extra[i].key, "frame") || !ev->extra[i].val)
+			continue;
+		const char *v = ev->extra[i].val;
+		char *e;
+		ips[nf] = strtoull(v, &e, 16);
+		while (*e == ' ')
+			e++;
+		/* the name is the symbol without +0xOFF and (DSO) */
+		char name[1024];
+		snprintf(name, sizeof name, "%s", e);
+		char *dso = strstr(name, " (");
+		if (dso)
+			*dso = '\0';
+		char *off = strstr(name, "+0x");
+		for (char *q = off; q; q = strstr(q + 1, "+0x"))
+			off = q;
+		if (off)
+			*off = '\0';
+		names[nf] = *name && strcmp(name, "[unknown]") ? intern(&cs->names, name) : cs->n_unknown;
+		if (!names[nf]) {
+			cs->oom = true;
+			return;
+		}
+		nf++;
+	}
+	while (m < nf && m < t->cur.n && t->cur.v[m].ip == ips[m])
+		m++;
+	for (size_t i = t->cur.n; i > m; i--)
+		ret(cs, t, time);
+	for (size_t i = m; i < nf; i++)
+		call(cs, t, time, ips[i], names[i]);
+}
+
+static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	switch (ev->kind) {
+	case MT_EV_CALL:
+		call(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		break;
+	case MT_EV_RETURN:
+		ocaml_mode_b(cs, t, time);
+		ret(cs, t, time);
+		check_current_symbol(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		break;
+	case MT_EV_JUMP:
+	case MT_EV_TX_ABORT:
+		check_current_symbol(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		break;
+	case MT_EV_SYSCALL:
+	case MT_EV_INTERRUPT:
+		if (!ev->to) {
+			/* into untraced kernel code (user-only tracing) */
+			call(cs, t, time, 0, cs->n_syscall);
+			break;
+		}
+		push_inactive(cs, t);
+		set_callstack(t, is_kernel_addr(ev->to), time);
+		call(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		break;
+	case MT_EV_SYSRET:
+	case MT_EV_IRET:
+		clear_callstack(cs, t, time);
+		if (t->ninactive) {
+			pop_inactive(t);
+		} else {
+			set_callstack(t, is_kernel_addr(ev->to), time);
+			check_current_symbol(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		}
+		break;
+	case MT_EV_TRACE_END: {
+		const char *via = extra(ev, "via");
+		if (!via) {
+			call(cs, t, time, 0, cs->n_untraced);
+		} else if (!strcmp(via, "call")) {
+			call(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		} else if (!strcmp(via, "return")) {
+			call(cs, t, time, 0, cs->n_returned);
+		} else if (!strcmp(via, "syscall")) {
+			call(cs, t, time, 0, cs->n_syscall);
+		} else { /* sysret, iret: leaving the kernel under kernel-only tracing */
+			clear_callstack(cs, t, time);
+			call(cs, t, time, 0, cs->n_untraced);
+		}
+		break;
+	}
+	case MT_EV_TRACE_START:
+		if (!t->cur.n) {
+			call(cs, t, time, ev->to, sym_name(cs, ev, "to_sym"));
+		} else {
+			ocaml_mode_b(cs, t, time);
+			ret(cs, t, time);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
+{
+	if (!cs->have_base && ev->has_time) {
+		cs->base = ev->time;
+		cs->have_base = true;
+	}
+	uint64_t mapped = ev->has_time && cs->have_base ? ev->time - cs->base : 0;
+	struct thread *t = thread_of(cs, ev->pid, ev->tid, mapped);
+	if (!t)
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	/* 5.7: untimed events take the last time; nothing lands on a decode
+	 * error's time except the error itself. */
+	uint64_t time = ev->has_time ? mapped : t->last_event_time;
+	if (time == t->last_decode_error_time && time != 0)
+		time++;
+	if (ev->has_time)
+		t->last_event_time = mapped;
+	switch (ev->kind) {
+	case MT_EV_ERROR: {
+		char name[1200];
+		snprintf(name, sizeof name, "[decode error: %s]", ev->msg ? ev->msg : "");
+		char msg[1300];
+		snprintf(msg, sizeof msg, "warning: decode errors in the trace, e.g. '%s' @ IP 0x%llx",
+			 ev->msg ? ev->msg : "", (unsigned long long)ev->from);
+		warn_once(cs, 0, msg);
+		cs->sink.instant(cs->sink.ctx, &t->pub, time, name);
+		end_of_thread(cs, t, time, is_kernel_addr(ev->from));
+		break;
+	}
+	case MT_EV_POWER: {
+		const char *mhz = extra(ev, "mhz");
+		if (cs->sink.counter)
+			cs->sink.counter(cs->sink.ctx, &t->pub, time, "CPU", mhz ? strtod(mhz, NULL) : ev->cbr);
+		break;
+	}
+	case MT_EV_SAMPLE: {
+		const char *event = extra(ev, "event");
+		if (extra(ev, "frame")) {
+			stack_sample(cs, t, time, ev);
+		} else if (cs->sink.event_sample) {
+			const char *period = extra(ev, "period");
+			cs->sink.event_sample(cs->sink.ctx, &t->pub, time, event ? event : "sample", ev->from,
+					      sym_name(cs, ev, "from_sym"), period ? strtoull(period, NULL, 10) : 1);
+		}
+		break;
+	}
+	default:
+		trace_event(cs, t, time, ev);
+		break;
+	}
+	if (cs->oom)
+		return mt_err_set(err, MT_ENOMEM, "out of memory rebuilding call stacks");
+	return 0;
+}
+
+void mt_cs_end_of_trace(struct mt_cs *cs)
+{
+	for (size_t i = 0; i < cs->nthreads; i++)
+		end_of_thread(cs, cs->threads[i], cs->threads[i]->last_event_time, false);
+}
+
+struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *opts)
+{
+	struct mt_cs *cs = calloc(1, sizeof *cs);
+	if (!cs)
+		return NULL;
+	cs->sink = *sink;
+	if (opts)
+		cs->opts = *opts;
+	cs->n_untraced = intern(&cs->names, "[untraced]");
+	cs->n_syscall = intern(&cs->names, "[syscall]");
+	cs->n_returned = intern(&cs->names, "[returned]");
+	cs->n_unknown = intern(&cs->names, "[unknown]");
+	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown) {
+		mt_cs_free(cs);
+		return NULL;
+	}
+	return cs;
+}
+
+void mt_cs_finish(struct mt_cs *cs)
+{
+	mt_cs_end_of_trace(cs);
+}
+
+void mt_cs_free(struct mt_cs *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		free(t->cur.v);
+		for (size_t k = 0; k < t->ninactive; k++)
+			free(t->inactive[k].v);
+		free(t->inactive);
+		free(t->pending);
+		free(t->start);
+		free(t);
+	}
+	free(cs->threads);
+	free(cs->map);
+	for (size_t i = 0; i < cs->names.cap; i++)
+		free(cs->names.v[i]);
+	free(cs->names.v);
+	free(cs);
+}
+
+uint64_t mt_cs_base_time(const struct mt_cs *cs)
+{
+	return cs->base;
+}
+
+size_t mt_cs_nthreads(const struct mt_cs *cs)
+{
+	return cs->nthreads;
+}
+
+struct mt_cs_thread *mt_cs_thread_at(struct mt_cs *cs, size_t i)
+{
+	return i < cs->nthreads ? &cs->threads[i]->pub : NULL;
+}

@@ -1,0 +1,716 @@
+/* pftrace: Perfetto protobuf output (see pftrace.h). */
+#define _GNU_SOURCE
+#include "pftrace.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "perfetto_trace.pb-c.h"
+
+/* Track uuids: deterministic, one high bit per kind of track. */
+#define UUID_THREAD(pid, tid) ((1ULL << 62) | ((uint64_t)(pid) << 31) | (uint64_t)(tid))
+#define UUID_PROCESS(pid) ((1ULL << 61) | (uint64_t)(pid))
+#define UUID_COUNTER(pid) ((1ULL << 60) | (uint64_t)(pid))
+#define UUID_EXTRA(pid, tid, k) ((1ULL << 59) | ((uint64_t)(k) << 50) | ((uint64_t)(pid) << 25) | (uint64_t)(tid))
+#define SEQ_DESCRIPTORS 1
+#define SEQ_THREAD0 1000
+#define CLOCK_INCREMENTAL 64
+#define CLOCK_BOOTTIME 6
+
+enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
+
+struct item {
+	uint64_t begin, end;     /* end: UINT64_MAX while the slice is open */
+	const char *name;        /* interned */
+	uint64_t ip, seq;
+	double value;
+	uint32_t extra;          /* IT_SAMPLE: index of its event track */
+	uint8_t kind;
+	bool inferred;
+};
+
+struct open_slice {
+	uint64_t id;
+	size_t item;
+};
+
+struct pthread {
+	uint32_t pid, tid;
+	struct item *items;
+	size_t nitems, capitems;
+	struct open_slice *open;
+	size_t nopen, capopen;
+};
+
+struct strtab {
+	char **v;
+	size_t cap, n;
+};
+
+struct comm {
+	uint32_t pid, tid;
+	char name[64];
+};
+
+struct mt_pftrace {
+	FILE *out;
+	struct strtab names;
+	struct pthread **threads;
+	size_t nthreads, capthreads;
+	struct comm *comms;
+	size_t ncomms, capcomms;
+	const char **extra_names; /* event names of sample tracks */
+	size_t nextra, capextra;
+	char damage[512];
+	bool oom;
+	uint64_t seq;
+	/* writing */
+	uint8_t *buf;
+	size_t bufcap;
+	struct mt_pftrace_stats st;
+	bool write_failed;
+	int write_errno;
+};
+
+static bool grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	void *nv = realloc(*v, nc * elem);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = nc;
+	return true;
+}
+
+static uint64_t hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+static const char *intern(struct mt_pftrace *pf, const char *s)
+{
+	struct strtab *t = &pf->names;
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 1024;
+		char **nv = calloc(nc, sizeof *nv);
+		if (!nv) {
+			pf->oom = true;
+			return "";
+		}
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->v[i]) {
+				size_t j = hash_str(t->v[i]) & (nc - 1);
+				while (nv[j])
+					j = (j + 1) & (nc - 1);
+				nv[j] = t->v[i];
+			}
+		free(t->v);
+		t->v = nv;
+		t->cap = nc;
+	}
+	size_t j = hash_str(s) & (t->cap - 1);
+	while (t->v[j]) {
+		if (!strcmp(t->v[j], s))
+			return t->v[j];
+		j = (j + 1) & (t->cap - 1);
+	}
+	if (!(t->v[j] = strdup(s))) {
+		pf->oom = true;
+		return "";
+	}
+	t->n++;
+	return t->v[j];
+}
+
+/* --- collecting (the sink) ---------------------------------------------------- */
+
+static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th)
+{
+	if (th->user)
+		return th->user;
+	struct pthread *t = calloc(1, sizeof *t);
+	if (!t || !grow((void **)&pf->threads, &pf->capthreads, pf->nthreads + 1, sizeof *pf->threads)) {
+		free(t);
+		pf->oom = true;
+		return NULL;
+	}
+	t->pid = th->pid;
+	t->tid = th->tid;
+	pf->threads[pf->nthreads++] = t;
+	th->user = t;
+	return t;
+}
+
+static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
+{
+	if (!grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
+		pf->oom = true;
+		return NULL;
+	}
+	struct item *it = &t->items[t->nitems++];
+	memset(it, 0, sizeof *it);
+	it->seq = pf->seq++;
+	return it;
+}
+
+static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip, bool inferred,
+		    uint64_t id)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	struct item *it = t ? add_item(pf, t) : NULL;
+	if (!it)
+		return;
+	it->kind = IT_SLICE;
+	it->begin = time;
+	it->end = UINT64_MAX;
+	it->name = intern(pf, name);
+	it->ip = ip;
+	it->inferred = inferred;
+	if (!grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
+		pf->oom = true;
+		return;
+	}
+	t->open[t->nopen++] = (struct open_slice){id, t->nitems - 1};
+}
+
+static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
+{
+	(void)name;
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	if (!t)
+		return;
+	/* magic-trace may end a frame before it writes the frame's inferred
+	 * begin: keep the end until the begin arrives */
+	for (size_t i = t->nopen; i-- > 0;) {
+		if (t->open[i].id != id)
+			continue;
+		t->items[t->open[i].item].end = time;
+		t->open[i] = t->open[--t->nopen];
+		return;
+	}
+	if (!grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
+		pf->oom = true;
+		return;
+	}
+	/* An end waiting for its begin: the id's top bit marks it, and the
+	 * item field holds the end time until the begin arrives. */
+	t->open[t->nopen++] = (struct open_slice){id | (1ULL << 63), (size_t)time};
+}
+
+static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip,
+			    bool inferred, uint64_t id)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	if (!t)
+		return;
+	for (size_t i = t->nopen; i-- > 0;) {
+		if (t->open[i].id != (id | (1ULL << 63)))
+			continue;
+		uint64_t end = (uint64_t)t->open[i].item;
+		t->open[i] = t->open[--t->nopen];
+		s_begin(ctx, th, time, name, ip, inferred, id);
+		t->items[t->nitems - 1].end = end;
+		t->nopen--; /* s_begin pushed it as open */
+		return;
+	}
+	s_begin(ctx, th, time, name, ip, inferred, id);
+}
+
+static void s_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	struct item *it = t ? add_item(pf, t) : NULL;
+	if (!it)
+		return;
+	it->kind = IT_SLICE;
+	it->begin = start;
+	it->end = end;
+	it->name = intern(pf, name);
+}
+
+static void s_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	struct item *it = t ? add_item(pf, t) : NULL;
+	if (!it)
+		return;
+	it->kind = IT_INSTANT;
+	it->begin = it->end = time;
+	it->name = intern(pf, name);
+}
+
+static void s_counter(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, double value)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	struct item *it = t ? add_item(pf, t) : NULL;
+	if (!it)
+		return;
+	it->kind = IT_COUNTER;
+	it->begin = it->end = time;
+	it->name = intern(pf, name);
+	it->value = value;
+}
+
+static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *event, uint64_t ip,
+		     const char *symbol, uint64_t count)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	struct item *it = t ? add_item(pf, t) : NULL;
+	if (!it)
+		return;
+	const char *ev = intern(pf, event);
+	size_t k = 0;
+	while (k < pf->nextra && pf->extra_names[k] != ev)
+		k++;
+	if (k == pf->nextra) {
+		if (k >= 512 || !grow((void **)&pf->extra_names, &pf->capextra, pf->nextra + 1,
+				      sizeof *pf->extra_names)) {
+			t->nitems--;
+			return;
+		}
+		pf->extra_names[pf->nextra++] = ev;
+	}
+	it->kind = IT_SAMPLE;
+	it->begin = it->end = time;
+	it->name = intern(pf, symbol);
+	it->ip = ip;
+	it->value = (double)count;
+	it->extra = (uint32_t)k;
+}
+
+struct mt_pftrace *mt_pftrace_new(FILE *out)
+{
+	struct mt_pftrace *pf = calloc(1, sizeof *pf);
+	if (pf)
+		pf->out = out;
+	return pf;
+}
+
+void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink)
+{
+	*sink = (struct mt_cs_sink){.ctx = pf, .begin = s_begin_checked, .end = s_end, .complete = s_complete,
+				    .instant = s_instant, .counter = s_counter, .event_sample = s_sample};
+}
+
+void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta)
+{
+	unsigned pid, tid;
+	char name[64];
+	if (sscanf(meta, "comm\t%u\t%u\t%63[^\n]", &pid, &tid, name) != 3)
+		return;
+	for (size_t i = 0; i < pf->ncomms; i++)
+		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid) {
+			snprintf(pf->comms[i].name, sizeof pf->comms[i].name, "%s", name);
+			return;
+		}
+	if (!grow((void **)&pf->comms, &pf->capcomms, pf->ncomms + 1, sizeof *pf->comms))
+		return;
+	struct comm *c = &pf->comms[pf->ncomms++];
+	c->pid = pid;
+	c->tid = tid;
+	snprintf(c->name, sizeof c->name, "%s", name);
+}
+
+void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg)
+{
+	snprintf(pf->damage, sizeof pf->damage, "[input damaged: %s]", msg);
+}
+
+/* --- writing ---------------------------------------------------------------------- */
+
+static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacket *p)
+{
+	size_t n = perfetto__protos__trace_packet__get_packed_size(p);
+	if (!grow((void **)&pf->buf, &pf->bufcap, n + 11, 1)) {
+		pf->oom = true;
+		return;
+	}
+	uint8_t *b = pf->buf;
+	size_t h = 0;
+	b[h++] = 0x0a; /* Trace.packet, length-delimited */
+	size_t v = n;
+	while (v >= 0x80) {
+		b[h++] = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	b[h++] = (uint8_t)v;
+	perfetto__protos__trace_packet__pack(p, b + h);
+	if (!pf->write_failed && fwrite(b, 1, h + n, pf->out) != h + n) {
+		pf->write_failed = true;
+		pf->write_errno = errno;
+	}
+	pf->st.packets++;
+	pf->st.bytes += h + n;
+}
+
+static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < pf->ncomms; i++)
+		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid)
+			return pf->comms[i].name;
+	return NULL;
+}
+
+static void write_descriptors(struct mt_pftrace *pf, uint64_t t0)
+{
+	for (size_t i = 0; i < pf->nthreads; i++) {
+		const struct pthread *t = pf->threads[i];
+		bool first_of_pid = true;
+		for (size_t k = 0; k < i; k++)
+			first_of_pid &= pf->threads[k]->pid != t->pid;
+		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		p.has_timestamp = true;
+		p.timestamp = t0;
+		p.has_trusted_packet_sequence_id = true;
+		p.trusted_packet_sequence_id = SEQ_DESCRIPTORS;
+		p.track_descriptor = &td;
+		if (first_of_pid) {
+			Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
+			td.has_uuid = true;
+			td.uuid = UUID_PROCESS(t->pid);
+			td.process = &pd;
+			pd.has_pid = true;
+			pd.pid = (int32_t)t->pid;
+			const char *pname = comm_of(pf, t->pid, t->pid);
+			pd.process_name = (char *)(pname ? pname : "");
+			put_packet(pf, &p);
+			/* the CPU frequency counter of this process */
+			Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+			Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+			cd.has_uuid = true;
+			cd.uuid = UUID_COUNTER(t->pid);
+			cd.has_parent_uuid = true;
+			cd.parent_uuid = UUID_PROCESS(t->pid);
+			cd.name = "CPU";
+			cnt.unit_name = "MHz";
+			cd.counter = &cnt;
+			p.track_descriptor = &cd;
+			put_packet(pf, &p);
+			p.track_descriptor = &td;
+			td.process = NULL;
+		}
+		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+		td = (Perfetto__Protos__TrackDescriptor)PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		td.has_uuid = true;
+		td.uuid = UUID_THREAD(t->pid, t->tid);
+		td.thread = &thd;
+		thd.has_pid = thd.has_tid = true;
+		thd.pid = (int32_t)t->pid;
+		thd.tid = t->tid;
+		const char *tname = comm_of(pf, t->pid, t->tid);
+		thd.thread_name = (char *)(tname ? tname : "");
+		put_packet(pf, &p);
+		for (size_t k = 0; k < pf->nextra; k++) {
+			Perfetto__Protos__TrackDescriptor xd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+			xd.has_uuid = true;
+			xd.uuid = UUID_EXTRA(t->pid, t->tid, k);
+			xd.has_parent_uuid = true;
+			xd.parent_uuid = UUID_PROCESS(t->pid);
+			xd.name = (char *)pf->extra_names[k];
+			p.track_descriptor = &xd;
+			put_packet(pf, &p);
+		}
+	}
+}
+
+/* Per-sequence name interning: name pointer -> iid. */
+struct iids {
+	const char **k;
+	uint64_t *v;
+	size_t cap, n;
+};
+
+static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, bool *is_new)
+{
+	if ((m->n + 1) * 2 > m->cap) {
+		size_t nc = m->cap ? 2 * m->cap : 256;
+		const char **nk = calloc(nc, sizeof *nk);
+		uint64_t *nv = calloc(nc, sizeof *nv);
+		if (!nk || !nv) {
+			free(nk);
+			free(nv);
+			pf->oom = true;
+			return 0;
+		}
+		for (size_t i = 0; i < m->cap; i++)
+			if (m->k[i]) {
+				size_t j = ((uintptr_t)m->k[i] >> 4) & (nc - 1);
+				while (nk[j])
+					j = (j + 1) & (nc - 1);
+				nk[j] = m->k[i];
+				nv[j] = m->v[i];
+			}
+		free(m->k);
+		free(m->v);
+		m->k = nk;
+		m->v = nv;
+		m->cap = nc;
+	}
+	size_t j = ((uintptr_t)name >> 4) & (m->cap - 1);
+	while (m->k[j]) {
+		if (m->k[j] == name) {
+			*is_new = false;
+			return m->v[j];
+		}
+		j = (j + 1) & (m->cap - 1);
+	}
+	m->k[j] = name;
+	m->v[j] = ++m->n;
+	*is_new = true;
+	return m->v[j];
+}
+
+struct seqw {
+	struct mt_pftrace *pf;
+	uint32_t seq;
+	uint64_t last;       /* incremental clock */
+	uint64_t track;
+	struct iids names;
+	uint64_t addr_iid;   /* debug annotation name "address" */
+};
+
+/* One TrackEvent packet on a thread's sequence. */
+static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Type type, const char *name,
+		 uint64_t track, uint64_t ip, bool counter, double value)
+{
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
+	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
+	Perfetto__Protos__EventName en = PERFETTO__PROTOS__EVENT_NAME__INIT, *enp = &en;
+	Perfetto__Protos__DebugAnnotationName an = PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT, *anp = &an;
+	Perfetto__Protos__DebugAnnotation da = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT, *dap = &da;
+	p.has_timestamp = true;
+	p.timestamp = time - w->last;
+	w->last = time;
+	p.has_trusted_packet_sequence_id = true;
+	p.trusted_packet_sequence_id = w->seq;
+	p.has_sequence_flags = true;
+	p.sequence_flags = 2; /* SEQ_NEEDS_INCREMENTAL_STATE */
+	p.track_event = &te;
+	te.has_type = true;
+	te.type = type;
+	if (track != w->track) {
+		te.has_track_uuid = true;
+		te.track_uuid = track;
+	}
+	if (name) {
+		bool is_new = false;
+		te.has_name_iid = true;
+		te.name_iid = iid_of(w->pf, &w->names, name, &is_new);
+		if (is_new) {
+			en.has_iid = true;
+			en.iid = te.name_iid;
+			en.name = (char *)name;
+			id.n_event_names = 1;
+			id.event_names = &enp;
+			p.interned_data = &id;
+		}
+	}
+	if (ip && type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN) {
+		if (!w->addr_iid) {
+			w->addr_iid = 1;
+			an.has_iid = true;
+			an.iid = 1;
+			an.name = "address";
+			id.n_debug_annotation_names = 1;
+			id.debug_annotation_names = &anp;
+			p.interned_data = &id;
+		}
+		da.has_name_iid = true;
+		da.name_iid = w->addr_iid;
+		da.has_pointer_value = true;
+		da.pointer_value = ip;
+		te.n_debug_annotations = 1;
+		te.debug_annotations = &dap;
+	}
+	if (counter) {
+		te.has_double_counter_value = true;
+		te.double_counter_value = value;
+	}
+	put_packet(w->pf, &p);
+}
+
+static int cmp_item(const void *a, const void *b)
+{
+	const struct item *x = a, *y = b;
+	if (x->begin != y->begin)
+		return x->begin < y->begin ? -1 : 1;
+	if (x->end != y->end)
+		return x->end > y->end ? -1 : 1; /* outer first */
+	return x->seq < y->seq ? -1 : x->seq > y->seq;
+}
+
+static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_t t0)
+{
+	struct pthread *t = pf->threads[k];
+	/* frames still open at the end (there should be none): end them last */
+	uint64_t last = 0;
+	for (size_t i = 0; i < t->nitems; i++)
+		if (t->items[i].end != UINT64_MAX && t->items[i].end > last)
+			last = t->items[i].end;
+	for (size_t i = 0; i < t->nitems; i++) {
+		struct item *it = &t->items[i];
+		if (it->end == UINT64_MAX)
+			it->end = last > it->begin ? last : it->begin;
+		if (it->end < it->begin) {
+			it->end = it->begin;
+			pf->st.clamped++;
+		}
+	}
+	qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
+
+	struct seqw w = {.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)k, .track = UUID_THREAD(t->pid, t->tid)};
+	/* first packet: clear the state, defaults, the incremental clock */
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c0 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c1 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&c0, &c1};
+	p.has_timestamp = true;
+	p.timestamp = t0;
+	p.has_timestamp_clock_id = true;
+	p.timestamp_clock_id = CLOCK_BOOTTIME;
+	p.has_trusted_packet_sequence_id = true;
+	p.trusted_packet_sequence_id = w.seq;
+	p.has_sequence_flags = true;
+	p.sequence_flags = 1; /* SEQ_INCREMENTAL_STATE_CLEARED */
+	p.has_first_packet_on_sequence = true;
+	p.first_packet_on_sequence = true;
+	p.trace_packet_defaults = &d;
+	d.has_timestamp_clock_id = true;
+	d.timestamp_clock_id = CLOCK_INCREMENTAL;
+	d.track_event_defaults = &ted;
+	ted.has_track_uuid = true;
+	ted.track_uuid = w.track;
+	p.clock_snapshot = &cs;
+	cs.n_clocks = 2;
+	cs.clocks = clocks;
+	c0.has_clock_id = c0.has_timestamp = true;
+	c0.clock_id = CLOCK_BOOTTIME;
+	c0.timestamp = t0;
+	c1.has_clock_id = c1.has_timestamp = c1.has_is_incremental = true;
+	c1.clock_id = CLOCK_INCREMENTAL;
+	c1.timestamp = t0;
+	c1.is_incremental = true;
+	put_packet(pf, &p);
+	w.last = t0;
+
+	/* slices nest: a stack of open ends */
+	uint64_t *ends = malloc((MT_PFTRACE_MAX_DEPTH + 1) * sizeof *ends);
+	if (!ends) {
+		pf->oom = true;
+		return;
+	}
+	size_t depth = 0;
+	uint64_t dropped = 0;
+	for (size_t i = 0; i <= t->nitems; i++) {
+		const struct item *it = i < t->nitems ? &t->items[i] : NULL;
+		uint64_t at = it ? it->begin : UINT64_MAX;
+		while (depth && ends[depth - 1] <= at) {
+			emit(&w, base + ends[--depth], PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL,
+			     w.track, 0, false, 0);
+		}
+		if (!it)
+			break;
+		uint64_t abs = base + it->begin;
+		switch (it->kind) {
+		case IT_SLICE: {
+			uint64_t end = it->end;
+			if (depth && end > ends[depth - 1]) {
+				end = ends[depth - 1]; /* a child cannot outlive its parent */
+				pf->st.clamped++;
+			}
+			if (depth >= MT_PFTRACE_MAX_DEPTH) {
+				dropped++;
+				pf->st.depth_dropped++;
+				break;
+			}
+			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, w.track, it->ip,
+			     false, 0);
+			ends[depth++] = end;
+			pf->st.slices++;
+			break;
+		}
+		case IT_INSTANT:
+			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name, w.track, 0, false, 0);
+			pf->st.instants++;
+			break;
+		case IT_COUNTER:
+			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(t->pid), 0,
+			     true, it->value);
+			pf->st.counters++;
+			break;
+		case IT_SAMPLE:
+			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name,
+			     UUID_EXTRA(t->pid, t->tid, it->extra), it->ip, false, 0);
+			break;
+		}
+	}
+	free(ends);
+	if (dropped) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "[%" PRIu64 " frames deeper than %d not shown]", dropped, MT_PFTRACE_MAX_DEPTH);
+		emit(&w, w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, msg), w.track, 0, false, 0);
+	}
+	if (pf->damage[0])
+		emit(&w, w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, pf->damage), w.track, 0,
+		     false, 0);
+	free(w.names.k);
+	free(w.names.v);
+}
+
+int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_stats *st, struct mt_err *err)
+{
+	uint64_t t0 = base;
+	/* t0: no later than the first event of any thread */
+	for (size_t i = 0; i < pf->nthreads; i++)
+		for (size_t k = 0; k < pf->threads[i]->nitems; k++)
+			if (base + pf->threads[i]->items[k].begin < t0)
+				t0 = base + pf->threads[i]->items[k].begin;
+	write_descriptors(pf, t0);
+	for (size_t i = 0; i < pf->nthreads; i++)
+		write_thread(pf, i, base, t0);
+	int rc = 0;
+	if (pf->oom)
+		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing the Perfetto trace");
+	else if (pf->write_failed || fflush(pf->out))
+		rc = mt_err_set(err, MT_EIO, "writing the Perfetto trace: %s",
+				strerror(pf->write_failed ? pf->write_errno : errno));
+	if (st)
+		*st = pf->st;
+	for (size_t i = 0; i < pf->nthreads; i++) {
+		free(pf->threads[i]->items);
+		free(pf->threads[i]->open);
+		free(pf->threads[i]);
+	}
+	free(pf->threads);
+	free(pf->comms);
+	free(pf->extra_names);
+	for (size_t i = 0; i < pf->names.cap; i++)
+		free(pf->names.v[i]);
+	free(pf->names.v);
+	free(pf->buf);
+	free(pf);
+	return rc;
+}

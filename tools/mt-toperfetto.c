@@ -1,0 +1,228 @@
+/* mt-toperfetto: rebuild call stacks from the event stream and write a
+ * timeline (Perfetto protobuf), or the stacks as text. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "callstack.h"
+#include "events.h"
+#include "outfile.h"
+#include "pftrace.h"
+#include "version.h"
+
+#define PROG "mt-toperfetto"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... [FILE]\n"
+"Read an mt event stream (mt-events(5), text or binary; FILE '-' or none is\n"
+"standard input), rebuild every thread's call stacks the way magic-trace does,\n"
+"and write a timeline of every function call.\n"
+"\n"
+"  -o, --output=FILE        write to FILE (atomically) instead of stdout\n"
+"      --format=FORMAT      perfetto (default: Perfetto protobuf, .pftrace) or\n"
+"                           stacks (text: TIME BEGIN|END NAME, magic-trace's\n"
+"                           test format, times since the first event)\n"
+"      --no-annotate-inferred  (stacks) do not mark frames whose start is inferred\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit\n"
+"\n"
+"Exit status: 0 written; 1 unreadable or malformed input (what came before is\n"
+"still converted and the output says where it stops) or a write error; 2 usage.\n");
+}
+
+static void warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+/* --- stacks: magic-trace's test harness format ------------------------------ */
+
+/* Core's Time_ns.Span.to_string_hum: ns, us, ms or s, at most 3 decimals,
+ * trailing zeros dropped. */
+static void fmt_time(char *buf, size_t n, uint64_t ns)
+{
+	static const struct { uint64_t div; const char *unit; } u[] = {
+		{1000000000ULL, "s"}, {1000000ULL, "ms"}, {1000ULL, "us"},
+	};
+	for (size_t i = 0; i < 3; i++) {
+		if (ns < u[i].div)
+			continue;
+		/* value in thousandths of the unit, rounded to nearest */
+		uint64_t milli = (ns * 1000 + u[i].div / 2) / u[i].div;
+		uint64_t whole = milli / 1000, frac = milli % 1000;
+		if (!frac) {
+			snprintf(buf, n, "%" PRIu64 "%s", whole, u[i].unit);
+			return;
+		}
+		char f[4];
+		snprintf(f, sizeof f, "%03u", (unsigned)frac);
+		for (int k = 2; k > 0 && f[k] == '0'; k--)
+			f[k] = '\0';
+		snprintf(buf, n, "%" PRIu64 ".%s%s", whole, f, u[i].unit);
+		return;
+	}
+	snprintf(buf, n, "%" PRIu64 "ns", ns);
+}
+
+struct text_out {
+	FILE *f;
+};
+
+static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip, bool inferred,
+		     uint64_t id)
+{
+	(void)th, (void)ip, (void)inferred, (void)id;
+	char t[32];
+	fmt_time(t, sizeof t, time);
+	fprintf(((struct text_out *)ctx)->f, "%s BEGIN %s\n", t, name);
+}
+
+static void st_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
+{
+	(void)th, (void)id;
+	char t[32];
+	fmt_time(t, sizeof t, time);
+	fprintf(((struct text_out *)ctx)->f, "%s END   %s\n", t, name);
+}
+
+static void st_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
+{
+	st_begin(ctx, th, start, name, 0, false, 0);
+	st_end(ctx, th, end, name, 0);
+}
+
+static void st_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
+{
+	st_begin(ctx, th, time, name, 0, false, 0);
+	fprintf(((struct text_out *)ctx)->f, "END   %s\n", name);
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"format", required_argument, NULL, 'F'},
+		{"no-annotate-inferred", no_argument, NULL, 'A'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	const char *out = "-";
+	enum { FMT_PERFETTO, FMT_STACKS } format = FMT_PERFETTO;
+	bool annotate = true;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 'F':
+			if (!strcmp(optarg, "perfetto"))
+				format = FMT_PERFETTO;
+			else if (!strcmp(optarg, "stacks"))
+				format = FMT_STACKS;
+			else {
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto or stacks\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'A': annotate = false; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 < argc) {
+		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
+		return EXIT_USAGE;
+	}
+	const char *in = optind < argc ? argv[optind] : "-";
+	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
+	if (!inf) {
+		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+		return EXIT_DATA;
+	}
+	struct mt_err err = {0};
+	struct mt_events_reader r;
+	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct mt_outfile of;
+	if (mt_outfile_open(&of, out, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct text_out to = {of.f};
+	struct mt_pftrace *pf = NULL;
+	struct mt_cs_sink sink;
+	if (format == FMT_STACKS) {
+		sink = (struct mt_cs_sink){.ctx = &to, .begin = st_begin, .end = st_end, .complete = st_complete,
+					   .instant = st_instant};
+	} else {
+		pf = mt_pftrace_new(of.f);
+		if (!pf) {
+			fprintf(stderr, PROG ": out of memory\n");
+			mt_outfile_abort(&of);
+			return EXIT_DATA;
+		}
+		mt_pftrace_sink(pf, &sink);
+	}
+	struct mt_cs_opts co = {.annotate_inferred = annotate && format == FMT_STACKS, .warn = warn};
+	struct mt_cs *cs = mt_cs_new(&sink, &co);
+	if (!cs) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_outfile_abort(&of);
+		return EXIT_DATA;
+	}
+	int status = 0, rc;
+	struct mt_event ev;
+	const char *meta;
+	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+		if (rc == MT_EVENTS_META) {
+			if (pf)
+				mt_pftrace_meta(pf, meta);
+			continue;
+		}
+		if (mt_cs_event(cs, &ev, &err)) {
+			rc = err.code;
+			break;
+		}
+	}
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+		if (pf)
+			mt_pftrace_note_damage(pf, err.msg);
+	}
+	mt_cs_finish(cs);
+	if (pf && mt_pftrace_finish(pf, mt_cs_base_time(cs), NULL, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	mt_cs_free(cs);
+	mt_events_reader_close(&r);
+	if (inf != stdin)
+		fclose(inf);
+	struct mt_err werr = {0};
+	if (ferror(of.f)) {
+		fprintf(stderr, PROG ": writing %s failed\n", out);
+		mt_outfile_abort(&of);
+		status = EXIT_DATA;
+	} else if (mt_outfile_commit(&of, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		status = EXIT_DATA;
+	}
+	return status;
+}

@@ -41,6 +41,8 @@ TOOLS := mt-pt2events mt-events mt-toperfetto mt-synth
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
+TESTTOOL_SRCS := $(wildcard tests/tools/*.c)
+TESTTOOL_BINS := $(TESTTOOL_SRCS:tests/tools/%.c=$(BUILD)/testtools/%)
 PROG_SRCS := $(wildcard testdata/progs/*.c)
 PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
 MANS := $(wildcard doc/*.1 doc/*.5)
@@ -71,6 +73,10 @@ $(BUILD)/bin/%: tools/%.c $(BUILD)/libmt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
 
+$(BUILD)/testtools/%: tests/tools/%.c $(BUILD)/libmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
+
 $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libmt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
@@ -84,7 +90,7 @@ $(BUILD)/progs/%: testdata/progs/%.c | deps
 demo: all
 	@./pipelines/demo $(BUILD)
 
-check: all $(UNIT_BINS)
+check: all $(UNIT_BINS) $(TESTTOOL_BINS)
 	@BUILD=$(BUILD) ./tests/run
 
 install: all

@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
@@ -26,6 +27,10 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		o->tmp = o->path = NULL;
 		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(e));
 	}
+	/* mkstemp makes 0600; a finished output gets the usual 0666 & ~umask */
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
 		close(fd);

@@ -34,6 +34,8 @@ static void usage(FILE *f)
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
+"A timeless stream is laid out on an instruction clock: 1 ns per instruction.\n"
+"\n"
 "Exit status: 0 written; 1 unreadable or malformed input (what came before is\n"
 "still converted and the output says where it stops) or a write error; 2 usage.\n");
 }
@@ -189,11 +191,21 @@ int main(int argc, char **argv)
 	int status = 0, rc;
 	struct mt_event ev;
 	const char *meta;
+	/* A timeless trace is laid out on an instruction clock (1 ns per
+	 * instruction) until a timed event shows up. */
+	bool seen_time = false;
+	uint64_t insn_clock = 0;
 	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			if (pf)
 				mt_pftrace_meta(pf, meta);
 			continue;
+		}
+		seen_time |= ev.has_time;
+		if (!seen_time) {
+			insn_clock += ev.insn;
+			ev.time = insn_clock;
+			ev.has_time = true;
 		}
 		if (mt_cs_event(cs, &ev, &err)) {
 			rc = err.code;

@@ -1,0 +1,597 @@
+/* symbolize: ELF symbols for stream addresses (see symbolize.h). */
+#define _GNU_SOURCE
+#include "symbolize.h"
+
+#include <fcntl.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "image.h"
+
+struct symbol {
+	uint64_t start, end;  /* object addresses (before load bias) */
+	const char *name;
+	uint8_t bind;
+};
+
+struct object {
+	char *path;           /* as the mapping names it */
+	char bid[41];
+	bool loaded, failed;
+	bool kernel;          /* symbols from --vmlinux or --kallsyms, no load bias */
+	struct symbol *syms;
+	size_t nsyms;
+	char *strings;        /* the names, one block */
+	/* PT_LOAD segments, to compute a mapping's load bias */
+	struct load_seg { uint64_t vaddr, offset, filesz; } *loads;
+	size_t nloads;
+};
+
+struct mapping {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	struct object *obj;
+	const char *dso;      /* basename-free path as perf prints it */
+	bool have_bias;
+	uint64_t bias;
+};
+
+struct mt_sym {
+	char *symfs;
+	char *vmlinux, *kallsyms;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	struct object **objs;
+	size_t nobjs;
+	struct mapping *maps;
+	size_t nmaps, capmaps;
+	bool sorted;
+	const struct mapping *last;
+};
+
+struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx)
+{
+	struct mt_sym *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->symfs = symfs ? strdup(symfs) : NULL;
+	s->warn = warn;
+	s->warn_ctx = warn_ctx;
+	return s;
+}
+
+void mt_sym_free(struct mt_sym *s)
+{
+	if (!s)
+		return;
+	for (size_t i = 0; i < s->nobjs; i++) {
+		free(s->objs[i]->path);
+		free(s->objs[i]->syms);
+		free(s->objs[i]->strings);
+		free(s->objs[i]->loads);
+		free(s->objs[i]);
+	}
+	free(s->objs);
+	free(s->maps);
+	free(s->symfs);
+	free(s->vmlinux);
+	free(s->kallsyms);
+	free(s);
+}
+
+void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms)
+{
+	free(s->vmlinux);
+	free(s->kallsyms);
+	s->vmlinux = vmlinux ? strdup(vmlinux) : NULL;
+	s->kallsyms = kallsyms ? strdup(kallsyms) : NULL;
+}
+
+static struct object *object_of(struct mt_sym *s, const char *path, const char *bid)
+{
+	for (size_t i = 0; i < s->nobjs; i++)
+		if (!strcmp(s->objs[i]->path, path) && !strcmp(s->objs[i]->bid, bid))
+			return s->objs[i];
+	struct object **no = realloc(s->objs, (s->nobjs + 1) * sizeof *no);
+	if (!no)
+		return NULL;
+	s->objs = no;
+	struct object *o = calloc(1, sizeof *o);
+	if (!o || !(o->path = strdup(path))) {
+		free(o);
+		return NULL;
+	}
+	snprintf(o->bid, sizeof o->bid, "%.40s", bid);
+	s->objs[s->nobjs++] = o;
+	return o;
+}
+
+bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
+{
+	/* mmap PID 0xSTART 0xLEN 0xPGOFF BUILDID PATH */
+	unsigned pid;
+	uint64_t start, len, pgoff;
+	char bid[64];
+	int n = 0;
+	if (sscanf(meta, "mmap\t%u\t%" SCNx64 "\t%" SCNx64 "\t%" SCNx64 "\t%63[^\t]\t%n", &pid, &start, &len, &pgoff,
+		   bid, &n) != 5 || !n)
+		return false;
+	const char *path = meta + n;
+	if (!*path)
+		return false;
+	if (s->nmaps == s->capmaps) {
+		size_t nc = s->capmaps ? 2 * s->capmaps : 64;
+		struct mapping *nm = realloc(s->maps, nc * sizeof *nm);
+		if (!nm)
+			return false;
+		s->maps = nm;
+		s->capmaps = nc;
+	}
+	struct object *o = object_of(s, path, strcmp(bid, "-") ? bid : "");
+	if (!o)
+		return false;
+	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
+	s->maps[s->nmaps++] = (struct mapping){.pid = pid, .start = start, .len = len, .pgoff = pgoff, .obj = o,
+					       .dso = o->path};
+	s->sorted = false;
+	s->last = NULL;
+	return true;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static size_t underscores(const char *s)
+{
+	size_t n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Among aliases at one address, perf's choice (choose_best_symbol): a
+ * sized one, then not weak, then global, then fewer leading underscores,
+ * then the longer name. Negative: x is better. */
+static int better(const struct symbol *x, const struct symbol *y)
+{
+	bool xs = x->end > x->start, ys = y->end > y->start;
+	if (xs != ys)
+		return xs ? -1 : 1;
+	bool xw = x->bind == STB_WEAK, yw = y->bind == STB_WEAK;
+	if (xw != yw)
+		return xw ? 1 : -1;
+	bool xg = x->bind == STB_GLOBAL, yg = y->bind == STB_GLOBAL;
+	if (xg != yg)
+		return xg ? -1 : 1;
+	size_t xu = underscores(x->name), yu = underscores(y->name);
+	if (xu != yu)
+		return xu < yu ? -1 : 1;
+	size_t xl = strlen(x->name), yl = strlen(y->name);
+	if (xl != yl)
+		return xl > yl ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return better(x, y);
+}
+
+static void warnf(struct mt_sym *s, const char *fmt, const char *a, const char *b)
+{
+	if (!s->warn)
+		return;
+	char msg[4400];
+	snprintf(msg, sizeof msg, fmt, a, b);
+	s->warn(s->warn_ctx, msg);
+}
+
+/* name@plt for each lazy-binding PLT entry: entry k+1 jumps through
+ * .rela.plt[k] (perf names them the same way). */
+static void add_plt(Elf *elf, struct symbol **syms, size_t *n, size_t *cap, char **strings, size_t *slen,
+		    size_t *scap)
+{
+	Elf_Scn *scn = NULL, *plt = NULL, *rela = NULL;
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (nm && !strcmp(nm, ".plt"))
+			plt = scn;
+		else if (nm && !strcmp(nm, ".rela.plt"))
+			rela = scn;
+	}
+	if (!plt || !rela)
+		return;
+	GElf_Shdr psh, rsh;
+	gelf_getshdr(plt, &psh);
+	gelf_getshdr(rela, &rsh);
+	Elf_Data *rd = elf_getdata(rela, NULL);
+	Elf_Scn *dsym = elf_getscn(elf, rsh.sh_link);
+	GElf_Shdr dsh;
+	if (!rd || !dsym || !gelf_getshdr(dsym, &dsh))
+		return;
+	Elf_Data *dd = elf_getdata(dsym, NULL);
+	if (!dd || !rsh.sh_entsize)
+		return;
+	size_t nrel = rsh.sh_size / rsh.sh_entsize, entsize = psh.sh_entsize ? psh.sh_entsize : 16;
+	for (size_t k = 0; k < nrel; k++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		if (!gelf_getrela(rd, (int)k, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym))
+			continue;
+		const char *nm = elf_strptr(elf, dsh.sh_link, sym.st_name);
+		uint64_t a = psh.sh_addr + (k + 1) * entsize;
+		if (!nm || a + entsize > psh.sh_addr + psh.sh_size)
+			continue;
+		size_t l = strlen(nm) + 5;
+		if (*slen + l > *scap) {
+			size_t nc = *scap ? *scap : 4096;
+			while (nc < *slen + l)
+				nc *= 2;
+			char *ns = realloc(*strings, nc);
+			if (!ns)
+				return;
+			*strings = ns;
+			*scap = nc;
+		}
+		if (*n == *cap) {
+			size_t nc = *cap ? 2 * *cap : 256;
+			struct symbol *nsy = realloc(*syms, nc * sizeof *nsy);
+			if (!nsy)
+				return;
+			*syms = nsy;
+			*cap = nc;
+		}
+		snprintf(*strings + *slen, l, "%s@plt", nm);
+		(*syms)[(*n)++] = (struct symbol){a, a + entsize, (const char *)(uintptr_t)*slen, STB_GLOBAL};
+		*slen += l;
+	}
+}
+
+static bool has_symtab(Elf *elf)
+{
+	Elf_Scn *scn = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
+			return true;
+	}
+	return false;
+}
+
+/* FUNC and IFUNC symbols of .symtab (else .dynsym). */
+static void read_funcs(Elf *elf, struct symbol **psyms, size_t *pn, size_t *pcap, char **pstrings, size_t *pslen,
+		       size_t *pscap)
+{
+	struct symbol *syms = *psyms;
+	size_t n = *pn, cap = *pcap, slen = *pslen, scap = *pscap;
+	char *strings = *pstrings;
+	Elf_Scn *scn = NULL, *chosen = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			chosen = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !chosen)
+			chosen = scn;
+	}
+	if (chosen) {
+		GElf_Shdr sh;
+		gelf_getshdr(chosen, &sh);
+		Elf_Data *data = elf_getdata(chosen, NULL);
+		size_t count = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+		for (size_t i = 0; i < count; i++) {
+			GElf_Sym sym;
+			if (!gelf_getsym(data, (int)i, &sym))
+				continue;
+			int type = GELF_ST_TYPE(sym.st_info);
+			if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || !sym.st_value)
+				continue;
+			if (type == STT_NOTYPE) {
+				/* a label in code (assembly entry points), as perf counts them */
+				GElf_Shdr tsh;
+				Elf_Scn *ts = elf_getscn(elf, sym.st_shndx);
+				if (!ts || !gelf_getshdr(ts, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR))
+					continue;
+			} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+				continue;
+			}
+			const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
+			if (!nm || !*nm)
+				continue;
+			size_t l = strlen(nm) + 1;
+			if (slen + l > scap) {
+				size_t nc = scap ? scap : 65536;
+				while (nc < slen + l)
+					nc *= 2;
+				char *ns = realloc(strings, nc);
+				if (!ns)
+					break;
+				strings = ns;
+				scap = nc;
+			}
+			if (n == cap) {
+				size_t nc = cap ? 2 * cap : 1024;
+				struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
+				if (!nsy)
+					break;
+				syms = nsy;
+				cap = nc;
+			}
+			memcpy(strings + slen, nm, l);
+			syms[n++] = (struct symbol){sym.st_value, sym.st_value + sym.st_size, (const char *)(uintptr_t)slen,
+						    (uint8_t)GELF_ST_BIND(sym.st_info)};
+			slen += l;
+		}
+	}
+	*psyms = syms;
+	*pn = n;
+	*pcap = cap;
+	*pstrings = strings;
+	*pslen = slen;
+	*pscap = scap;
+}
+
+/* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
+static void load_kallsyms(struct mt_sym *s, struct object *o)
+{
+	FILE *f = fopen(s->kallsyms, "r");
+	if (!f) {
+		o->failed = true;
+		warnf(s, "warning: %s: cannot open%s: kernel addresses stay unnamed", s->kallsyms, "");
+		return;
+	}
+	char line[1024], name[512];
+	struct symbol *syms = NULL;
+	size_t n = 0, cap = 0, slen = 0, scap = 0;
+	char *strings = NULL;
+	while (fgets(line, sizeof line, f)) {
+		uint64_t a;
+		char type;
+		if (sscanf(line, "%" SCNx64 " %c %511s", &a, &type, name) != 3 || !strchr("tTwW", type) || !a)
+			continue;
+		size_t l = strlen(name) + 1;
+		if (slen + l > scap) {
+			size_t nc = scap ? 2 * scap : 65536;
+			while (nc < slen + l)
+				nc *= 2;
+			char *ns = realloc(strings, nc);
+			if (!ns)
+				break;
+			strings = ns;
+			scap = nc;
+		}
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 1024;
+			struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
+			if (!nsy)
+				break;
+			syms = nsy;
+			cap = nc;
+		}
+		memcpy(strings + slen, name, l);
+		syms[n++] = (struct symbol){a, a, (const char *)(uintptr_t)slen, STB_GLOBAL};
+		slen += l;
+	}
+	fclose(f);
+	o->syms = syms;
+	o->nsyms = n;
+	o->strings = strings;
+}
+
+static void finish_symbols(struct object *o);
+
+static void load(struct mt_sym *s, struct object *o)
+{
+	o->loaded = true;
+	if (o->kernel) {
+		if (s->kallsyms && !s->vmlinux) {
+			load_kallsyms(s, o);
+			finish_symbols(o);
+			return;
+		}
+		if (!s->vmlinux) {
+			o->failed = true;
+			warnf(s, "warning: %s: no --vmlinux or --kallsyms: kernel addresses stay unnamed", o->path, "");
+			return;
+		}
+	}
+	uint8_t bid[20];
+	unsigned bidsz = 0;
+	for (size_t i = 0; o->bid[2 * i] && o->bid[2 * i + 1] && i < 20; i++, bidsz++) {
+		unsigned v;
+		if (sscanf(o->bid + 2 * i, "%2x", &v) != 1)
+			break;
+		bid[i] = (uint8_t)v;
+	}
+	char path[4096];
+	if (o->kernel)
+		snprintf(path, sizeof path, "%s", s->vmlinux);
+	else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, path, sizeof path)) {
+		o->failed = true;
+		if (o->path[0] == '/')
+			warnf(s, "warning: %s not found%s: its addresses stay unnamed", o->path,
+			      s->symfs ? " under --symfs" : "");
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		o->failed = true;
+		warnf(s, "warning: %s: cannot open%s: its addresses stay unnamed", path, "");
+		return;
+	}
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t nph;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+		o->failed = true;
+		warnf(s, "warning: %s: not an ELF file%s: its addresses stay unnamed", path, "");
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return;
+	}
+	o->loads = calloc(nph ? nph : 1, sizeof *o->loads);
+	for (size_t i = 0; o->loads && i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			o->loads[o->nloads++] = (struct load_seg){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+	}
+	struct symbol *syms = NULL;
+	size_t n = 0, cap = 0, slen = 0, scap = 0;
+	char *strings = NULL;
+	/* No .symtab here: separate debug info by build-id, as perf finds it. */
+	Elf *dbg = NULL;
+	int dbgfd = -1;
+	if (!has_symtab(elf)) {
+		const void *idp;
+		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
+		if (idlen > 1) {
+			char dpath[4400], hex[41];
+			const uint8_t *id = idp;
+			for (ssize_t i = 0; i < idlen && i < 20; i++)
+				snprintf(hex + 2 * i, 3, "%02x", id[i]);
+			snprintf(dpath, sizeof dpath, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->symfs ? s->symfs : "",
+				 hex, hex + 2);
+			if ((dbgfd = open(dpath, O_RDONLY | O_CLOEXEC)) >= 0) {
+				dbg = elf_begin(dbgfd, ELF_C_READ_MMAP, NULL);
+				if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
+					elf_end(dbg);
+					dbg = NULL;
+				}
+			}
+		}
+	}
+	read_funcs(dbg ? dbg : elf, &syms, &n, &cap, &strings, &slen, &scap);
+	if (dbg)
+		elf_end(dbg);
+	if (dbgfd >= 0)
+		close(dbgfd);
+	add_plt(elf, &syms, &n, &cap, &strings, &slen, &scap);
+	elf_end(elf);
+	close(fd);
+	o->syms = syms;
+	o->nsyms = n;
+	o->strings = strings;
+	finish_symbols(o);
+	n = o->nsyms;
+	if (!n)
+		warnf(s, "warning: %s has no function symbols%s: its addresses stay unnamed", path, "");
+}
+
+/* Names resolved, sorted, one per address, zero sizes fixed as perf does. */
+static void finish_symbols(struct object *o)
+{
+	struct symbol *syms = o->syms;
+	size_t n = o->nsyms;
+	char *strings = o->strings;
+	for (size_t i = 0; i < n; i++)
+		syms[i].name = strings + (uintptr_t)syms[i].name;
+	if (n)
+		qsort(syms, n, sizeof *syms, cmp_sym);
+	/* one symbol per address: the best alias */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || syms[i].start != syms[k - 1].start)
+			syms[k++] = syms[i];
+	n = k;
+	/* zero-sized symbols (assembly) end where the next one starts */
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].end == syms[i].start)
+			syms[i].end = i + 1 < n ? syms[i + 1].start
+					        : ((syms[i].start + 4095) & ~4095ULL) + 4096; /* perf's rule for the last */
+	o->nsyms = n;
+}
+
+static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
+{
+	const struct mapping *l = s->last;
+	if (l && addr - l->start < l->len && (l->pid == pid || l->pid == UINT32_MAX))
+		return l;
+	if (!s->sorted) {
+		qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_map);
+		s->sorted = true;
+	}
+	/* the last mapping starting at or below addr, then back over overlaps */
+	size_t lo = 0, hi = s->nmaps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->maps[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i-- > 0;) {
+		const struct mapping *m = &s->maps[i];
+		if (addr - m->start < m->len && (m->pid == pid || m->pid == UINT32_MAX)) {
+			s->last = m;
+			return m;
+		}
+		if (lo - i > 64)
+			break;
+	}
+	return NULL;
+}
+
+void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	memset(r, 0, sizeof *r);
+	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
+	if (!m)
+		return;
+	r->dso = m->dso;
+	struct object *o = m->obj;
+	if (!o->loaded)
+		load(s, o);
+	if (o->failed || !o->nsyms)
+		return;
+	if (!m->have_bias && o->kernel) {
+		m->have_bias = true; /* absolute addresses */
+	}
+	if (!m->have_bias) {
+		/* bias = map start - (segment vaddr + (pgoff - segment offset)) */
+		for (size_t i = 0; i < o->nloads; i++)
+			if (m->pgoff >= (o->loads[i].offset & ~0xfffULL) &&
+			    m->pgoff < o->loads[i].offset + o->loads[i].filesz) {
+				m->bias = m->start - (o->loads[i].vaddr + (m->pgoff - o->loads[i].offset));
+				break;
+			}
+		m->have_bias = true;
+	}
+	uint64_t a = addr - m->bias;
+	size_t lo = 0, hi = o->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->syms[mid].start <= a)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	for (size_t i = lo; i > 0 && lo - i < 4; i--) {
+		const struct symbol *sy = &o->syms[i - 1];
+		if (a < sy->end) {
+			r->name = sy->name;
+			r->off = a - sy->start;
+			return;
+		}
+	}
+}

@@ -1,0 +1,172 @@
+/* mt-symbolize: add function names to the addresses of an event stream. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "events.h"
+#include "outfile.h"
+#include "symbolize.h"
+#include "version.h"
+
+#define PROG "mt-symbolize"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... [FILE]\n"
+"Read an mt event stream (mt-events(5), text or binary; FILE '-' or none is\n"
+"standard input) and add, for the from and to address of every event, the\n"
+"function, the offset in it and the object: from_sym, from_off, from_dso,\n"
+"to_sym, to_off, to_dso. Symbols come from the ELF files named by the\n"
+"stream's mmap metadata. Columns already present are kept.\n"
+"\n"
+"  -o, --output=FILE              write to FILE (atomically) instead of stdout\n"
+"      --symfs=DIR                look up objects under DIR\n"
+"      --vmlinux=FILE             kernel symbols from this ELF\n"
+"      --kallsyms=FILE            kernel symbols from this /proc/kallsyms copy\n"
+"      --output-format=text|binary  (default: the input's)\n"
+"  -h, --help                     show this help and exit\n"
+"  -V, --version                  show the version and exit\n"
+"\n"
+"Exit status: 0 done (objects not found only warn); 1 unreadable or malformed\n"
+"input (what came before is still written) or a write error; 2 usage.\n");
+}
+
+static void warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+static bool has_key(const struct mt_event *ev, const char *key)
+{
+	for (unsigned i = 0; i < ev->nextra; i++)
+		if (!strcmp(ev->extra[i].key, key))
+			return true;
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"symfs", required_argument, NULL, 's'},
+		{"vmlinux", required_argument, NULL, 'k'},
+		{"kallsyms", required_argument, NULL, 'K'},
+		{"output-format", required_argument, NULL, 'F'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	const char *out = "-", *symfs = NULL, *vmlinux = NULL, *kallsyms = NULL;
+	int format = -1, c;
+	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 's': symfs = optarg; break;
+		case 'k': vmlinux = optarg; break;
+		case 'K': kallsyms = optarg; break;
+		case 'F':
+			if ((format = mt_events_format_parse(optarg)) < 0) {
+				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 < argc) {
+		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
+		return EXIT_USAGE;
+	}
+	const char *in = optind < argc ? argv[optind] : "-";
+	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
+	if (!inf) {
+		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+		return EXIT_DATA;
+	}
+	struct mt_err err = {0};
+	struct mt_events_reader r;
+	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct mt_outfile of;
+	if (mt_outfile_open(&of, out, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_events_reader_close(&r);
+		return EXIT_DATA;
+	}
+	struct mt_events_writer w;
+	struct mt_sym *sym = mt_sym_new(symfs, warn, NULL);
+	if (sym)
+		mt_sym_set_kernel(sym, vmlinux, kallsyms);
+	if (!sym || mt_events_writer_init_format(&w, of.f, format < 0 ? r.format : (enum mt_events_format)format)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_outfile_abort(&of);
+		return EXIT_DATA;
+	}
+	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	char val[4][40];
+	struct mt_event ev;
+	const char *meta;
+	int rc, status = 0;
+	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+		if (rc == MT_EVENTS_META) {
+			mt_sym_add_mmap_meta(sym, meta);
+			if (strncmp(meta, "mt-events ", 10)) /* the writer wrote its own version line */
+				mt_events_write_meta(&w, meta);
+			continue;
+		}
+		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 6 ? ev.nextra : MT_EVENT_MAX_EXTRA - 6;
+		memcpy(kv, ev.extra, n * sizeof *kv);
+		const struct { uint64_t addr; const char *sym, *off, *dso; } side[2] = {
+			{ev.from, "from_sym", "from_off", "from_dso"}, {ev.to, "to_sym", "to_off", "to_dso"},
+		};
+		for (int k = 0; k < 2; k++) {
+			if (!side[k].addr || has_key(&ev, side[k].sym) || has_key(&ev, side[k].dso))
+				continue;
+			struct mt_sym_result res;
+			mt_sym_lookup(sym, ev.pid, side[k].addr, &res);
+			if (res.name) {
+				kv[n++] = (struct mt_kv){side[k].sym, res.name};
+				snprintf(val[k], sizeof val[k], "0x%" PRIx64, res.off);
+				kv[n++] = (struct mt_kv){side[k].off, val[k]};
+			}
+			if (res.dso)
+				kv[n++] = (struct mt_kv){side[k].dso, res.dso};
+		}
+		ev.extra = kv;
+		ev.nextra = n;
+		mt_events_write(&w, &ev);
+	}
+	if (rc < 0) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		status = EXIT_DATA;
+	}
+	struct mt_err werr = {0};
+	if (mt_events_writer_finish(&w, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		mt_outfile_abort(&of);
+		status = EXIT_DATA;
+	} else if (mt_outfile_commit(&of, &werr)) {
+		fprintf(stderr, PROG ": %s\n", werr.msg);
+		status = EXIT_DATA;
+	}
+	mt_sym_free(sym);
+	mt_events_reader_close(&r);
+	if (inf != stdin)
+		fclose(inf);
+	return status;
+}

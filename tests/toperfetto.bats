@@ -150,3 +150,34 @@ PY
 	protoc -I proto proto/perfetto_trace.proto --decode=perfetto.protos.Trace < "$BATS_TEST_TMPDIR/cut.pftrace" |
 		grep -q 'name: "\[input damaged: '
 }
+
+# End to end: a synthesized run of libc_flow through the whole pipeline. The
+# truth says how often cmp_int (qsort's callback) was called; the Perfetto
+# file must hold exactly that many cmp_int slices, all nested under main.
+@test "end to end: synthesized trace -> mt-pt2events | mt-symbolize | mt-toperfetto nests the program's calls" {
+	d=$MT_FIXTURES/libc
+	"$PT2EVENTS" "$d/plain.data" | "$MT_BIN/mt-symbolize" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/e2e.pftrace"
+	"$PFCHECK" "$BATS_TEST_TMPDIR/e2e.pftrace" --slices > "$BATS_TEST_TMPDIR/slices"
+	off=$(nm "$MT_PROGS/libc_flow" | awk '$3=="cmp_int"{print $1}')
+	# the program's text mapping: start - pgoff is the load bias (PIE, vaddr == offset)
+	read -r start pgoff < <(awk -F'\t' '$1=="# mmap" && $7 ~ /libc_flow$/ {print $3, $5; exit}' "$d/plain.truth")
+	target=$(printf '0x%x' $((start - pgoff + 0x$off)))
+	want=$(awk -F'\t' -v t="$target" '$4=="call" && $6==t' "$d/plain.truth" | wc -l)
+	[ "$want" -gt 10 ]
+	[ "$(awk -F'\t' '$3=="cmp_int"' "$BATS_TEST_TMPDIR/slices" | wc -l)" -eq "$want" ]
+	main_depth=$(awk -F'\t' '$3=="main"{print $2; exit}' "$BATS_TEST_TMPDIR/slices")
+	[ -n "$main_depth" ]
+	[ -z "$(awk -F'\t' -v m="$main_depth" '$3=="cmp_int" && $2 <= m' "$BATS_TEST_TMPDIR/slices")" ]
+}
+
+@test "end to end, two threads: one track per thread, each with its own calls" {
+	d=$MT_FIXTURES/threads
+	"$PT2EVENTS" "$d/per-cpu.data" | "$MT_BIN/mt-symbolize" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/t.pftrace"
+	run "$PFCHECK" "$BATS_TEST_TMPDIR/t.pftrace" --slices
+	[ "$status" -eq 0 ]
+	# both tids have fib slices; only the worker thread runs worker
+	[ "$(echo "$output" | awk -F'\t' '$3=="fib"{print $1}' | sort -u | wc -l)" -eq 2 ]
+	[ "$(echo "$output" | awk -F'\t' '$3=="worker"{print $1}' | sort -u | wc -l)" -eq 1 ]
+	[ "$(echo "$output" | awk -F'\t' '$3=="worker"{print $1}' | sort -u)" != \
+	  "$(echo "$output" | awk -F'\t' '$3=="main"{print $1}' | sort -u)" ]
+}

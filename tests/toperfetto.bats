@@ -6,6 +6,7 @@
 # (tests/tools/pfcheck.c) and protoc --decode against proto/perfetto_trace.proto.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 TOPERFETTO=$MT_BIN/mt-toperfetto
 PFCHECK=$MT_TESTTOOLS/pfcheck
@@ -173,7 +174,7 @@ PY
 @test "end to end, two threads: one track per thread, each with its own calls" {
 	d=$MT_FIXTURES/threads
 	"$PT2EVENTS" "$d/per-cpu.data" | "$MT_BIN/mt-symbolize" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/t.pftrace"
-	run "$PFCHECK" "$BATS_TEST_TMPDIR/t.pftrace" --slices
+	run --separate-stderr "$PFCHECK" "$BATS_TEST_TMPDIR/t.pftrace" --slices
 	[ "$status" -eq 0 ]
 	# both tids have fib slices; only the worker thread runs worker
 	[ "$(echo "$output" | awk -F'\t' '$3=="fib"{print $1}' | sort -u | wc -l)" -eq 2 ]

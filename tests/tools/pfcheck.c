@@ -47,6 +47,7 @@ static size_t ntracks;
 
 static int fail(uint64_t pkt, const char *what)
 {
+	fflush(stdout);
 	fprintf(stderr, "pfcheck: packet %" PRIu64 ": %s\n", pkt, what);
 	return 1;
 }
@@ -224,6 +225,7 @@ int main(int argc, char **argv)
 	for (size_t i = 0; i < ntracks; i++)
 		if (tracks[i].max_depth > maxd)
 			maxd = tracks[i].max_depth;
+	fflush(stdout); /* the slice list first: the summary never lands inside it */
 	fprintf(stderr, "pfcheck: ok packets=%" PRIu64 " begins=%" PRIu64 " ends=%" PRIu64 " instants=%" PRIu64
 		" counters=%" PRIu64 " tracks=%zu sequences=%zu max_depth=%d\n", pkt, begins, ends, instants, counters,
 		ntracks, nseqs, maxd);

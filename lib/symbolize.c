@@ -241,11 +241,7 @@ static void add_plt(Elf *elf, struct symbol **syms, size_t *n, size_t *cap, char
 		uint64_t a = psh.sh_addr + (k + 1) * entsize;
 		if (!nm || a + entsize > psh.sh_addr + psh.sh_size)
 			continue;
-		char abs[48];
-		if (!*nm) { /* IRELATIVE: no symbol, perf says *ABS*+0xADDEND */
-			snprintf(abs, sizeof abs, "*ABS*+0x%" PRIx64, (uint64_t)r.r_addend);
-			nm = abs;
-		}
+		/* IRELATIVE entries have no symbol: "@plt", as perf 6.1 names them */
 		size_t l = strlen(nm) + 5;
 		if (*slen + l > *scap) {
 			size_t nc = *scap ? *scap : 4096;

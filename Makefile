@@ -7,8 +7,8 @@ DESTDIR ?=
 CC ?= cc
 SAN ?=
 
-DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev \
-	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf
+DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev \
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3
 
 ifeq ($(SAN),1)
 BUILD := build-san
@@ -20,7 +20,7 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw capstone libprotobuf-c
+PKGS := libelf libdw capstone libprotobuf-c zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.

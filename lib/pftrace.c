@@ -3,10 +3,14 @@
 #include "pftrace.h"
 
 #include <errno.h>
+#include <stdarg.h>
 #include <inttypes.h>
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
+
+#include <zlib.h>
 
 #include "perfetto_trace.pb-c.h"
 
@@ -57,6 +61,10 @@ struct comm {
 
 struct mt_pftrace {
 	FILE *out;
+	enum mt_pftrace_format format;
+	gzFile gz;            /* compressing: writes go here */
+	bool json_first;      /* no comma before the first JSON event */
+	uint64_t json_t0;
 	struct strtab names;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
@@ -296,11 +304,24 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 	it->extra = (uint32_t)k;
 }
 
-struct mt_pftrace *mt_pftrace_new(FILE *out)
+struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool gzip)
 {
 	struct mt_pftrace *pf = calloc(1, sizeof *pf);
-	if (pf)
-		pf->out = out;
+	if (!pf)
+		return NULL;
+	pf->out = out;
+	pf->format = format;
+	if (gzip) {
+		/* gzip level 6, as magic-trace writes .gz; the outfile keeps the fd */
+		fflush(out);
+		int fd = dup(fileno(out));
+		if (fd < 0 || !(pf->gz = gzdopen(fd, "wb6"))) {
+			if (fd >= 0)
+				close(fd);
+			free(pf);
+			return NULL;
+		}
+	}
 	return pf;
 }
 
@@ -336,6 +357,61 @@ void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg)
 
 /* --- writing ---------------------------------------------------------------------- */
 
+static void out_bytes(struct mt_pftrace *pf, const void *b, size_t n)
+{
+	if (pf->write_failed || !n)
+		return;
+	if (pf->gz ? gzwrite(pf->gz, b, (unsigned)n) != (int)n : fwrite(b, 1, n, pf->out) != n) {
+		pf->write_failed = true;
+		pf->write_errno = errno ? errno : EIO;
+	}
+	pf->st.bytes += n;
+}
+
+/* --- Chrome JSON (perfetto-output.md section 8) ----------------------------- */
+
+static void json_str(char *out, size_t cap, const char *s)
+{
+	size_t o = 0;
+	for (; *s && o + 7 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if (c == '"' || c == '\\') {
+			out[o++] = '\\';
+			out[o++] = (char)c;
+		} else if (c < 0x20) {
+			o += (size_t)snprintf(out + o, cap - o, "\\u%04x", c);
+		} else {
+			out[o++] = (char)c;
+		}
+	}
+	out[o] = '\0';
+}
+
+/* ts and dur are microseconds: exactly 3 decimals keep the nanoseconds */
+static void json_event(struct mt_pftrace *pf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
+
+static void json_event(struct mt_pftrace *pf, const char *fmt, ...)
+{
+	char buf[2600];
+	size_t n = 0;
+	if (!pf->json_first)
+		buf[n++] = ',';
+	pf->json_first = false;
+	buf[n++] = '\n';
+	va_list ap;
+	va_start(ap, fmt);
+	int m = vsnprintf(buf + n, sizeof buf - n, fmt, ap);
+	va_end(ap);
+	if (m > 0)
+		n += (size_t)m < sizeof buf - n ? (size_t)m : sizeof buf - n - 1;
+	out_bytes(pf, buf, n);
+}
+
+static void json_us(char *b, size_t cap, uint64_t ns)
+{
+	snprintf(b, cap, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
+}
+
 static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacket *p)
 {
 	size_t n = perfetto__protos__trace_packet__get_packed_size(p);
@@ -353,12 +429,8 @@ static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacke
 	}
 	b[h++] = (uint8_t)v;
 	perfetto__protos__trace_packet__pack(p, b + h);
-	if (!pf->write_failed && fwrite(b, 1, h + n, pf->out) != h + n) {
-		pf->write_failed = true;
-		pf->write_errno = errno;
-	}
+	out_bytes(pf, b, h + n);
 	pf->st.packets++;
-	pf->st.bytes += h + n;
 }
 
 static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
@@ -369,8 +441,32 @@ static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t t
 	return NULL;
 }
 
+static void write_json_metadata(struct mt_pftrace *pf)
+{
+	char nm[256];
+	for (size_t i = 0; i < pf->nthreads; i++) {
+		const struct pthread *t = pf->threads[i];
+		bool first_of_pid = true;
+		for (size_t k = 0; k < i; k++)
+			first_of_pid &= pf->threads[k]->pid != t->pid;
+		const char *pname = comm_of(pf, t->pid, t->pid), *tname = comm_of(pf, t->pid, t->tid);
+		if (first_of_pid) {
+			json_str(nm, sizeof nm, pname ? pname : "");
+			json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"%s\"}}",
+				   t->pid, nm);
+		}
+		json_str(nm, sizeof nm, tname ? tname : "");
+		json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
+			   t->pid, t->tid, nm);
+	}
+}
+
 static void write_descriptors(struct mt_pftrace *pf, uint64_t t0)
 {
+	if (pf->format == MT_PFTRACE_JSON) {
+		write_json_metadata(pf);
+		return;
+	}
 	for (size_t i = 0; i < pf->nthreads; i++) {
 		const struct pthread *t = pf->threads[i];
 		bool first_of_pid = true;
@@ -481,6 +577,8 @@ static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, 
 
 struct seqw {
 	struct mt_pftrace *pf;
+	uint32_t pid, tid;
+	uint64_t json_end;   /* JSON: the end of the slice a BEGIN starts */
 	uint32_t seq;
 	uint64_t last;       /* incremental clock */
 	uint64_t track;
@@ -489,9 +587,39 @@ struct seqw {
 };
 
 /* One TrackEvent packet on a thread's sequence. */
+static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Type type, const char *name,
+		      uint64_t track, uint64_t ip, double value)
+{
+	struct mt_pftrace *pf = w->pf;
+	char ts[32], dur[32], nm[2048];
+	json_us(ts, sizeof ts, time - pf->json_t0);
+	json_str(nm, sizeof nm, name ? name : "");
+	switch (type) {
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN:
+		json_us(dur, sizeof dur, w->json_end - time);
+		json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
+			   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", w->pid, w->tid, ts, dur, nm, ip);
+		break;
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT:
+		json_event(pf, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"%s\"}",
+			   w->pid, w->tid, ts, nm, track == w->track ? "" : "sample");
+		break;
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER:
+		json_event(pf, "{\"ph\":\"C\",\"pid\":%u,\"ts\":%s,\"name\":\"CPU\",\"args\":{\"freq (MHz)\":%.0f}}",
+			   w->pid, ts, value);
+		break;
+	default:
+		break; /* END: the X event carried the duration */
+	}
+}
+
 static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Type type, const char *name,
 		 uint64_t track, uint64_t ip, bool counter, double value)
 {
+	if (w->pf->format == MT_PFTRACE_JSON) {
+		emit_json(w, time, type, name, track, ip, value);
+		return;
+	}
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
 	Perfetto__Protos__InternedData id = PERFETTO__PROTOS__INTERNED_DATA__INIT;
@@ -578,7 +706,8 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 	}
 	qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
 
-	struct seqw w = {.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)k, .track = UUID_THREAD(t->pid, t->tid)};
+	struct seqw w = {.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)k, .track = UUID_THREAD(t->pid, t->tid),
+			 .pid = t->pid, .tid = t->tid};
 	/* first packet: clear the state, defaults, the incremental clock */
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
@@ -605,6 +734,7 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 	ted.track_uuid = w.track;
 	p.clock_snapshot = &cs;
 	cs.n_clocks = 2;
+	bool proto = pf->format == MT_PFTRACE_PROTO;
 	cs.clocks = clocks;
 	c0.has_clock_id = c0.has_timestamp = true;
 	c0.clock_id = CLOCK_BOOTTIME;
@@ -613,7 +743,8 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 	c1.clock_id = CLOCK_INCREMENTAL;
 	c1.timestamp = t0;
 	c1.is_incremental = true;
-	put_packet(pf, &p);
+	if (proto)
+		put_packet(pf, &p);
 	w.last = t0;
 
 	/* slices nest: a stack of open ends */
@@ -646,6 +777,7 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 				pf->st.depth_dropped++;
 				break;
 			}
+			w.json_end = base + end;
 			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, w.track, it->ip,
 			     false, 0);
 			ends[depth++] = end;
@@ -688,14 +820,30 @@ int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_st
 		for (size_t k = 0; k < pf->threads[i]->nitems; k++)
 			if (base + pf->threads[i]->items[k].begin < t0)
 				t0 = base + pf->threads[i]->items[k].begin;
+	pf->json_t0 = t0;
+	pf->json_first = true;
+	if (pf->format == MT_PFTRACE_JSON) {
+		static const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+		out_bytes(pf, head, sizeof head - 1);
+	}
 	write_descriptors(pf, t0);
 	for (size_t i = 0; i < pf->nthreads; i++)
 		write_thread(pf, i, base, t0);
+	if (pf->format == MT_PFTRACE_JSON)
+		out_bytes(pf, "\n]}\n", 4);
 	int rc = 0;
+	if (pf->gz) {
+		int zrc = gzclose(pf->gz);
+		pf->gz = NULL;
+		if (zrc != Z_OK && !pf->write_failed) {
+			pf->write_failed = true;
+			pf->write_errno = EIO;
+		}
+	}
 	if (pf->oom)
-		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing the Perfetto trace");
+		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing the trace");
 	else if (pf->write_failed || fflush(pf->out))
-		rc = mt_err_set(err, MT_EIO, "writing the Perfetto trace: %s",
+		rc = mt_err_set(err, MT_EIO, "writing the trace: %s",
 				strerror(pf->write_failed ? pf->write_errno : errno));
 	if (st)
 		*st = pf->st;

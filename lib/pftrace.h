@@ -9,12 +9,16 @@
  * before they are written), decode errors as instants, the CPU frequency as
  * a counter track, and branch/cache-miss samples on their own tracks.
  *
+ * The same ordered slices can be written as Chrome JSON instead (complete
+ * "X" events, microseconds with 3 decimals), and either can be gzipped.
+ *
  * Depth policy: Perfetto drops slices 512 deep; frames deeper than
  * MT_PFTRACE_MAX_DEPTH are not written, and each thread that lost some gets
  * one instant saying how many. */
 #ifndef MT_PFTRACE_H
 #define MT_PFTRACE_H
 
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -25,7 +29,13 @@
 
 struct mt_pftrace;
 
-struct mt_pftrace *mt_pftrace_new(FILE *out);
+enum mt_pftrace_format {
+	MT_PFTRACE_PROTO,     /* Perfetto protobuf */
+	MT_PFTRACE_JSON,      /* Chrome JSON (Trace Event Format): X, i, C and M events */
+};
+
+/* gzip: compress what is written (level 6). */
+struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool gzip);
 /* The sink to give callstack. */
 void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink);
 /* Event-stream metadata (comm lines name processes and threads). */

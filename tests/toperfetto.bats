@@ -182,3 +182,35 @@ PY
 	[ "$(echo "$output" | awk -F'\t' '$3=="worker"{print $1}' | sort -u)" != \
 	  "$(echo "$output" | awk -F'\t' '$3=="main"{print $1}' | sort -u)" ]
 }
+
+@test "Chrome JSON: parsed by a real JSON parser, one X event per slice, nested per thread" {
+	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" | "$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/hw.json"
+	python3 - "$BATS_TEST_TMPDIR/hw.json" "$MT_GOLD/hello_world_userspace.expected" <<'PY'
+import json, sys
+d = json.load(open(sys.argv[1]))
+ev = d["traceEvents"]
+assert d["displayTimeUnit"] == "ns"
+xs = [e for e in ev if e["ph"] == "X"]
+begins = sum(1 for l in open(sys.argv[2]) if " BEGIN " in l)
+assert len(xs) == begins, (len(xs), begins)
+# laminar per thread: a slice starting inside another ends inside it
+stack = []
+for e in xs:
+    s, t = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+    while stack and stack[-1] <= s and not (stack[-1] == s and t == s):
+        stack.pop()
+    assert not stack or t <= stack[-1], e
+    stack.append(t)
+assert any(e["ph"] == "M" and e["name"] == "thread_name" for e in ev)
+PY
+}
+
+@test "an output name ending in .gz is gzipped: the same bytes once unpacked" {
+	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/a.pftrace" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/b.pftrace.gz" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
+	gzip -t "$BATS_TEST_TMPDIR/b.pftrace.gz"
+	zcat "$BATS_TEST_TMPDIR/b.pftrace.gz" | cmp - "$BATS_TEST_TMPDIR/a.pftrace"
+	"$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/c.json.gz" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
+	zcat "$BATS_TEST_TMPDIR/c.json.gz" | python3 -c 'import json, sys; json.load(sys.stdin)'
+}

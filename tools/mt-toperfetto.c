@@ -27,9 +27,11 @@ static void usage(FILE *f)
 "and write a timeline of every function call.\n"
 "\n"
 "  -o, --output=FILE        write to FILE (atomically) instead of stdout\n"
-"      --format=FORMAT      perfetto (default: Perfetto protobuf, .pftrace) or\n"
-"                           stacks (text: TIME BEGIN|END NAME, magic-trace's\n"
-"                           test format, times since the first event)\n"
+"      --format=FORMAT      perfetto (default: Perfetto protobuf, .pftrace),\n"
+"                           json (Chrome JSON, Trace Event Format), or stacks\n"
+"                           (text: TIME BEGIN|END NAME, magic-trace's test\n"
+"                           format, times since the first event)\n"
+"                           An output name ending in .gz is gzipped.\n"
 "      --no-annotate-inferred  (stacks) do not mark frames whose start is inferred\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
@@ -119,7 +121,7 @@ int main(int argc, char **argv)
 		{0},
 	};
 	const char *out = "-";
-	enum { FMT_PERFETTO, FMT_STACKS } format = FMT_PERFETTO;
+	enum { FMT_PERFETTO, FMT_JSON, FMT_STACKS } format = FMT_PERFETTO;
 	bool annotate = true;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
@@ -130,8 +132,10 @@ int main(int argc, char **argv)
 				format = FMT_PERFETTO;
 			else if (!strcmp(optarg, "stacks"))
 				format = FMT_STACKS;
+			else if (!strcmp(optarg, "json"))
+				format = FMT_JSON;
 			else {
-				fprintf(stderr, PROG ": bad --format '%s': expected perfetto or stacks\n", optarg);
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json or stacks\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -173,7 +177,9 @@ int main(int argc, char **argv)
 		sink = (struct mt_cs_sink){.ctx = &to, .begin = st_begin, .end = st_end, .complete = st_complete,
 					   .instant = st_instant};
 	} else {
-		pf = mt_pftrace_new(of.f);
+		size_t ol = strlen(out);
+		bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
+		pf = mt_pftrace_new(of.f, format == FMT_JSON ? MT_PFTRACE_JSON : MT_PFTRACE_PROTO, gz);
 		if (!pf) {
 			fprintf(stderr, PROG ": out of memory\n");
 			mt_outfile_abort(&of);

@@ -65,6 +65,12 @@ struct mt_pftrace {
 	gzFile gz;            /* compressing: writes go here */
 	bool json_first;      /* no comma before the first JSON event */
 	uint64_t json_t0;
+	/* FXT string table: indices 1..FXT_STRINGS, reused round-robin */
+	const char **fxt_str;     /* index -> interned name */
+	uint16_t fxt_next;
+	struct { const char **k; uint16_t *v; size_t cap; } fxt_map;
+	uint32_t fxt_thread_slot[256]; /* slot -> thread index + 1 */
+	uint16_t fxt_next_thread;
 	struct strtab names;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
@@ -368,6 +374,14 @@ static void out_bytes(struct mt_pftrace *pf, const void *b, size_t n)
 	pf->st.bytes += n;
 }
 
+static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < pf->ncomms; i++)
+		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid)
+			return pf->comms[i].name;
+	return NULL;
+}
+
 /* --- Chrome JSON (perfetto-output.md section 8) ----------------------------- */
 
 static void json_str(char *out, size_t cap, const char *s)
@@ -412,6 +426,139 @@ static void json_us(char *b, size_t cap, uint64_t ns)
 	snprintf(b, cap, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
 
+/* --- FXT (perfetto-output.md section 7) -------------------------------------- */
+
+#define FXT_MAGIC 0x0016547846040010ULL
+#define FXT_STRINGS 32767
+#define FXT_STRING_MAX 31999
+
+static void fxt_words(struct mt_pftrace *pf, const uint64_t *w, size_t n)
+{
+	out_bytes(pf, w, n * 8);
+}
+
+static void fxt_padded(struct mt_pftrace *pf, const char *s, size_t n)
+{
+	static const uint8_t zero[8];
+	out_bytes(pf, s, n);
+	out_bytes(pf, zero, (8 - n % 8) % 8);
+}
+
+/* The string-table index of s, defining (or redefining) a slot when new:
+ * past 32767 strings the oldest slot is reused, which FXT allows. */
+static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
+{
+	if (!pf->fxt_str) {
+		pf->fxt_str = calloc(FXT_STRINGS + 1, sizeof *pf->fxt_str);
+		pf->fxt_map.cap = 1u << 17;
+		pf->fxt_map.k = calloc(pf->fxt_map.cap, sizeof *pf->fxt_map.k);
+		pf->fxt_map.v = calloc(pf->fxt_map.cap, sizeof *pf->fxt_map.v);
+		pf->fxt_next = 1;
+		if (!pf->fxt_str || !pf->fxt_map.k || !pf->fxt_map.v) {
+			pf->oom = true;
+			return 0;
+		}
+	}
+	size_t mask = pf->fxt_map.cap - 1, j = ((uintptr_t)s >> 4) & mask;
+	for (; pf->fxt_map.k[j]; j = (j + 1) & mask)
+		if (pf->fxt_map.k[j] == s && pf->fxt_str[pf->fxt_map.v[j]] == s)
+			return pf->fxt_map.v[j];
+	uint16_t idx = pf->fxt_next;
+	pf->fxt_next = pf->fxt_next == FXT_STRINGS ? 1 : pf->fxt_next + 1;
+	pf->fxt_str[idx] = s; /* a stale map entry for the old string no longer matches */
+	pf->fxt_map.k[j] = s;
+	pf->fxt_map.v[j] = idx;
+	size_t len = strlen(s);
+	if (len > FXT_STRING_MAX)
+		len = FXT_STRING_MAX;
+	uint64_t h = 2 | ((uint64_t)(1 + (len + 7) / 8) << 4) | ((uint64_t)idx << 16) | ((uint64_t)len << 32);
+	fxt_words(pf, &h, 1);
+	fxt_padded(pf, s, len);
+	return idx;
+}
+
+static void fxt_begin_file(struct mt_pftrace *pf)
+{
+	static const char provider[] = "mt";
+	uint64_t w[2];
+	w[0] = FXT_MAGIC;
+	fxt_words(pf, w, 1);
+	w[0] = 0 | ((uint64_t)(1 + (sizeof provider - 1 + 7) / 8) << 4) | (1ULL << 16) |
+	       ((uint64_t)(sizeof provider - 1) << 52); /* provider info, id 0 */
+	fxt_words(pf, w, 1);
+	fxt_padded(pf, provider, sizeof provider - 1);
+	w[0] = 0 | (1ULL << 4) | (2ULL << 16); /* provider section, id 0 */
+	fxt_words(pf, w, 1);
+	w[0] = 1 | (2ULL << 4); /* initialization: ticks are nanoseconds */
+	w[1] = 1000000000ULL;
+	fxt_words(pf, w, 2);
+}
+
+/* Process and thread kernel objects: koid = pid for the process, and
+ * 1 << 32 | tid for the thread (the reader keeps the low 32 bits). */
+static void fxt_thread_objects(struct mt_pftrace *pf, const struct pthread *t, bool first_of_pid)
+{
+	char name[256];
+	if (first_of_pid) {
+		const char *c = comm_of(pf, t->pid, t->pid);
+		snprintf(name, sizeof name, "%s%s[pid=%u]", c ? c : "", c && *c ? " " : "", t->pid);
+		uint64_t w[2] = {7 | (2ULL << 4) | (1ULL << 16) | ((uint64_t)fxt_string(pf, intern(pf, name)) << 24),
+				 t->pid};
+		fxt_words(pf, w, 2);
+	}
+	const char *c = comm_of(pf, t->pid, t->tid);
+	snprintf(name, sizeof name, "%s", c && *c ? c : "main");
+	uint16_t nref = fxt_string(pf, intern(pf, name)), pref = fxt_string(pf, intern(pf, "process"));
+	uint64_t w[4] = {7 | (4ULL << 4) | (2ULL << 16) | ((uint64_t)nref << 24) | (1ULL << 40),
+			 (1ULL << 32) | t->tid, 8 | (2ULL << 4) | ((uint64_t)pref << 16), t->pid};
+	fxt_words(pf, w, 4);
+}
+
+static uint8_t fxt_thread_ref(struct mt_pftrace *pf, size_t k)
+{
+	for (unsigned i = 1; i < 256; i++)
+		if (pf->fxt_thread_slot[i] == k + 1)
+			return (uint8_t)i;
+	unsigned slot = 1 + pf->fxt_next_thread % 255;
+	pf->fxt_next_thread++;
+	pf->fxt_thread_slot[slot] = (uint32_t)k + 1;
+	const struct pthread *t = pf->threads[k];
+	uint64_t w[3] = {3 | (3ULL << 4) | ((uint64_t)slot << 16), t->pid, (1ULL << 32) | t->tid};
+	fxt_words(pf, w, 3);
+	return (uint8_t)slot;
+}
+
+/* A complete event (slices, and zero-length ones for instants) or a counter. */
+static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks, uint64_t end, const char *name,
+		      uint64_t ip, bool counter, double value)
+{
+	uint16_t nref = fxt_string(pf, name ? name : intern(pf, "")), cref = fxt_string(pf, intern(pf, ""));
+	uint16_t aref = 0;
+	if (ip)
+		aref = fxt_string(pf, intern(pf, "address"));
+	if (counter)
+		aref = fxt_string(pf, intern(pf, "freq (MHz)"));
+	uint8_t tref = fxt_thread_ref(pf, k);
+	uint64_t w[8];
+	size_t n = 1, nargs = 0;
+	w[n++] = ticks;
+	if (ip || counter) {
+		w[n++] = (uint64_t)(counter ? 5 : 7) | (2ULL << 4) | ((uint64_t)aref << 16);
+		if (counter)
+			memcpy(&w[n++], &value, 8);
+		else
+			w[n++] = ip;
+		nargs = 1;
+	}
+	if (type == 4)
+		w[n++] = end;
+	if (type == 1)
+		w[n++] = 1; /* counter id */
+	w[0] = 4 | ((uint64_t)n << 4) | ((uint64_t)type << 16) | ((uint64_t)nargs << 20) | ((uint64_t)tref << 24) |
+	       ((uint64_t)cref << 32) | ((uint64_t)nref << 48);
+	fxt_words(pf, w, n);
+}
+
 static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacket *p)
 {
 	size_t n = perfetto__protos__trace_packet__get_packed_size(p);
@@ -433,13 +580,6 @@ static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacke
 	pf->st.packets++;
 }
 
-static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
-{
-	for (size_t i = 0; i < pf->ncomms; i++)
-		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid)
-			return pf->comms[i].name;
-	return NULL;
-}
 
 static void write_json_metadata(struct mt_pftrace *pf)
 {
@@ -465,6 +605,16 @@ static void write_descriptors(struct mt_pftrace *pf, uint64_t t0)
 {
 	if (pf->format == MT_PFTRACE_JSON) {
 		write_json_metadata(pf);
+		return;
+	}
+	if (pf->format == MT_PFTRACE_FXT) {
+		fxt_begin_file(pf);
+		for (size_t i = 0; i < pf->nthreads; i++) {
+			bool first_of_pid = true;
+			for (size_t k = 0; k < i; k++)
+				first_of_pid &= pf->threads[k]->pid != pf->threads[i]->pid;
+			fxt_thread_objects(pf, pf->threads[i], first_of_pid);
+		}
 		return;
 	}
 	for (size_t i = 0; i < pf->nthreads; i++) {
@@ -577,6 +727,7 @@ static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, 
 
 struct seqw {
 	struct mt_pftrace *pf;
+	size_t k;            /* thread index */
 	uint32_t pid, tid;
 	uint64_t json_end;   /* JSON: the end of the slice a BEGIN starts */
 	uint32_t seq;
@@ -619,6 +770,16 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 	if (w->pf->format == MT_PFTRACE_JSON) {
 		emit_json(w, time, type, name, track, ip, value);
 		return;
+	}
+	if (w->pf->format == MT_PFTRACE_FXT) {
+		uint64_t ticks = time - w->pf->json_t0;
+		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
+			fxt_event(w->pf, w->k, 4, ticks, w->json_end - w->pf->json_t0, name, ip, false, 0);
+		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT)
+			fxt_event(w->pf, w->k, 4, ticks, ticks, name, track == w->track ? 0 : ip, false, 0);
+		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER)
+			fxt_event(w->pf, w->k, 1, ticks, 0, intern(w->pf, "CPU"), 0, true, value);
+		return; /* END: the complete event carried it */
 	}
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
@@ -707,7 +868,7 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 	qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
 
 	struct seqw w = {.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)k, .track = UUID_THREAD(t->pid, t->tid),
-			 .pid = t->pid, .tid = t->tid};
+			 .pid = t->pid, .tid = t->tid, .k = k};
 	/* first packet: clear the state, defaults, the incremental clock */
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
@@ -859,6 +1020,9 @@ int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_st
 		free(pf->names.v[i]);
 	free(pf->names.v);
 	free(pf->buf);
+	free(pf->fxt_str);
+	free(pf->fxt_map.k);
+	free(pf->fxt_map.v);
 	free(pf);
 	return rc;
 }

@@ -32,6 +32,7 @@ struct mt_pftrace;
 enum mt_pftrace_format {
 	MT_PFTRACE_PROTO,     /* Perfetto protobuf */
 	MT_PFTRACE_JSON,      /* Chrome JSON (Trace Event Format): X, i, C and M events */
+	MT_PFTRACE_FXT,       /* Fuchsia trace format, as magic-trace's viewer reads it */
 };
 
 /* gzip: compress what is written (level 6). */

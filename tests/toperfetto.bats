@@ -214,3 +214,27 @@ PY
 	"$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/c.json.gz" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
 	zcat "$BATS_TEST_TMPDIR/c.json.gz" | python3 -c 'import json, sys; json.load(sys.stdin)'
 }
+
+@test "FXT: read back, the same slices at the same depths as the Perfetto file" {
+	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/t.fxt" "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/t.pftrace" "$BATS_TEST_TMPDIR/ev"
+	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/t.fxt" | sort > "$BATS_TEST_TMPDIR/fxt"
+	"$PFCHECK" "$BATS_TEST_TMPDIR/t.pftrace" --slices | sort > "$BATS_TEST_TMPDIR/pf"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/pf")" -eq "$(grep -c ' BEGIN ' "$MT_GOLD/hello_world_userspace.expected")" ]
+	diff "$BATS_TEST_TMPDIR/pf" "$BATS_TEST_TMPDIR/fxt"
+	# branch-miss samples ride along as zero-length events
+	"$PT2EVENTS" "$MT_GOLD/demo_with_branch_misses.perf" | "$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/b.fxt" 2>/dev/null
+	[ "$(python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/b.fxt" | wc -l)" -eq $((1378 + 1723)) ]
+}
+
+@test "FXT: more than 32767 distinct names (magic-trace's 'ran out of FTF string IDs') still load" {
+	{ echo '# mt-events 1'
+	  seq 1 40000 | awk '{ printf "%d\t1\t1\tcall\t0x10\t0x%x\tto_sym=f%d\n%d\t1\t1\treturn\t0x20\t0x14\tto_sym=main\n", 1000 + 2 * $1, 4096 + $1, $1, 1001 + 2 * $1 }'
+	} > "$BATS_TEST_TMPDIR/many.events"
+	"$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/many.fxt" "$BATS_TEST_TMPDIR/many.events" 2>/dev/null
+	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/many.fxt" > "$BATS_TEST_TMPDIR/out"
+	# every f<i> is named right although string slots were reused
+	[ "$(grep -c '	f[0-9]*$' "$BATS_TEST_TMPDIR/out")" -eq 40000 ]
+	[ "$(grep '	f[0-9]*$' "$BATS_TEST_TMPDIR/out" | cut -f3 | sort -u | wc -l)" -eq 40000 ]
+}

@@ -28,7 +28,8 @@ static void usage(FILE *f)
 "\n"
 "  -o, --output=FILE        write to FILE (atomically) instead of stdout\n"
 "      --format=FORMAT      perfetto (default: Perfetto protobuf, .pftrace),\n"
-"                           json (Chrome JSON, Trace Event Format), or stacks\n"
+"                           json (Chrome JSON, Trace Event Format), fxt (Fuchsia\n"
+"                           trace format, for magic-trace's viewer), or stacks\n"
 "                           (text: TIME BEGIN|END NAME, magic-trace's test\n"
 "                           format, times since the first event)\n"
 "                           An output name ending in .gz is gzipped.\n"
@@ -121,7 +122,7 @@ int main(int argc, char **argv)
 		{0},
 	};
 	const char *out = "-";
-	enum { FMT_PERFETTO, FMT_JSON, FMT_STACKS } format = FMT_PERFETTO;
+	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS } format = FMT_PERFETTO;
 	bool annotate = true;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
@@ -134,8 +135,10 @@ int main(int argc, char **argv)
 				format = FMT_STACKS;
 			else if (!strcmp(optarg, "json"))
 				format = FMT_JSON;
+			else if (!strcmp(optarg, "fxt"))
+				format = FMT_FXT;
 			else {
-				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json or stacks\n", optarg);
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt or stacks\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -179,7 +182,8 @@ int main(int argc, char **argv)
 	} else {
 		size_t ol = strlen(out);
 		bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
-		pf = mt_pftrace_new(of.f, format == FMT_JSON ? MT_PFTRACE_JSON : MT_PFTRACE_PROTO, gz);
+		pf = mt_pftrace_new(of.f, format == FMT_JSON ? MT_PFTRACE_JSON : format == FMT_FXT ? MT_PFTRACE_FXT
+								: MT_PFTRACE_PROTO, gz);
 		if (!pf) {
 			fprintf(stderr, PROG ": out of memory\n");
 			mt_outfile_abort(&of);

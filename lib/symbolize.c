@@ -528,6 +528,8 @@ static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t
 	const struct mapping *l = s->last;
 	if (l && addr - l->start < l->len && (l->pid == pid || l->pid == UINT32_MAX))
 		return l;
+	if (!s->nmaps)
+		return NULL;
 	if (!s->sorted) {
 		qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_map);
 		s->sorted = true;

@@ -71,7 +71,8 @@ def main():
                     fail(off, "complete event ends before it starts")
                 tid = threads[tref][1] & 0xFFFFFFFF
                 st = stacks.setdefault(tid, [])
-                while st and st[-1] <= start and not (st[-1] == start and end == start):
+                # the writer's rule: a slice that ended at or before this start is closed
+                while st and st[-1] <= start:
                     st.pop()
                 if st and end > st[-1]:
                     fail(off, "slice outlives its parent")

@@ -116,6 +116,24 @@ struct mt_cs {
 	bool oom;
 	unsigned warned;
 	uint64_t next_id;
+	/* range filter (5.12), one pass: a region opens at a call to start and is
+	 * written only once a call to stop closes it; until then its output
+	 * waits in log */
+	const char *filter_start, *filter_stop;
+	bool in_region, tentative, filter_seen;
+	struct logrec *log;
+	size_t nlog, caplog;
+};
+
+enum logkind { L_BEGIN, L_END, L_COMPLETE, L_INSTANT, L_COUNTER, L_SAMPLE };
+
+struct logrec {
+	enum logkind k;
+	struct thread *t;
+	uint64_t time, time2, ip, id;
+	const char *name, *name2;
+	bool inferred;
+	double value;
 };
 
 static bool grow(void **v, size_t *cap, size_t need, size_t elem)
@@ -145,23 +163,62 @@ static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const
 
 /* --- writing (5.6) ------------------------------------------------------------- */
 
+/* Every write goes through here: suppressed outside a filter region, held
+ * while the region is not yet known to close. */
+static void out(struct mt_cs *cs, struct logrec r)
+{
+	if (cs->filter_start && !cs->in_region)
+		return;
+	if (cs->tentative) {
+		if (!grow((void **)&cs->log, &cs->caplog, cs->nlog + 1, sizeof *cs->log)) {
+			cs->oom = true;
+			return;
+		}
+		cs->log[cs->nlog++] = r;
+		return;
+	}
+	struct mt_cs_thread *th = &r.t->pub;
+	switch (r.k) {
+	case L_BEGIN: cs->sink.begin(cs->sink.ctx, th, r.time, r.name, r.ip, r.inferred, r.id); break;
+	case L_END: cs->sink.end(cs->sink.ctx, th, r.time, r.name, r.id); break;
+	case L_COMPLETE: cs->sink.complete(cs->sink.ctx, th, r.time, r.time2, r.name); break;
+	case L_INSTANT: cs->sink.instant(cs->sink.ctx, th, r.time, r.name); break;
+	case L_COUNTER:
+		if (cs->sink.counter)
+			cs->sink.counter(cs->sink.ctx, th, r.time, r.name, r.value);
+		break;
+	case L_SAMPLE:
+		if (cs->sink.event_sample)
+			cs->sink.event_sample(cs->sink.ctx, th, r.time, r.name2, r.ip, r.name, (uint64_t)r.value);
+		break;
+	}
+}
+
+static const char *intern(struct names *t, const char *s);
+
 static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
 	switch (ev->k) {
-	case P_CALL:
+	case P_CALL: {
+		const char *name = ev->name;
 		if (ev->inferred && cs->opts.annotate_inferred) {
-			char name[4096];
-			snprintf(name, sizeof name, "%s [inferred start time]", ev->name);
-			cs->sink.begin(cs->sink.ctx, &t->pub, time, name, ev->ip, true, ev->id);
-		} else {
-			cs->sink.begin(cs->sink.ctx, &t->pub, time, ev->name, ev->ip, ev->inferred, ev->id);
+			char buf[4096];
+			snprintf(buf, sizeof buf, "%s [inferred start time]", ev->name);
+			if (!(name = intern(&cs->names, buf))) {
+				cs->oom = true;
+				return;
+			}
 		}
+		out(cs, (struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
+					.inferred = ev->inferred, .id = ev->id});
 		break;
+	}
 	case P_RET:
-		cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
+		out(cs, (struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id});
 		break;
 	case P_RET_UNTRACED:
-		cs->sink.complete(cs->sink.ctx, &t->pub, ev->reset_time, time, cs->n_unknown);
+		out(cs, (struct logrec){.k = L_COMPLETE, .t = t, .time = ev->reset_time, .time2 = time,
+					.name = cs->n_unknown});
 		break;
 	}
 }
@@ -560,6 +617,52 @@ static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const
 
 static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err);
 
+/* Entering a filter region at time: what was pending stays unwritten, and
+ * every open frame begins again, inferred, at the region's start. */
+static void enter_region(struct mt_cs *cs, uint64_t time)
+{
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		flush(cs, t, t->pending_time); /* still outside: suppressed */
+		t->start_n = 0;
+	}
+	cs->in_region = true;
+	cs->tentative = true;
+	cs->nlog = 0;
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		for (size_t k = 0; k <= t->ninactive; k++) {
+			struct stack *st = k < t->ninactive ? &t->inactive[k] : &t->cur;
+			for (size_t f = 0; f < st->n; f++) {
+				struct pev ev = {.k = P_CALL, .name = st->v[f].name, .ip = st->v[f].ip, .inferred = true,
+						 .id = st->v[f].id};
+				write_now(cs, t, time, &ev);
+			}
+			st->create_time = time ? time - 1 : 0;
+		}
+	}
+}
+
+/* A call to the stop symbol: the region ends (its frames close now) and,
+ * being complete, is written. */
+static void leave_region(struct mt_cs *cs)
+{
+	mt_cs_end_of_trace(cs);
+	cs->tentative = false;
+	for (size_t i = 0; i < cs->nlog; i++)
+		out(cs, cs->log[i]);
+	cs->nlog = 0;
+	cs->in_region = false;
+}
+
+void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop)
+{
+	cs->filter_start = intern(&cs->names, start);
+	cs->filter_stop = intern(&cs->names, stop);
+	if (!cs->filter_start || !cs->filter_stop)
+		cs->oom = true;
+}
+
 /* Replays a queued transaction event. */
 static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
 {
@@ -639,6 +742,13 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		time++;
 	if (ev->has_time)
 		t->last_event_time = mapped;
+	if (cs->filter_start && ev->kind == MT_EV_CALL) {
+		const char *to = extra(ev, "to_sym");
+		if (to && !strcmp(to, cs->filter_start))
+			enter_region(cs, time); /* a second start drops the first region's output */
+		else if (to && !strcmp(to, cs->filter_stop) && cs->in_region)
+			leave_region(cs); /* the stop call itself is outside */
+	}
 	switch (ev->kind) {
 	case MT_EV_ERROR: {
 		char name[1200];
@@ -647,24 +757,31 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		snprintf(msg, sizeof msg, "warning: decode errors in the trace, e.g. '%s' @ IP 0x%llx",
 			 ev->msg ? ev->msg : "", (unsigned long long)ev->from);
 		warn_once(cs, 0, msg);
-		cs->sink.instant(cs->sink.ctx, &t->pub, time, name);
+		const char *iname = intern(&cs->names, name);
+		if (!iname)
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		out(cs, (struct logrec){.k = L_INSTANT, .t = t, .time = time, .name = iname});
 		end_of_thread(cs, t, time, is_kernel_addr(ev->from));
 		break;
 	}
 	case MT_EV_POWER: {
 		const char *mhz = extra(ev, "mhz");
-		if (cs->sink.counter)
-			cs->sink.counter(cs->sink.ctx, &t->pub, time, "CPU", mhz ? strtod(mhz, NULL) : ev->cbr);
+		out(cs, (struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "CPU",
+					.value = mhz ? strtod(mhz, NULL) : ev->cbr});
 		break;
 	}
 	case MT_EV_SAMPLE: {
 		const char *event = extra(ev, "event");
 		if (extra(ev, "frame")) {
 			stack_sample(cs, t, time, ev);
-		} else if (cs->sink.event_sample) {
+		} else {
 			const char *period = extra(ev, "period");
-			cs->sink.event_sample(cs->sink.ctx, &t->pub, time, event ? event : "sample", ev->from,
-					      sym_name(cs, ev, "from_sym"), period ? strtoull(period, NULL, 10) : 1);
+			const char *ename = intern(&cs->names, event ? event : "sample");
+			if (!ename)
+				return mt_err_set(err, MT_ENOMEM, "out of memory");
+			out(cs, (struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, ev, "from_sym"),
+						.name2 = ename, .ip = ev->from,
+						.value = period ? (double)strtoull(period, NULL, 10) : 1});
 		}
 		break;
 	}
@@ -704,6 +821,12 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 
 void mt_cs_finish(struct mt_cs *cs)
 {
+	if (cs->filter_start) {
+		/* a start with no stop after it is no region */
+		cs->tentative = false;
+		cs->nlog = 0;
+		cs->in_region = false;
+	}
 	mt_cs_end_of_trace(cs);
 	/* Fixed, not copied: magic-trace loses what the final end_of_trace
 	 * itself defers ([unknown] slices of its last returns, a call at mapped
@@ -734,6 +857,7 @@ void mt_cs_free(struct mt_cs *cs)
 		free(t->tx);
 		free(t);
 	}
+	free(cs->log);
 	free(cs->threads);
 	free(cs->map);
 	for (size_t i = 0; i < cs->names.cap; i++)

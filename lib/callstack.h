@@ -52,6 +52,12 @@ struct mt_cs_opts {
 };
 
 struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *opts);
+/* Range filter (magic-trace's -filter, in one pass): write only what
+ * happens from a call to start up to the next call to stop (that call
+ * outside). A second start before a stop drops the first; a start never
+ * stopped is dropped; a stop with no start is ignored. Frames open at a
+ * region's start begin there, inferred. */
+void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop);
 /* Feeds one event (in stream order). */
 int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err);
 /* A snapshot boundary: every thread's stacks end, the next event starts afresh. */

@@ -30,8 +30,8 @@ golden() { # NAME
 	cmp "$MT_GOLD/hello_world_userspace.expected" "$BATS_TEST_TMPDIR/stacks"
 }
 
-rule() { # CASE
-	run "$TOPERFETTO" --format=stacks "$BATS_TEST_DIRNAME/../testdata/callstack/$1.events"
+rule() { # CASE [OPTION]
+	run "$TOPERFETTO" --format=stacks ${2:+"$2"} "$BATS_TEST_DIRNAME/../testdata/callstack/$1.events"
 	[ "$status" -eq 0 ]
 	diff <(echo "$output" | grep -v '^mt-toperfetto: warning') "$BATS_TEST_DIRNAME/../testdata/callstack/$1.expected"
 }
@@ -50,6 +50,16 @@ rule() { # CASE
 @test "rule 5.11: Go's gogo pops through runtime.mcall and one more" { rule go; }
 @test "rule 5.5: a return on an empty stack is an [unknown] slice, not lost at the end" { rule unk2; }
 @test "rule 5.10: an aborted TSX transaction's events are dropped" { rule tx; }
+# filt: region [30, 80): main begins inferred at 30, start_marker, work, inner; setup and teardown are outside.
+@test "rule 5.12: the range filter writes only from the start call to the stop call, in one pass" {
+	rule filt --filter=start_marker,stop_marker
+}
+# filt2: regions at 10 (a) and 50 (b) start, stop at 90: only b's region; the start at 110 never stops.
+@test "rule 5.12: a restarted region drops the first; an unstopped one writes nothing" {
+	rule filt2 --filter=start_marker,stop_marker
+	run "$TOPERFETTO" --filter=nocomma "$BATS_TEST_DIRNAME/../testdata/callstack/filt2.events"
+	[ "$status" -eq 2 ]
+}
 
 perfetto_valid() { # FILE
 	run "$PFCHECK" "$1"

@@ -33,6 +33,9 @@ static void usage(FILE *f)
 "                           (text: TIME BEGIN|END NAME, magic-trace's test\n"
 "                           format, times since the first event)\n"
 "                           An output name ending in .gz is gzipped.\n"
+"      --filter=START,STOP  write only what runs from each call to START up to\n"
+"                           the next call to STOP (one pass; unpaired calls\n"
+"                           write nothing)\n"
 "      --no-annotate-inferred  (stacks) do not mark frames whose start is inferred\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
@@ -117,6 +120,7 @@ int main(int argc, char **argv)
 		{"output", required_argument, NULL, 'o'},
 		{"format", required_argument, NULL, 'F'},
 		{"no-annotate-inferred", no_argument, NULL, 'A'},
+		{"filter", required_argument, NULL, 'f'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -124,6 +128,7 @@ int main(int argc, char **argv)
 	const char *out = "-";
 	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS } format = FMT_PERFETTO;
 	bool annotate = true;
+	char *filter = NULL, *filter_stop = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -143,6 +148,15 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'A': annotate = false; break;
+		case 'f':
+			filter = optarg;
+			filter_stop = strchr(optarg, ',');
+			if (!filter_stop || filter_stop == optarg || !filter_stop[1]) {
+				fprintf(stderr, PROG ": bad --filter '%s': expected START,STOP\n", optarg);
+				return EXIT_USAGE;
+			}
+			*filter_stop++ = '\0';
+			break;
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
 		default:
@@ -198,6 +212,8 @@ int main(int argc, char **argv)
 		mt_outfile_abort(&of);
 		return EXIT_DATA;
 	}
+	if (filter)
+		mt_cs_set_filter(cs, filter, filter_stop);
 	int status = 0, rc;
 	struct mt_event ev;
 	const char *meta;

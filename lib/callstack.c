@@ -58,6 +58,8 @@ struct frame {
 	uint64_t ip;
 	const char *name;
 	uint64_t id;
+	const char *file;
+	int line;
 };
 
 struct stack {
@@ -70,7 +72,8 @@ enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
 
 struct pev {
 	enum pkind k;
-	const char *name;
+	const char *name, *file;
+	int line;
 	uint64_t ip, id;
 	bool inferred;
 	uint64_t reset_time;
@@ -123,6 +126,10 @@ struct mt_cs {
 	bool in_region, tentative, filter_seen;
 	struct logrec *log;
 	size_t nlog, caplog;
+	/* the current event's target source line, when it is a function entry */
+	uint64_t src_ip;
+	const char *src_file;
+	int src_line;
 };
 
 enum logkind { L_BEGIN, L_END, L_COMPLETE, L_INSTANT, L_COUNTER, L_SAMPLE };
@@ -131,7 +138,8 @@ struct logrec {
 	enum logkind k;
 	struct thread *t;
 	uint64_t time, time2, ip, id;
-	const char *name, *name2;
+	const char *name, *name2, *file;
+	int line;
 	bool inferred;
 	double value;
 };
@@ -157,7 +165,7 @@ static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const
 		cs->oom = true;
 		return 0;
 	}
-	s->v[s->n++] = (struct frame){ip, name, ++cs->next_id};
+	s->v[s->n++] = (struct frame){ip, name, ++cs->next_id, NULL, 0};
 	return cs->next_id;
 }
 
@@ -179,7 +187,11 @@ static void out(struct mt_cs *cs, struct logrec r)
 	}
 	struct mt_cs_thread *th = &r.t->pub;
 	switch (r.k) {
-	case L_BEGIN: cs->sink.begin(cs->sink.ctx, th, r.time, r.name, r.ip, r.inferred, r.id); break;
+	case L_BEGIN: {
+		struct mt_cs_frame f = {r.name, r.file, r.ip, r.id, r.line, r.inferred};
+		cs->sink.begin(cs->sink.ctx, th, r.time, &f);
+		break;
+	}
 	case L_END: cs->sink.end(cs->sink.ctx, th, r.time, r.name, r.id); break;
 	case L_COMPLETE: cs->sink.complete(cs->sink.ctx, th, r.time, r.time2, r.name); break;
 	case L_INSTANT: cs->sink.instant(cs->sink.ctx, th, r.time, r.name); break;
@@ -210,7 +222,7 @@ static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const s
 			}
 		}
 		out(cs, (struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
-					.inferred = ev->inferred, .id = ev->id});
+					.inferred = ev->inferred, .id = ev->id, .file = ev->file, .line = ev->line});
 		break;
 	}
 	case P_RET:
@@ -294,7 +306,12 @@ static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct 
 static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip, const char *name)
 {
 	uint64_t id = push_frame(cs, &t->cur, ip, name);
-	add_event(cs, t, time, (struct pev){.k = P_CALL, .name = name, .ip = ip, .id = id});
+	struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .id = id};
+	if (ip && ip == cs->src_ip) { /* the event's target, at a function entry */
+		ev.file = cs->src_file;
+		ev.line = cs->src_line;
+	}
+	add_event(cs, t, time, ev);
 }
 
 static void end_of_thread(struct mt_cs *cs, struct thread *t, uint64_t time, bool is_kernel);
@@ -742,6 +759,13 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		time++;
 	if (ev->has_time)
 		t->last_event_time = mapped;
+	cs->src_ip = 0;
+	const char *tf = extra(ev, "to_file"), *tl = extra(ev, "to_line"), *toff = extra(ev, "to_off");
+	if (tf && tl && toff && !strcmp(toff, "0x0")) {
+		cs->src_file = intern(&cs->names, tf);
+		cs->src_line = atoi(tl);
+		cs->src_ip = cs->src_file ? ev->to : 0;
+	}
 	if (cs->filter_start && ev->kind == MT_EV_CALL) {
 		const char *to = extra(ev, "to_sym");
 		if (to && !strcmp(to, cs->filter_start))

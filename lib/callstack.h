@@ -24,13 +24,21 @@ struct mt_cs_thread {
 	void *user;           /* for the sink */
 };
 
+/* A frame as it begins: file and line (NULL, 0 when unknown) are those of
+ * the function's entry, from to_file/to_line columns (mt-symbolize --lines). */
+struct mt_cs_frame {
+	const char *name, *file;
+	uint64_t ip, id;
+	int line;
+	bool inferred;
+};
+
 struct mt_cs_sink {
 	void *ctx;
 	/* A frame begins: name, its address, whether its start is inferred, and
 	 * an id its end repeats. Begins and ends arrive in magic-trace's write
 	 * order, which is not time order: inferred begins come late. */
-	void (*begin)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip,
-		      bool inferred, uint64_t id);
+	void (*begin)(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f);
 	void (*end)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id);
 	/* A slice known only at its end ([unknown] for a return past the known stack). */
 	void (*complete)(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name);

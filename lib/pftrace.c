@@ -29,6 +29,8 @@ enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
 struct item {
 	uint64_t begin, end;     /* end: UINT64_MAX while the slice is open */
 	const char *name;        /* interned */
+	const char *file;        /* interned, NULL: no source line */
+	int32_t line;
 	uint64_t ip, seq;
 	double value;
 	uint32_t extra;          /* IT_SAMPLE: index of its event track */
@@ -178,9 +180,11 @@ static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 	return it;
 }
 
-static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip, bool inferred,
-		    uint64_t id)
+static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
 {
+	const char *name = f->name;
+	uint64_t ip = f->ip, id = f->id;
+	bool inferred = f->inferred;
 	struct mt_pftrace *pf = ctx;
 	struct pthread *t = pthread_of(pf, th);
 	struct item *it = t ? add_item(pf, t) : NULL;
@@ -192,6 +196,10 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const cha
 	it->name = intern(pf, name);
 	it->ip = ip;
 	it->inferred = inferred;
+	if (f->file) {
+		it->file = intern(pf, f->file);
+		it->line = f->line;
+	}
 	if (!grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
 		pf->oom = true;
 		return;
@@ -224,9 +232,9 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 	t->open[t->nopen++] = (struct open_slice){id | (1ULL << 63), (size_t)time};
 }
 
-static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip,
-			    bool inferred, uint64_t id)
+static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
 {
+	uint64_t id = f->id;
 	struct mt_pftrace *pf = ctx;
 	struct pthread *t = pthread_of(pf, th);
 	if (!t)
@@ -236,12 +244,12 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 			continue;
 		uint64_t end = (uint64_t)t->open[i].item;
 		t->open[i] = t->open[--t->nopen];
-		s_begin(ctx, th, time, name, ip, inferred, id);
+		s_begin(ctx, th, time, f);
 		t->items[t->nitems - 1].end = end;
 		t->nopen--; /* s_begin pushed it as open */
 		return;
 	}
-	s_begin(ctx, th, time, name, ip, inferred, id);
+	s_begin(ctx, th, time, f);
 }
 
 static void s_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
@@ -530,7 +538,7 @@ static uint8_t fxt_thread_ref(struct mt_pftrace *pf, size_t k)
 
 /* A complete event (slices, and zero-length ones for instants) or a counter. */
 static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks, uint64_t end, const char *name,
-		      uint64_t ip, bool counter, double value)
+		      uint64_t ip, bool counter, double value, const char *file, int32_t line)
 {
 	uint16_t nref = fxt_string(pf, name ? name : intern(pf, "")), cref = fxt_string(pf, intern(pf, ""));
 	uint16_t aref = 0;
@@ -538,8 +546,14 @@ static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks,
 		aref = fxt_string(pf, intern(pf, "address"));
 	if (counter)
 		aref = fxt_string(pf, intern(pf, "freq (MHz)"));
+	uint16_t fref = 0, fvref = 0, lref = 0;
+	if (file) {
+		fref = fxt_string(pf, intern(pf, "file"));
+		fvref = fxt_string(pf, file);
+		lref = fxt_string(pf, intern(pf, "line"));
+	}
 	uint8_t tref = fxt_thread_ref(pf, k);
-	uint64_t w[8];
+	uint64_t w[10];
 	size_t n = 1, nargs = 0;
 	w[n++] = ticks;
 	if (ip || counter) {
@@ -548,7 +562,12 @@ static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks,
 			memcpy(&w[n++], &value, 8);
 		else
 			w[n++] = ip;
-		nargs = 1;
+		nargs++;
+	}
+	if (file) {
+		w[n++] = 6 | (1ULL << 4) | ((uint64_t)fref << 16) | ((uint64_t)fvref << 32); /* string arg */
+		w[n++] = 1 | (1ULL << 4) | ((uint64_t)lref << 16) | ((uint64_t)(uint32_t)line << 32); /* int32 */
+		nargs += 2;
 	}
 	if (type == 4)
 		w[n++] = end;
@@ -730,11 +749,13 @@ struct seqw {
 	size_t k;            /* thread index */
 	uint32_t pid, tid;
 	uint64_t json_end;   /* JSON: the end of the slice a BEGIN starts */
+	const char *file;    /* the source line of the slice a BEGIN starts */
+	int32_t line;
 	uint32_t seq;
 	uint64_t last;       /* incremental clock */
 	uint64_t track;
 	struct iids names;
-	uint64_t addr_iid;   /* debug annotation name "address" */
+	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
 };
 
 /* One TrackEvent packet on a thread's sequence. */
@@ -748,8 +769,16 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 	switch (type) {
 	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN:
 		json_us(dur, sizeof dur, w->json_end - time);
-		json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
-			   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", w->pid, w->tid, ts, dur, nm, ip);
+		if (w->file) {
+			char fl[1024];
+			json_str(fl, sizeof fl, w->file);
+			json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
+				   "\"args\":{\"address\":\"0x%" PRIx64 "\",\"file\":\"%s\",\"line\":%d}}",
+				   w->pid, w->tid, ts, dur, nm, ip, fl, (int)w->line);
+		} else {
+			json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
+				   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", w->pid, w->tid, ts, dur, nm, ip);
+		}
 		break;
 	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT:
 		json_event(pf, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"%s\"}",
@@ -774,11 +803,11 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 	if (w->pf->format == MT_PFTRACE_FXT) {
 		uint64_t ticks = time - w->pf->json_t0;
 		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
-			fxt_event(w->pf, w->k, 4, ticks, w->json_end - w->pf->json_t0, name, ip, false, 0);
+			fxt_event(w->pf, w->k, 4, ticks, w->json_end - w->pf->json_t0, name, ip, false, 0, w->file, w->line);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT)
-			fxt_event(w->pf, w->k, 4, ticks, ticks, name, track == w->track ? 0 : ip, false, 0);
+			fxt_event(w->pf, w->k, 4, ticks, ticks, name, track == w->track ? 0 : ip, false, 0, NULL, 0);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER)
-			fxt_event(w->pf, w->k, 1, ticks, 0, intern(w->pf, "CPU"), 0, true, value);
+			fxt_event(w->pf, w->k, 1, ticks, 0, intern(w->pf, "CPU"), 0, true, value, NULL, 0);
 		return; /* END: the complete event carried it */
 	}
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
@@ -814,22 +843,48 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 			p.interned_data = &id;
 		}
 	}
-	if (ip && type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN) {
+	Perfetto__Protos__DebugAnnotation fa = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+	Perfetto__Protos__DebugAnnotation la = PERFETTO__PROTOS__DEBUG_ANNOTATION__INIT;
+	Perfetto__Protos__DebugAnnotation *args[3];
+	Perfetto__Protos__DebugAnnotationName n2 = PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT, *n2p = &n2;
+	Perfetto__Protos__DebugAnnotationName n3 = PERFETTO__PROTOS__DEBUG_ANNOTATION_NAME__INIT, *n3p = &n3;
+	Perfetto__Protos__DebugAnnotationName *names[3] = {anp, n2p, n3p};
+	size_t nargs = 0;
+	if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN && (ip || w->file)) {
 		if (!w->addr_iid) {
+			/* argument names: 1 address, 2 file, 3 line */
 			w->addr_iid = 1;
-			an.has_iid = true;
+			an.has_iid = n2.has_iid = n3.has_iid = true;
 			an.iid = 1;
 			an.name = "address";
-			id.n_debug_annotation_names = 1;
-			id.debug_annotation_names = &anp;
+			n2.iid = 2;
+			n2.name = "file";
+			n3.iid = 3;
+			n3.name = "line";
+			id.n_debug_annotation_names = 3;
+			id.debug_annotation_names = names;
 			p.interned_data = &id;
 		}
-		da.has_name_iid = true;
-		da.name_iid = w->addr_iid;
-		da.has_pointer_value = true;
-		da.pointer_value = ip;
-		te.n_debug_annotations = 1;
-		te.debug_annotations = &dap;
+		if (ip) {
+			da.has_name_iid = true;
+			da.name_iid = 1;
+			da.has_pointer_value = true;
+			da.pointer_value = ip;
+			args[nargs++] = dap;
+		}
+		if (w->file) {
+			fa.has_name_iid = true;
+			fa.name_iid = 2;
+			fa.string_value = (char *)w->file;
+			args[nargs++] = &fa;
+			la.has_name_iid = true;
+			la.name_iid = 3;
+			la.has_int_value = true;
+			la.int_value = w->line;
+			args[nargs++] = &la;
+		}
+		te.n_debug_annotations = nargs;
+		te.debug_annotations = args;
 	}
 	if (counter) {
 		te.has_double_counter_value = true;
@@ -939,8 +994,11 @@ static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_
 				break;
 			}
 			w.json_end = base + end;
+			w.file = it->file;
+			w.line = it->line;
 			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, w.track, it->ip,
 			     false, 0);
+			w.file = NULL;
 			ends[depth++] = end;
 			pf->st.slices++;
 			break;

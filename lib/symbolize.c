@@ -3,6 +3,7 @@
 #include "symbolize.h"
 
 #include <fcntl.h>
+#include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -30,6 +31,10 @@ struct object {
 	/* PT_LOAD segments, to compute a mapping's load bias */
 	struct load_seg { uint64_t vaddr, offset, filesz; } *loads;
 	size_t nloads;
+	char *elf_path, *debug_path; /* as found; debug_path: separate debug info */
+	bool dw_tried;
+	Dwarf *dw;            /* line tables, opened on first use */
+	int dwfd;
 };
 
 struct mapping {
@@ -43,6 +48,7 @@ struct mapping {
 
 struct mt_sym {
 	char *symfs;
+	bool lines;
 	char *vmlinux, *kallsyms;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -74,6 +80,12 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->objs[i]->syms);
 		free(s->objs[i]->strings);
 		free(s->objs[i]->loads);
+		free(s->objs[i]->elf_path);
+		free(s->objs[i]->debug_path);
+		if (s->objs[i]->dw)
+			dwarf_end(s->objs[i]->dw);
+		if (s->objs[i]->dw_tried && s->objs[i]->dwfd >= 0)
+			close(s->objs[i]->dwfd);
 		free(s->objs[i]);
 	}
 	free(s->objs);
@@ -82,6 +94,11 @@ void mt_sym_free(struct mt_sym *s)
 	free(s->vmlinux);
 	free(s->kallsyms);
 	free(s);
+}
+
+void mt_sym_set_lines(struct mt_sym *s, bool on)
+{
+	s->lines = on;
 }
 
 void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms)
@@ -479,9 +496,12 @@ static void load(struct mt_sym *s, struct object *o)
 					elf_end(dbg);
 					dbg = NULL;
 				}
+				if (dbg)
+					o->debug_path = strdup(dpath);
 			}
 		}
 	}
+	o->elf_path = strdup(path);
 	read_funcs(dbg ? dbg : elf, &syms, &n, &cap, &strings, &slen, &scap);
 	if (dbg)
 		elf_end(dbg);
@@ -555,6 +575,30 @@ static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t
 	return NULL;
 }
 
+/* The source line of object address a, from the line table of the
+ * separate debug info or of the object itself. */
+static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
+{
+	if (!o->dw_tried) {
+		o->dw_tried = true;
+		const char *p = o->debug_path ? o->debug_path : o->elf_path;
+		o->dwfd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+		if (o->dwfd >= 0)
+			o->dw = dwarf_begin(o->dwfd, DWARF_C_READ);
+	}
+	if (!o->dw)
+		return;
+	Dwarf_Die cu;
+	if (!dwarf_addrdie(o->dw, a, &cu))
+		return;
+	Dwarf_Line *l = dwarf_getsrc_die(&cu, a);
+	int line;
+	if (!l || dwarf_lineno(l, &line))
+		return;
+	r->file = dwarf_linesrc(l, NULL, NULL);
+	r->line = line;
+}
+
 void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
 {
 	memset(r, 0, sizeof *r);
@@ -594,7 +638,9 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 		if (a < sy->end) {
 			r->name = sy->name;
 			r->off = a - sy->start;
-			return;
+			break;
 		}
 	}
+	if (s->lines)
+		line_of(o, a, r);
 }

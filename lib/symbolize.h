@@ -20,10 +20,14 @@ struct mt_sym_result {
 	const char *name;     /* NULL: no symbol covers the address */
 	uint64_t off;         /* address - symbol start */
 	const char *dso;      /* NULL: no mapping covers the address */
+	const char *file;     /* with lines on: source file, NULL if unknown */
+	int line;
 };
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx);
 void mt_sym_free(struct mt_sym *s);
+/* Also look up source file and line (DWARF line tables via libdw). */
+void mt_sym_set_lines(struct mt_sym *s, bool on);
 /* Kernel mappings ([kernel.kallsyms]...) take their symbols from a
  * vmlinux (ELF, absolute addresses) or a kallsyms copy. */
 void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms);

@@ -79,3 +79,29 @@ compare_perf() { # VARIANT [decode option] [symbolize option]
 	run "$SYMBOLIZE" /nonexistent
 	[ "$status" -eq 1 ] && [[ "$output" == "mt-symbolize: /nonexistent: No such file or directory" ]]
 }
+
+# --lines against binutils' addr2line on the same addresses (paths as the
+# compiler recorded them, addr2line's discriminator notes dropped).
+lines_vs_addr2line() { # VARIANT PROG BIAS
+	"$PT2EVENTS" "$MT_FIXTURES/$1.data" | "$SYMBOLIZE" --lines |
+		awk -F'\t' -v p="$2" '($4=="call"||$4=="return") {
+			f=""; l=""; d=""
+			for (i = 7; i <= NF; i++) { k = $i; sub(/=.*/, "", k); v = substr($i, length(k) + 2)
+				if (k=="to_file") f=v; if (k=="to_line") l=v; if (k=="to_dso") d=v }
+			if (f != "" && d ~ ("/" p "$")) print $6, f ":" l }' | sort -u > "$BATS_TEST_TMPDIR/mt"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/mt")" -ge 8 ]
+	while read -r addr _; do
+		printf '0x%x\n' $((addr - $3))
+	done < "$BATS_TEST_TMPDIR/mt" | addr2line -e "$MT_PROGS/$2" |
+		sed "s|^$(cd "$BATS_TEST_DIRNAME/.." && pwd)/||; s| (discriminator [0-9]*)||" > "$BATS_TEST_TMPDIR/a2l"
+	diff <(cut -d' ' -f2 "$BATS_TEST_TMPDIR/mt") "$BATS_TEST_TMPDIR/a2l"
+}
+
+@test "--lines: file and line of call and return targets equal addr2line's (static flow)" {
+	lines_vs_addr2line flow/plain flow 0
+}
+
+@test "--lines: the same for the PIE libc_flow, load bias removed" {
+	read -r start pgoff < <("$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" | awk -F'\t' '$1=="# mmap" && $7 ~ /libc_flow$/ {print $3, $5; exit}')
+	lines_vs_addr2line libc/plain libc_flow $((start - pgoff))
+}

@@ -248,3 +248,23 @@ PY
 	[ "$(grep -c '	f[0-9]*$' "$BATS_TEST_TMPDIR/out")" -eq 40000 ]
 	[ "$(grep '	f[0-9]*$' "$BATS_TEST_TMPDIR/out" | cut -f3 | sort -u | wc -l)" -eq 40000 ]
 }
+
+@test "source lines (mt-symbolize --lines) become file/line args, as addr2line gives them for the function" {
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" --lines > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/l.pftrace" "$BATS_TEST_TMPDIR/ev"
+	perfetto_valid "$BATS_TEST_TMPDIR/l.pftrace"
+	fib=$(nm "$MT_PROGS/flow" | awk '$3=="fib"{print $1}')
+	want=$(addr2line -e "$MT_PROGS/flow" "0x$fib" | sed 's|.*:||; s| .*||')
+	# every BEGIN of fib carries line $want (fib is interned as one name)
+	protoc -I proto proto/perfetto_trace.proto --decode=perfetto.protos.Trace < "$BATS_TEST_TMPDIR/l.pftrace" |
+		grep -c "int_value: $want\$" > "$BATS_TEST_TMPDIR/n"
+	[ "$(cat "$BATS_TEST_TMPDIR/n")" -ge "$("$PFCHECK" "$BATS_TEST_TMPDIR/l.pftrace" --slices | grep -c '	fib$')" ]
+	"$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/l.json" "$BATS_TEST_TMPDIR/ev"
+	python3 - "$BATS_TEST_TMPDIR/l.json" "$want" <<'PY'
+import json, sys
+ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") == "fib"]
+assert ev and all(e["args"]["line"] == int(sys.argv[2]) and e["args"]["file"].endswith("flow.c") for e in ev)
+PY
+	"$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/l.fxt" "$BATS_TEST_TMPDIR/ev"
+	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/l.fxt" > /dev/null
+}

@@ -30,6 +30,8 @@ static void usage(FILE *f)
 "      --symfs=DIR                look up objects under DIR\n"
 "      --vmlinux=FILE             kernel symbols from this ELF\n"
 "      --kallsyms=FILE            kernel symbols from this /proc/kallsyms copy\n"
+"      --lines                    also from_file/from_line and to_file/to_line\n"
+"                                 (DWARF line tables, separate debug info too)\n"
 "      --output-format=text|binary  (default: the input's)\n"
 "  -h, --help                     show this help and exit\n"
 "  -V, --version                  show the version and exit\n"
@@ -59,6 +61,7 @@ int main(int argc, char **argv)
 		{"symfs", required_argument, NULL, 's'},
 		{"vmlinux", required_argument, NULL, 'k'},
 		{"kallsyms", required_argument, NULL, 'K'},
+		{"lines", no_argument, NULL, 'L'},
 		{"output-format", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -66,12 +69,14 @@ int main(int argc, char **argv)
 	};
 	const char *out = "-", *symfs = NULL, *vmlinux = NULL, *kallsyms = NULL;
 	int format = -1, c;
+	bool lines = false;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 's': symfs = optarg; break;
 		case 'k': vmlinux = optarg; break;
 		case 'K': kallsyms = optarg; break;
+		case 'L': lines = true; break;
 		case 'F':
 			if ((format = mt_events_format_parse(optarg)) < 0) {
 				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);
@@ -110,15 +115,17 @@ int main(int argc, char **argv)
 	}
 	struct mt_events_writer w;
 	struct mt_sym *sym = mt_sym_new(symfs, warn, NULL);
-	if (sym)
+	if (sym) {
 		mt_sym_set_kernel(sym, vmlinux, kallsyms);
+		mt_sym_set_lines(sym, lines);
+	}
 	if (!sym || mt_events_writer_init_format(&w, of.f, format < 0 ? r.format : (enum mt_events_format)format)) {
 		fprintf(stderr, PROG ": out of memory\n");
 		mt_outfile_abort(&of);
 		return EXIT_DATA;
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
-	char val[4][40];
+	char val[4][40], lineval[2][16];
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
@@ -129,10 +136,11 @@ int main(int argc, char **argv)
 				mt_events_write_meta(&w, meta);
 			continue;
 		}
-		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 6 ? ev.nextra : MT_EVENT_MAX_EXTRA - 6;
+		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
 		memcpy(kv, ev.extra, n * sizeof *kv);
-		const struct { uint64_t addr; const char *sym, *off, *dso; } side[2] = {
-			{ev.from, "from_sym", "from_off", "from_dso"}, {ev.to, "to_sym", "to_off", "to_dso"},
+		const struct { uint64_t addr; const char *sym, *off, *dso, *file, *line; } side[2] = {
+			{ev.from, "from_sym", "from_off", "from_dso", "from_file", "from_line"},
+			{ev.to, "to_sym", "to_off", "to_dso", "to_file", "to_line"},
 		};
 		for (int k = 0; k < 2; k++) {
 			if (!side[k].addr || has_key(&ev, side[k].sym) || has_key(&ev, side[k].dso))
@@ -146,6 +154,11 @@ int main(int argc, char **argv)
 			}
 			if (res.dso)
 				kv[n++] = (struct mt_kv){side[k].dso, res.dso};
+			if (res.file) {
+				kv[n++] = (struct mt_kv){side[k].file, res.file};
+				snprintf(lineval[k], sizeof lineval[k], "%d", res.line);
+				kv[n++] = (struct mt_kv){side[k].line, lineval[k]};
+			}
 		}
 		ev.extra = kv;
 		ev.nextra = n;

@@ -85,13 +85,17 @@ struct text_out {
 	FILE *f;
 };
 
-static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t ip, bool inferred,
-		     uint64_t id)
+static void st_line(void *ctx, uint64_t time, const char *verb, const char *name)
 {
-	(void)th, (void)ip, (void)inferred, (void)id;
 	char t[32];
 	fmt_time(t, sizeof t, time);
-	fprintf(((struct text_out *)ctx)->f, "%s BEGIN %s\n", t, name);
+	fprintf(((struct text_out *)ctx)->f, "%s %s %s\n", t, verb, name);
+}
+
+static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+{
+	(void)th;
+	st_line(ctx, time, "BEGIN", f->name);
 }
 
 static void st_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
@@ -104,13 +108,14 @@ static void st_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char
 
 static void st_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
 {
-	st_begin(ctx, th, start, name, 0, false, 0);
+	st_line(ctx, start, "BEGIN", name);
 	st_end(ctx, th, end, name, 0);
 }
 
 static void st_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
 {
-	st_begin(ctx, th, time, name, 0, false, 0);
+	(void)th;
+	st_line(ctx, time, "BEGIN", name);
 	fprintf(((struct text_out *)ctx)->f, "END   %s\n", name);
 }
 

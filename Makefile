@@ -7,7 +7,7 @@ DESTDIR ?=
 CC ?= cc
 SAN ?=
 
-DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev \
+DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3
 
 ifeq ($(SAN),1)
@@ -25,12 +25,14 @@ PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.
 IPT_LIBS = $(shell pkg-config --libs libipt 2>/dev/null || echo -lipt)
+# libiberty (the demangler binutils uses) ships a static library, no .pc.
+IBERTY_LIBS = -liberty
 
 CFLAGS ?= $(OPT)
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-D_FILE_OFFSET_BITS=64 -Ilib -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
 LDFLAGS += $(SANFLAGS)
-LDLIBS = $(IPT_LIBS) $(PKG_LIBS)
+LDLIBS = $(IPT_LIBS) $(PKG_LIBS) $(IBERTY_LIBS)
 
 LIB_SRCS := $(wildcard lib/*.c)
 PROTOS := $(wildcard proto/*.proto)

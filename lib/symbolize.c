@@ -12,6 +12,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "demangle.h"
 #include "image.h"
 
 struct symbol {
@@ -32,6 +33,8 @@ struct object {
 	struct load_seg { uint64_t vaddr, offset, filesz; } *loads;
 	size_t nloads;
 	char *elf_path, *debug_path; /* as found; debug_path: separate debug info */
+	char **demangled;     /* names owned here */
+	size_t ndemangled;
 	bool dw_tried;
 	Dwarf *dw;            /* line tables, opened on first use */
 	int dwfd;
@@ -46,9 +49,19 @@ struct mapping {
 	uint64_t bias;
 };
 
+/* A JIT's perf map (/tmp/perf-PID.map): "START SIZE NAME" lines. */
+struct perf_map {
+	uint32_t pid;
+	char *path;
+	struct object obj;    /* its symbols, absolute addresses */
+};
+
 struct mt_sym {
 	char *symfs;
-	bool lines;
+	bool lines, no_demangle;
+	char *perf_map_dir, *perf_map_file;
+	struct perf_map *pmaps;
+	size_t npmaps;
 	char *vmlinux, *kallsyms;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -81,6 +94,9 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->objs[i]->strings);
 		free(s->objs[i]->loads);
 		free(s->objs[i]->elf_path);
+		for (size_t k = 0; k < s->objs[i]->ndemangled; k++)
+			free(s->objs[i]->demangled[k]);
+		free(s->objs[i]->demangled);
 		free(s->objs[i]->debug_path);
 		if (s->objs[i]->dw)
 			dwarf_end(s->objs[i]->dw);
@@ -93,7 +109,28 @@ void mt_sym_free(struct mt_sym *s)
 	free(s->symfs);
 	free(s->vmlinux);
 	free(s->kallsyms);
+	for (size_t i = 0; i < s->npmaps; i++) {
+		free(s->pmaps[i].path);
+		free(s->pmaps[i].obj.syms);
+		free(s->pmaps[i].obj.strings);
+	}
+	free(s->pmaps);
+	free(s->perf_map_dir);
+	free(s->perf_map_file);
 	free(s);
+}
+
+void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
+{
+	free(s->perf_map_dir);
+	free(s->perf_map_file);
+	s->perf_map_dir = dir ? strdup(dir) : NULL;
+	s->perf_map_file = file ? strdup(file) : NULL;
+}
+
+void mt_sym_set_demangle(struct mt_sym *s, bool on)
+{
+	s->no_demangle = !on;
 }
 
 void mt_sym_set_lines(struct mt_sym *s, bool on)
@@ -416,7 +453,7 @@ static void load_kallsyms(struct mt_sym *s, struct object *o)
 	o->strings = strings;
 }
 
-static void finish_symbols(struct object *o);
+static void finish_symbols(struct object *o, bool demangle);
 
 static void load(struct mt_sym *s, struct object *o)
 {
@@ -424,7 +461,7 @@ static void load(struct mt_sym *s, struct object *o)
 	if (o->kernel) {
 		if (s->kallsyms && !s->vmlinux) {
 			load_kallsyms(s, o);
-			finish_symbols(o);
+			finish_symbols(o, !s->no_demangle);
 			return;
 		}
 		if (!s->vmlinux) {
@@ -442,6 +479,10 @@ static void load(struct mt_sym *s, struct object *o)
 		bid[i] = (uint8_t)v;
 	}
 	char path[4096];
+	if (!strcmp(o->path, "//anon") || !strncmp(o->path, "/memfd:", 7) || !strncmp(o->path, "/dev/zero", 9)) {
+		o->failed = true; /* anonymous code (a JIT): perf maps name it */
+		return;
+	}
 	if (o->kernel)
 		snprintf(path, sizeof path, "%s", s->vmlinux);
 	else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, path, sizeof path)) {
@@ -513,14 +554,14 @@ static void load(struct mt_sym *s, struct object *o)
 	o->syms = syms;
 	o->nsyms = n;
 	o->strings = strings;
-	finish_symbols(o);
+	finish_symbols(o, !s->no_demangle);
 	n = o->nsyms;
 	if (!n)
 		warnf(s, "warning: %s has no function symbols%s: its addresses stay unnamed", path, "");
 }
 
 /* Names resolved, sorted, one per address, zero sizes fixed as perf does. */
-static void finish_symbols(struct object *o)
+static void finish_symbols(struct object *o, bool demangle)
 {
 	struct symbol *syms = o->syms;
 	size_t n = o->nsyms;
@@ -541,6 +582,20 @@ static void finish_symbols(struct object *o)
 			syms[i].end = i + 1 < n ? syms[i + 1].start
 					        : ((syms[i].start + 4095) & ~4095ULL) + 4096; /* perf's rule for the last */
 	o->nsyms = n;
+	/* readable names, after the alias choice (perf chooses on raw names) */
+	for (size_t i = 0; demangle && i < n; i++) {
+		char *d = mt_demangle(syms[i].name);
+		if (!d)
+			continue;
+		char **nd = realloc(o->demangled, (o->ndemangled + 1) * sizeof *nd);
+		if (!nd) {
+			free(d);
+			break;
+		}
+		o->demangled = nd;
+		o->demangled[o->ndemangled++] = d;
+		syms[i].name = d;
+	}
 }
 
 static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
@@ -599,18 +654,147 @@ static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
 	r->line = line;
 }
 
+/* perf map lines: "START SIZE NAME", hex with or without 0x; V8, Java
+ * (perf-map-agent) and .NET write the same form. Later lines win for one
+ * start address, as in perf. */
+static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
+{
+	struct object *o = &pm->obj;
+	o->loaded = true;
+	FILE *f = fopen(pm->path, "r");
+	if (!f) {
+		o->failed = true;
+		return;
+	}
+	char line[4096];
+	struct symbol *syms = NULL;
+	size_t n = 0, cap = 0, slen = 0, scap = 0, bad = 0;
+	char *strings = NULL;
+	while (fgets(line, sizeof line, f)) {
+		uint64_t start, size;
+		int used = 0;
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &used) != 2 || !used || !line[used] || !size) {
+			bad++;
+			continue;
+		}
+		const char *nm = line + used;
+		size_t l = strlen(nm) + 1;
+		if (slen + l > scap) {
+			size_t nc = scap ? 2 * scap : 65536;
+			while (nc < slen + l)
+				nc *= 2;
+			char *ns = realloc(strings, nc);
+			if (!ns)
+				break;
+			strings = ns;
+			scap = nc;
+		}
+		if (n == cap) {
+			size_t nc = cap ? 2 * cap : 1024;
+			struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
+			if (!nsy)
+				break;
+			syms = nsy;
+			cap = nc;
+		}
+		memcpy(strings + slen, nm, l);
+		syms[n++] = (struct symbol){start, start + size, (const char *)(uintptr_t)slen, STB_GLOBAL};
+		slen += l;
+	}
+	fclose(f);
+	if (bad) {
+		char count[32];
+		snprintf(count, sizeof count, "%zu", bad);
+		warnf(s, "warning: %s: %s malformed line(s) skipped", pm->path, count);
+	}
+	/* the later of two entries at one address wins: keep input order for equal starts, last first */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct symbol t = syms[i];
+		syms[i] = syms[n - 1 - i];
+		syms[n - 1 - i] = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		syms[i].name = strings + (uintptr_t)syms[i].name;
+	/* stable by start (mergesort-like via index), so the later entry stays first */
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && syms[k - 1].start > syms[k].start; k--) {
+			struct symbol t = syms[k];
+			syms[k] = syms[k - 1];
+			syms[k - 1] = t;
+		}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || syms[i].start != syms[k - 1].start)
+			syms[k++] = syms[i];
+	o->syms = syms;
+	o->nsyms = k;
+	o->strings = strings;
+}
+
+/* A JIT frame: the perf map of pid (or the one given) covering addr. */
+static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	if (!s->perf_map_file && !s->perf_map_dir)
+		return false;
+	struct perf_map *pm = NULL;
+	for (size_t i = 0; i < s->npmaps && !pm; i++)
+		if (s->pmaps[i].pid == pid || s->perf_map_file)
+			pm = &s->pmaps[i];
+	if (!pm) {
+		struct perf_map *np = realloc(s->pmaps, (s->npmaps + 1) * sizeof *np);
+		if (!np)
+			return false;
+		s->pmaps = np;
+		pm = &s->pmaps[s->npmaps++];
+		memset(pm, 0, sizeof *pm);
+		pm->pid = pid;
+		if (s->perf_map_file)
+			pm->path = strdup(s->perf_map_file);
+		else if (asprintf(&pm->path, "%s/perf-%u.map", s->perf_map_dir, pid) < 0)
+			pm->path = NULL;
+		if (!pm->path)
+			return false;
+	}
+	if (!pm->obj.loaded)
+		load_perf_map(s, pm);
+	const struct object *o = &pm->obj;
+	size_t lo = 0, hi = o->nsyms;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (o->syms[mid].start <= addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	/* inside [start, start + size): magic-trace's check is inverted */
+	if (lo && addr < o->syms[lo - 1].end) {
+		r->name = o->syms[lo - 1].name;
+		r->off = addr - o->syms[lo - 1].start;
+		r->dso = pm->path;
+		return true;
+	}
+	return false;
+}
+
 void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
 {
 	memset(r, 0, sizeof *r);
 	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
-	if (!m)
+	if (!m) {
+		perf_map_lookup(s, pid, addr, r);
 		return;
+	}
 	r->dso = m->dso;
 	struct object *o = m->obj;
 	if (!o->loaded)
 		load(s, o);
-	if (o->failed || !o->nsyms)
+	if (o->failed || !o->nsyms) {
+		perf_map_lookup(s, pid, addr, r);
 		return;
+	}
 	if (!m->have_bias && o->kernel) {
 		m->have_bias = true; /* absolute addresses */
 	}

@@ -26,6 +26,11 @@ struct mt_sym_result {
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx);
 void mt_sym_free(struct mt_sym *s);
+/* JIT code: addresses no ELF names are looked up in DIR/perf-PID.map
+ * (perf's convention, DIR usually /tmp), or in one explicit FILE. */
+void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file);
+/* Demangle C++, Rust and OCaml names (on by default). */
+void mt_sym_set_demangle(struct mt_sym *s, bool on);
 /* Also look up source file and line (DWARF line tables via libdw). */
 void mt_sym_set_lines(struct mt_sym *s, bool on);
 /* Kernel mappings ([kernel.kallsyms]...) take their symbols from a

@@ -3,6 +3,7 @@
 # the same synthesized files, and nm on the test programs.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 SYMBOLIZE=$MT_BIN/mt-symbolize
 
@@ -104,4 +105,48 @@ lines_vs_addr2line() { # VARIANT PROG BIAS
 @test "--lines: the same for the PIE libc_flow, load bias removed" {
 	read -r start pgoff < <("$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" | awk -F'\t' '$1=="# mmap" && $7 ~ /libc_flow$/ {print $3, $5; exit}')
 	lines_vs_addr2line libc/plain libc_flow $((start - pgoff))
+}
+
+# testdata/progs/mangled.c gives functions C++, Rust and OCaml symbol names.
+# Oracle: binutils' c++filt on nm's names (for Rust, without the hash and
+# crate disambiguators c++filt keeps and perf drops); OCaml by its rule
+# (camlFoo__bar_123 -> Foo.bar), derived by hand.
+@test "demangling: C++ and Rust as c++filt reads them, OCaml by its rule; --no-demangle keeps nm's names" {
+	"$PT2EVENTS" "$MT_FIXTURES/mangled/plain.data" > "$BATS_TEST_TMPDIR/ev"
+	"$SYMBOLIZE" "$BATS_TEST_TMPDIR/ev" | grep -o 'to_sym=[^	]*' | cut -d= -f2- | grep -vx _start | sort -u > "$BATS_TEST_TMPDIR/mt"
+	nm "$MT_PROGS/mangled" | awk '$2=="T" && $3 ~ /^(_Z|_R)/ {print $3}' | c++filt |
+		sed -E 's/::h[0-9a-f]{16}$//; s/\[[0-9a-f]+\]//g' > "$BATS_TEST_TMPDIR/want"
+	echo Foo.bar >> "$BATS_TEST_TMPDIR/want"
+	sort -u -o "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/want"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/want")" -eq 5 ]
+	diff "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/mt"
+	"$SYMBOLIZE" --no-demangle "$BATS_TEST_TMPDIR/ev" | grep -o 'to_sym=[^	]*' | cut -d= -f2- | grep -vx _start | sort -u > "$BATS_TEST_TMPDIR/raw"
+	diff <(nm "$MT_PROGS/mangled" | awk '$2=="T" && $3 != "_start" {print $3}' | sort -u) "$BATS_TEST_TMPDIR/raw"
+}
+
+# A JIT: code in an anonymous mapping, named by perf-PID.map (V8, Java and
+# .NET line styles). Oracle: the map file itself, by hand.
+@test "perf maps: JIT frames named from perf-PID.map, start <= addr < start+size, later duplicates win" {
+	d=$BATS_TEST_TMPDIR
+	cat > "$d/perf-4242.map" <<'MAP'
+7f0000001000 40 LazyCompile:~fib app.js:3
+0x7f0000002000 0x20 Ljava/lang/String;::hashCode
+7F0000003000 10 [OptimizedTier1] Program::Main()
+7f0000003000 10 Program::Main() [QuickJitted]
+not a line
+MAP
+	printf '# mt-events 1\n# mmap\t4242\t0x7f0000000000\t0x100000\t0x0\t-\t//anon\n' > "$d/ev"
+	for a in 7f0000001000 7f000000103f 7f0000001040 7f0000002010 7f0000003008; do
+		printf -- '-\t4242\t4242\tcall\t0x400000\t0x%s\n' "$a" >> "$d/ev"
+	done
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"perf-4242.map: 1 malformed line(s) skipped"* ]]
+	echo "$output" | grep -v '^#' | sed 's/.*\tto_sym=//' > "$d/got"
+	printf '%s\n' 'LazyCompile:~fib app.js:3	to_off=0x0	to_dso='"$d"'/perf-4242.map' \
+		'LazyCompile:~fib app.js:3	to_off=0x3f	to_dso='"$d"'/perf-4242.map' \
+		'-	4242	4242	call	0x400000	0x7f0000001040	to_dso=//anon' \
+		'Ljava/lang/String;::hashCode	to_off=0x10	to_dso='"$d"'/perf-4242.map' \
+		'Program::Main() [QuickJitted]	to_off=0x8	to_dso='"$d"'/perf-4242.map' > "$d/want"
+	diff "$d/want" "$d/got"
 }

@@ -30,6 +30,10 @@ static void usage(FILE *f)
 "      --symfs=DIR                look up objects under DIR\n"
 "      --vmlinux=FILE             kernel symbols from this ELF\n"
 "      --kallsyms=FILE            kernel symbols from this /proc/kallsyms copy\n"
+"      --perf-map=FILE            JIT symbols from this perf map (default: the\n"
+"                                 process's /tmp/perf-PID.map when it exists)\n"
+"      --perf-map-dir=DIR         look for perf-PID.map files in DIR (default /tmp)\n"
+"      --no-demangle              keep C++, Rust and OCaml names mangled\n"
 "      --lines                    also from_file/from_line and to_file/to_line\n"
 "                                 (DWARF line tables, separate debug info too)\n"
 "      --output-format=text|binary  (default: the input's)\n"
@@ -62,6 +66,9 @@ int main(int argc, char **argv)
 		{"vmlinux", required_argument, NULL, 'k'},
 		{"kallsyms", required_argument, NULL, 'K'},
 		{"lines", no_argument, NULL, 'L'},
+		{"perf-map", required_argument, NULL, 'm'},
+		{"perf-map-dir", required_argument, NULL, 'M'},
+		{"no-demangle", no_argument, NULL, 'D'},
 		{"output-format", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -69,7 +76,8 @@ int main(int argc, char **argv)
 	};
 	const char *out = "-", *symfs = NULL, *vmlinux = NULL, *kallsyms = NULL;
 	int format = -1, c;
-	bool lines = false;
+	bool lines = false, demangle = true;
+	const char *perf_map = NULL, *perf_map_dir = "/tmp";
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -77,6 +85,9 @@ int main(int argc, char **argv)
 		case 'k': vmlinux = optarg; break;
 		case 'K': kallsyms = optarg; break;
 		case 'L': lines = true; break;
+		case 'm': perf_map = optarg; break;
+		case 'M': perf_map_dir = optarg; break;
+		case 'D': demangle = false; break;
 		case 'F':
 			if ((format = mt_events_format_parse(optarg)) < 0) {
 				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);
@@ -118,6 +129,8 @@ int main(int argc, char **argv)
 	if (sym) {
 		mt_sym_set_kernel(sym, vmlinux, kallsyms);
 		mt_sym_set_lines(sym, lines);
+		mt_sym_set_demangle(sym, demangle);
+		mt_sym_set_perf_maps(sym, perf_map_dir, perf_map);
 	}
 	if (!sym || mt_events_writer_init_format(&w, of.f, format < 0 ? r.format : (enum mt_events_format)format)) {
 		fprintf(stderr, PROG ": out of memory\n");

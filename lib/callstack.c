@@ -7,50 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-/* --- interned names --------------------------------------------------------- */
-
-struct names {
-	char **v;
-	size_t cap, n;
-};
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	return h;
-}
-
-static const char *intern(struct names *t, const char *s)
-{
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t nc = t->cap ? 2 * t->cap : 1024;
-		char **nv = calloc(nc, sizeof *nv);
-		if (!nv)
-			return NULL;
-		for (size_t i = 0; i < t->cap; i++)
-			if (t->v[i]) {
-				size_t j = hash_str(t->v[i]) & (nc - 1);
-				while (nv[j])
-					j = (j + 1) & (nc - 1);
-				nv[j] = t->v[i];
-			}
-		free(t->v);
-		t->v = nv;
-		t->cap = nc;
-	}
-	size_t j = hash_str(s) & (t->cap - 1);
-	while (t->v[j]) {
-		if (!strcmp(t->v[j], s))
-			return t->v[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	if (!(t->v[j] = strdup(s)))
-		return NULL;
-	t->n++;
-	return t->v[j];
-}
+#include "strtab.h"
 
 /* --- per-thread state (5.4) -------------------------------------------------- */
 
@@ -108,7 +65,7 @@ struct txev {
 struct mt_cs {
 	struct mt_cs_sink sink;
 	struct mt_cs_opts opts;
-	struct names names;
+	struct mt_strtab names;
 	struct thread **threads; /* in order of appearance */
 	size_t nthreads, capthreads;
 	struct thread **map;     /* (pid,tid) -> thread, open addressing */
@@ -144,24 +101,10 @@ struct logrec {
 	double value;
 };
 
-static bool grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t nc = *cap ? *cap : 16;
-	while (nc < need)
-		nc *= 2;
-	void *nv = realloc(*v, nc * elem);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = nc;
-	return true;
-}
 
 static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
 {
-	if (!grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+	if (!mt_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
 		cs->oom = true;
 		return 0;
 	}
@@ -178,7 +121,7 @@ static void out(struct mt_cs *cs, struct logrec r)
 	if (cs->filter_start && !cs->in_region)
 		return;
 	if (cs->tentative) {
-		if (!grow((void **)&cs->log, &cs->caplog, cs->nlog + 1, sizeof *cs->log)) {
+		if (!mt_grow((void **)&cs->log, &cs->caplog, cs->nlog + 1, sizeof *cs->log)) {
 			cs->oom = true;
 			return;
 		}
@@ -206,7 +149,6 @@ static void out(struct mt_cs *cs, struct logrec r)
 	}
 }
 
-static const char *intern(struct names *t, const char *s);
 
 static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
@@ -216,7 +158,7 @@ static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const s
 		if (ev->inferred && cs->opts.annotate_inferred) {
 			char buf[4096];
 			snprintf(buf, sizeof buf, "%s [inferred start time]", ev->name);
-			if (!(name = intern(&cs->names, buf))) {
+			if (!(name = mt_strtab_intern(&cs->names, buf))) {
 				cs->oom = true;
 				return;
 			}
@@ -294,7 +236,7 @@ static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct 
 {
 	if (time != t->pending_time)
 		flush(cs, t, time);
-	if (!grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
+	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
 		cs->oom = true;
 		return;
 	}
@@ -390,7 +332,7 @@ static bool is_kernel_addr(uint64_t a)
 
 static void push_inactive(struct mt_cs *cs, struct thread *t)
 {
-	if (!grow((void **)&t->inactive, &t->capinactive, t->ninactive + 1, sizeof *t->inactive)) {
+	if (!mt_grow((void **)&t->inactive, &t->capinactive, t->ninactive + 1, sizeof *t->inactive)) {
 		cs->oom = true;
 		return;
 	}
@@ -461,7 +403,7 @@ static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, ui
 		cs->map = nm;
 		cs->mapcap = nc;
 	}
-	if (!grow((void **)&cs->threads, &cs->capthreads, cs->nthreads + 1, sizeof *cs->threads))
+	if (!mt_grow((void **)&cs->threads, &cs->capthreads, cs->nthreads + 1, sizeof *cs->threads))
 		return NULL;
 	struct thread *t = calloc(1, sizeof *t);
 	if (!t)
@@ -491,7 +433,7 @@ static const char *extra(const struct mt_event *ev, const char *key)
 static const char *sym_name(struct mt_cs *cs, const struct mt_event *ev, const char *key)
 {
 	const char *s = extra(ev, key);
-	const char *n = s && *s ? intern(&cs->names, s) : cs->n_unknown;
+	const char *n = s && *s ? mt_strtab_intern(&cs->names, s) : cs->n_unknown;
 	if (!n) {
 		cs->oom = true;
 		return cs->n_unknown;
@@ -552,7 +494,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 			off = q;
 		if (off)
 			*off = '\0';
-		names[nf] = *name && strcmp(name, "[unknown]") ? intern(&cs->names, name) : cs->n_unknown;
+		names[nf] = *name && strcmp(name, "[unknown]") ? mt_strtab_intern(&cs->names, name) : cs->n_unknown;
 		if (!names[nf]) {
 			cs->oom = true;
 			return;
@@ -674,8 +616,8 @@ static void leave_region(struct mt_cs *cs)
 
 void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop)
 {
-	cs->filter_start = intern(&cs->names, start);
-	cs->filter_stop = intern(&cs->names, stop);
+	cs->filter_start = mt_strtab_intern(&cs->names, start);
+	cs->filter_stop = mt_strtab_intern(&cs->names, stop);
 	if (!cs->filter_start || !cs->filter_stop)
 		cs->oom = true;
 }
@@ -706,7 +648,7 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 	if (!t || (!t->ntx && !extra(ev, "tx") && ev->kind != MT_EV_TX_ABORT))
 		return cs_event(cs, ev, err);
 	if (extra(ev, "tx") && ev->kind != MT_EV_TX_ABORT && ev->kind != MT_EV_ERROR) {
-		if (!grow((void **)&t->tx, &t->captx, t->ntx + 1, sizeof *t->tx))
+		if (!mt_grow((void **)&t->tx, &t->captx, t->ntx + 1, sizeof *t->tx))
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
 		struct txev *q = &t->tx[t->ntx++];
 		q->ev = *ev;
@@ -714,8 +656,8 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 		q->ev.extra = NULL;
 		q->ev.nextra = 0;
 		const char *ts = extra(ev, "to_sym"), *via = extra(ev, "via");
-		q->to_sym = ts ? intern(&cs->names, ts) : NULL;
-		q->via = via ? intern(&cs->names, via) : NULL;
+		q->to_sym = ts ? mt_strtab_intern(&cs->names, ts) : NULL;
+		q->via = via ? mt_strtab_intern(&cs->names, via) : NULL;
 		return 0;
 	}
 	if (ev->kind == MT_EV_TX_ABORT) {
@@ -762,7 +704,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	cs->src_ip = 0;
 	const char *tf = extra(ev, "to_file"), *tl = extra(ev, "to_line"), *toff = extra(ev, "to_off");
 	if (tf && tl && toff && !strcmp(toff, "0x0")) {
-		cs->src_file = intern(&cs->names, tf);
+		cs->src_file = mt_strtab_intern(&cs->names, tf);
 		cs->src_line = atoi(tl);
 		cs->src_ip = cs->src_file ? ev->to : 0;
 	}
@@ -781,7 +723,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		snprintf(msg, sizeof msg, "warning: decode errors in the trace, e.g. '%s' @ IP 0x%llx",
 			 ev->msg ? ev->msg : "", (unsigned long long)ev->from);
 		warn_once(cs, 0, msg);
-		const char *iname = intern(&cs->names, name);
+		const char *iname = mt_strtab_intern(&cs->names, name);
 		if (!iname)
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
 		out(cs, (struct logrec){.k = L_INSTANT, .t = t, .time = time, .name = iname});
@@ -800,7 +742,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 			stack_sample(cs, t, time, ev);
 		} else {
 			const char *period = extra(ev, "period");
-			const char *ename = intern(&cs->names, event ? event : "sample");
+			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)
 				return mt_err_set(err, MT_ENOMEM, "out of memory");
 			out(cs, (struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, ev, "from_sym"),
@@ -832,10 +774,10 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 	cs->sink = *sink;
 	if (opts)
 		cs->opts = *opts;
-	cs->n_untraced = intern(&cs->names, "[untraced]");
-	cs->n_syscall = intern(&cs->names, "[syscall]");
-	cs->n_returned = intern(&cs->names, "[returned]");
-	cs->n_unknown = intern(&cs->names, "[unknown]");
+	cs->n_untraced = mt_strtab_intern(&cs->names, "[untraced]");
+	cs->n_syscall = mt_strtab_intern(&cs->names, "[syscall]");
+	cs->n_returned = mt_strtab_intern(&cs->names, "[returned]");
+	cs->n_unknown = mt_strtab_intern(&cs->names, "[unknown]");
 	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown) {
 		mt_cs_free(cs);
 		return NULL;
@@ -884,9 +826,7 @@ void mt_cs_free(struct mt_cs *cs)
 	free(cs->log);
 	free(cs->threads);
 	free(cs->map);
-	for (size_t i = 0; i < cs->names.cap; i++)
-		free(cs->names.v[i]);
-	free(cs->names.v);
+	mt_strtab_free(&cs->names);
 	free(cs);
 }
 

@@ -14,8 +14,22 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		o->f = stdout;
 		return 0;
 	}
-	o->path = strdup(path);
-	if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", path) < 0) {
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device, pipe or /dev/stdout: written in place (renaming a
+		 * file over it would replace the device node itself) */
+		if (S_ISDIR(st.st_mode))
+			return mt_err_set(err, MT_EIO, "%s: is a directory", path);
+		o->f = fopen(path, "w");
+		if (!o->f)
+			return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+		o->direct = true;
+		return 0;
+	}
+	/* a symlink to a file: the file is replaced, the link stays */
+	char *real = realpath(path, NULL);
+	o->path = real ? real : strdup(path);
+	if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", o->path) < 0) {
 		free(o->path);
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	}
@@ -42,6 +56,11 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 
 int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err)
 {
+	if (o->direct) {
+		int rc = fclose(o->f) != 0 ? mt_err_set(err, MT_EIO, "writing: %s", strerror(errno)) : 0;
+		memset(o, 0, sizeof *o);
+		return rc;
+	}
 	if (!o->tmp) {
 		if (fflush(stdout) != 0)
 			return mt_err_set(err, MT_EIO, "writing standard output: %s", strerror(errno));
@@ -65,6 +84,8 @@ int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err)
 
 void mt_outfile_abort(struct mt_outfile *o)
 {
+	if (o->direct)
+		fclose(o->f);
 	if (o->tmp) {
 		if (o->f)
 			fclose(o->f);

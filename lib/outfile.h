@@ -1,9 +1,12 @@
 /* outfile: atomic output files. Data goes to a temporary file beside the
  * target and is renamed over it only when complete, so a failed run never
- * leaves a partial file under the final name. "-" means stdout. */
+ * leaves a partial file under the final name. "-" means stdout; a path that
+ * is not a regular file (a device, a fifo, /dev/stdout) is written in place,
+ * and a symlink's target is replaced, not the link. */
 #ifndef MT_OUTFILE_H
 #define MT_OUTFILE_H
 
+#include <stdbool.h>
 #include <stdio.h>
 
 #include "mt_err.h"
@@ -11,6 +14,7 @@
 struct mt_outfile {
 	FILE *f;
 	char *path, *tmp;
+	bool direct;          /* not a regular file (device, fifo): written in place */
 };
 
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);

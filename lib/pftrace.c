@@ -13,6 +13,7 @@
 #include <zlib.h>
 
 #include "perfetto_trace.pb-c.h"
+#include "strtab.h"
 
 /* Track uuids: deterministic, one high bit per kind of track. */
 #define UUID_THREAD(pid, tid) ((1ULL << 62) | ((uint64_t)(pid) << 31) | (uint64_t)(tid))
@@ -51,11 +52,6 @@ struct pthread {
 	size_t nopen, capopen;
 };
 
-struct strtab {
-	char **v;
-	size_t cap, n;
-};
-
 struct comm {
 	uint32_t pid, tid;
 	char name[64];
@@ -73,7 +69,7 @@ struct mt_pftrace {
 	struct { const char **k; uint16_t *v; size_t cap; } fxt_map;
 	uint32_t fxt_thread_slot[256]; /* slot -> thread index + 1 */
 	uint16_t fxt_next_thread;
-	struct strtab names;
+	struct mt_strtab names;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
 	struct comm *comms;
@@ -91,62 +87,15 @@ struct mt_pftrace {
 	int write_errno;
 };
 
-static bool grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t nc = *cap ? *cap : 16;
-	while (nc < need)
-		nc *= 2;
-	void *nv = realloc(*v, nc * elem);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = nc;
-	return true;
-}
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ULL;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
-	return h;
-}
-
+/* Names live as long as the writer; out of memory makes them "". */
 static const char *intern(struct mt_pftrace *pf, const char *s)
 {
-	struct strtab *t = &pf->names;
-	if ((t->n + 1) * 2 > t->cap) {
-		size_t nc = t->cap ? 2 * t->cap : 1024;
-		char **nv = calloc(nc, sizeof *nv);
-		if (!nv) {
-			pf->oom = true;
-			return "";
-		}
-		for (size_t i = 0; i < t->cap; i++)
-			if (t->v[i]) {
-				size_t j = hash_str(t->v[i]) & (nc - 1);
-				while (nv[j])
-					j = (j + 1) & (nc - 1);
-				nv[j] = t->v[i];
-			}
-		free(t->v);
-		t->v = nv;
-		t->cap = nc;
-	}
-	size_t j = hash_str(s) & (t->cap - 1);
-	while (t->v[j]) {
-		if (!strcmp(t->v[j], s))
-			return t->v[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	if (!(t->v[j] = strdup(s))) {
+	const char *r = mt_strtab_intern(&pf->names, s);
+	if (!r) {
 		pf->oom = true;
 		return "";
 	}
-	t->n++;
-	return t->v[j];
+	return r;
 }
 
 /* --- collecting (the sink) ---------------------------------------------------- */
@@ -156,7 +105,7 @@ static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th
 	if (th->user)
 		return th->user;
 	struct pthread *t = calloc(1, sizeof *t);
-	if (!t || !grow((void **)&pf->threads, &pf->capthreads, pf->nthreads + 1, sizeof *pf->threads)) {
+	if (!t || !mt_grow((void **)&pf->threads, &pf->capthreads, pf->nthreads + 1, sizeof *pf->threads)) {
 		free(t);
 		pf->oom = true;
 		return NULL;
@@ -170,7 +119,7 @@ static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th
 
 static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 {
-	if (!grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
+	if (!mt_grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
 		pf->oom = true;
 		return NULL;
 	}
@@ -200,7 +149,7 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 		it->file = intern(pf, f->file);
 		it->line = f->line;
 	}
-	if (!grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
+	if (!mt_grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
 		pf->oom = true;
 		return;
 	}
@@ -223,7 +172,7 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		t->open[i] = t->open[--t->nopen];
 		return;
 	}
-	if (!grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
+	if (!mt_grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
 		pf->oom = true;
 		return;
 	}
@@ -303,7 +252,7 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 	while (k < pf->nextra && pf->extra_names[k] != ev)
 		k++;
 	if (k == pf->nextra) {
-		if (k >= 512 || !grow((void **)&pf->extra_names, &pf->capextra, pf->nextra + 1,
+		if (k >= 512 || !mt_grow((void **)&pf->extra_names, &pf->capextra, pf->nextra + 1,
 				      sizeof *pf->extra_names)) {
 			t->nitems--;
 			return;
@@ -356,7 +305,7 @@ void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta)
 			snprintf(pf->comms[i].name, sizeof pf->comms[i].name, "%s", name);
 			return;
 		}
-	if (!grow((void **)&pf->comms, &pf->capcomms, pf->ncomms + 1, sizeof *pf->comms))
+	if (!mt_grow((void **)&pf->comms, &pf->capcomms, pf->ncomms + 1, sizeof *pf->comms))
 		return;
 	struct comm *c = &pf->comms[pf->ncomms++];
 	c->pid = pid;
@@ -581,7 +530,7 @@ static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks,
 static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacket *p)
 {
 	size_t n = perfetto__protos__trace_packet__get_packed_size(p);
-	if (!grow((void **)&pf->buf, &pf->bufcap, n + 11, 1)) {
+	if (!mt_grow((void **)&pf->buf, &pf->bufcap, n + 11, 1)) {
 		pf->oom = true;
 		return;
 	}
@@ -1074,9 +1023,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_st
 	free(pf->threads);
 	free(pf->comms);
 	free(pf->extra_names);
-	for (size_t i = 0; i < pf->names.cap; i++)
-		free(pf->names.v[i]);
-	free(pf->names.v);
+	mt_strtab_free(&pf->names);
 	free(pf->buf);
 	free(pf->fxt_str);
 	free(pf->fxt_map.k);

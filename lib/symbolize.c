@@ -14,12 +14,37 @@
 
 #include "demangle.h"
 #include "image.h"
+#include "strtab.h"
 
 struct symbol {
 	uint64_t start, end;  /* object addresses (before load bias) */
 	const char *name;
 	uint8_t bind;
 };
+
+/* Symbols being read: names go into one block, referenced by offset until
+ * the block stops moving (symbols_done). */
+struct symbuf {
+	struct symbol *syms;
+	size_t n, cap;
+	char *strings;
+	size_t slen, scap;
+	bool oom;
+};
+
+static void symbuf_add(struct symbuf *b, uint64_t start, uint64_t end, const char *name, const char *suffix,
+		       uint8_t bind)
+{
+	size_t l = strlen(name) + strlen(suffix) + 1;
+	if (b->oom || !mt_grow((void **)&b->strings, &b->scap, b->slen + l, 1) ||
+	    !mt_grow((void **)&b->syms, &b->cap, b->n + 1, sizeof *b->syms)) {
+		b->oom = true;
+		return;
+	}
+	snprintf(b->strings + b->slen, l, "%s%s", name, suffix);
+	b->syms[b->n++] = (struct symbol){start, end, (const char *)(uintptr_t)b->slen, bind};
+	b->slen += l;
+}
 
 struct object {
 	char *path;           /* as the mapping names it */
@@ -255,8 +280,7 @@ static void warnf(struct mt_sym *s, const char *fmt, const char *a, const char *
 
 /* name@plt for each lazy-binding PLT entry: entry k+1 jumps through
  * .rela.plt[k] (perf names them the same way). */
-static void add_plt(Elf *elf, struct symbol **syms, size_t *n, size_t *cap, char **strings, size_t *slen,
-		    size_t *scap)
+static void add_plt(Elf *elf, struct symbuf *b)
 {
 	Elf_Scn *scn = NULL, *plt = NULL, *rela = NULL;
 	size_t shstrndx;
@@ -296,28 +320,7 @@ static void add_plt(Elf *elf, struct symbol **syms, size_t *n, size_t *cap, char
 		if (!nm || a + entsize > psh.sh_addr + psh.sh_size)
 			continue;
 		/* IRELATIVE entries have no symbol: "@plt", as perf 6.1 names them */
-		size_t l = strlen(nm) + 5;
-		if (*slen + l > *scap) {
-			size_t nc = *scap ? *scap : 4096;
-			while (nc < *slen + l)
-				nc *= 2;
-			char *ns = realloc(*strings, nc);
-			if (!ns)
-				return;
-			*strings = ns;
-			*scap = nc;
-		}
-		if (*n == *cap) {
-			size_t nc = *cap ? 2 * *cap : 256;
-			struct symbol *nsy = realloc(*syms, nc * sizeof *nsy);
-			if (!nsy)
-				return;
-			*syms = nsy;
-			*cap = nc;
-		}
-		snprintf(*strings + *slen, l, "%s@plt", nm);
-		(*syms)[(*n)++] = (struct symbol){a, a + entsize, (const char *)(uintptr_t)*slen, STB_GLOBAL};
-		*slen += l;
+		symbuf_add(b, a, a + entsize, nm, "@plt", STB_GLOBAL);
 	}
 }
 
@@ -333,12 +336,8 @@ static bool has_symtab(Elf *elf)
 }
 
 /* FUNC and IFUNC symbols of .symtab (else .dynsym). */
-static void read_funcs(Elf *elf, struct symbol **psyms, size_t *pn, size_t *pcap, char **pstrings, size_t *pslen,
-		       size_t *pscap)
+static void read_funcs(Elf *elf, struct symbuf *b)
 {
-	struct symbol *syms = *psyms;
-	size_t n = *pn, cap = *pcap, slen = *pslen, scap = *pscap;
-	char *strings = *pstrings;
 	Elf_Scn *scn = NULL, *chosen = NULL;
 	while ((scn = elf_nextscn(elf, scn))) {
 		GElf_Shdr sh;
@@ -373,37 +372,9 @@ static void read_funcs(Elf *elf, struct symbol **psyms, size_t *pn, size_t *pcap
 			const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
 			if (!nm || !*nm)
 				continue;
-			size_t l = strlen(nm) + 1;
-			if (slen + l > scap) {
-				size_t nc = scap ? scap : 65536;
-				while (nc < slen + l)
-					nc *= 2;
-				char *ns = realloc(strings, nc);
-				if (!ns)
-					break;
-				strings = ns;
-				scap = nc;
-			}
-			if (n == cap) {
-				size_t nc = cap ? 2 * cap : 1024;
-				struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
-				if (!nsy)
-					break;
-				syms = nsy;
-				cap = nc;
-			}
-			memcpy(strings + slen, nm, l);
-			syms[n++] = (struct symbol){sym.st_value, sym.st_value + sym.st_size, (const char *)(uintptr_t)slen,
-						    (uint8_t)GELF_ST_BIND(sym.st_info)};
-			slen += l;
+			symbuf_add(b, sym.st_value, sym.st_value + sym.st_size, nm, "", (uint8_t)GELF_ST_BIND(sym.st_info));
 		}
 	}
-	*psyms = syms;
-	*pn = n;
-	*pcap = cap;
-	*pstrings = strings;
-	*pslen = slen;
-	*pscap = scap;
 }
 
 /* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
@@ -416,41 +387,18 @@ static void load_kallsyms(struct mt_sym *s, struct object *o)
 		return;
 	}
 	char line[1024], name[512];
-	struct symbol *syms = NULL;
-	size_t n = 0, cap = 0, slen = 0, scap = 0;
-	char *strings = NULL;
+	struct symbuf b = {0};
 	while (fgets(line, sizeof line, f)) {
 		uint64_t a;
 		char type;
 		if (sscanf(line, "%" SCNx64 " %c %511s", &a, &type, name) != 3 || !strchr("tTwW", type) || !a)
 			continue;
-		size_t l = strlen(name) + 1;
-		if (slen + l > scap) {
-			size_t nc = scap ? 2 * scap : 65536;
-			while (nc < slen + l)
-				nc *= 2;
-			char *ns = realloc(strings, nc);
-			if (!ns)
-				break;
-			strings = ns;
-			scap = nc;
-		}
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 1024;
-			struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
-			if (!nsy)
-				break;
-			syms = nsy;
-			cap = nc;
-		}
-		memcpy(strings + slen, name, l);
-		syms[n++] = (struct symbol){a, a, (const char *)(uintptr_t)slen, STB_GLOBAL};
-		slen += l;
+		symbuf_add(&b, a, a, name, "", STB_GLOBAL);
 	}
 	fclose(f);
-	o->syms = syms;
-	o->nsyms = n;
-	o->strings = strings;
+	o->syms = b.syms;
+	o->nsyms = b.n;
+	o->strings = b.strings;
 }
 
 static void finish_symbols(struct object *o, bool demangle);
@@ -515,9 +463,7 @@ static void load(struct mt_sym *s, struct object *o)
 		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
 			o->loads[o->nloads++] = (struct load_seg){ph.p_vaddr, ph.p_offset, ph.p_filesz};
 	}
-	struct symbol *syms = NULL;
-	size_t n = 0, cap = 0, slen = 0, scap = 0;
-	char *strings = NULL;
+	struct symbuf b = {0};
 	/* No .symtab here: separate debug info by build-id, as perf finds it. */
 	Elf *dbg = NULL;
 	int dbgfd = -1;
@@ -543,20 +489,19 @@ static void load(struct mt_sym *s, struct object *o)
 		}
 	}
 	o->elf_path = strdup(path);
-	read_funcs(dbg ? dbg : elf, &syms, &n, &cap, &strings, &slen, &scap);
+	read_funcs(dbg ? dbg : elf, &b);
 	if (dbg)
 		elf_end(dbg);
 	if (dbgfd >= 0)
 		close(dbgfd);
-	add_plt(elf, &syms, &n, &cap, &strings, &slen, &scap);
+	add_plt(elf, &b);
 	elf_end(elf);
 	close(fd);
-	o->syms = syms;
-	o->nsyms = n;
-	o->strings = strings;
+	o->syms = b.syms;
+	o->nsyms = b.n;
+	o->strings = b.strings;
 	finish_symbols(o, !s->no_demangle);
-	n = o->nsyms;
-	if (!n)
+	if (!o->nsyms)
 		warnf(s, "warning: %s has no function symbols%s: its addresses stay unnamed", path, "");
 }
 
@@ -667,9 +612,8 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 		return;
 	}
 	char line[4096];
-	struct symbol *syms = NULL;
-	size_t n = 0, cap = 0, slen = 0, scap = 0, bad = 0;
-	char *strings = NULL;
+	struct symbuf b = {0};
+	size_t bad = 0;
 	while (fgets(line, sizeof line, f)) {
 		uint64_t start, size;
 		int used = 0;
@@ -680,29 +624,7 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 			bad++;
 			continue;
 		}
-		const char *nm = line + used;
-		size_t l = strlen(nm) + 1;
-		if (slen + l > scap) {
-			size_t nc = scap ? 2 * scap : 65536;
-			while (nc < slen + l)
-				nc *= 2;
-			char *ns = realloc(strings, nc);
-			if (!ns)
-				break;
-			strings = ns;
-			scap = nc;
-		}
-		if (n == cap) {
-			size_t nc = cap ? 2 * cap : 1024;
-			struct symbol *nsy = realloc(syms, nc * sizeof *nsy);
-			if (!nsy)
-				break;
-			syms = nsy;
-			cap = nc;
-		}
-		memcpy(strings + slen, nm, l);
-		syms[n++] = (struct symbol){start, start + size, (const char *)(uintptr_t)slen, STB_GLOBAL};
-		slen += l;
+		symbuf_add(&b, start, start + size, line + used, "", STB_GLOBAL);
 	}
 	fclose(f);
 	if (bad) {
@@ -710,6 +632,8 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 		snprintf(count, sizeof count, "%zu", bad);
 		warnf(s, "warning: %s: %s malformed line(s) skipped", pm->path, count);
 	}
+	struct symbol *syms = b.syms;
+	size_t n = b.n;
 	/* the later of two entries at one address wins: keep input order for equal starts, last first */
 	for (size_t i = 0; i < n / 2; i++) {
 		struct symbol t = syms[i];
@@ -717,7 +641,7 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 		syms[n - 1 - i] = t;
 	}
 	for (size_t i = 0; i < n; i++)
-		syms[i].name = strings + (uintptr_t)syms[i].name;
+		syms[i].name = b.strings + (uintptr_t)syms[i].name;
 	/* stable by start (mergesort-like via index), so the later entry stays first */
 	for (size_t i = 1; i < n; i++)
 		for (size_t k = i; k > 0 && syms[k - 1].start > syms[k].start; k--) {
@@ -731,7 +655,7 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 			syms[k++] = syms[i];
 	o->syms = syms;
 	o->nsyms = k;
-	o->strings = strings;
+	o->strings = b.strings;
 }
 
 /* A JIT frame: the perf map of pid (or the one given) covering addr. */

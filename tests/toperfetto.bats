@@ -268,3 +268,27 @@ PY
 	"$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/l.fxt" "$BATS_TEST_TMPDIR/ev"
 	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/l.fxt" > /dev/null
 }
+
+@test "a full disk is an error in every format, never a silent loss" {
+	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
+	for f in perfetto json fxt stacks; do
+		"$TOPERFETTO" --format=$f "$BATS_TEST_TMPDIR/ev" > /dev/full 2> "$BATS_TEST_TMPDIR/err" && false
+		grep -q 'No space left on device' "$BATS_TEST_TMPDIR/err"
+	done
+	! "$MT_BIN/mt-symbolize" "$BATS_TEST_TMPDIR/ev" > /dev/full 2>/dev/null
+}
+
+@test "-o onto a fifo writes through it (the node stays); onto a symlink replaces its target, not the link" {
+	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
+	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	cat "$BATS_TEST_TMPDIR/fifo" > "$BATS_TEST_TMPDIR/got" &
+	"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
+	wait
+	[ -p "$BATS_TEST_TMPDIR/fifo" ]
+	cmp "$BATS_TEST_TMPDIR/got" "$MT_GOLD/memmove_decode_error.expected"
+	echo old > "$BATS_TEST_TMPDIR/target"
+	ln -s target "$BATS_TEST_TMPDIR/link"
+	"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/link" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
+	[ -L "$BATS_TEST_TMPDIR/link" ]
+	cmp "$BATS_TEST_TMPDIR/target" "$MT_GOLD/memmove_decode_error.expected"
+}

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "events.h"
-#include "outfile.h"
+#include "filterio.h"
 #include "version.h"
 
 #define PROG "mt-events"
@@ -68,36 +68,20 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
-	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
-	if (!inf) {
-		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+	struct mt_filterio io;
+	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
+	struct mt_events_writer w;
+	if (mt_events_writer_init_format(&w, io.out.f, (enum mt_events_format)format)) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	struct mt_err err = {0};
-	struct mt_events_reader r;
-	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
-	struct mt_outfile of;
-	if (mt_outfile_open(&of, out, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
-	struct mt_events_writer w;
-	if (mt_events_writer_init_format(&w, of.f, (enum mt_events_format)format)) {
-		fprintf(stderr, PROG ": out of memory\n");
-		mt_outfile_abort(&of);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
 	uint64_t nevents = 0, nmeta = 0;
 	struct mt_event ev;
 	const char *meta;
 	int rc;
-	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			mt_events_write_meta(&w, meta);
 			nmeta++;
@@ -112,19 +96,13 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	struct mt_err werr = {0};
-	if (mt_events_writer_finish(&w, &werr)) {
-		fprintf(stderr, PROG ": %s\n", werr.msg);
-		mt_outfile_abort(&of);
-		status = EXIT_DATA;
-	} else if (mt_outfile_commit(&of, &werr)) {
+	bool wfail = mt_events_writer_finish(&w, &werr) != 0;
+	if (wfail) {
 		fprintf(stderr, PROG ": %s\n", werr.msg);
 		status = EXIT_DATA;
 	}
 	if (stats)
 		fprintf(stderr, PROG ": stats: format=%s events=%" PRIu64 " meta=%" PRIu64 "\n",
-			r.format == MT_EVENTS_BINARY ? "binary" : "text", nevents, nmeta);
-	mt_events_reader_close(&r);
-	if (inf != stdin)
-		fclose(inf);
-	return status;
+			io.reader.format == MT_EVENTS_BINARY ? "binary" : "text", nevents, nmeta);
+	return mt_filterio_close(&io, status, wfail);
 }

@@ -8,7 +8,7 @@
 #include <string.h>
 
 #include "events.h"
-#include "outfile.h"
+#include "filterio.h"
 #include "symbolize.h"
 #include "version.h"
 
@@ -106,24 +106,10 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
-	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
-	if (!inf) {
-		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+	struct mt_filterio io;
+	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
-	}
 	struct mt_err err = {0};
-	struct mt_events_reader r;
-	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
-	struct mt_outfile of;
-	if (mt_outfile_open(&of, out, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
 	struct mt_events_writer w;
 	struct mt_sym *sym = mt_sym_new(symfs, warn, NULL);
 	if (sym) {
@@ -132,17 +118,18 @@ int main(int argc, char **argv)
 		mt_sym_set_demangle(sym, demangle);
 		mt_sym_set_perf_maps(sym, perf_map_dir, perf_map);
 	}
-	if (!sym || mt_events_writer_init_format(&w, of.f, format < 0 ? r.format : (enum mt_events_format)format)) {
+	if (!sym || mt_events_writer_init_format(&w, io.out.f, format < 0 ? io.reader.format
+									  : (enum mt_events_format)format)) {
 		fprintf(stderr, PROG ": out of memory\n");
-		mt_outfile_abort(&of);
-		return EXIT_DATA;
+		mt_sym_free(sym);
+		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	char val[4][40], lineval[2][16];
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
-	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			mt_sym_add_mmap_meta(sym, meta);
 			if (strncmp(meta, "mt-events ", 10)) /* the writer wrote its own version line */
@@ -182,17 +169,11 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	struct mt_err werr = {0};
-	if (mt_events_writer_finish(&w, &werr)) {
-		fprintf(stderr, PROG ": %s\n", werr.msg);
-		mt_outfile_abort(&of);
-		status = EXIT_DATA;
-	} else if (mt_outfile_commit(&of, &werr)) {
+	bool wfail = mt_events_writer_finish(&w, &werr) != 0;
+	if (wfail) {
 		fprintf(stderr, PROG ": %s\n", werr.msg);
 		status = EXIT_DATA;
 	}
 	mt_sym_free(sym);
-	mt_events_reader_close(&r);
-	if (inf != stdin)
-		fclose(inf);
-	return status;
+	return mt_filterio_close(&io, status, wfail);
 }

@@ -10,7 +10,7 @@
 
 #include "callstack.h"
 #include "events.h"
-#include "outfile.h"
+#include "filterio.h"
 #include "pftrace.h"
 #include "version.h"
 
@@ -174,25 +174,11 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
-	FILE *inf = strcmp(in, "-") ? fopen(in, "rb") : stdin;
-	if (!inf) {
-		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+	struct mt_filterio io;
+	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
-	}
 	struct mt_err err = {0};
-	struct mt_events_reader r;
-	if (mt_events_reader_open(&r, inf, strcmp(in, "-") ? in : "standard input", &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
-	struct mt_outfile of;
-	if (mt_outfile_open(&of, out, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_events_reader_close(&r);
-		return EXIT_DATA;
-	}
-	struct text_out to = {of.f};
+	struct text_out to = {io.out.f};
 	struct mt_pftrace *pf = NULL;
 	struct mt_cs_sink sink;
 	if (format == FMT_STACKS) {
@@ -201,12 +187,11 @@ int main(int argc, char **argv)
 	} else {
 		size_t ol = strlen(out);
 		bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
-		pf = mt_pftrace_new(of.f, format == FMT_JSON ? MT_PFTRACE_JSON : format == FMT_FXT ? MT_PFTRACE_FXT
+		pf = mt_pftrace_new(io.out.f, format == FMT_JSON ? MT_PFTRACE_JSON : format == FMT_FXT ? MT_PFTRACE_FXT
 								: MT_PFTRACE_PROTO, gz);
 		if (!pf) {
 			fprintf(stderr, PROG ": out of memory\n");
-			mt_outfile_abort(&of);
-			return EXIT_DATA;
+			return mt_filterio_close(&io, EXIT_DATA, true);
 		}
 		mt_pftrace_sink(pf, &sink);
 	}
@@ -214,8 +199,7 @@ int main(int argc, char **argv)
 	struct mt_cs *cs = mt_cs_new(&sink, &co);
 	if (!cs) {
 		fprintf(stderr, PROG ": out of memory\n");
-		mt_outfile_abort(&of);
-		return EXIT_DATA;
+		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	if (filter)
 		mt_cs_set_filter(cs, filter, filter_stop);
@@ -226,7 +210,7 @@ int main(int argc, char **argv)
 	 * instruction) until a timed event shows up. */
 	bool seen_time = false;
 	uint64_t insn_clock = 0;
-	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			if (pf)
 				mt_pftrace_meta(pf, meta);
@@ -250,22 +234,17 @@ int main(int argc, char **argv)
 			mt_pftrace_note_damage(pf, err.msg);
 	}
 	mt_cs_finish(cs);
+	bool wfail = false;
 	if (pf && mt_pftrace_finish(pf, mt_cs_base_time(cs), NULL, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
+		wfail = true; /* no output file left looking complete */
 	}
 	mt_cs_free(cs);
-	mt_events_reader_close(&r);
-	if (inf != stdin)
-		fclose(inf);
-	struct mt_err werr = {0};
-	if (ferror(of.f)) {
-		fprintf(stderr, PROG ": writing %s failed\n", out);
-		mt_outfile_abort(&of);
+	if (fflush(io.out.f)) {
+		fprintf(stderr, PROG ": writing %s: %s\n", out, strerror(errno));
 		status = EXIT_DATA;
-	} else if (mt_outfile_commit(&of, &werr)) {
-		fprintf(stderr, PROG ": %s\n", werr.msg);
-		status = EXIT_DATA;
+		wfail = true;
 	}
-	return status;
+	return mt_filterio_close(&io, status, wfail);
 }

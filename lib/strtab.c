@@ -1,0 +1,68 @@
+/* strtab: see strtab.h. */
+#define _POSIX_C_SOURCE 200809L
+#include "strtab.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+uint64_t mt_hash_str(const char *s)
+{
+	uint64_t h = 1469598103934665603ULL;
+	for (; *s; s++)
+		h = (h ^ (uint8_t)*s) * 1099511628211ULL;
+	return h;
+}
+
+bool mt_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	if (need <= *cap)
+		return true;
+	size_t nc = *cap ? *cap : 16;
+	while (nc < need)
+		nc *= 2;
+	void *nv = realloc(*v, nc * elem);
+	if (!nv)
+		return false;
+	*v = nv;
+	*cap = nc;
+	return true;
+}
+
+const char *mt_strtab_intern(struct mt_strtab *t, const char *s)
+{
+	if ((t->n + 1) * 2 > t->cap) {
+		size_t nc = t->cap ? 2 * t->cap : 1024;
+		char **nv = calloc(nc, sizeof *nv);
+		if (!nv)
+			return NULL;
+		for (size_t i = 0; i < t->cap; i++)
+			if (t->v[i]) {
+				size_t j = mt_hash_str(t->v[i]) & (nc - 1);
+				while (nv[j])
+					j = (j + 1) & (nc - 1);
+				nv[j] = t->v[i];
+			}
+		free(t->v);
+		t->v = nv;
+		t->cap = nc;
+	}
+	size_t j = mt_hash_str(s) & (t->cap - 1);
+	while (t->v[j]) {
+		if (!strcmp(t->v[j], s))
+			return t->v[j];
+		j = (j + 1) & (t->cap - 1);
+	}
+	if (!(t->v[j] = strdup(s)))
+		return NULL;
+	t->n++;
+	return t->v[j];
+}
+
+void mt_strtab_free(struct mt_strtab *t)
+{
+	for (size_t i = 0; i < t->cap; i++)
+		free(t->v[i]);
+	free(t->v);
+	t->v = NULL;
+	t->cap = t->n = 0;
+}

@@ -1,0 +1,24 @@
+/* strtab: string interning (one stable copy per distinct string, compared by
+ * pointer afterwards) and the growable-array helper the writers share. */
+#ifndef MT_STRTAB_H
+#define MT_STRTAB_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+struct mt_strtab {
+	char **v;             /* open addressing */
+	size_t cap, n;
+};
+
+/* The interned copy of s, or NULL when out of memory. */
+const char *mt_strtab_intern(struct mt_strtab *t, const char *s);
+void mt_strtab_free(struct mt_strtab *t);
+/* FNV-1a, for tables keyed by strings. */
+uint64_t mt_hash_str(const char *s);
+/* Makes *v hold at least need elements of elem bytes (doubling); false when
+ * out of memory (*v unchanged). */
+bool mt_grow(void **v, size_t *cap, size_t need, size_t elem);
+
+#endif

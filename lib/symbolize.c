@@ -3,6 +3,7 @@
 #include "symbolize.h"
 
 #include <fcntl.h>
+#include <dwarf.h>
 #include <elfutils/libdw.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
@@ -83,7 +84,7 @@ struct perf_map {
 
 struct mt_sym {
 	char *symfs;
-	bool lines, no_demangle;
+	bool lines, inlines, no_demangle;
 	char *perf_map_dir, *perf_map_file;
 	struct perf_map *pmaps;
 	size_t npmaps;
@@ -156,6 +157,11 @@ void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
 void mt_sym_set_demangle(struct mt_sym *s, bool on)
 {
 	s->no_demangle = !on;
+}
+
+void mt_sym_set_inlines(struct mt_sym *s, bool on)
+{
+	s->inlines = on;
 }
 
 void mt_sym_set_lines(struct mt_sym *s, bool on)
@@ -464,27 +470,53 @@ static void load(struct mt_sym *s, struct object *o)
 			o->loads[o->nloads++] = (struct load_seg){ph.p_vaddr, ph.p_offset, ph.p_filesz};
 	}
 	struct symbuf b = {0};
-	/* No .symtab here: separate debug info by build-id, as perf finds it. */
+	/* No .symtab here: separate debug info, by build-id (as perf finds
+	 * it) or by .gnu_debuglink (beside the file, in .debug/, or under
+	 * /usr/lib/debug), each under --symfs when given. */
 	Elf *dbg = NULL;
 	int dbgfd = -1;
 	if (!has_symtab(elf)) {
+		char cand[4][4400];
+		int ncand = 0;
+		const char *root = s->symfs ? s->symfs : "";
 		const void *idp;
 		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
 		if (idlen > 1) {
-			char dpath[4400], hex[41];
+			char hex[41];
 			const uint8_t *id = idp;
 			for (ssize_t i = 0; i < idlen && i < 20; i++)
 				snprintf(hex + 2 * i, 3, "%02x", id[i]);
-			snprintf(dpath, sizeof dpath, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", s->symfs ? s->symfs : "",
-				 hex, hex + 2);
-			if ((dbgfd = open(dpath, O_RDONLY | O_CLOEXEC)) >= 0) {
-				dbg = elf_begin(dbgfd, ELF_C_READ_MMAP, NULL);
-				if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
-					elf_end(dbg);
-					dbg = NULL;
-				}
-				if (dbg)
-					o->debug_path = strdup(dpath);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex,
+				 hex + 2);
+		}
+		GElf_Word crc;
+		const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+		if (link && !strchr(link, '/')) {
+			char dir[4096];
+			snprintf(dir, sizeof dir, "%s", path);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+			/* dir is already under --symfs; the /usr/lib/debug form is not */
+			const char *orig_dir = o->path;
+			size_t odl = strrchr(orig_dir, '/') ? (size_t)(strrchr(orig_dir, '/') - orig_dir) : 0;
+			snprintf(cand[ncand++], sizeof cand[0], "%s/%s", dir, link);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/.debug/%s", dir, link);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug%.*s/%s", root, (int)odl, orig_dir, link);
+		}
+		for (int c = 0; c < ncand && !dbg; c++) {
+			if (!strcmp(cand[c], path) || (dbgfd = open(cand[c], O_RDONLY | O_CLOEXEC)) < 0)
+				continue;
+			dbg = elf_begin(dbgfd, ELF_C_READ_MMAP, NULL);
+			if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
+				elf_end(dbg);
+				dbg = NULL;
+			}
+			if (dbg) {
+				o->debug_path = strdup(cand[c]);
+			} else {
+				close(dbgfd);
+				dbgfd = -1;
 			}
 		}
 	}
@@ -577,7 +609,7 @@ static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t
 
 /* The source line of object address a, from the line table of the
  * separate debug info or of the object itself. */
-static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
+static Dwarf *dwarf_of(struct object *o)
 {
 	if (!o->dw_tried) {
 		o->dw_tried = true;
@@ -586,10 +618,13 @@ static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
 		if (o->dwfd >= 0)
 			o->dw = dwarf_begin(o->dwfd, DWARF_C_READ);
 	}
-	if (!o->dw)
-		return;
+	return o->dw;
+}
+
+static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
+{
 	Dwarf_Die cu;
-	if (!dwarf_addrdie(o->dw, a, &cu))
+	if (!dwarf_of(o) || !dwarf_addrdie(o->dw, a, &cu))
 		return;
 	Dwarf_Line *l = dwarf_getsrc_die(&cu, a);
 	int line;
@@ -597,6 +632,43 @@ static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
 		return;
 	r->file = dwarf_linesrc(l, NULL, NULL);
 	r->line = line;
+}
+
+/* The inlined subroutines whose code holds a, innermost first (what
+ * addr2line -i lists before the real function). */
+static void inlines_of(struct object *o, uint64_t a, bool demangle, struct mt_sym_result *r)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	if (!dwarf_of(o) || !dwarf_addrdie(o->dw, a, &cu))
+		return;
+	int n = dwarf_getscopes(&cu, a, &scopes), first = 0;
+	while (first < n && dwarf_tag(&scopes[first]) != DW_TAG_inlined_subroutine)
+		first++;
+	if (first < n) {
+		/* the concrete tree above the innermost inlined instance holds the
+		 * instances it was inlined into (dwarf_getscopes stops at it) */
+		Dwarf_Die inl = scopes[first], *chain = NULL;
+		free(scopes);
+		scopes = NULL;
+		n = dwarf_getscopes_die(&inl, &chain);
+		scopes = chain;
+	}
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		Dwarf_Attribute at;
+		const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name, &at));
+		const char *link = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &at));
+		char *dm = demangle && link ? mt_demangle(link) : NULL;
+		const char *show = dm ? dm : name ? name : "[unknown]";
+		int w = snprintf(r->inlines + len, sizeof r->inlines - len, "%s%s", len ? ";" : "", show);
+		free(dm);
+		if (w < 0 || (size_t)w >= sizeof r->inlines - len)
+			break;
+		len += (size_t)w;
+	}
+	free(scopes);
 }
 
 /* perf map lines: "START SIZE NAME", hex with or without 0x; V8, Java
@@ -751,4 +823,6 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 	}
 	if (s->lines)
 		line_of(o, a, r);
+	if (s->inlines)
+		inlines_of(o, a, !s->no_demangle, r);
 }

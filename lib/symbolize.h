@@ -22,6 +22,9 @@ struct mt_sym_result {
 	const char *dso;      /* NULL: no mapping covers the address */
 	const char *file;     /* with lines on: source file, NULL if unknown */
 	int line;
+	/* with inlines on: the inlined functions at the address, innermost
+	 * first, ';'-separated ("" when none) */
+	char inlines[1024];
 };
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx);
@@ -31,6 +34,8 @@ void mt_sym_free(struct mt_sym *s);
 void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file);
 /* Demangle C++, Rust and OCaml names (on by default). */
 void mt_sym_set_demangle(struct mt_sym *s, bool on);
+/* Also list the chain of inlined functions at each address (DWARF scopes). */
+void mt_sym_set_inlines(struct mt_sym *s, bool on);
 /* Also look up source file and line (DWARF line tables via libdw). */
 void mt_sym_set_lines(struct mt_sym *s, bool on);
 /* Kernel mappings ([kernel.kallsyms]...) take their symbols from a

@@ -30,10 +30,13 @@ static void usage(FILE *f)
 "      --symfs=DIR                look up objects under DIR\n"
 "      --vmlinux=FILE             kernel symbols from this ELF\n"
 "      --kallsyms=FILE            kernel symbols from this /proc/kallsyms copy\n"
+"                                 (default: /proc/kallsyms when it shows addresses)\n"
 "      --perf-map=FILE            JIT symbols from this perf map (default: the\n"
 "                                 process's /tmp/perf-PID.map when it exists)\n"
 "      --perf-map-dir=DIR         look for perf-PID.map files in DIR (default /tmp)\n"
 "      --no-demangle              keep C++, Rust and OCaml names mangled\n"
+"      --inlines                  also from_inline/to_inline: the inlined functions\n"
+"                                 at the address, innermost first, ';'-separated\n"
 "      --lines                    also from_file/from_line and to_file/to_line\n"
 "                                 (DWARF line tables, separate debug info too)\n"
 "      --output-format=text|binary  (default: the input's)\n"
@@ -58,6 +61,20 @@ static bool has_key(const struct mt_event *ev, const char *key)
 	return false;
 }
 
+/* /proc/kallsyms lists zero addresses to those kptr_restrict hides them from. */
+static bool kallsyms_usable(const char *path)
+{
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return false;
+	char line[256];
+	bool ok = false;
+	for (int i = 0; i < 16 && !ok && fgets(line, sizeof line, f); i++)
+		ok = strtoull(line, NULL, 16) != 0;
+	fclose(f);
+	return ok;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -66,6 +83,7 @@ int main(int argc, char **argv)
 		{"vmlinux", required_argument, NULL, 'k'},
 		{"kallsyms", required_argument, NULL, 'K'},
 		{"lines", no_argument, NULL, 'L'},
+		{"inlines", no_argument, NULL, 'i'},
 		{"perf-map", required_argument, NULL, 'm'},
 		{"perf-map-dir", required_argument, NULL, 'M'},
 		{"no-demangle", no_argument, NULL, 'D'},
@@ -76,7 +94,7 @@ int main(int argc, char **argv)
 	};
 	const char *out = "-", *symfs = NULL, *vmlinux = NULL, *kallsyms = NULL;
 	int format = -1, c;
-	bool lines = false, demangle = true;
+	bool lines = false, inlines = false, demangle = true;
 	const char *perf_map = NULL, *perf_map_dir = "/tmp";
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -85,6 +103,7 @@ int main(int argc, char **argv)
 		case 'k': vmlinux = optarg; break;
 		case 'K': kallsyms = optarg; break;
 		case 'L': lines = true; break;
+		case 'i': inlines = true; break;
 		case 'm': perf_map = optarg; break;
 		case 'M': perf_map_dir = optarg; break;
 		case 'D': demangle = false; break;
@@ -105,6 +124,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
 		return EXIT_USAGE;
 	}
+	if (!vmlinux && !kallsyms && kallsyms_usable("/proc/kallsyms"))
+		kallsyms = "/proc/kallsyms";
 	const char *in = optind < argc ? argv[optind] : "-";
 	struct mt_filterio io;
 	if (mt_filterio_open(&io, PROG, in, out))
@@ -115,6 +136,7 @@ int main(int argc, char **argv)
 	if (sym) {
 		mt_sym_set_kernel(sym, vmlinux, kallsyms);
 		mt_sym_set_lines(sym, lines);
+		mt_sym_set_inlines(sym, inlines);
 		mt_sym_set_demangle(sym, demangle);
 		mt_sym_set_perf_maps(sym, perf_map_dir, perf_map);
 	}
@@ -138,27 +160,29 @@ int main(int argc, char **argv)
 		}
 		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
 		memcpy(kv, ev.extra, n * sizeof *kv);
-		const struct { uint64_t addr; const char *sym, *off, *dso, *file, *line; } side[2] = {
-			{ev.from, "from_sym", "from_off", "from_dso", "from_file", "from_line"},
-			{ev.to, "to_sym", "to_off", "to_dso", "to_file", "to_line"},
+		const struct { uint64_t addr; const char *sym, *off, *dso, *file, *line, *inl; } side[2] = {
+			{ev.from, "from_sym", "from_off", "from_dso", "from_file", "from_line", "from_inline"},
+			{ev.to, "to_sym", "to_off", "to_dso", "to_file", "to_line", "to_inline"},
 		};
+		static struct mt_sym_result res[2];
 		for (int k = 0; k < 2; k++) {
 			if (!side[k].addr || has_key(&ev, side[k].sym) || has_key(&ev, side[k].dso))
 				continue;
-			struct mt_sym_result res;
-			mt_sym_lookup(sym, ev.pid, side[k].addr, &res);
-			if (res.name) {
-				kv[n++] = (struct mt_kv){side[k].sym, res.name};
-				snprintf(val[k], sizeof val[k], "0x%" PRIx64, res.off);
+			mt_sym_lookup(sym, ev.pid, side[k].addr, &res[k]);
+			if (res[k].name) {
+				kv[n++] = (struct mt_kv){side[k].sym, res[k].name};
+				snprintf(val[k], sizeof val[k], "0x%" PRIx64, res[k].off);
 				kv[n++] = (struct mt_kv){side[k].off, val[k]};
 			}
-			if (res.dso)
-				kv[n++] = (struct mt_kv){side[k].dso, res.dso};
-			if (res.file) {
-				kv[n++] = (struct mt_kv){side[k].file, res.file};
-				snprintf(lineval[k], sizeof lineval[k], "%d", res.line);
+			if (res[k].dso)
+				kv[n++] = (struct mt_kv){side[k].dso, res[k].dso};
+			if (res[k].file) {
+				kv[n++] = (struct mt_kv){side[k].file, res[k].file};
+				snprintf(lineval[k], sizeof lineval[k], "%d", res[k].line);
 				kv[n++] = (struct mt_kv){side[k].line, lineval[k]};
 			}
+			if (res[k].inlines[0])
+				kv[n++] = (struct mt_kv){side[k].inl, res[k].inlines};
 		}
 		ev.extra = kv;
 		ev.nextra = n;

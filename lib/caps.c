@@ -173,6 +173,8 @@ void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *c)
 	add(c, "perf_event_paranoid", "%s", read_line(proc, "/sys/kernel/perf_event_paranoid", buf, sizeof buf) ? buf : "");
 	add(c, "perf_event_mlock_kb", "%s", read_line(proc, "/sys/kernel/perf_event_mlock_kb", buf, sizeof buf) ? buf : "");
 	add(c, "kptr_restrict", "%s", read_line(proc, "/sys/kernel/kptr_restrict", buf, sizeof buf) ? buf : "");
+	add(c, "perf_event_max_sample_rate", "%s",
+	    read_line(proc, "/sys/kernel/perf_event_max_sample_rate", buf, sizeof buf) ? buf : "");
 
 	/* privileges: magic-trace looks at euid 0 only; CAP_PERFMON (38) or
 	 * CAP_SYS_ADMIN (21) in the effective set do as well */
@@ -269,4 +271,23 @@ void mt_caps_print(const struct mt_caps *caps, FILE *out, bool json)
 		json_string(out, caps->val[i]);
 	}
 	fputs("\n}\n", out);
+}
+
+int mt_caps_parse(FILE *in, struct mt_caps *caps)
+{
+	memset(caps, 0, sizeof *caps);
+	char line[512];
+	while (fgets(line, sizeof line, in)) {
+		line[strcspn(line, "\n")] = '\0';
+		char *eq = strchr(line, '=');
+		if (!eq || eq == line || (size_t)(eq - line) >= sizeof caps->key[0])
+			return -1;
+		*eq = '\0';
+		if (caps->n == MT_CAPS_MAX)
+			return -1;
+		snprintf(caps->key[caps->n], sizeof caps->key[0], "%.63s", line);
+		snprintf(caps->val[caps->n], sizeof caps->val[0], "%.255s", eq + 1);
+		caps->n++;
+	}
+	return ferror(in) ? -1 : 0;
 }

@@ -34,6 +34,8 @@ struct mt_caps {
 void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *caps);
 /* The value of key, or NULL. */
 const char *mt_caps_get(const struct mt_caps *caps, const char *key);
+/* Reads key=value lines (mt-caps output) back; -1 on a malformed line. */
+int mt_caps_parse(FILE *in, struct mt_caps *caps);
 /* key=value lines, or one JSON object. */
 void mt_caps_print(const struct mt_caps *caps, FILE *out, bool json);
 

@@ -1,0 +1,149 @@
+#!/usr/bin/env bats
+# mt-perfargs against magic-trace's perf record command lines. Oracle: the
+# tables and examples of shared/docs/magic-trace-behaviour.md section 3
+# (the argv of its issue #324, the extra-event example, the resolution,
+# snapshot and -m rules, the warning texts), copied into the expectations.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+PERFARGS=$MT_BIN/mt-perfargs
+
+caps() { # FILE PERF_VERSION INTEL_PT PSB_CYC [LBR] [ROOT] [SAMPLING_EVENT]
+	cat > "$1" <<EOC
+intel_pt=$3
+perf.version=$2
+perf.usable=1
+perf_event_max_sample_rate=25000
+configurable_psb_period=$4
+kernel_tracing=${6:-1}
+last_branch_record=${5:-1}
+sampling.event=${7:-cycles}
+EOC
+}
+
+pa() { # CAPS ARGS... -> one line in $output
+	run --separate-stderr "$PERFARGS" --caps "$1" --shell -o DIR "${@:2}"
+}
+
+@test "magic-trace's argv from its issue #324 (perf 5.9, Normal, uk, kcore)" {
+	caps "$BATS_TEST_TMPDIR/c" 5.9 1 1
+	pa "$BATS_TEST_TMPDIR/c" --scope=uk --pid=377433
+	[ "$status" -eq 0 ]
+	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=intel_pt/cyc=1,cyc_thresh=1,mtc_period=0/uk --per-thread -t 377433 --snapshot=e --kcore" ]
+}
+
+@test "extra events: one --event argument, -t instead of --per-thread (the documented example)" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	pa "$BATS_TEST_TMPDIR/c" --extra-events=branch-misses --pid=7
+	[[ "$output" == *" --event=intel_pt/cyc=1,cyc_thresh=1,mtc_period=0/u,branch-misses/period=50/uP -t 7 "* ]]
+	pa "$BATS_TEST_TMPDIR/c" --extra-events=cache-misses,branch-misses --pid=7
+	[[ "$output" == *"/u,branch-misses/period=50/uP,cache-misses/period=1/uP -t 7"* ]]
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --extra-events=branch-misses,branch-misses
+	[ "$status" -eq 2 ]
+}
+
+@test "Intel PT resolutions: low, normal, high, custom fields in fixed order" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	for r in "low intel_pt//u" "normal intel_pt/cyc=1,cyc_thresh=1,mtc_period=0/u" \
+		 "high intel_pt/cyc=1,cyc_thresh=1,mtc_period=0,noretcomp=1/u" \
+		 "custom:psb_period=3,cyc=1,mtc=0 intel_pt/cyc=1,mtc=0,psb_period=3/u"; do
+		set -- $r
+		pa "$BATS_TEST_TMPDIR/c" --timer-resolution="$1"
+		[[ "$output" == *" --event=$2 "* ]]
+	done
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --timer-resolution=sample:100
+	[ "$status" -eq 2 ] && [[ "$output" == *"Sample is for sampling"* ]]
+}
+
+@test "no psb_cyc: normal and high fall back to low, with magic-trace's warning" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 0
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --timer-resolution=high
+	[ "$status" -eq 0 ]
+	echo "$output" | grep -qx -- '--event=intel_pt//u'
+	[ "$stderr" = "Warning: This machine has an older generation processor, timing granularity will be ~1us instead of ~10ns. Consider using a newer machine." ]
+}
+
+@test "snapshot flags by perf version and trigger (section 3.3)" {
+	for row in "5.3 - --snapshot" "5.3 --trigger --snapshot" "5.4 - --snapshot=e" "5.9 --trigger --snapshot" \
+		   "5.10 - --snapshot=e --control=fd:3,4" "6.1 --trigger --snapshot --control=fd:3,4" \
+		   "6.1 --full-execution --control=fd:3,4" "5.4 --full-execution"; do
+		set -- $row
+		caps "$BATS_TEST_TMPDIR/c" "$1" 1 1
+		opt=$2; [ "$opt" = - ] && opt=--scope=u
+		shift 2
+		pa "$BATS_TEST_TMPDIR/c" "$opt" --pid=9
+		[ "${output#*--per-thread -t 9}" = "${*:+ $*}" ]
+	done
+}
+
+@test "--kcore for kernel scopes from perf 5.5; the old-perf warning before; MT_PERF_NO_KCORE" {
+	caps "$BATS_TEST_TMPDIR/c" 5.4 1 1
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --scope=k
+	! echo "$output" | grep -q -- --kcore
+	[[ "$stderr" == "Warning: old perf version detected! perf userspace tools v5.5 contain an important feature, kcore,"* ]]
+	caps "$BATS_TEST_TMPDIR/c" 5.5 1 1
+	pa "$BATS_TEST_TMPDIR/c" --scope=uk
+	[[ "$output" == *" --kcore" ]]
+	MT_PERF_NO_KCORE=1 pa "$BATS_TEST_TMPDIR/c" --scope=uk
+	[[ "$output" != *"--kcore"* ]]
+	pa "$BATS_TEST_TMPDIR/c" --scope=u
+	[[ "$output" != *"--kcore"* ]]
+}
+
+@test "-m pages: whole pages, the next power of two (with the warning), clamped" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --snapshot-size=4M
+	echo "$output" | grep -qx -- -m,1024
+	[ -z "$stderr" ]
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --snapshot-size=5M
+	echo "$output" | grep -qx -- -m,2048
+	[ "$stderr" = "Rounding 5M up to the next power of two number of pages, 8M." ]
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --snapshot-size=100B
+	echo "$output" | grep -qx -- -m,1
+	[ "$stderr" = "Rounding small bytes, 100B, up to the minimum of 4K." ]
+}
+
+@test "threads: --per-thread -t by default, -p with --multi-thread" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	pa "$BATS_TEST_TMPDIR/c" --multi-thread --pid=1,2
+	[[ "$output" == *" --timestamp --event=intel_pt/cyc=1,cyc_thresh=1,mtc_period=0/u -p 1,2 --snapshot=e"* ]]
+}
+
+@test "sampling: --overwrite, no snapshots, call graphs; cpu-clock where there is no cycles event" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	pa "$BATS_TEST_TMPDIR/c" --sampling --pid=5
+	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=cycles/freq=10000/u --overwrite --per-thread -t 5 --control=fd:3,4 --call-graph lbr" ]
+	pa "$BATS_TEST_TMPDIR/c" --sampling --timer-resolution=high --callgraph=fp --full-execution
+	[[ "$output" == *"--event=cycles/freq=25000/u --per-thread"*"--call-graph fp" ]]
+	caps "$BATS_TEST_TMPDIR/c" 6.1 0 0 0 1 cpu-clock
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --timer-resolution=sample:99
+	echo "$output" | grep -qx -- --event=cpu-clock/freq=99/u
+	echo "$output" | grep -qx -- dwarf
+	[[ "$stderr" == *"Intel PT support not found. magic-trace will continue and use sampling instead."* ]]
+	[[ "$stderr" == *"defaulting to [Dwarf]"* ]]
+}
+
+@test "impossible combinations are refused with the reason, exit 2" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --callgraph=fp
+	[ "$status" -eq 2 ] && [[ "$output" == *"-callgraph-mode is for sampling"* ]]
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --sampling --timer-resolution=custom:cyc=1
+	[ "$status" -eq 2 ] && [[ "$output" == *"Custom is for Intel PT"* ]]
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1 0
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --sampling --callgraph=lbr
+	[ "$status" -eq 2 ] && [[ "$output" == *"needs last branch record"* ]]
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1 1 0
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --scope=k
+	[ "$status" -eq 2 ] && [[ "$output" == *"must be run as root in order to trace the kernel"* ]]
+	printf 'garbage\n' > "$BATS_TEST_TMPDIR/bad"
+	run "$PERFARGS" --caps "$BATS_TEST_TMPDIR/bad"
+	[ "$status" -eq 1 ]
+	run "$PERFARGS" --scope=x
+	[ "$status" -eq 2 ]
+}
+
+@test "real caps of this machine: the sampling fallback on the software clock" {
+	"$MT_BIN/mt-caps" | "$PERFARGS" --pid=1 > "$BATS_TEST_TMPDIR/args" 2>/dev/null
+	grep -q -- '--event=' "$BATS_TEST_TMPDIR/args"
+}

@@ -1,0 +1,222 @@
+/* mt-perfargs: the perf record arguments magic-trace would use here. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "caps.h"
+#include "perfargs.h"
+#include "version.h"
+
+#define PROG "mt-perfargs"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]...\n"
+"Read mt-caps output (standard input, or --caps FILE) and print the perf\n"
+"record arguments magic-trace would run, one per line, in its order, with its\n"
+"warnings on standard error.\n"
+"\n"
+"      --caps=FILE              mt-caps output (default: standard input)\n"
+"      --timer-resolution=R     low, normal (default), high,\n"
+"                               custom:cyc=0|1,cyc_thresh=N,mtc=0|1,mtc_period=N,\n"
+"                               noretcomp=0|1,psb_period=N (any subset), sample:FREQ\n"
+"      --scope=u|k|uk           what to trace (default u)\n"
+"      --snapshot-size=BYTES    AUX buffer (4096, 8000B, 64K, 4M, 1G): whole pages,\n"
+"                               a power of two of them\n"
+"      --multi-thread           every thread (-p) instead of one (--per-thread -t)\n"
+"      --full-execution         no ring buffer\n"
+"      --multi-snapshot         --switch-output=signal\n"
+"      --trigger                snapshots come from a trigger, not the exit\n"
+"      --extra-events=LIST      branch-misses,cache-misses\n"
+"      --sampling               stack sampling instead of Intel PT\n"
+"      --callgraph=MODE         lbr, lbr-no-stitch, fp or dwarf (sampling)\n"
+"      --pid=PIDS               PID[,PID...] (default: the word PID)\n"
+"  -o, --working-directory=DIR  where perf.data goes (default .)\n"
+"      --perf=PATH              argv[0] (default perf)\n"
+"      --control-fds=R,W        the --control=fd:R,W pair (default 3,4)\n"
+"      --shell                  one shell-quoted line instead\n"
+"  -h, --help                   show this help and exit\n"
+"  -V, --version                show the version and exit\n"
+"\n"
+"Exit status: 0; 1 unreadable caps; 2 usage, or a combination magic-trace\n"
+"refuses (the reason on standard error).\n");
+}
+
+static void shell_quote(const char *s)
+{
+	if (s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-=,./:")] == '\0' && *s) {
+		fputs(s, stdout);
+		return;
+	}
+	putchar('\'');
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", stdout);
+		else
+			putchar(*s);
+	putchar('\'');
+}
+
+static int bad(const char *what, const char *val)
+{
+	fprintf(stderr, PROG ": bad %s '%s'\nTry '" PROG " --help' for more information.\n", what, val);
+	return 2;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"caps", required_argument, NULL, 'c'},
+		{"timer-resolution", required_argument, NULL, 'r'},
+		{"scope", required_argument, NULL, 's'},
+		{"snapshot-size", required_argument, NULL, 'z'},
+		{"multi-thread", no_argument, NULL, 'M'},
+		{"full-execution", no_argument, NULL, 'F'},
+		{"multi-snapshot", no_argument, NULL, 'S'},
+		{"trigger", no_argument, NULL, 'T'},
+		{"extra-events", required_argument, NULL, 'e'},
+		{"sampling", no_argument, NULL, 'P'},
+		{"callgraph", required_argument, NULL, 'g'},
+		{"pid", required_argument, NULL, 'p'},
+		{"working-directory", required_argument, NULL, 'o'},
+		{"perf", required_argument, NULL, 'x'},
+		{"control-fds", required_argument, NULL, 'C'},
+		{"shell", no_argument, NULL, 'q'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct mt_perfargs_opts o = {.res = MT_RES_NORMAL, .cyc = -1, .cyc_thresh = -1, .mtc = -1, .mtc_period = -1,
+				     .noretcomp = -1, .psb_period = -1, .ctl_fd = 3, .ack_fd = 4};
+	const char *caps_path = NULL;
+	bool shell = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'c': caps_path = optarg; break;
+		case 'r':
+			if (!strcmp(optarg, "low")) o.res = MT_RES_LOW;
+			else if (!strcmp(optarg, "normal")) o.res = MT_RES_NORMAL;
+			else if (!strcmp(optarg, "high")) o.res = MT_RES_HIGH;
+			else if (!strncmp(optarg, "sample:", 7)) {
+				char *e;
+				o.res = MT_RES_SAMPLE;
+				o.sample_freq = (unsigned)strtoul(optarg + 7, &e, 10);
+				if (*e || !o.sample_freq)
+					return bad("--timer-resolution", optarg);
+			} else if (!strncmp(optarg, "custom:", 7) || !strcmp(optarg, "custom")) {
+				o.res = MT_RES_CUSTOM;
+				char copy[256];
+				snprintf(copy, sizeof copy, "%s", optarg[6] ? optarg + 7 : "");
+				for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
+					char *eq = strchr(tok, '=');
+					if (!eq)
+						return bad("--timer-resolution", optarg);
+					*eq = '\0';
+					int v = atoi(eq + 1);
+					if (!strcmp(tok, "cyc")) o.cyc = v;
+					else if (!strcmp(tok, "cyc_thresh")) o.cyc_thresh = v;
+					else if (!strcmp(tok, "mtc")) o.mtc = v;
+					else if (!strcmp(tok, "mtc_period")) o.mtc_period = v;
+					else if (!strcmp(tok, "noretcomp")) o.noretcomp = v;
+					else if (!strcmp(tok, "psb_period")) o.psb_period = v;
+					else return bad("--timer-resolution field", tok);
+				}
+			} else return bad("--timer-resolution", optarg);
+			break;
+		case 's':
+			if (!strcmp(optarg, "u")) o.scope = MT_SCOPE_U;
+			else if (!strcmp(optarg, "k")) o.scope = MT_SCOPE_K;
+			else if (!strcmp(optarg, "uk")) o.scope = MT_SCOPE_UK;
+			else return bad("--scope", optarg);
+			break;
+		case 'z':
+			if (mt_parse_bytes(optarg, &o.snapshot_size) || !o.snapshot_size)
+				return bad("--snapshot-size", optarg);
+			break;
+		case 'M': o.multi_thread = true; break;
+		case 'F': o.full_execution = true; break;
+		case 'S': o.multi_snapshot = true; break;
+		case 'T': o.trigger = true; break;
+		case 'e': {
+			char copy[256];
+			snprintf(copy, sizeof copy, "%s", optarg);
+			for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
+				if (!strcmp(tok, "branch-misses")) {
+					if (o.branch_misses) return bad("--extra-events (listed twice)", tok);
+					o.branch_misses = true;
+				} else if (!strcmp(tok, "cache-misses")) {
+					if (o.cache_misses) return bad("--extra-events (listed twice)", tok);
+					o.cache_misses = true;
+				} else return bad("--extra-events", tok);
+			break;
+		}
+		case 'P': o.sampling = true; break;
+		case 'g':
+			if (!strcmp(optarg, "lbr")) o.callgraph = MT_CG_LBR;
+			else if (!strcmp(optarg, "lbr-no-stitch")) o.callgraph = MT_CG_LBR_NO_STITCH;
+			else if (!strcmp(optarg, "fp")) o.callgraph = MT_CG_FP;
+			else if (!strcmp(optarg, "dwarf")) o.callgraph = MT_CG_DWARF;
+			else return bad("--callgraph", optarg);
+			break;
+		case 'p': o.pids = optarg; break;
+		case 'o': o.dir = optarg; break;
+		case 'x': o.perf = optarg; break;
+		case 'C':
+			if (sscanf(optarg, "%d,%d", &o.ctl_fd, &o.ack_fd) != 2)
+				return bad("--control-fds", optarg);
+			break;
+		case 'q': shell = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind < argc)
+		return bad("argument", argv[optind]);
+	FILE *in = caps_path ? fopen(caps_path, "r") : stdin;
+	if (!in) {
+		fprintf(stderr, PROG ": %s: %s\n", caps_path, strerror(errno));
+		return 1;
+	}
+	static struct mt_caps caps;
+	int prc = mt_caps_parse(in, &caps);
+	if (in != stdin)
+		fclose(in);
+	if (prc) {
+		fprintf(stderr, PROG ": %s: not mt-caps output (key=value lines)\n", caps_path ? caps_path : "standard input");
+		return 1;
+	}
+	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
+	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
+	struct mt_perfargs a;
+	struct mt_err err = {0};
+	if (mt_perfargs_build(&caps, &o, &a, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 2;
+	}
+	for (int i = 0; i < a.nwarn; i++)
+		fprintf(stderr, "%s\n", a.warn[i]);
+	for (int i = 0; i < a.argc; i++) {
+		if (shell) {
+			if (i)
+				putchar(' ');
+			shell_quote(a.argv[i]);
+		} else {
+			puts(a.argv[i]);
+		}
+	}
+	if (shell)
+		putchar('\n');
+	if (fflush(stdout)) {
+		fprintf(stderr, PROG ": writing standard output: %s\n", strerror(errno));
+		return 1;
+	}
+	return 0;
+}

@@ -378,12 +378,6 @@ static void add_kernel_map(struct mt_image *img, const struct map *m, const stru
 			warn_once(o, wd, m->path, msg);
 			return;
 		}
-		snprintf(path, sizeof path, "%s/kallsyms", o->kcore_dir);
-		mt_err_clear(&e);
-		if (mt_image_add_kallsyms(img, path, &e)) {
-			snprintf(msg, sizeof msg, "warning: %s: kernel jumps between functions are not told apart", e.msg);
-			warn_once(o, wd, path, msg);
-		}
 		return;
 	}
 	if (!o->vmlinux) {
@@ -401,10 +395,12 @@ static void add_kernel_map(struct mt_image *img, const struct map *m, const stru
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 			const struct mt_ptperf_opts *o, struct warned *wd)
 {
+	bool kernel = false;
 	for (size_t i = 0; i < s->maps.n; i++) {
 		const struct map *m = &s->maps.v[i];
 		if (m->pid == (uint32_t)-1 && (m->path[0] == '[' || o->kcore_dir)) {
 			add_kernel_map(img, m, o, wd);
+			kernel = true;
 			continue;
 		}
 		if (m->pid != pid || m->path[0] != '/')
@@ -423,6 +419,16 @@ static void build_image(struct mt_image *img, const struct mt_perfdata *pd, cons
 		if (mt_image_add_mapping(img, path, m->start, m->len, m->pgoff, &e)) {
 			snprintf(msg, sizeof msg, "warning: %s", e.msg);
 			warn_once(o, wd, m->path, msg);
+		}
+	}
+	if (kernel && o->kcore_dir) {
+		/* function boundaries of every kernel map: one kallsyms, read once */
+		char path[4096], msg[4400];
+		struct mt_err e = {0};
+		snprintf(path, sizeof path, "%s/kallsyms", o->kcore_dir);
+		if (mt_image_add_kallsyms(img, path, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s: kernel jumps between functions are not told apart", e.msg);
+			warn_once(o, wd, path, msg);
 		}
 	}
 }

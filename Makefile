@@ -39,7 +39,7 @@ PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
-TOOLS := mt-caps mt-perfargs mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth
+TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)

@@ -384,7 +384,18 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 	if (st & MT_SAMPLE_ID) { TAKE(8); s->has_id = true; s->id = mt_rd64(p); p += 8; }
 	if (st & MT_SAMPLE_STREAM_ID) { TAKE(8); p += 8; }
 	if (st & MT_SAMPLE_CPU) { TAKE(8); s->has_cpu = true; s->cpu = mt_rd32(p); p += 8; }
-	if (st & MT_SAMPLE_PERIOD) { TAKE(8); s->has_period = true; s->period = mt_rd64(p); }
+	if (st & MT_SAMPLE_PERIOD) { TAKE(8); s->has_period = true; s->period = mt_rd64(p); p += 8; }
+	if (st & MT_SAMPLE_READ)
+		return; /* its size depends on read_format: callchains after it are not read */
+	if (st & MT_SAMPLE_CALLCHAIN) {
+		TAKE(8);
+		uint64_t nr = mt_rd64(p);
+		p += 8;
+		if (nr > (uint64_t)(end - p) / 8)
+			return;
+		s->callchain = p;
+		s->callchain_nr = nr;
+	}
 #undef TAKE
 }
 

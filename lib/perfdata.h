@@ -80,6 +80,8 @@ struct mt_perf_sample_id {
 	uint64_t time, id;
 	uint64_t ip, addr, period; /* SAMPLE records only */
 	bool has_ip, has_addr, has_period;
+	const uint8_t *callchain;  /* SAMPLE: callchain_nr u64 IPs, innermost first */
+	uint64_t callchain_nr;
 	int attr_index;            /* -1 when unknown */
 };
 

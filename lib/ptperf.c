@@ -19,6 +19,15 @@ enum {
 #define AUXTRACE_INTEL_PT 1
 
 struct comm { uint32_t pid, tid; const char *name; };
+/* A stack sample (sampling mode, no Intel PT): its callchain stays in the input. */
+struct psample {
+	uint32_t pid, tid, cpu;
+	bool has_time, has_cpu;
+	uint64_t time, period, ip;
+	int attr;
+	const uint8_t *chain;
+	uint64_t nchain;
+};
 struct map {
 	uint32_t pid;
 	uint64_t start, len, pgoff;
@@ -58,6 +67,7 @@ struct side {
 	bool have_tconv;
 	struct mt_tsc_conv tconv;
 	VEC(struct comm) comms;
+	VEC(struct psample) samples;
 	VEC(struct map) maps;
 	VEC(struct auxbuf) bufs;
 	VEC(struct sw) itrace;      /* ITRACE_START per cpu */
@@ -73,6 +83,7 @@ struct side {
 static void side_free(struct side *s)
 {
 	free(s->comms.v);
+	free(s->samples.v);
 	free(s->maps.v);
 	free(s->bufs.v);
 	free(s->itrace.v);
@@ -145,6 +156,14 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		switch (r.type) {
 		case MT_REC_AUXTRACE_INFO:
 			parse_auxtrace_info(s, &r);
+			break;
+		case MT_REC_SAMPLE:
+			if (r.sid.has_tid && (r.sid.callchain || r.sid.has_ip)) {
+				struct psample ps = {r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.has_time, r.sid.has_cpu,
+						     r.sid.time, r.sid.has_period ? r.sid.period : 1, r.sid.ip,
+						     r.sid.attr_index, r.sid.callchain, r.sid.callchain_nr};
+				e = push_item((void **)&s->samples.v, &s->samples.n, &s->samples.cap, sizeof ps, &ps);
+			}
 			break;
 		case MT_REC_TIME_CONV:
 			if (bs >= 24) {
@@ -489,14 +508,18 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 {
 	mt_events_write_fact(w, "source", "%s", pd->name);
 	mt_events_write_fact(w, "format", "perf.data %s mode", pd->pipe_mode ? "pipe" : "file");
-	mt_events_write_fact(w, "decoder", "libipt %d.%d.%d block", pt_library_version().major,
-			     pt_library_version().minor, pt_library_version().patch);
+	if (s->have_info)
+		mt_events_write_fact(w, "decoder", "libipt %d.%d.%d block", pt_library_version().major,
+				     pt_library_version().minor, pt_library_version().patch);
+	else
+		mt_events_write_fact(w, "decoder", "stack samples (no Intel PT in this perf.data)");
 	if (timed)
 		mt_events_write_fact(w, "time", "perf-clock ns from TSC: shift=%" PRIu64 " mult=%" PRIu64 " zero=%" PRIu64,
 				     s->priv[PRIV_TIME_SHIFT], s->priv[PRIV_TIME_MULT], s->priv[PRIV_TIME_ZERO]);
 	else
 		mt_events_write_fact(w, "time", "timeless");
-	mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
+	if (s->have_info)
+		mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
 	for (size_t i = 0; i < s->comms.n; i++)
 		mt_events_write_comm(w, s->comms.v[i].pid, s->comms.v[i].tid, s->comms.v[i].name);
 	for (size_t i = 0; i < s->maps.n; i++) {
@@ -519,6 +542,63 @@ static void cpu_of(const struct mt_perfdata *pd, struct mt_ptdec_config *c)
 	}
 }
 
+/* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles). */
+static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n)
+{
+	const struct mt_perf_evattr *a = attr >= 0 && (size_t)attr < pd->nattrs ? &pd->attrs[attr] : NULL;
+	if (a && a->name) {
+		snprintf(out, n, "%.*s", (int)strcspn(a->name, "/:"), a->name);
+		return;
+	}
+	static const char *const hw[] = {"cycles", "instructions", "cache-references", "cache-misses",
+					 "branch-instructions", "branch-misses"};
+	static const char *const sw[] = {"cpu-clock", "task-clock"};
+	if (a && a->type == 0 && a->config < 6)
+		snprintf(out, n, "%s", hw[a->config]);
+	else if (a && a->type == 1 && a->config < 2)
+		snprintf(out, n, "%s", sw[a->config]);
+	else
+		snprintf(out, n, "sample");
+}
+
+/* Stack samples as events: frame= columns outermost first ("0xIP"; a
+ * symbolizer names them), the sample's IP as FROM. */
+static void emit_samples(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
+			 struct mt_ptdec_stats *stats)
+{
+	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	static char vals[MT_EVENT_MAX_EXTRA][24];
+	char ename[64], period[24];
+	for (size_t i = 0; i < s->samples.n; i++) {
+		const struct psample *ps = &s->samples.v[i];
+		event_name(pd, ps->attr, ename, sizeof ename);
+		snprintf(period, sizeof period, "%" PRIu64, ps->period);
+		unsigned n = 0;
+		kv[n++] = (struct mt_kv){"event", ename};
+		kv[n++] = (struct mt_kv){"period", period};
+		/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
+		uint64_t ips[MT_EVENT_MAX_EXTRA];
+		unsigned nips = 0;
+		for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
+			uint64_t ip = mt_rd64(ps->chain + 8 * k);
+			if (ip < (uint64_t)-4096)
+				ips[nips++] = ip;
+		}
+		if (!nips && ps->ip)
+			ips[nips++] = ps->ip;
+		for (unsigned k = nips; k-- > 0;) {
+			snprintf(vals[n], sizeof vals[n], "0x%" PRIx64, ips[k]);
+			kv[n] = (struct mt_kv){"frame", vals[n]};
+			n++;
+		}
+		struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
+				      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
+				      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
+		mt_events_write(w, &ev);
+		stats->by_kind[MT_EV_SAMPLE]++;
+	}
+}
+
 int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		     struct mt_events_writer *w, struct mt_ptdec_stats *stats,
 		     bool *damaged, struct mt_err *err)
@@ -537,6 +617,12 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		goto out;
 	}
 	bool timed = decode_is_timed(pd, &s);
+	if (!s.have_info) {
+		/* no Intel PT: a sampling recording, its stack samples are the events */
+		write_meta(pd, &s, w, false);
+		emit_samples(pd, &s, w, stats);
+		goto out;
+	}
 	write_meta(pd, &s, w, timed);
 
 	struct mt_ptdec_config cfg = {0};

@@ -147,6 +147,7 @@ int main(int argc, char **argv)
 		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	static char framebuf[MT_EVENT_MAX_EXTRA][600];
 	char val[4][40], lineval[2][16];
 	struct mt_event ev;
 	const char *meta;
@@ -183,6 +184,21 @@ int main(int argc, char **argv)
 			}
 			if (res[k].inlines[0])
 				kv[n++] = (struct mt_kv){side[k].inl, res[k].inlines};
+		}
+		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as perf prints them */
+		for (unsigned k = 0; k < n; k++) {
+			if (strcmp(kv[k].key, "frame") || !kv[k].val || strchr(kv[k].val, ' '))
+				continue;
+			uint64_t ip = strtoull(kv[k].val, NULL, 16);
+			struct mt_sym_result fr;
+			mt_sym_lookup(sym, ev.pid, ip, &fr);
+			char *buf = framebuf[k];
+			if (fr.name)
+				snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip, fr.name, fr.off,
+					 fr.dso ? fr.dso : "[unknown]");
+			else
+				snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " [unknown] (%s)", ip, fr.dso ? fr.dso : "[unknown]");
+			kv[k].val = buf;
 		}
 		ev.extra = kv;
 		ev.nextra = n;

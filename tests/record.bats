@@ -1,0 +1,58 @@
+#!/usr/bin/env bats
+# mt-record, for real on this machine: no Intel PT and no hardware PMU here,
+# so it samples on the cpu-clock software event. Oracle: the test program's
+# own structure (hot_loop takes nearly all its time, called from main).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+RECORD=$MT_BIN/mt-record
+
+@test "record a program for real, decode, symbolize, write Perfetto: its hot function dominates the sampled stacks" {
+	run --separate-stderr "$RECORD" -o "$BATS_TEST_TMPDIR/hot.data" -- "$MT_PROGS/hot"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^[0-9]+$ ]] # the program's own output, passed through
+	"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/hot.data" 2> "$BATS_TEST_TMPDIR/stats" |
+		"$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o "$BATS_TEST_TMPDIR/hot.pftrace"
+	samples=$(stat_field sample "$BATS_TEST_TMPDIR/stats")
+	[ "$samples" -gt 20 ]
+	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/hot.pftrace" --slices > "$BATS_TEST_TMPDIR/slices"
+	# the most frequent frame is hot_loop, and it sits under main
+	[ "$(cut -f3 "$BATS_TEST_TMPDIR/slices" | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')" = hot_loop ]
+	main_depth=$(awk -F'\t' '$3=="main"{print $2; exit}' "$BATS_TEST_TMPDIR/slices")
+	[ -n "$main_depth" ]
+	[ -z "$(awk -F'\t' -v m="$main_depth" '$3=="hot_loop" && $2 <= m' "$BATS_TEST_TMPDIR/slices")" ]
+}
+
+@test "standard output not a terminal: perf.data in pipe mode, straight into mt-pt2events" {
+	"$RECORD" -- "$MT_PROGS/hot" 2>/dev/null > "$BATS_TEST_TMPDIR/pipe.data"
+	head -c 8 "$BATS_TEST_TMPDIR/pipe.data" | grep -q PERFILE2
+	"$RECORD" -- "$MT_PROGS/hot" 2>/dev/null | "$PT2EVENTS" --stats 2> "$BATS_TEST_TMPDIR/stats" > /dev/null
+	[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 20 ]
+}
+
+@test "--dry-run prints the perf command: sampling on the software clock here" {
+	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
+	[ "$status" -eq 0 ]
+	want=cycles
+	"$MT_BIN/mt-caps" | grep -qx sampling.event=cpu-clock && want=cpu-clock
+	[ "$output" = "perf record -o out.data --timestamp --event=$want/freq=10000/u --call-graph fp -- $MT_PROGS/hot arg" ]
+	run --separate-stderr "$RECORD" --dry-run --timer-resolution=sample:97 --callgraph=lbr -- true
+	[ "$status" -eq 2 ] || [[ "$output" == *"$want/freq=97/u"* ]]
+}
+
+@test "bad input: no command, a missing program, a failing perf: clear messages, no file left" {
+	run "$RECORD"
+	[ "$status" -eq 2 ] && [[ "$output" == *"no command given"* ]]
+	run "$RECORD" -o "$BATS_TEST_TMPDIR/x.data" -- /nonexistent/prog
+	[ "$status" -eq 1 ] && [[ "$output" == *"/nonexistent/prog: no such executable"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/x.data" ]
+	printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "perf version 6.1.0"; exit 0; fi\necho "perf: simulated failure" >&2\nexit 3\n' > "$BATS_TEST_TMPDIR/perf"
+	chmod +x "$BATS_TEST_TMPDIR/perf"
+	run "$RECORD" --perf="$BATS_TEST_TMPDIR/perf" -o "$BATS_TEST_TMPDIR/x.data" -- true
+	[ "$status" -eq 3 ]
+	[[ "$output" == *"perf: simulated failure"* ]]
+	[[ "$output" == *"mt-record: perf record exited with status 3"* ]]
+	run "$RECORD" --scope=zz -- true
+	[ "$status" -eq 2 ]
+}

@@ -1,0 +1,235 @@
+/* mt-record: run a program under perf record the way magic-trace would,
+ * with Intel PT where the machine has it, else stack sampling (on the
+ * software clock where there is no hardware PMU). */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <getopt.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "caps.h"
+#include "perfargs.h"
+#include "version.h"
+
+#define PROG "mt-record"
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... -- COMMAND [ARG]...\n"
+"Run COMMAND under perf record and write the perf.data: to FILE with -o, else\n"
+"to standard output in pipe mode when it is not a terminal, else ./perf.data.\n"
+"Intel PT where the machine has it (snapshot at exit), else stack sampling\n"
+"with frame-pointer call graphs, on cycles or, without a hardware PMU, on the\n"
+"cpu-clock software event.\n"
+"\n"
+"  -o, --output=FILE            the perf.data to write\n"
+"      --sampling               stack sampling even where Intel PT exists\n"
+"      --timer-resolution=R     low, normal (default), high, sample:FREQ\n"
+"      --scope=u|k|uk           what to trace (default u)\n"
+"      --callgraph=fp|lbr|dwarf sampling call graphs (default fp: mt-pt2events\n"
+"                               reads callchains, it does not unwind dwarf stacks)\n"
+"      --perf=PATH              the perf to run (default: $MT_PERF_PATH, perf)\n"
+"      --dry-run                print the perf command and exit\n"
+"  -h, --help                   show this help and exit\n"
+"  -V, --version                show the version and exit\n"
+"\n"
+"Exit status: COMMAND's when perf ran it; 1 perf failed (its message above,\n"
+"then a hint); 2 usage.\n");
+}
+
+static void shell_quote(FILE *f, const char *s)
+{
+	if (*s && !s[strspn(s, "abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789_-=,./:")]) {
+		fputs(s, f);
+		return;
+	}
+	fputc('\'', f);
+	for (; *s; s++)
+		if (*s == '\'')
+			fputs("'\\''", f);
+		else
+			fputc(*s, f);
+	fputc('\'', f);
+}
+
+/* Can exec find it (a path, or a name on PATH)? */
+static bool find_program(const char *name)
+{
+	if (strchr(name, '/'))
+		return access(name, X_OK) == 0;
+	const char *path = getenv("PATH");
+	if (!path)
+		path = "/usr/bin:/bin";
+	char dir[4096];
+	for (const char *p = path; *p;) {
+		size_t l = strcspn(p, ":");
+		snprintf(dir, sizeof dir, "%.*s/%s", (int)l, p, name);
+		if (access(dir, X_OK) == 0)
+			return true;
+		p += l + (p[l] == ':');
+	}
+	return false;
+}
+
+int main(int argc, char **argv)
+{
+	static const struct option opts[] = {
+		{"output", required_argument, NULL, 'o'},
+		{"sampling", no_argument, NULL, 's'},
+		{"timer-resolution", required_argument, NULL, 'r'},
+		{"scope", required_argument, NULL, 'S'},
+		{"callgraph", required_argument, NULL, 'g'},
+		{"perf", required_argument, NULL, 'p'},
+		{"dry-run", no_argument, NULL, 'n'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	struct mt_perfargs_opts o = {.res = MT_RES_NORMAL, .cyc = -1, .cyc_thresh = -1, .mtc = -1, .mtc_period = -1,
+				     .noretcomp = -1, .psb_period = -1, .callgraph = MT_CG_FP};
+	const char *out = NULL;
+	bool dry = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "+o:hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'o': out = optarg; break;
+		case 's': o.sampling = true; break;
+		case 'r':
+			if (!strcmp(optarg, "low")) o.res = MT_RES_LOW;
+			else if (!strcmp(optarg, "normal")) o.res = MT_RES_NORMAL;
+			else if (!strcmp(optarg, "high")) o.res = MT_RES_HIGH;
+			else if (!strncmp(optarg, "sample:", 7) && atoi(optarg + 7) > 0) {
+				o.res = MT_RES_SAMPLE;
+				o.sample_freq = (unsigned)atoi(optarg + 7);
+			} else {
+				fprintf(stderr, PROG ": bad --timer-resolution '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'S':
+			if (!strcmp(optarg, "u")) o.scope = MT_SCOPE_U;
+			else if (!strcmp(optarg, "k")) o.scope = MT_SCOPE_K;
+			else if (!strcmp(optarg, "uk")) o.scope = MT_SCOPE_UK;
+			else {
+				fprintf(stderr, PROG ": bad --scope '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'g':
+			if (!strcmp(optarg, "fp")) o.callgraph = MT_CG_FP;
+			else if (!strcmp(optarg, "lbr")) o.callgraph = MT_CG_LBR;
+			else if (!strcmp(optarg, "dwarf")) o.callgraph = MT_CG_DWARF;
+			else {
+				fprintf(stderr, PROG ": bad --callgraph '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'p': o.perf = optarg; break;
+		case 'n': dry = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return 2;
+		}
+	}
+	if (optind >= argc) {
+		fprintf(stderr, PROG ": no command given\nTry '" PROG " --help' for more information.\n");
+		return 2;
+	}
+	if (!find_program(argv[optind])) {
+		/* magic-trace: "Can't find executable for %s"; perf would leave a stub file */
+		fprintf(stderr, PROG ": %s: no such executable (searched PATH)\n", argv[optind]);
+		return 1;
+	}
+	struct mt_caps_opts co = {.perf = o.perf};
+	static struct mt_caps caps;
+	mt_caps_detect(&co, &caps);
+	if (!o.perf)
+		o.perf = mt_caps_get(&caps, "perf.path");
+	bool sampling = o.sampling || strcmp(mt_caps_get(&caps, "intel_pt"), "1");
+	if (!sampling)
+		o.callgraph = MT_CG_DEFAULT;
+	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
+	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
+	o.full_execution = sampling; /* run mode: every sample, no ring buffer to overwrite */
+	struct mt_perfargs a;
+	struct mt_err err = {0};
+	if (mt_perfargs_build(&caps, &o, &a, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 2;
+	}
+	for (int i = 0; i < a.nwarn; i++)
+		if (strncmp(a.warn[i], "Warning: [-callgraph-mode]", 26))
+			fprintf(stderr, "%s\n", a.warn[i]);
+	/* magic-trace attaches to a stopped child; a run needs no pid: drop
+	 * the thread selection and the control fds, run COMMAND after -- */
+	if (!out)
+		out = isatty(1) ? "perf.data" : "-";
+	char *args[MT_PERFARGS_MAX + 64];
+	int n = 0;
+	for (int i = 0; i < a.argc; i++) {
+		const char *s = a.argv[i];
+		if (!strcmp(s, "--per-thread") || !strcmp(s, "-t") || !strcmp(s, "-p") || !strcmp(s, "PID") ||
+		    !strncmp(s, "--control=", 10))
+			continue;
+		if (i > 0 && !strcmp(a.argv[i - 1], "-o")) {
+			args[n++] = (char *)out;
+			continue;
+		}
+		args[n++] = a.argv[i];
+	}
+	args[n++] = "--";
+	for (int i = optind; i < argc && n < MT_PERFARGS_MAX + 62; i++)
+		args[n++] = argv[i];
+	args[n] = NULL;
+	if (dry) {
+		for (int i = 0; i < n; i++) {
+			if (i)
+				putchar(' ');
+			shell_quote(stdout, args[i]);
+		}
+		putchar('\n');
+		return 0;
+	}
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+		return 1;
+	}
+	if (pid == 0) {
+		setenv("PAGER", "cat", 1);
+		execvp(args[0], args);
+		fprintf(stderr, PROG ": %s: %s\n", args[0], strerror(errno));
+		_exit(127);
+	}
+	/* ^C reaches perf (same process group), which stops the command and
+	 * writes what it has; mt-record waits for it */
+	signal(SIGINT, SIG_IGN);
+	int status;
+	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
+		;
+	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
+		return 0;
+	if (WIFEXITED(status) && WEXITSTATUS(status) != 127) {
+		fprintf(stderr, PROG ": perf record exited with status %d", WEXITSTATUS(status));
+		const char *par = mt_caps_get(&caps, "perf_event_paranoid");
+		fprintf(stderr, "%s%s%s\n", par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1")
+						? " (perf_event_paranoid is " : "",
+			par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1") ? par : "",
+			par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1")
+				? ": run as root, or lower it with sysctl kernel.perf_event_paranoid=1)" : "");
+		return WEXITSTATUS(status);
+	}
+	if (WIFSIGNALED(status)) {
+		fprintf(stderr, PROG ": perf record killed by signal %d\n", WTERMSIG(status));
+		return 1;
+	}
+	return 1;
+}

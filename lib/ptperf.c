@@ -621,7 +621,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		/* no Intel PT: a sampling recording, its stack samples are the events */
 		write_meta(pd, &s, w, false);
 		emit_samples(pd, &s, w, stats);
-		goto out;
+		goto damage;
 	}
 	write_meta(pd, &s, w, timed);
 
@@ -737,6 +737,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	for (size_t i = 0; i < wd.n; i++)
 		free(wd.v[i]);
 	free(wd.v);
+damage:
 	if (!rc && s.walk_damaged) {
 		/* Damage in the container itself: report it in the stream, too. */
 		struct mt_event ev = {.kind = MT_EV_ERROR, .cpu = -1, .offset = MT_NO_OFFSET, .msg = s.walk_err};

@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "image.h"
+#include "strtab.h"
 
 #include <errno.h>
 #include <fcntl.h>
@@ -8,6 +9,7 @@
 #include <intel-pt.h>
 #include <libelf.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -350,14 +352,8 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 			qsort(img->funcs, img->nfuncs, sizeof *img->funcs, cmp_func);
 		img->funcs_sorted = true;
 	}
-	size_t lo = 0, hi = img->nfuncs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (img->funcs[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(img->funcs, img->nfuncs, sizeof *img->funcs,
+					 offsetof(struct mt_func_range, start), addr);
 	/* lo-1 is the last range starting at or below addr */
 	for (size_t i = lo; i > 0 && i > lo - 4; i--) {
 		const struct mt_func_range *f = &img->funcs[i - 1];

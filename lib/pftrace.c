@@ -129,22 +129,31 @@ static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 	return it;
 }
 
-static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+/* A new item of th's thread: kind, times and interned name set. */
+static struct item *new_item(struct mt_pftrace *pf, struct mt_cs_thread *th, uint8_t kind, uint64_t begin,
+			     uint64_t end, const char *name)
 {
-	const char *name = f->name;
-	uint64_t ip = f->ip, id = f->id;
-	bool inferred = f->inferred;
-	struct mt_pftrace *pf = ctx;
 	struct pthread *t = pthread_of(pf, th);
 	struct item *it = t ? add_item(pf, t) : NULL;
+	if (it) {
+		it->kind = kind;
+		it->begin = begin;
+		it->end = end;
+		it->name = intern(pf, name);
+	}
+	return it;
+}
+
+static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+{
+	struct mt_pftrace *pf = ctx;
+	struct item *it = new_item(pf, th, IT_SLICE, time, UINT64_MAX, f->name);
 	if (!it)
 		return;
-	it->kind = IT_SLICE;
-	it->begin = time;
-	it->end = UINT64_MAX;
-	it->name = intern(pf, name);
-	it->ip = ip;
-	it->inferred = inferred;
+	struct pthread *t = th->user;
+	uint64_t id = f->id;
+	it->ip = f->ip;
+	it->inferred = f->inferred;
 	if (f->file) {
 		it->file = intern(pf, f->file);
 		it->line = f->line;
@@ -203,50 +212,29 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 
 static void s_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
 {
-	struct mt_pftrace *pf = ctx;
-	struct pthread *t = pthread_of(pf, th);
-	struct item *it = t ? add_item(pf, t) : NULL;
-	if (!it)
-		return;
-	it->kind = IT_SLICE;
-	it->begin = start;
-	it->end = end;
-	it->name = intern(pf, name);
+	new_item(ctx, th, IT_SLICE, start, end, name);
 }
 
 static void s_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
 {
-	struct mt_pftrace *pf = ctx;
-	struct pthread *t = pthread_of(pf, th);
-	struct item *it = t ? add_item(pf, t) : NULL;
-	if (!it)
-		return;
-	it->kind = IT_INSTANT;
-	it->begin = it->end = time;
-	it->name = intern(pf, name);
+	new_item(ctx, th, IT_INSTANT, time, time, name);
 }
 
 static void s_counter(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, double value)
 {
-	struct mt_pftrace *pf = ctx;
-	struct pthread *t = pthread_of(pf, th);
-	struct item *it = t ? add_item(pf, t) : NULL;
-	if (!it)
-		return;
-	it->kind = IT_COUNTER;
-	it->begin = it->end = time;
-	it->name = intern(pf, name);
-	it->value = value;
+	struct item *it = new_item(ctx, th, IT_COUNTER, time, time, name);
+	if (it)
+		it->value = value;
 }
 
 static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *event, uint64_t ip,
 		     const char *symbol, uint64_t count)
 {
 	struct mt_pftrace *pf = ctx;
-	struct pthread *t = pthread_of(pf, th);
-	struct item *it = t ? add_item(pf, t) : NULL;
+	struct item *it = new_item(pf, th, IT_SAMPLE, time, time, symbol);
 	if (!it)
 		return;
+	struct pthread *t = th->user;
 	const char *ev = intern(pf, event);
 	size_t k = 0;
 	while (k < pf->nextra && pf->extra_names[k] != ev)
@@ -259,9 +247,6 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 		}
 		pf->extra_names[pf->nextra++] = ev;
 	}
-	it->kind = IT_SAMPLE;
-	it->begin = it->end = time;
-	it->name = intern(pf, symbol);
 	it->ip = ip;
 	it->value = (double)count;
 	it->extra = (uint32_t)k;

@@ -1,8 +1,10 @@
 #define _GNU_SOURCE
 #include "ptperf.h"
+#include "strtab.h"
 
 #include <intel-pt.h>
 #include <inttypes.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -319,14 +321,7 @@ static void who(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid)
 	if (!w->per_cpu || !w->nsw || !time)
 		return;
 	/* the last switch at or before time */
-	size_t lo = 0, hi = w->nsw;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (w->sw[mid].time <= time)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(w->sw, w->nsw, sizeof *w->sw, offsetof(struct sw, time), time);
 	if (lo) {
 		*pid = w->sw[lo - 1].pid;
 		*tid = w->sw[lo - 1].tid;

@@ -66,3 +66,18 @@ void mt_strtab_free(struct mt_strtab *t)
 	t->v = NULL;
 	t->cap = t->n = 0;
 }
+
+size_t mt_count_at_or_below(const void *base, size_t n, size_t stride, size_t key_off, uint64_t k)
+{
+	size_t lo = 0, hi = n;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		uint64_t v;
+		memcpy(&v, (const char *)base + mid * stride + key_off, sizeof v);
+		if (v <= k)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}

@@ -1,5 +1,5 @@
 /* strtab: string interning (one stable copy per distinct string, compared by
- * pointer afterwards) and the growable-array helper the writers share. */
+ * pointer afterwards), and the small array helpers the modules share. */
 #ifndef MT_STRTAB_H
 #define MT_STRTAB_H
 
@@ -20,5 +20,10 @@ uint64_t mt_hash_str(const char *s);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when
  * out of memory (*v unchanged). */
 bool mt_grow(void **v, size_t *cap, size_t need, size_t elem);
+
+/* In an array sorted by a uint64_t key at byte offset key_off of each
+ * stride-byte element: how many elements have key <= k (so the last of
+ * them, if any, is at the result minus one). */
+size_t mt_count_at_or_below(const void *base, size_t n, size_t stride, size_t key_off, uint64_t k);
 
 #endif

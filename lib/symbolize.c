@@ -9,6 +9,7 @@
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
+#include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 #include <unistd.h>
@@ -587,14 +588,7 @@ static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t
 		s->sorted = true;
 	}
 	/* the last mapping starting at or below addr, then back over overlaps */
-	size_t lo = 0, hi = s->nmaps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->maps[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(s->maps, s->nmaps, sizeof *s->maps, offsetof(struct mapping, start), addr);
 	for (size_t i = lo; i-- > 0;) {
 		const struct mapping *m = &s->maps[i];
 		if (addr - m->start < m->len && (m->pid == pid || m->pid == UINT32_MAX)) {
@@ -757,14 +751,7 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	if (!pm->obj.loaded)
 		load_perf_map(s, pm);
 	const struct object *o = &pm->obj;
-	size_t lo = 0, hi = o->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (o->syms[mid].start <= addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
 	/* inside [start, start + size): magic-trace's check is inverted */
 	if (lo && addr < o->syms[lo - 1].end) {
 		r->name = o->syms[lo - 1].name;
@@ -805,14 +792,7 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 		m->have_bias = true;
 	}
 	uint64_t a = addr - m->bias;
-	size_t lo = 0, hi = o->nsyms;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (o->syms[mid].start <= a)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), a);
 	for (size_t i = lo; i > 0 && lo - i < 4; i--) {
 		const struct symbol *sy = &o->syms[i - 1];
 		if (a < sy->end) {

@@ -17,11 +17,14 @@ RECORD=$MT_BIN/mt-record
 	samples=$(stat_field sample "$BATS_TEST_TMPDIR/stats")
 	[ "$samples" -gt 20 ]
 	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/hot.pftrace" --slices > "$BATS_TEST_TMPDIR/slices"
-	# the most frequent frame is hot_loop, and it sits under main
+	# the most frequent frame is hot_loop, and it sits under main (a sample
+	# taken in a prologue can miss a frame-pointer link: most, not all)
 	[ "$(cut -f3 "$BATS_TEST_TMPDIR/slices" | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')" = hot_loop ]
 	main_depth=$(awk -F'\t' '$3=="main"{print $2; exit}' "$BATS_TEST_TMPDIR/slices")
 	[ -n "$main_depth" ]
-	[ -z "$(awk -F'\t' -v m="$main_depth" '$3=="hot_loop" && $2 <= m' "$BATS_TEST_TMPDIR/slices")" ]
+	hot=$(awk -F'\t' '$3=="hot_loop"' "$BATS_TEST_TMPDIR/slices" | wc -l)
+	under=$(awk -F'\t' -v m="$main_depth" '$3=="hot_loop" && $2 > m' "$BATS_TEST_TMPDIR/slices" | wc -l)
+	[ $((under * 10)) -ge $((hot * 8)) ]
 }
 
 @test "standard output not a terminal: perf.data in pipe mode, straight into mt-pt2events" {

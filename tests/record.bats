@@ -59,3 +59,33 @@ RECORD=$MT_BIN/mt-record
 	run "$RECORD" --scope=zz -- true
 	[ "$status" -eq 2 ]
 }
+
+@test "attach to a running process (--pid): samples until it ends, its hot function first" {
+	"$MT_PROGS/hot" 300 > /dev/null &
+	pid=$!
+	sleep 0.2
+	( sleep 1; kill "$pid" 2>/dev/null ) &
+	run --separate-stderr "$RECORD" --pid="$pid" -o "$BATS_TEST_TMPDIR/att.data"
+	wait
+	[ "$status" -eq 0 ]
+	"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/att.data" 2> "$BATS_TEST_TMPDIR/stats" |
+		"$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o "$BATS_TEST_TMPDIR/att.pftrace"
+	[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 100 ]
+	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/att.pftrace" --slices 2>/dev/null | cut -f3 | sort | uniq -c | sort -rn |
+		awk 'NR==1{print $2}' | grep -qx hot_loop
+}
+
+@test "--pid: a process that is gone, or a command too, is refused" {
+	sh -c 'exit 0' &
+	gone=$!
+	wait
+	run "$RECORD" --pid="$gone" -o "$BATS_TEST_TMPDIR/x.data"
+	[ "$status" -eq 1 ] && [[ "$output" == *"no process $gone"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/x.data" ]
+	run "$RECORD" --pid=1 -- true
+	[ "$status" -eq 2 ]
+	run "$RECORD" --pid=abc
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$RECORD" --dry-run --pid=1,2 --multi-thread -o out.data
+	[[ "$output" == *" -p 1,2 --call-graph fp" ]]
+}

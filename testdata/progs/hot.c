@@ -3,6 +3,7 @@
  * middle, called from main. Frame pointers make perf's callchains whole. */
 // cflags: -fno-omit-frame-pointer -O1
 #include <stdio.h>
+#include <stdlib.h>
 
 __attribute__((noinline)) static long hot_loop(long n)
 {
@@ -17,11 +18,12 @@ __attribute__((noinline)) static long middle(long n)
 	return hot_loop(n) + 1;
 }
 
-int main(void)
+int main(int argc, char **argv)
 {
 	long t = 0;
-	for (int k = 0; k < 30; k++)
-		t += middle(10000000);
+	int reps = argc > 1 ? atoi(argv[1]) : 30; /* more: a process to attach to */
+	for (int k = 0; k < reps; k++)
+		t += middle(10000000 + k); /* distinct arguments: no call is folded away */
 	printf("%ld\n", t);
 	return 0;
 }

@@ -21,7 +21,7 @@
 #define UUID_COUNTER(pid) ((1ULL << 60) | (uint64_t)(pid))
 #define UUID_EXTRA(pid, tid, k) ((1ULL << 59) | ((uint64_t)(k) << 50) | ((uint64_t)(pid) << 25) | (uint64_t)(tid))
 #define SEQ_DESCRIPTORS 1
-#define SEQ_THREAD0 1000
+#define SEQ_THREAD0 2 /* small ids: one varint byte for the first 126 threads */
 #define CLOCK_INCREMENTAL 64
 #define CLOCK_BOOTTIME 6
 

@@ -104,7 +104,7 @@ while i < len(d):
         if not b & 0x80: break
     pkt = d[i:j + ln]
     n += 1
-    if b'\x50\xe8\x07' in pkt and b'\x68\x01' in pkt and not out.endswith(b'SKIPPED'):
+    if b'\x50\x02' in pkt and b'\x68\x01' in pkt and not out.endswith(b'SKIPPED'):
         out += b'SKIPPED'
     else:
         out += pkt

@@ -119,6 +119,22 @@ static void cpu_flags(const char *root, const char *word, bool *all, bool *any)
 	*all = seen && every;
 }
 
+/* Up to 64 entry names of a directory, sorted (none if it cannot be read). */
+static size_t list_dir(const char *path, char names[64][64])
+{
+	DIR *d = opendir(path);
+	if (!d)
+		return 0;
+	size_t n = 0;
+	struct dirent *e;
+	while ((e = readdir(d)) && n < 64)
+		if (e->d_name[0] != '.')
+			snprintf(names[n++], sizeof names[0], "%.63s", e->d_name);
+	closedir(d);
+	qsort(names, n, sizeof names[0], (int (*)(const void *, const void *))strcmp);
+	return n;
+}
+
 void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *c)
 {
 	memset(c, 0, sizeof *c);
@@ -141,23 +157,14 @@ void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *c)
 	if (pt && read_line(sys, "/bus/event_source/devices/intel_pt/type", buf, sizeof buf))
 		add(c, "intel_pt.type", "%s", buf);
 	snprintf(path, sizeof path, "%s/bus/event_source/devices/intel_pt/caps", sys);
-	DIR *d = pt ? opendir(path) : NULL;
-	if (d) {
-		char names[64][64];
-		size_t nn = 0;
-		struct dirent *e;
-		while ((e = readdir(d)) && nn < 64)
-			if (e->d_name[0] != '.')
-				snprintf(names[nn++], sizeof names[0], "%.63s", e->d_name);
-		closedir(d);
-		qsort(names, nn, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-		for (size_t i = 0; i < nn; i++) {
-			char rel[256], key[96];
-			snprintf(rel, sizeof rel, "/bus/event_source/devices/intel_pt/caps/%.63s", names[i]);
-			snprintf(key, sizeof key, "intel_pt.caps.%.63s", names[i]);
-			if (read_line(sys, rel, buf, sizeof buf))
-				add(c, key, "%s", buf);
-		}
+	char names[64][64];
+	size_t nn = pt ? list_dir(path, names) : 0;
+	for (size_t i = 0; i < nn; i++) {
+		char rel[256], key[96];
+		snprintf(rel, sizeof rel, "/bus/event_source/devices/intel_pt/caps/%.63s", names[i]);
+		snprintf(key, sizeof key, "intel_pt.caps.%.63s", names[i]);
+		if (read_line(sys, rel, buf, sizeof buf))
+			add(c, key, "%s", buf);
 	}
 
 	/* perf */
@@ -200,21 +207,11 @@ void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *c)
 
 	/* events for the sampling fallback */
 	snprintf(path, sizeof path, "%s/bus/event_source/devices/cpu/events", sys);
-	d = opendir(path);
 	char hw[256] = "";
 	size_t hl = 0;
-	if (d) {
-		char names[64][64];
-		size_t nn = 0;
-		struct dirent *e;
-		while ((e = readdir(d)) && nn < 64)
-			if (e->d_name[0] != '.')
-				snprintf(names[nn++], sizeof names[0], "%.63s", e->d_name);
-		closedir(d);
-		qsort(names, nn, sizeof names[0], (int (*)(const void *, const void *))strcmp);
-		for (size_t i = 0; i < nn && hl + strlen(names[i]) + 2 < sizeof hw; i++)
-			hl += (size_t)snprintf(hw + hl, sizeof hw - hl, "%s%s", hl ? "," : "", names[i]);
-	}
+	nn = list_dir(path, names);
+	for (size_t i = 0; i < nn && hl + strlen(names[i]) + 2 < sizeof hw; i++)
+		hl += (size_t)snprintf(hw + hl, sizeof hw - hl, "%s%s", hl ? "," : "", names[i]);
 	add(c, "events.hardware", "%s", hw);
 	snprintf(path, sizeof path, "%s/bus/event_source/devices/software", sys);
 	add(c, "events.software", "%s", access(path, F_OK) == 0 ? "cpu-clock,task-clock" : "");

@@ -139,34 +139,31 @@ static const char *skip_space(const char *p)
 	return p;
 }
 
-static bool parse_hex(const char **pp, uint64_t *v)
+/* A number in base 16 (an optional 0x first) or 10 at *pp; advances *pp. */
+static bool parse_num(const char **pp, uint64_t *v, int base)
 {
 	const char *p = *pp;
-	if (p[0] == '0' && p[1] == 'x')
+	if (base == 16 && p[0] == '0' && p[1] == 'x')
 		p += 2;
-	if (!isxdigit((unsigned char)*p))
+	if (!(base == 16 ? isxdigit((unsigned char)*p) : isdigit((unsigned char)*p)))
 		return false;
 	char *e;
 	errno = 0;
-	*v = strtoull(p, &e, 16);
+	*v = strtoull(p, &e, base);
 	if (errno)
 		return false;
 	*pp = e;
 	return true;
 }
 
+static bool parse_hex(const char **pp, uint64_t *v)
+{
+	return parse_num(pp, v, 16);
+}
+
 static bool parse_dec(const char **pp, uint64_t *v)
 {
-	const char *p = *pp;
-	if (!isdigit((unsigned char)*p))
-		return false;
-	char *e;
-	errno = 0;
-	*v = strtoull(p, &e, 10);
-	if (errno)
-		return false;
-	*pp = e;
-	return true;
+	return parse_num(pp, v, 10);
 }
 
 /* SEC.FRAC -> ns; FRAC scaled to 9 digits (more digits are cut). */

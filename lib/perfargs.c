@@ -32,6 +32,73 @@ static void warn(struct mt_perfargs *a, const char *fmt, ...)
 	va_end(ap);
 }
 
+int mt_perfargs_parse_resolution(const char *s, struct mt_perfargs_opts *o)
+{
+	if (!strcmp(s, "low"))
+		o->res = MT_RES_LOW;
+	else if (!strcmp(s, "normal"))
+		o->res = MT_RES_NORMAL;
+	else if (!strcmp(s, "high"))
+		o->res = MT_RES_HIGH;
+	else if (!strncmp(s, "sample:", 7)) {
+		char *e;
+		o->res = MT_RES_SAMPLE;
+		o->sample_freq = (unsigned)strtoul(s + 7, &e, 10);
+		if (*e || !o->sample_freq)
+			return -1;
+	} else if (!strncmp(s, "custom:", 7) || !strcmp(s, "custom")) {
+		o->res = MT_RES_CUSTOM;
+		char copy[256];
+		snprintf(copy, sizeof copy, "%s", s[6] ? s + 7 : "");
+		char *save;
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			char *eq = strchr(tok, '=');
+			if (!eq)
+				return -1;
+			*eq = '\0';
+			int v = atoi(eq + 1);
+			if (!strcmp(tok, "cyc")) o->cyc = v;
+			else if (!strcmp(tok, "cyc_thresh")) o->cyc_thresh = v;
+			else if (!strcmp(tok, "mtc")) o->mtc = v;
+			else if (!strcmp(tok, "mtc_period")) o->mtc_period = v;
+			else if (!strcmp(tok, "noretcomp")) o->noretcomp = v;
+			else if (!strcmp(tok, "psb_period")) o->psb_period = v;
+			else return -1;
+		}
+	} else {
+		return -1;
+	}
+	return 0;
+}
+
+int mt_perfargs_parse_scope(const char *s, enum mt_scope *out)
+{
+	if (!strcmp(s, "u"))
+		*out = MT_SCOPE_U;
+	else if (!strcmp(s, "k"))
+		*out = MT_SCOPE_K;
+	else if (!strcmp(s, "uk"))
+		*out = MT_SCOPE_UK;
+	else
+		return -1;
+	return 0;
+}
+
+int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out)
+{
+	if (!strcmp(s, "lbr"))
+		*out = MT_CG_LBR;
+	else if (!strcmp(s, "lbr-no-stitch"))
+		*out = MT_CG_LBR_NO_STITCH;
+	else if (!strcmp(s, "fp"))
+		*out = MT_CG_FP;
+	else if (!strcmp(s, "dwarf"))
+		*out = MT_CG_DWARF;
+	else
+		return -1;
+	return 0;
+}
+
 int mt_parse_bytes(const char *s, uint64_t *out)
 {
 	char *e;

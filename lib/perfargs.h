@@ -46,6 +46,13 @@ struct mt_perfargs {
  * impossible combination. */
 int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts *o, struct mt_perfargs *out,
 		      struct mt_err *err);
+/* Option values as mt-perfargs and mt-record take them; -1 when malformed.
+ * Resolution: low, normal, high, custom:FIELD=N,... (cyc, cyc_thresh, mtc,
+ * mtc_period, noretcomp, psb_period), sample:FREQ. */
+int mt_perfargs_parse_resolution(const char *s, struct mt_perfargs_opts *o);
+int mt_perfargs_parse_scope(const char *s, enum mt_scope *out);
+/* lbr, lbr-no-stitch, fp, dwarf */
+int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out);
 /* Parses a byte count: 4096, 8000B, 64K, 4M, 1G (powers of 1024). */
 int mt_parse_bytes(const char *s, uint64_t *out);
 

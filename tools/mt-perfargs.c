@@ -99,40 +99,12 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'c': caps_path = optarg; break;
 		case 'r':
-			if (!strcmp(optarg, "low")) o.res = MT_RES_LOW;
-			else if (!strcmp(optarg, "normal")) o.res = MT_RES_NORMAL;
-			else if (!strcmp(optarg, "high")) o.res = MT_RES_HIGH;
-			else if (!strncmp(optarg, "sample:", 7)) {
-				char *e;
-				o.res = MT_RES_SAMPLE;
-				o.sample_freq = (unsigned)strtoul(optarg + 7, &e, 10);
-				if (*e || !o.sample_freq)
-					return bad("--timer-resolution", optarg);
-			} else if (!strncmp(optarg, "custom:", 7) || !strcmp(optarg, "custom")) {
-				o.res = MT_RES_CUSTOM;
-				char copy[256];
-				snprintf(copy, sizeof copy, "%s", optarg[6] ? optarg + 7 : "");
-				for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ",")) {
-					char *eq = strchr(tok, '=');
-					if (!eq)
-						return bad("--timer-resolution", optarg);
-					*eq = '\0';
-					int v = atoi(eq + 1);
-					if (!strcmp(tok, "cyc")) o.cyc = v;
-					else if (!strcmp(tok, "cyc_thresh")) o.cyc_thresh = v;
-					else if (!strcmp(tok, "mtc")) o.mtc = v;
-					else if (!strcmp(tok, "mtc_period")) o.mtc_period = v;
-					else if (!strcmp(tok, "noretcomp")) o.noretcomp = v;
-					else if (!strcmp(tok, "psb_period")) o.psb_period = v;
-					else return bad("--timer-resolution field", tok);
-				}
-			} else return bad("--timer-resolution", optarg);
+			if (mt_perfargs_parse_resolution(optarg, &o))
+				return bad("--timer-resolution", optarg);
 			break;
 		case 's':
-			if (!strcmp(optarg, "u")) o.scope = MT_SCOPE_U;
-			else if (!strcmp(optarg, "k")) o.scope = MT_SCOPE_K;
-			else if (!strcmp(optarg, "uk")) o.scope = MT_SCOPE_UK;
-			else return bad("--scope", optarg);
+			if (mt_perfargs_parse_scope(optarg, &o.scope))
+				return bad("--scope", optarg);
 			break;
 		case 'z':
 			if (mt_parse_bytes(optarg, &o.snapshot_size) || !o.snapshot_size)
@@ -157,11 +129,8 @@ int main(int argc, char **argv)
 		}
 		case 'P': o.sampling = true; break;
 		case 'g':
-			if (!strcmp(optarg, "lbr")) o.callgraph = MT_CG_LBR;
-			else if (!strcmp(optarg, "lbr-no-stitch")) o.callgraph = MT_CG_LBR_NO_STITCH;
-			else if (!strcmp(optarg, "fp")) o.callgraph = MT_CG_FP;
-			else if (!strcmp(optarg, "dwarf")) o.callgraph = MT_CG_DWARF;
-			else return bad("--callgraph", optarg);
+			if (mt_perfargs_parse_callgraph(optarg, &o.callgraph))
+				return bad("--callgraph", optarg);
 			break;
 		case 'p': o.pids = optarg; break;
 		case 'o': o.dir = optarg; break;

@@ -31,9 +31,10 @@ static void usage(FILE *f)
 "\n"
 "  -o, --output=FILE            the perf.data to write\n"
 "      --sampling               stack sampling even where Intel PT exists\n"
-"      --timer-resolution=R     low, normal (default), high, sample:FREQ\n"
+"      --timer-resolution=R     low, normal (default), high, custom:..., sample:FREQ\n"
+"                               (as mt-perfargs takes them)\n"
 "      --scope=u|k|uk           what to trace (default u)\n"
-"      --callgraph=fp|lbr|dwarf sampling call graphs (default fp: mt-pt2events\n"
+"      --callgraph=MODE         fp, lbr, lbr-no-stitch, dwarf (default fp: mt-pt2events\n"
 "                               reads callchains, it does not unwind dwarf stacks)\n"
 "      --pid=PIDS               attach to running processes instead (until they\n"
 "                               exit or ^C); one thread each unless --multi-thread\n"
@@ -107,31 +108,19 @@ int main(int argc, char **argv)
 		case 'o': out = optarg; break;
 		case 's': o.sampling = true; break;
 		case 'r':
-			if (!strcmp(optarg, "low")) o.res = MT_RES_LOW;
-			else if (!strcmp(optarg, "normal")) o.res = MT_RES_NORMAL;
-			else if (!strcmp(optarg, "high")) o.res = MT_RES_HIGH;
-			else if (!strncmp(optarg, "sample:", 7) && atoi(optarg + 7) > 0) {
-				o.res = MT_RES_SAMPLE;
-				o.sample_freq = (unsigned)atoi(optarg + 7);
-			} else {
+			if (mt_perfargs_parse_resolution(optarg, &o)) {
 				fprintf(stderr, PROG ": bad --timer-resolution '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'S':
-			if (!strcmp(optarg, "u")) o.scope = MT_SCOPE_U;
-			else if (!strcmp(optarg, "k")) o.scope = MT_SCOPE_K;
-			else if (!strcmp(optarg, "uk")) o.scope = MT_SCOPE_UK;
-			else {
+			if (mt_perfargs_parse_scope(optarg, &o.scope)) {
 				fprintf(stderr, PROG ": bad --scope '%s'\n", optarg);
 				return 2;
 			}
 			break;
 		case 'g':
-			if (!strcmp(optarg, "fp")) o.callgraph = MT_CG_FP;
-			else if (!strcmp(optarg, "lbr")) o.callgraph = MT_CG_LBR;
-			else if (!strcmp(optarg, "dwarf")) o.callgraph = MT_CG_DWARF;
-			else {
+			if (mt_perfargs_parse_callgraph(optarg, &o.callgraph)) {
 				fprintf(stderr, PROG ": bad --callgraph '%s'\n", optarg);
 				return 2;
 			}

@@ -70,6 +70,7 @@ struct mt_cs {
 	size_t nthreads, capthreads;
 	struct thread **map;     /* (pid,tid) -> thread, open addressing */
 	size_t mapcap;
+	struct thread *last;     /* the thread found last */
 	bool have_base;
 	uint64_t base;
 	const char *n_untraced, *n_syscall, *n_returned, *n_unknown;
@@ -378,16 +379,25 @@ static uint64_t thread_key_hash(uint32_t pid, uint32_t tid)
 	return ((uint64_t)pid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)tid * 0xC2B2AE3D27D4EB4FULL);
 }
 
+/* The thread's state, or NULL when it has not appeared yet. Consecutive
+ * events mostly come from one thread: the last one found is tried first. */
+static struct thread *find_thread(struct mt_cs *cs, uint32_t pid, uint32_t tid)
+{
+	if (cs->last && cs->last->pub.pid == pid && cs->last->pub.tid == tid)
+		return cs->last;
+	if (!cs->mapcap)
+		return NULL;
+	for (size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1); cs->map[j]; j = (j + 1) & (cs->mapcap - 1))
+		if (cs->map[j]->pub.pid == pid && cs->map[j]->pub.tid == tid)
+			return cs->last = cs->map[j];
+	return NULL;
+}
+
 static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, uint64_t time)
 {
-	if (cs->mapcap) {
-		size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1);
-		while (cs->map[j]) {
-			if (cs->map[j]->pub.pid == pid && cs->map[j]->pub.tid == tid)
-				return cs->map[j];
-			j = (j + 1) & (cs->mapcap - 1);
-		}
-	}
+	struct thread *found = find_thread(cs, pid, tid);
+	if (found)
+		return found;
 	if ((cs->nthreads + 1) * 2 > cs->mapcap) {
 		size_t nc = cs->mapcap ? 2 * cs->mapcap : 64;
 		struct thread **nm = calloc(nc, sizeof *nm);
@@ -638,13 +648,7 @@ static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
 
 int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 {
-	struct thread *t = NULL;
-	if (cs->mapcap) {
-		size_t j = thread_key_hash(ev->pid, ev->tid) & (cs->mapcap - 1);
-		for (; cs->map[j] && !t; j = (j + 1) & (cs->mapcap - 1))
-			if (cs->map[j]->pub.pid == ev->pid && cs->map[j]->pub.tid == ev->tid)
-				t = cs->map[j];
-	}
+	struct thread *t = find_thread(cs, ev->pid, ev->tid);
 	if (!t || (!t->ntx && !extra(ev, "tx") && ev->kind != MT_EV_TX_ABORT))
 		return cs_event(cs, ev, err);
 	if (extra(ev, "tx") && ev->kind != MT_EV_TX_ABORT && ev->kind != MT_EV_ERROR) {

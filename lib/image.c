@@ -1,5 +1,6 @@
 #define _GNU_SOURCE
 #include "image.h"
+#include "elfsyms.h"
 #include "strtab.h"
 
 #include <errno.h>
@@ -182,6 +183,23 @@ static int add_func(struct mt_image *img, uint64_t start, uint64_t end)
 }
 
 /* Loads FUNC symbols of an ELF mapping; a file without symbols adds none. */
+struct func_ctx {
+	struct mt_image *img;
+	uint64_t bias, start, len;
+};
+
+static int add_func(struct mt_image *img, uint64_t start, uint64_t end);
+
+/* One FUNC symbol of a mapping, moved by its load bias, if it lies inside. */
+static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	(void)name;
+	struct func_ctx *fc = ctx;
+	uint64_t a = sym->st_value + fc->bias;
+	if (a >= fc->start && a < fc->start + fc->len)
+		add_func(fc->img, a, a + (sym->st_size ? sym->st_size : 1));
+}
+
 static void load_funcs(struct mt_image *img, const char *file, uint64_t start, uint64_t len, uint64_t pgoff)
 {
 	int fd = open(file, O_RDONLY | O_CLOEXEC);
@@ -209,39 +227,8 @@ static void load_funcs(struct mt_image *img, const char *file, uint64_t start, u
 	}
 	if (!have_bias)
 		goto out;
-	/* Prefer .symtab; fall back to .dynsym. */
-	Elf_Scn *scn = NULL, *chosen = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			chosen = scn;
-		else if (sh.sh_type == SHT_DYNSYM && !chosen)
-			chosen = scn;
-	}
-	if (!chosen)
-		goto out;
-	GElf_Shdr sh;
-	gelf_getshdr(chosen, &sh);
-	Elf_Data *data = elf_getdata(chosen, NULL);
-	if (!data || !sh.sh_entsize)
-		goto out;
-	size_t n = sh.sh_size / sh.sh_entsize;
-	for (size_t i = 0; i < n; i++) {
-		GElf_Sym sym;
-		if (!gelf_getsym(data, (int)i, &sym))
-			continue;
-		if (GELF_ST_TYPE(sym.st_info) != STT_FUNC && GELF_ST_TYPE(sym.st_info) != STT_GNU_IFUNC)
-			continue;
-		if (sym.st_shndx == SHN_UNDEF || sym.st_value == 0)
-			continue;
-		uint64_t a = sym.st_value + bias;
-		if (a < start || a >= start + len)
-			continue;
-		if (add_func(img, a, a + (sym.st_size ? sym.st_size : 1)))
-			break;
-	}
+	struct func_ctx fc = {img, bias, start, len};
+	mt_elf_for_each_func(elf, false, add_func_symbol, &fc);
 out:
 	if (elf)
 		elf_end(elf);

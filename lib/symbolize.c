@@ -15,6 +15,7 @@
 #include <unistd.h>
 
 #include "demangle.h"
+#include "elfsyms.h"
 #include "image.h"
 #include "strtab.h"
 
@@ -333,55 +334,15 @@ static void add_plt(Elf *elf, struct symbuf *b)
 
 static bool has_symtab(Elf *elf)
 {
-	Elf_Scn *scn = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (gelf_getshdr(scn, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size)
-			return true;
-	}
-	return false;
+	GElf_Shdr sh;
+	return mt_elf_symtab(elf, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size;
 }
 
 /* FUNC and IFUNC symbols of .symtab (else .dynsym). */
-static void read_funcs(Elf *elf, struct symbuf *b)
+static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 {
-	Elf_Scn *scn = NULL, *chosen = NULL;
-	while ((scn = elf_nextscn(elf, scn))) {
-		GElf_Shdr sh;
-		if (!gelf_getshdr(scn, &sh))
-			continue;
-		if (sh.sh_type == SHT_SYMTAB)
-			chosen = scn;
-		else if (sh.sh_type == SHT_DYNSYM && !chosen)
-			chosen = scn;
-	}
-	if (chosen) {
-		GElf_Shdr sh;
-		gelf_getshdr(chosen, &sh);
-		Elf_Data *data = elf_getdata(chosen, NULL);
-		size_t count = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
-		for (size_t i = 0; i < count; i++) {
-			GElf_Sym sym;
-			if (!gelf_getsym(data, (int)i, &sym))
-				continue;
-			int type = GELF_ST_TYPE(sym.st_info);
-			if (sym.st_shndx == SHN_UNDEF || sym.st_shndx >= SHN_LORESERVE || !sym.st_value)
-				continue;
-			if (type == STT_NOTYPE) {
-				/* a label in code (assembly entry points), as perf counts them */
-				GElf_Shdr tsh;
-				Elf_Scn *ts = elf_getscn(elf, sym.st_shndx);
-				if (!ts || !gelf_getshdr(ts, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR))
-					continue;
-			} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
-				continue;
-			}
-			const char *nm = elf_strptr(elf, sh.sh_link, sym.st_name);
-			if (!nm || !*nm)
-				continue;
-			symbuf_add(b, sym.st_value, sym.st_value + sym.st_size, nm, "", (uint8_t)GELF_ST_BIND(sym.st_info));
-		}
-	}
+	if (name && *name && sym->st_shndx < SHN_LORESERVE)
+		symbuf_add(ctx, sym->st_value, sym->st_value + sym->st_size, name, "", (uint8_t)GELF_ST_BIND(sym->st_info));
 }
 
 /* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
@@ -522,7 +483,7 @@ static void load(struct mt_sym *s, struct object *o)
 		}
 	}
 	o->elf_path = strdup(path);
-	read_funcs(dbg ? dbg : elf, &b);
+	mt_elf_for_each_func(dbg ? dbg : elf, true, add_func_symbol, &b);
 	if (dbg)
 		elf_end(dbg);
 	if (dbgfd >= 0)

@@ -1,0 +1,45 @@
+/* elfsyms: see elfsyms.h. */
+#include "elfsyms.h"
+
+#include <stddef.h>
+
+Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *out)
+{
+	Elf_Scn *scn = NULL, *chosen = NULL;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		if (sh.sh_type == SHT_SYMTAB)
+			chosen = scn;
+		else if (sh.sh_type == SHT_DYNSYM && !chosen)
+			chosen = scn;
+	}
+	if (chosen && !gelf_getshdr(chosen, out))
+		chosen = NULL;
+	return chosen;
+}
+
+void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+			  void *ctx)
+{
+	GElf_Shdr sh;
+	Elf_Scn *tab = mt_elf_symtab(elf, &sh);
+	Elf_Data *data = tab ? elf_getdata(tab, NULL) : NULL;
+	size_t count = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+	for (size_t i = 0; i < count; i++) {
+		GElf_Sym sym;
+		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)
+			continue;
+		int type = GELF_ST_TYPE(sym.st_info);
+		if (type == STT_NOTYPE && labels && sym.st_shndx < SHN_LORESERVE) {
+			GElf_Shdr tsh;
+			Elf_Scn *ts = elf_getscn(elf, sym.st_shndx);
+			if (!ts || !gelf_getshdr(ts, &tsh) || !(tsh.sh_flags & SHF_EXECINSTR))
+				continue;
+		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
+			continue;
+		}
+		fn(ctx, &sym, elf_strptr(elf, sh.sh_link, sym.st_name));
+	}
+}

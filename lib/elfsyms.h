@@ -1,0 +1,16 @@
+/* elfsyms: the function symbols of an ELF file, as image (function ranges)
+ * and symbolize (names) both read them. */
+#ifndef MT_ELFSYMS_H
+#define MT_ELFSYMS_H
+
+#include <gelf.h>
+#include <stdbool.h>
+
+/* The table functions come from: .symtab, else .dynsym; NULL when neither. */
+Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *sh);
+/* Calls fn for each defined, non-zero function symbol (FUNC, IFUNC and, with
+ * labels, NOTYPE symbols in executable sections, as perf counts them). */
+void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+			  void *ctx);
+
+#endif

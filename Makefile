@@ -8,7 +8,7 @@ CC ?= cc
 SAN ?=
 
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
-	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time
 
 ifeq ($(SAN),1)
 BUILD := build-san

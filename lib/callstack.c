@@ -207,7 +207,9 @@ static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const 
  * end of the thread (outermost first); a call at mapped time 0 too. */
 static void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
-	if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->inferred))
+	if (cs->opts.starts_when_known)
+		write_now(cs, t, time, ev);
+	else if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->inferred))
 		start_push(cs, t, time, ev, true);
 	else if (ev->k == P_CALL && time == 0)
 		start_push(cs, t, time, ev, false);
@@ -418,7 +420,7 @@ static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, ui
 	struct thread *t = calloc(1, sizeof *t);
 	if (!t)
 		return NULL;
-	t->pub = (struct mt_cs_thread){.pid = pid, .tid = tid, .index = cs->nthreads};
+	t->pub = (struct mt_cs_thread){.pid = pid, .tid = tid, .index = cs->nthreads, .base = cs->base};
 	t->cur.create_time = time;
 	t->last_decode_error_time = time;
 	t->last_event_time = time;

@@ -21,6 +21,7 @@
 struct mt_cs_thread {
 	uint32_t pid, tid;
 	size_t index;         /* order of first appearance */
+	uint64_t base;        /* perf time of mapped time 0 (the trace's first event) */
 	void *user;           /* for the sink */
 };
 
@@ -54,6 +55,11 @@ struct mt_cs;
 
 struct mt_cs_opts {
 	bool annotate_inferred;   /* append " [inferred start time]" to inferred frame names */
+	/* Deliver inferred begins, [unknown] slices and calls at mapped time 0
+	 * when they are known, not at the end of the thread as magic-trace
+	 * writes them: for a sink that orders by time itself (and must not
+	 * hold everything until then). */
+	bool starts_when_known;
 	/* Warnings (decode errors, unusual input), at most once per kind. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -27,13 +27,14 @@
 
 enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
 
+/* A slice, instant, counter value or sample not written yet. */
 struct item {
-	uint64_t begin, end;     /* end: UINT64_MAX while the slice is open */
+	uint64_t begin, end;     /* mapped times; end: UINT64_MAX while the slice is open */
 	const char *name;        /* interned */
 	const char *file;        /* interned, NULL: no source line */
-	int32_t line;
-	uint64_t ip, seq;
+	uint64_t ip, seq, id;    /* id: the frame id of a slice (its end repeats it) */
 	double value;
+	int32_t line;
 	uint32_t extra;          /* IT_SAMPLE: index of its event track */
 	uint8_t kind;
 	bool inferred;
@@ -44,12 +45,51 @@ struct open_slice {
 	size_t item;
 };
 
+/* A slice written (or dropped for depth) whose END is still to come. */
+enum { WF_DROPPED, WF_BEGIN, WF_COMPLETE };
+struct wframe {
+	uint64_t id, end;        /* end: UINT64_MAX until the frame's end arrives */
+	uint8_t mode;            /* WF_BEGIN: an END must be written when it pops */
+};
+
+/* Per-sequence name interning: name pointer -> iid. */
+struct iids {
+	const char **k;
+	uint64_t *v;
+	size_t cap, n;
+};
+
+struct seqw {
+	struct mt_pftrace *pf;
+	size_t k;            /* thread index */
+	uint32_t pid, tid;
+	uint64_t json_end;   /* JSON/FXT: the end of the slice a BEGIN starts */
+	bool end_known;      /* ... when it is known already (a complete event) */
+	const char *file;    /* the source line of the slice a BEGIN starts */
+	int32_t line;
+	uint32_t seq;
+	uint64_t base;       /* perf time of mapped time 0; JSON and FXT times count from it */
+	uint64_t last;       /* incremental clock (absolute) */
+	uint64_t track;
+	struct iids names;
+	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
+};
+
 struct pthread {
 	uint32_t pid, tid;
-	struct item *items;
+	uint64_t base;            /* perf time of mapped time 0 */
+	struct item *items;       /* pending: not written yet, in arrival order */
 	size_t nitems, capitems;
-	struct open_slice *open;
+	struct open_slice *open;  /* pending slices without their end; ends waiting for their begin */
 	size_t nopen, capopen;
+	struct wframe *ws;        /* written slices still open, outermost first */
+	size_t depth, wdepth, capws; /* wdepth: frames on ws actually written */
+	uint64_t wmapped;         /* mapped time of the last packet written */
+	uint64_t maxtime;         /* the latest time the thread has seen */
+	uint64_t dropped;         /* frames too deep to write */
+	struct seqw w;
+	bool started;             /* descriptors and the sequence's first packet written */
+	uint8_t xdesc[64];        /* sample tracks described (bit per extra index) */
 };
 
 struct comm {
@@ -61,8 +101,8 @@ struct mt_pftrace {
 	FILE *out;
 	enum mt_pftrace_format format;
 	gzFile gz;            /* compressing: writes go here */
+	bool headed;          /* the JSON or FXT header is written */
 	bool json_first;      /* no comma before the first JSON event */
-	uint64_t json_t0;
 	/* FXT string table: indices 1..FXT_STRINGS, reused round-robin */
 	const char **fxt_str;     /* index -> interned name */
 	uint16_t fxt_next;
@@ -72,10 +112,13 @@ struct mt_pftrace {
 	struct mt_strtab names;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
+	uint32_t *pids;           /* processes described */
+	size_t npids, cappids;
 	struct comm *comms;
 	size_t ncomms, capcomms;
 	const char **extra_names; /* event names of sample tracks */
 	size_t nextra, capextra;
+	size_t window, pending;   /* items held before every thread is written out */
 	char damage[512];
 	bool oom;
 	uint64_t seq;
@@ -86,6 +129,8 @@ struct mt_pftrace {
 	bool write_failed;
 	int write_errno;
 };
+
+static void flush_all(struct mt_pftrace *pf, bool final);
 
 /* Names live as long as the writer; out of memory makes them "". */
 static const char *intern(struct mt_pftrace *pf, const char *s)
@@ -112,13 +157,25 @@ static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th
 	}
 	t->pid = th->pid;
 	t->tid = th->tid;
+	t->base = th->base;
+	t->w = (struct seqw){.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)pf->nthreads,
+			     .track = UUID_THREAD(t->pid, t->tid), .pid = t->pid, .tid = t->tid, .k = pf->nthreads};
 	pf->threads[pf->nthreads++] = t;
 	th->user = t;
 	return t;
 }
 
+static void saw_time(struct pthread *t, uint64_t time)
+{
+	if (time > t->maxtime)
+		t->maxtime = time;
+}
+
 static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 {
+	/* Bounded memory: past the window every thread writes out what it holds. */
+	if (pf->window && pf->pending >= pf->window)
+		flush_all(pf, false);
 	if (!mt_grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
 		pf->oom = true;
 		return NULL;
@@ -126,6 +183,7 @@ static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 	struct item *it = &t->items[t->nitems++];
 	memset(it, 0, sizeof *it);
 	it->seq = pf->seq++;
+	pf->pending++;
 	return it;
 }
 
@@ -140,8 +198,21 @@ static struct item *new_item(struct mt_pftrace *pf, struct mt_cs_thread *th, uin
 		it->begin = begin;
 		it->end = end;
 		it->name = intern(pf, name);
+		saw_time(t, begin);
+		if (end != UINT64_MAX)
+			saw_time(t, end);
 	}
 	return it;
+}
+
+static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, size_t item)
+{
+	if (!mt_grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
+		pf->oom = true;
+		return false;
+	}
+	t->open[t->nopen++] = (struct open_slice){id, item};
+	return true;
 }
 
 static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
@@ -151,19 +222,17 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 	if (!it)
 		return;
 	struct pthread *t = th->user;
-	uint64_t id = f->id;
+	it->id = f->id;
 	it->ip = f->ip;
 	it->inferred = f->inferred;
 	if (f->file) {
 		it->file = intern(pf, f->file);
 		it->line = f->line;
 	}
-	if (!mt_grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
-		pf->oom = true;
-		return;
-	}
-	t->open[t->nopen++] = (struct open_slice){id, t->nitems - 1};
+	push_open(pf, t, f->id, t->nitems - 1);
 }
+
+#define END_FIRST (1ULL << 63) /* open_slice id flag: an end waiting for its begin */
 
 static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
 {
@@ -172,8 +241,7 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 	struct pthread *t = pthread_of(pf, th);
 	if (!t)
 		return;
-	/* magic-trace may end a frame before it writes the frame's inferred
-	 * begin: keep the end until the begin arrives */
+	saw_time(t, time);
 	for (size_t i = t->nopen; i-- > 0;) {
 		if (t->open[i].id != id)
 			continue;
@@ -181,13 +249,14 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		t->open[i] = t->open[--t->nopen];
 		return;
 	}
-	if (!mt_grow((void **)&t->open, &t->capopen, t->nopen + 1, sizeof *t->open)) {
-		pf->oom = true;
-		return;
-	}
-	/* An end waiting for its begin: the id's top bit marks it, and the
-	 * item field holds the end time until the begin arrives. */
-	t->open[t->nopen++] = (struct open_slice){id | (1ULL << 63), (size_t)time};
+	for (size_t i = t->depth; i-- > 0;)
+		if (t->ws[i].id == id && t->ws[i].end == UINT64_MAX) {
+			t->ws[i].end = time;
+			return;
+		}
+	/* magic-trace may end a frame before it writes the frame's inferred
+	 * begin: keep the end (in the item field) until the begin arrives */
+	push_open(pf, t, id | END_FIRST, (size_t)time);
 }
 
 static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
@@ -198,13 +267,15 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 	if (!t)
 		return;
 	for (size_t i = t->nopen; i-- > 0;) {
-		if (t->open[i].id != (id | (1ULL << 63)))
+		if (t->open[i].id != (id | END_FIRST))
 			continue;
 		uint64_t end = (uint64_t)t->open[i].item;
 		t->open[i] = t->open[--t->nopen];
 		s_begin(ctx, th, time, f);
-		t->items[t->nitems - 1].end = end;
-		t->nopen--; /* s_begin pushed it as open */
+		if (t->nopen && t->open[t->nopen - 1].id == id) {
+			t->items[t->open[t->nopen - 1].item].end = end;
+			t->nopen--;
+		}
 		return;
 	}
 	s_begin(ctx, th, time, f);
@@ -231,22 +302,19 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 		     const char *symbol, uint64_t count)
 {
 	struct mt_pftrace *pf = ctx;
-	struct item *it = new_item(pf, th, IT_SAMPLE, time, time, symbol);
-	if (!it)
-		return;
-	struct pthread *t = th->user;
 	const char *ev = intern(pf, event);
 	size_t k = 0;
 	while (k < pf->nextra && pf->extra_names[k] != ev)
 		k++;
 	if (k == pf->nextra) {
-		if (k >= 512 || !mt_grow((void **)&pf->extra_names, &pf->capextra, pf->nextra + 1,
-				      sizeof *pf->extra_names)) {
-			t->nitems--;
+		if (k >= 8 * sizeof ((struct pthread *)0)->xdesc ||
+		    !mt_grow((void **)&pf->extra_names, &pf->capextra, pf->nextra + 1, sizeof *pf->extra_names))
 			return;
-		}
 		pf->extra_names[pf->nextra++] = ev;
 	}
+	struct item *it = new_item(pf, th, IT_SAMPLE, time, time, symbol);
+	if (!it)
+		return;
 	it->ip = ip;
 	it->value = (double)count;
 	it->extra = (uint32_t)k;
@@ -259,6 +327,7 @@ struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool
 		return NULL;
 	pf->out = out;
 	pf->format = format;
+	pf->window = MT_PFTRACE_WINDOW;
 	if (gzip) {
 		/* gzip level 6, as magic-trace writes .gz; the outfile keeps the fd */
 		fflush(out);
@@ -534,16 +603,60 @@ static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacke
 }
 
 
-static void write_json_metadata(struct mt_pftrace *pf)
+/* The JSON header or the FXT file header, before anything else. */
+static void write_head(struct mt_pftrace *pf)
 {
-	char nm[256];
-	for (size_t i = 0; i < pf->nthreads; i++) {
-		const struct pthread *t = pf->threads[i];
-		bool first_of_pid = true;
-		for (size_t k = 0; k < i; k++)
-			first_of_pid &= pf->threads[k]->pid != t->pid;
-		const char *pname = comm_of(pf, t->pid, t->pid), *tname = comm_of(pf, t->pid, t->tid);
-		if (first_of_pid) {
+	if (pf->headed)
+		return;
+	pf->headed = true;
+	pf->json_first = true;
+	if (pf->format == MT_PFTRACE_JSON) {
+		static const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
+		out_bytes(pf, head, sizeof head - 1);
+	} else if (pf->format == MT_PFTRACE_FXT) {
+		fxt_begin_file(pf);
+	}
+}
+
+static bool first_of_pid(struct mt_pftrace *pf, uint32_t pid)
+{
+	for (size_t i = 0; i < pf->npids; i++)
+		if (pf->pids[i] == pid)
+			return false;
+	if (!mt_grow((void **)&pf->pids, &pf->cappids, pf->npids + 1, sizeof *pf->pids)) {
+		pf->oom = true;
+		return false;
+	}
+	pf->pids[pf->npids++] = pid;
+	return true;
+}
+
+static void track_packet(struct mt_pftrace *pf, uint64_t time, Perfetto__Protos__TrackDescriptor *td)
+{
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	p.has_timestamp = true;
+	p.timestamp = time;
+	p.has_trusted_packet_sequence_id = true;
+	p.trusted_packet_sequence_id = SEQ_DESCRIPTORS;
+	p.track_descriptor = td;
+	put_packet(pf, &p);
+}
+
+/* A thread's descriptors (its process's too, the first time) at time t0
+ * (the trace's base: no event is earlier), then, in Perfetto, the first
+ * packet of its sequence: cleared state, defaults, the incremental clock. */
+static void start_thread(struct mt_pftrace *pf, struct pthread *t)
+{
+	uint64_t t0 = t->base;
+	bool first = first_of_pid(pf, t->pid);
+	const char *pname = comm_of(pf, t->pid, t->pid), *tname = comm_of(pf, t->pid, t->tid);
+	t->started = true;
+	t->w.base = t0;
+	t->w.last = t0;
+	write_head(pf);
+	if (pf->format == MT_PFTRACE_JSON) {
+		char nm[256];
+		if (first) {
 			json_str(nm, sizeof nm, pname ? pname : "");
 			json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"%s\"}}",
 				   t->pid, nm);
@@ -551,92 +664,97 @@ static void write_json_metadata(struct mt_pftrace *pf)
 		json_str(nm, sizeof nm, tname ? tname : "");
 		json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
 			   t->pid, t->tid, nm);
-	}
-}
-
-static void write_descriptors(struct mt_pftrace *pf, uint64_t t0)
-{
-	if (pf->format == MT_PFTRACE_JSON) {
-		write_json_metadata(pf);
 		return;
 	}
 	if (pf->format == MT_PFTRACE_FXT) {
-		fxt_begin_file(pf);
-		for (size_t i = 0; i < pf->nthreads; i++) {
-			bool first_of_pid = true;
-			for (size_t k = 0; k < i; k++)
-				first_of_pid &= pf->threads[k]->pid != pf->threads[i]->pid;
-			fxt_thread_objects(pf, pf->threads[i], first_of_pid);
-		}
+		fxt_thread_objects(pf, t, first);
 		return;
 	}
-	for (size_t i = 0; i < pf->nthreads; i++) {
-		const struct pthread *t = pf->threads[i];
-		bool first_of_pid = true;
-		for (size_t k = 0; k < i; k++)
-			first_of_pid &= pf->threads[k]->pid != t->pid;
-		Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	if (first) {
 		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-		p.has_timestamp = true;
-		p.timestamp = t0;
-		p.has_trusted_packet_sequence_id = true;
-		p.trusted_packet_sequence_id = SEQ_DESCRIPTORS;
-		p.track_descriptor = &td;
-		if (first_of_pid) {
-			Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
-			td.has_uuid = true;
-			td.uuid = UUID_PROCESS(t->pid);
-			td.process = &pd;
-			pd.has_pid = true;
-			pd.pid = (int32_t)t->pid;
-			const char *pname = comm_of(pf, t->pid, t->pid);
-			pd.process_name = (char *)(pname ? pname : "");
-			put_packet(pf, &p);
-			/* the CPU frequency counter of this process */
-			Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-			Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-			cd.has_uuid = true;
-			cd.uuid = UUID_COUNTER(t->pid);
-			cd.has_parent_uuid = true;
-			cd.parent_uuid = UUID_PROCESS(t->pid);
-			cd.name = "CPU";
-			cnt.unit_name = "MHz";
-			cd.counter = &cnt;
-			p.track_descriptor = &cd;
-			put_packet(pf, &p);
-			p.track_descriptor = &td;
-			td.process = NULL;
-		}
-		Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
-		td = (Perfetto__Protos__TrackDescriptor)PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
 		td.has_uuid = true;
-		td.uuid = UUID_THREAD(t->pid, t->tid);
-		td.thread = &thd;
-		thd.has_pid = thd.has_tid = true;
-		thd.pid = (int32_t)t->pid;
-		thd.tid = t->tid;
-		const char *tname = comm_of(pf, t->pid, t->tid);
-		thd.thread_name = (char *)(tname ? tname : "");
-		put_packet(pf, &p);
-		for (size_t k = 0; k < pf->nextra; k++) {
-			Perfetto__Protos__TrackDescriptor xd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-			xd.has_uuid = true;
-			xd.uuid = UUID_EXTRA(t->pid, t->tid, k);
-			xd.has_parent_uuid = true;
-			xd.parent_uuid = UUID_PROCESS(t->pid);
-			xd.name = (char *)pf->extra_names[k];
-			p.track_descriptor = &xd;
-			put_packet(pf, &p);
-		}
+		td.uuid = UUID_PROCESS(t->pid);
+		td.process = &pd;
+		pd.has_pid = true;
+		pd.pid = (int32_t)t->pid;
+		pd.process_name = (char *)(pname ? pname : "");
+		track_packet(pf, t0, &td);
+		/* the CPU frequency counter of this process */
+		Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+		Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+		cd.has_uuid = true;
+		cd.uuid = UUID_COUNTER(t->pid);
+		cd.has_parent_uuid = true;
+		cd.parent_uuid = UUID_PROCESS(t->pid);
+		cd.name = "CPU";
+		cnt.unit_name = "MHz";
+		cd.counter = &cnt;
+		track_packet(pf, t0, &cd);
 	}
+	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
+	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	td.has_uuid = true;
+	td.uuid = t->w.track;
+	td.thread = &thd;
+	thd.has_pid = thd.has_tid = true;
+	thd.pid = (int32_t)t->pid;
+	thd.tid = t->tid;
+	thd.thread_name = (char *)(tname ? tname : "");
+	track_packet(pf, t0, &td);
+
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
+	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c0 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock c1 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
+	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&c0, &c1};
+	p.has_timestamp = true;
+	p.timestamp = t0;
+	p.has_timestamp_clock_id = true;
+	p.timestamp_clock_id = CLOCK_BOOTTIME;
+	p.has_trusted_packet_sequence_id = true;
+	p.trusted_packet_sequence_id = t->w.seq;
+	p.has_sequence_flags = true;
+	p.sequence_flags = 1; /* SEQ_INCREMENTAL_STATE_CLEARED */
+	p.has_first_packet_on_sequence = true;
+	p.first_packet_on_sequence = true;
+	p.trace_packet_defaults = &d;
+	d.has_timestamp_clock_id = true;
+	d.timestamp_clock_id = CLOCK_INCREMENTAL;
+	d.track_event_defaults = &ted;
+	ted.has_track_uuid = true;
+	ted.track_uuid = t->w.track;
+	p.clock_snapshot = &cs;
+	cs.n_clocks = 2;
+	cs.clocks = clocks;
+	c0.has_clock_id = c0.has_timestamp = true;
+	c0.clock_id = CLOCK_BOOTTIME;
+	c0.timestamp = t0;
+	c1.has_clock_id = c1.has_timestamp = c1.has_is_incremental = true;
+	c1.clock_id = CLOCK_INCREMENTAL;
+	c1.timestamp = t0;
+	c1.is_incremental = true;
+	put_packet(pf, &p);
 }
 
-/* Per-sequence name interning: name pointer -> iid. */
-struct iids {
-	const char **k;
-	uint64_t *v;
-	size_t cap, n;
-};
+/* A sample track of the thread, described before its first event. */
+static uint64_t sample_track(struct mt_pftrace *pf, struct pthread *t, uint32_t k)
+{
+	uint64_t uuid = UUID_EXTRA(t->pid, t->tid, k);
+	if (pf->format != MT_PFTRACE_PROTO || t->xdesc[k / 8] & (1u << (k % 8)))
+		return uuid;
+	t->xdesc[k / 8] |= (uint8_t)(1u << (k % 8));
+	Perfetto__Protos__TrackDescriptor xd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	xd.has_uuid = true;
+	xd.uuid = uuid;
+	xd.has_parent_uuid = true;
+	xd.parent_uuid = UUID_PROCESS(t->pid);
+	xd.name = (char *)pf->extra_names[k];
+	track_packet(pf, t->base, &xd);
+	return uuid;
+}
 
 static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, bool *is_new)
 {
@@ -678,41 +796,36 @@ static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, 
 	return m->v[j];
 }
 
-struct seqw {
-	struct mt_pftrace *pf;
-	size_t k;            /* thread index */
-	uint32_t pid, tid;
-	uint64_t json_end;   /* JSON: the end of the slice a BEGIN starts */
-	const char *file;    /* the source line of the slice a BEGIN starts */
-	int32_t line;
-	uint32_t seq;
-	uint64_t last;       /* incremental clock */
-	uint64_t track;
-	struct iids names;
-	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
-};
-
 /* One TrackEvent packet on a thread's sequence. */
 static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Type type, const char *name,
 		      uint64_t track, uint64_t ip, double value)
 {
 	struct mt_pftrace *pf = w->pf;
 	char ts[32], dur[32], nm[2048];
-	json_us(ts, sizeof ts, time - pf->json_t0);
+	json_us(ts, sizeof ts, time - w->base);
 	json_str(nm, sizeof nm, name ? name : "");
 	switch (type) {
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN:
-		json_us(dur, sizeof dur, w->json_end - time);
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN: {
+		/* a complete event when the end is known, else B now and E later */
+		char ph[48] = "\"ph\":\"B\"";
+		if (w->end_known) {
+			json_us(dur, sizeof dur, w->json_end - time);
+			snprintf(ph, sizeof ph, "\"ph\":\"X\",\"dur\":%s", dur);
+		}
 		if (w->file) {
 			char fl[1024];
 			json_str(fl, sizeof fl, w->file);
-			json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
+			json_event(pf, "{%s,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"\","
 				   "\"args\":{\"address\":\"0x%" PRIx64 "\",\"file\":\"%s\",\"line\":%d}}",
-				   w->pid, w->tid, ts, dur, nm, ip, fl, (int)w->line);
+				   ph, w->pid, w->tid, ts, nm, ip, fl, (int)w->line);
 		} else {
-			json_event(pf, "{\"ph\":\"X\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"dur\":%s,\"name\":\"%s\",\"cat\":\"\","
-				   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", w->pid, w->tid, ts, dur, nm, ip);
+			json_event(pf, "{%s,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"\","
+				   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", ph, w->pid, w->tid, ts, nm, ip);
 		}
+		break;
+	}
+	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END:
+		json_event(pf, "{\"ph\":\"E\",\"pid\":%u,\"tid\":%u,\"ts\":%s}", w->pid, w->tid, ts);
 		break;
 	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT:
 		json_event(pf, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"%s\"}",
@@ -723,7 +836,7 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 			   w->pid, ts, value);
 		break;
 	default:
-		break; /* END: the X event carried the duration */
+		break;
 	}
 }
 
@@ -735,14 +848,18 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 		return;
 	}
 	if (w->pf->format == MT_PFTRACE_FXT) {
-		uint64_t ticks = time - w->pf->json_t0;
+		uint64_t ticks = time - w->base;
+		/* duration complete when the end is known, else begin now and end later */
 		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN)
-			fxt_event(w->pf, w->k, 4, ticks, w->json_end - w->pf->json_t0, name, ip, false, 0, w->file, w->line);
+			fxt_event(w->pf, w->k, w->end_known ? 4 : 2, ticks, w->json_end - w->base, name, ip, false, 0,
+				  w->file, w->line);
+		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
+			fxt_event(w->pf, w->k, 3, ticks, 0, intern(w->pf, ""), 0, false, 0, NULL, 0);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT)
 			fxt_event(w->pf, w->k, 4, ticks, ticks, name, track == w->track ? 0 : ip, false, 0, NULL, 0);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER)
 			fxt_event(w->pf, w->k, 1, ticks, 0, intern(w->pf, "CPU"), 0, true, value, NULL, 0);
-		return; /* END: the complete event carried it */
+		return;
 	}
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TrackEvent te = PERFETTO__PROTOS__TRACK_EVENT__INIT;
@@ -827,161 +944,171 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 	put_packet(w->pf, &p);
 }
 
+/* Time order, outer slices first: at the same begin the later end; at the
+ * same begin and end an inferred frame (a caller found by a return)
+ * before the frames it encloses, later-inferred frames being outer, and
+ * otherwise arrival order (calls arrive outermost first). */
 static int cmp_item(const void *a, const void *b)
 {
 	const struct item *x = a, *y = b;
 	if (x->begin != y->begin)
 		return x->begin < y->begin ? -1 : 1;
 	if (x->end != y->end)
-		return x->end > y->end ? -1 : 1; /* outer first */
+		return x->end > y->end ? -1 : 1;
+	if (x->inferred != y->inferred)
+		return x->inferred ? -1 : 1;
+	if (x->inferred)
+		return x->seq > y->seq ? -1 : x->seq < y->seq;
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static void write_thread(struct mt_pftrace *pf, size_t k, uint64_t base, uint64_t t0)
+static bool items_sorted(const struct item *it, size_t n)
 {
-	struct pthread *t = pf->threads[k];
-	/* frames still open at the end (there should be none): end them last */
-	uint64_t last = 0;
-	for (size_t i = 0; i < t->nitems; i++)
-		if (t->items[i].end != UINT64_MAX && t->items[i].end > last)
-			last = t->items[i].end;
-	for (size_t i = 0; i < t->nitems; i++) {
-		struct item *it = &t->items[i];
-		if (it->end == UINT64_MAX)
-			it->end = last > it->begin ? last : it->begin;
-		if (it->end < it->begin) {
-			it->end = it->begin;
-			pf->st.clamped++;
-		}
-	}
-	qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
-
-	struct seqw w = {.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)k, .track = UUID_THREAD(t->pid, t->tid),
-			 .pid = t->pid, .tid = t->tid, .k = k};
-	/* first packet: clear the state, defaults, the incremental clock */
-	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
-	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
-	Perfetto__Protos__TrackEventDefaults ted = PERFETTO__PROTOS__TRACK_EVENT_DEFAULTS__INIT;
-	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock c0 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock c1 = PERFETTO__PROTOS__CLOCK_SNAPSHOT__CLOCK__INIT;
-	Perfetto__Protos__ClockSnapshot__Clock *clocks[2] = {&c0, &c1};
-	p.has_timestamp = true;
-	p.timestamp = t0;
-	p.has_timestamp_clock_id = true;
-	p.timestamp_clock_id = CLOCK_BOOTTIME;
-	p.has_trusted_packet_sequence_id = true;
-	p.trusted_packet_sequence_id = w.seq;
-	p.has_sequence_flags = true;
-	p.sequence_flags = 1; /* SEQ_INCREMENTAL_STATE_CLEARED */
-	p.has_first_packet_on_sequence = true;
-	p.first_packet_on_sequence = true;
-	p.trace_packet_defaults = &d;
-	d.has_timestamp_clock_id = true;
-	d.timestamp_clock_id = CLOCK_INCREMENTAL;
-	d.track_event_defaults = &ted;
-	ted.has_track_uuid = true;
-	ted.track_uuid = w.track;
-	p.clock_snapshot = &cs;
-	cs.n_clocks = 2;
-	bool proto = pf->format == MT_PFTRACE_PROTO;
-	cs.clocks = clocks;
-	c0.has_clock_id = c0.has_timestamp = true;
-	c0.clock_id = CLOCK_BOOTTIME;
-	c0.timestamp = t0;
-	c1.has_clock_id = c1.has_timestamp = c1.has_is_incremental = true;
-	c1.clock_id = CLOCK_INCREMENTAL;
-	c1.timestamp = t0;
-	c1.is_incremental = true;
-	if (proto)
-		put_packet(pf, &p);
-	w.last = t0;
-
-	/* slices nest: a stack of open ends */
-	uint64_t *ends = malloc((MT_PFTRACE_MAX_DEPTH + 1) * sizeof *ends);
-	if (!ends) {
-		pf->oom = true;
-		return;
-	}
-	size_t depth = 0;
-	uint64_t dropped = 0;
-	for (size_t i = 0; i <= t->nitems; i++) {
-		const struct item *it = i < t->nitems ? &t->items[i] : NULL;
-		uint64_t at = it ? it->begin : UINT64_MAX;
-		while (depth && ends[depth - 1] <= at) {
-			emit(&w, base + ends[--depth], PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL,
-			     w.track, 0, false, 0);
-		}
-		if (!it)
-			break;
-		uint64_t abs = base + it->begin;
-		switch (it->kind) {
-		case IT_SLICE: {
-			uint64_t end = it->end;
-			if (depth && end > ends[depth - 1]) {
-				end = ends[depth - 1]; /* a child cannot outlive its parent */
-				pf->st.clamped++;
-			}
-			if (depth >= MT_PFTRACE_MAX_DEPTH) {
-				dropped++;
-				pf->st.depth_dropped++;
-				break;
-			}
-			w.json_end = base + end;
-			w.file = it->file;
-			w.line = it->line;
-			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, w.track, it->ip,
-			     false, 0);
-			w.file = NULL;
-			ends[depth++] = end;
-			pf->st.slices++;
-			break;
-		}
-		case IT_INSTANT:
-			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name, w.track, 0, false, 0);
-			pf->st.instants++;
-			break;
-		case IT_COUNTER:
-			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(t->pid), 0,
-			     true, it->value);
-			pf->st.counters++;
-			break;
-		case IT_SAMPLE:
-			emit(&w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name,
-			     UUID_EXTRA(t->pid, t->tid, it->extra), it->ip, false, 0);
-			break;
-		}
-	}
-	free(ends);
-	if (dropped) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "[%" PRIu64 " frames deeper than %d not shown]", dropped, MT_PFTRACE_MAX_DEPTH);
-		emit(&w, w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, msg), w.track, 0, false, 0);
-	}
-	if (pf->damage[0])
-		emit(&w, w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, pf->damage), w.track, 0,
-		     false, 0);
-	free(w.names.k);
-	free(w.names.v);
+	for (size_t i = 1; i < n; i++)
+		if (cmp_item(&it[i - 1], &it[i]) > 0)
+			return false;
+	return true;
 }
 
-int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_stats *st, struct mt_err *err)
+/* Writes the END of every written frame on top of the stack that ended at
+ * or before `at`. Times never run backwards on a sequence: an END that
+ * would is written at the last time written (and counted as clamped). */
+static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 {
-	uint64_t t0 = base;
-	/* t0: no later than the first event of any thread */
-	for (size_t i = 0; i < pf->nthreads; i++)
-		for (size_t k = 0; k < pf->threads[i]->nitems; k++)
-			if (base + pf->threads[i]->items[k].begin < t0)
-				t0 = base + pf->threads[i]->items[k].begin;
-	pf->json_t0 = t0;
-	pf->json_first = true;
-	if (pf->format == MT_PFTRACE_JSON) {
-		static const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
-		out_bytes(pf, head, sizeof head - 1);
+	while (t->depth && t->ws[t->depth - 1].end <= at) {
+		struct wframe *f = &t->ws[--t->depth];
+		if (f->mode == WF_DROPPED)
+			continue;
+		t->wdepth--;
+		if (f->mode != WF_BEGIN)
+			continue;
+		uint64_t end = f->end;
+		if (end < t->wmapped) {
+			end = t->wmapped;
+			pf->st.clamped++;
+		}
+		t->wmapped = end;
+		emit(&t->w, t->base + end, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL, t->w.track, 0,
+		     false, 0);
 	}
-	write_descriptors(pf, t0);
+}
+
+/* Writes one held item at its place in time. */
+static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct item *it)
+{
+	uint64_t begin = it->begin;
+	if (begin < t->wmapped) {
+		/* late: its time was written out already (the window policy) */
+		begin = t->wmapped;
+		pf->st.clamped++;
+	}
+	close_until(pf, t, begin);
+	t->wmapped = begin;
+	uint64_t abs = t->base + begin;
+	switch (it->kind) {
+	case IT_SLICE: {
+		uint64_t end = it->end;
+		if (end != UINT64_MAX && end < begin)
+			end = begin;
+		if (t->depth && end > t->ws[t->depth - 1].end) {
+			end = t->ws[t->depth - 1].end; /* a child cannot outlive its parent */
+			pf->st.clamped++;
+		}
+		if (!mt_grow((void **)&t->ws, &t->capws, t->depth + 1, sizeof *t->ws)) {
+			pf->oom = true;
+			return;
+		}
+		struct wframe *f = &t->ws[t->depth++];
+		*f = (struct wframe){.id = it->id, .end = end, .mode = WF_DROPPED};
+		if (t->wdepth >= MT_PFTRACE_MAX_DEPTH) {
+			t->dropped++;
+			pf->st.depth_dropped++;
+			break;
+		}
+		t->wdepth++;
+		/* JSON and FXT write a complete event when the end is known */
+		t->w.end_known = end != UINT64_MAX && pf->format != MT_PFTRACE_PROTO;
+		f->mode = t->w.end_known ? WF_COMPLETE : WF_BEGIN;
+		t->w.json_end = t->base + end;
+		t->w.file = it->file;
+		t->w.line = it->line;
+		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, t->w.track, it->ip,
+		     false, 0);
+		t->w.file = NULL;
+		pf->st.slices++;
+		break;
+	}
+	case IT_INSTANT:
+		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name, t->w.track, 0, false, 0);
+		pf->st.instants++;
+		break;
+	case IT_COUNTER:
+		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(t->pid), 0, true,
+		     it->value);
+		pf->st.counters++;
+		break;
+	case IT_SAMPLE:
+		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, it->name,
+		     sample_track(pf, t, it->extra), it->ip, false, 0);
+		break;
+	}
+}
+
+/* Writes out what the thread holds, in time order (magic-trace's write
+ * order is not: inferred starts come last). A final flush also ends every
+ * frame still open, at the last time the thread saw. */
+static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
+{
+	if (!t->started)
+		start_thread(pf, t);
+	if (!items_sorted(t->items, t->nitems))
+		qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
+	/* a slice written before its end arrives gets it on the written stack */
+	for (size_t i = 0; i < t->nitems; i++)
+		write_item(pf, t, &t->items[i]);
+	pf->pending -= t->nitems;
+	t->nitems = 0;
+	/* pending slices are written now: only ends waiting for a begin stay */
+	size_t n = 0;
+	for (size_t i = 0; i < t->nopen; i++)
+		if (t->open[i].id & END_FIRST)
+			t->open[n++] = t->open[i];
+	t->nopen = n;
+	if (!final)
+		return;
+	/* frames still open at the end (there should be none): end them last */
+	uint64_t last = t->maxtime > t->wmapped ? t->maxtime : t->wmapped;
+	for (size_t i = 0; i < t->depth; i++)
+		if (t->ws[i].end == UINT64_MAX)
+			t->ws[i].end = last;
+	close_until(pf, t, UINT64_MAX);
+	if (t->dropped) {
+		char msg[128];
+		snprintf(msg, sizeof msg, "[%" PRIu64 " frames deeper than %d not shown]", t->dropped,
+			 MT_PFTRACE_MAX_DEPTH);
+		emit(&t->w, t->w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, msg), t->w.track, 0,
+		     false, 0);
+	}
+	if (pf->damage[0])
+		emit(&t->w, t->w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, pf->damage),
+		     t->w.track, 0, false, 0);
+}
+
+static void flush_all(struct mt_pftrace *pf, bool final)
+{
 	for (size_t i = 0; i < pf->nthreads; i++)
-		write_thread(pf, i, base, t0);
+		flush_thread(pf, pf->threads[i], final);
+}
+
+void mt_pftrace_set_window(struct mt_pftrace *pf, size_t items)
+{
+	pf->window = items;
+}
+
+int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct mt_err *err)
+{
+	write_head(pf);
+	flush_all(pf, true);
 	if (pf->format == MT_PFTRACE_JSON)
 		out_bytes(pf, "\n]}\n", 4);
 	int rc = 0;
@@ -1001,11 +1128,16 @@ int mt_pftrace_finish(struct mt_pftrace *pf, uint64_t base, struct mt_pftrace_st
 	if (st)
 		*st = pf->st;
 	for (size_t i = 0; i < pf->nthreads; i++) {
-		free(pf->threads[i]->items);
-		free(pf->threads[i]->open);
-		free(pf->threads[i]);
+		struct pthread *t = pf->threads[i];
+		free(t->items);
+		free(t->open);
+		free(t->ws);
+		free(t->w.names.k);
+		free(t->w.names.v);
+		free(t);
 	}
 	free(pf->threads);
+	free(pf->pids);
 	free(pf->comms);
 	free(pf->extra_names);
 	mt_strtab_free(&pf->names);

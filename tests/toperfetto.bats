@@ -193,20 +193,31 @@ PY
 	  "$(echo "$output" | awk -F'\t' '$3=="main"{print $1}' | sort -u)" ]
 }
 
-@test "Chrome JSON: parsed by a real JSON parser, one X event per slice, nested per thread" {
+@test "Chrome JSON: parsed by a real JSON parser, one slice (X, or B and E) per BEGIN, nested per thread" {
 	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" | "$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/hw.json"
 	python3 - "$BATS_TEST_TMPDIR/hw.json" "$MT_GOLD/hello_world_userspace.expected" <<'PY'
 import json, sys
 d = json.load(open(sys.argv[1]))
 ev = d["traceEvents"]
 assert d["displayTimeUnit"] == "ns"
-xs = [e for e in ev if e["ph"] == "X"]
+# pair B with E (E closes the thread's innermost open B) into [start, end]
+slices, open_b = [], {}
+for e in ev:
+    if e["ph"] == "X":
+        slices.append([e, round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)])
+    elif e["ph"] == "B":
+        s = [e, round(e["ts"] * 1000), None]
+        slices.append(s)
+        open_b.setdefault(e["tid"], []).append(s)
+    elif e["ph"] == "E":
+        open_b[e["tid"]].pop()[2] = round(e["ts"] * 1000)
+assert not any(open_b.values()), "a B without its E"
 begins = sum(1 for l in open(sys.argv[2]) if " BEGIN " in l)
-assert len(xs) == begins, (len(xs), begins)
+assert len(slices) == begins, (len(slices), begins)
 # laminar per thread: a slice starting inside another ends inside it
+slices.sort(key=lambda x: (x[1], -x[2]))
 stack = []
-for e in xs:
-    s, t = round(e["ts"] * 1000), round((e["ts"] + e["dur"]) * 1000)
+for e, s, t in slices:
     while stack and stack[-1] <= s and not (stack[-1] == s and t == s):
         stack.pop()
     assert not stack or t <= stack[-1], e
@@ -291,4 +302,69 @@ PY
 	"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/link" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
 	[ -L "$BATS_TEST_TMPDIR/link" ]
 	cmp "$BATS_TEST_TMPDIR/target" "$MT_GOLD/memmove_decode_error.expected"
+}
+
+@test "streaming: a small window still gives valid Perfetto, JSON (B/E) and FXT (begin/end) files" {
+	for f in "$MT_GOLD"/*.perf; do
+		"$PT2EVENTS" "$f" > "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
+		"$TOPERFETTO" --window=50 -o "$BATS_TEST_TMPDIR/w.pftrace" "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
+		perfetto_valid "$BATS_TEST_TMPDIR/w.pftrace"
+		"$TOPERFETTO" --window=50 --format=fxt -o "$BATS_TEST_TMPDIR/w.fxt" "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
+		python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/w.fxt" > /dev/null
+		"$TOPERFETTO" --window=50 --format=json -o "$BATS_TEST_TMPDIR/w.json" "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
+		python3 - "$BATS_TEST_TMPDIR/w.json" <<'PY'
+import json, sys
+ev = json.load(open(sys.argv[1]))["traceEvents"]
+depth = {}
+for e in ev:
+    if e["ph"] == "B":
+        depth[e["tid"]] = depth.get(e["tid"], 0) + 1
+    elif e["ph"] == "E":
+        depth[e["tid"]] -= 1
+        assert depth[e["tid"]] >= 0, "an E without a B"
+assert not any(depth.values()), "a B without its E"
+PY
+		# the window did cut these: some slices are written before their end is known
+		[ "$(basename "$f")" != hello_world_userspace.perf ] || grep -q '"ph":"B"' "$BATS_TEST_TMPDIR/w.json"
+	done
+}
+
+@test "streaming: the window changes nothing when no start reaches back past a write-out" {
+	# calls and returns only, in time order, 3 threads, every return to a
+	# known caller: nothing is inferred late
+	awk 'BEGIN { print "# mt-events 1"; t = 1000
+		for (b = 0; b < 300; b++) { tid = 10 + b % 3
+			if (b < 3) { printf "%d\t1\t%d\tcall\t0x10\t0x2000\tto_sym=main\n", t, tid; t += 3 }
+			printf "%d\t1\t%d\tcall\t0x10\t0x3000\tto_sym=top\n", t, tid; t += 3
+			for (d = 0; d < 6; d++) { printf "%d\t1\t%d\tcall\t0x10\t0x%x\tto_sym=f%d\n", t, tid, 4096 + d, d; t += 3 }
+			for (d = 5; d >= -1; d--) { printf "%d\t1\t%d\treturn\t0x20\t0x14\tto_sym=%s\n", t, tid, (d > 0 ? "f" (d - 1) : d ? "main" : "top"); t += 3 } } }' \
+		> "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --window=0 -o "$BATS_TEST_TMPDIR/all.pftrace" "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --window=7 -o "$BATS_TEST_TMPDIR/w.pftrace" "$BATS_TEST_TMPDIR/ev"
+	perfetto_valid "$BATS_TEST_TMPDIR/w.pftrace"
+	# (per thread: the write-outs interleave the threads' packets in the file)
+	"$PFCHECK" "$BATS_TEST_TMPDIR/all.pftrace" --slices | sort -s -k1,1 > "$BATS_TEST_TMPDIR/all"
+	"$PFCHECK" "$BATS_TEST_TMPDIR/w.pftrace" --slices | sort -s -k1,1 > "$BATS_TEST_TMPDIR/w"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/all")" -eq $((3 + 300 * 7)) ]
+	diff "$BATS_TEST_TMPDIR/all" "$BATS_TEST_TMPDIR/w"
+	# and a trace that fits in the default window is written exactly as with no bound
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/d.pftrace" "$BATS_TEST_TMPDIR/ev"
+	cmp "$BATS_TEST_TMPDIR/all.pftrace" "$BATS_TEST_TMPDIR/d.pftrace"
+}
+
+@test "streaming: peak memory does not grow with the trace (8x the slices, same window)" {
+	gen() { awk -v n="$1" 'BEGIN { print "# mt-events 1"; t = 1000
+		for (b = 0; b < n; b++) { for (d = 0; d < 8; d++) { printf "%d\t1\t1\tcall\t0x10\t0x%x\tto_sym=f%d\n", t, 4096 + d, d; t += 3 }
+			for (d = 7; d >= 0; d--) { printf "%d\t1\t1\treturn\t0x20\t0x14\tto_sym=%s\n", t, d ? "f" (d - 1) : "top"; t += 3 } } }' |
+		"$MT_BIN/mt-events" --output-format=binary > "$BATS_TEST_TMPDIR/$1.bin"; }
+	gen 10000
+	gen 80000
+	rss() { /usr/bin/time -f %M "$TOPERFETTO" "$@" -o /dev/null 2>&1 >/dev/null | tail -1; }
+	small=$(rss --window=4096 "$BATS_TEST_TMPDIR/10000.bin")
+	big=$(rss --window=4096 "$BATS_TEST_TMPDIR/80000.bin")
+	unbounded=$(rss --window=0 "$BATS_TEST_TMPDIR/80000.bin")
+	echo "peak KB: 80k slices $small, 640k slices $big, 640k slices unbounded $unbounded"
+	# 560,000 more slices held would take over 40 MB; the window keeps it flat
+	[ $((big - small)) -lt 4096 ]
+	[ $((unbounded - small)) -gt 20000 ]
 }

@@ -37,6 +37,11 @@ static void usage(FILE *f)
 "                           the next call to STOP (one pass; unpaired calls\n"
 "                           write nothing)\n"
 "      --no-annotate-inferred  (stacks) do not mark frames whose start is inferred\n"
+"      --window=N           hold at most N items (slices, instants, counter\n"
+"                           values, all threads together) before writing them\n"
+"                           out; 0: no bound. Default 1048576 (about 80 MB).\n"
+"                           A slice whose inferred start reaches back past a\n"
+"                           write-out starts at the write-out instead.\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -126,6 +131,7 @@ int main(int argc, char **argv)
 		{"format", required_argument, NULL, 'F'},
 		{"no-annotate-inferred", no_argument, NULL, 'A'},
 		{"filter", required_argument, NULL, 'f'},
+		{"window", required_argument, NULL, 'w'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -134,6 +140,7 @@ int main(int argc, char **argv)
 	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS } format = FMT_PERFETTO;
 	bool annotate = true;
 	char *filter = NULL, *filter_stop = NULL;
+	size_t window = MT_PFTRACE_WINDOW;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -162,6 +169,17 @@ int main(int argc, char **argv)
 			}
 			*filter_stop++ = '\0';
 			break;
+		case 'w': {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-' || v > SIZE_MAX / 2) {
+				fprintf(stderr, PROG ": bad --window '%s': expected a number of items\n", optarg);
+				return EXIT_USAGE;
+			}
+			window = (size_t)v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
 		default:
@@ -193,9 +211,11 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": out of memory\n");
 			return mt_filterio_close(&io, EXIT_DATA, true);
 		}
+		mt_pftrace_set_window(pf, window);
 		mt_pftrace_sink(pf, &sink);
 	}
-	struct mt_cs_opts co = {.annotate_inferred = annotate && format == FMT_STACKS, .warn = warn};
+	struct mt_cs_opts co = {.annotate_inferred = annotate && format == FMT_STACKS, .warn = warn,
+				.starts_when_known = format != FMT_STACKS};
 	struct mt_cs *cs = mt_cs_new(&sink, &co);
 	if (!cs) {
 		fprintf(stderr, PROG ": out of memory\n");
@@ -235,7 +255,7 @@ int main(int argc, char **argv)
 	}
 	mt_cs_finish(cs);
 	bool wfail = false;
-	if (pf && mt_pftrace_finish(pf, mt_cs_base_time(cs), NULL, &err)) {
+	if (pf && mt_pftrace_finish(pf, NULL, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
 		wfail = true; /* no output file left looking complete */

@@ -4,8 +4,9 @@
 Checks the framing of shared/docs/perfetto-output.md section 7: the magic
 word, a provider record before any other, sizes that fit, string and thread
 references defined before use, kernel objects for every thread. Prints one
-line per complete event: "tid depth name" (depth from the events' nesting,
-which must be laminar per thread) and a summary on stderr. Exit 0 valid,
+line per slice (a complete event, or a duration begin matched by its end):
+"tid depth name" (depth from the events' nesting, which must be laminar per
+thread) and a summary on stderr. Exit 0 valid,
 1 invalid."""
 import struct
 import sys
@@ -65,21 +66,33 @@ def main():
                 if ((a >> 16) & 0xFFFF) not in strings:
                     fail(off, "arg name not defined")
                 w += (a >> 4) & 0xFFF
-            if etype == 4:
-                start, end = words[1], words[w]
-                if end < start:
+            tid = threads[tref][1] & 0xFFFFFFFF
+            st = stacks.setdefault(tid, [])
+            if etype == 4 or etype == 2:
+                start = words[1]
+                end = words[w] if etype == 4 else None
+                if end is not None and end < start:
                     fail(off, "complete event ends before it starts")
-                tid = threads[tref][1] & 0xFFFFFFFF
-                st = stacks.setdefault(tid, [])
                 # the writer's rule: a slice that ended at or before this start is closed
-                while st and st[-1] <= start:
+                while st and st[-1] is not None and st[-1] <= start:
                     st.pop()
-                if st and end > st[-1]:
+                if st and end is not None and st[-1] is not None and end > st[-1]:
                     fail(off, "slice outlives its parent")
                 st.append(end)
                 events += 1
                 print("%d\t%d\t%s" % (tid, len(st), strings.get(nref, "")))
+            elif etype == 3:
+                # a duration end closes the innermost begin (its complete children first)
+                t = words[1]
+                while st and st[-1] is not None and st[-1] <= t:
+                    st.pop()
+                if not st or st[-1] is not None:
+                    fail(off, "duration end without a begin")
+                st.pop()
         off += size * 8
+    for tid, st in stacks.items():
+        if None in st:
+            fail(off, "thread %d: a duration begin never ends" % tid)
     sys.stdout.flush()
     sys.stderr.write("fxtread: ok events=%d strings=%d threads=%d\n" % (events, len(strings), len(threads)))
 

@@ -727,6 +727,129 @@ static const char *string_id(struct mt_events_reader *r, uint32_t id)
 	return id && id <= r->nstrings ? r->strings[id - 1] : NULL;
 }
 
+/* An Event's fields, from the hand decoder or from protobuf-c. */
+struct evfields {
+	bool has_time_delta, has_cpu, has_offset, has_msg, cond, async;
+	int64_t time_delta;
+	uint32_t pid, tid, kind, cpu, cbr, msg;
+	uint64_t from, to, insn, offset;
+	const uint32_t *extra;
+	size_t n_extra;
+};
+
+static bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t x = 0;
+	for (unsigned s = 0; p < end && s < 64; s += 7) {
+		uint8_t b = *p++;
+		x |= (uint64_t)(b & 0x7f) << s;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+/* The fast path for the common record, an Event with the fields mt
+ * writers use (tag numbers of proto/mt-events.proto). Returns false for
+ * anything else, which protobuf-c then reads (or rejects). */
+static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct evfields *f)
+{
+	const uint8_t *end = p + n;
+	uint64_t len;
+	if (n < 2 || p[0] != 0x12) /* Record.event, length-delimited */
+		return false;
+	p++;
+	if (!get_varint(&p, end, &len) || len != (uint64_t)(end - p))
+		return false;
+	memset(f, 0, sizeof *f);
+	while (p < end) {
+		uint64_t tag, v;
+		if (!get_varint(&p, end, &tag))
+			return false;
+		if ((tag & 7) == 2 && tag >> 3 == 14) { /* extra, packed */
+			if (!get_varint(&p, end, &len) || len > (uint64_t)(end - p) || f->n_extra)
+				return false;
+			const uint8_t *q = p, *qe = p + len;
+			size_t k = 0;
+			while (q < qe) {
+				if (k == 2 * MT_EVENT_MAX_EXTRA + 2 || !get_varint(&q, qe, &v))
+					return false;
+				r->fast_extra[k++] = (uint32_t)v;
+			}
+			f->extra = r->fast_extra;
+			f->n_extra = k;
+			p = qe;
+			continue;
+		}
+		if ((tag & 7) != 0 || !get_varint(&p, end, &v))
+			return false;
+		switch (tag >> 3) {
+		case 1: f->has_time_delta = true; f->time_delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1); break;
+		case 2: f->pid = (uint32_t)v; break;
+		case 3: f->tid = (uint32_t)v; break;
+		case 4: f->kind = (uint32_t)v; break;
+		case 5: f->from = v; break;
+		case 6: f->to = v; break;
+		case 7: f->has_cpu = true; f->cpu = (uint32_t)v; break;
+		case 8: f->insn = v; break;
+		case 9: f->has_offset = true; f->offset = v; break;
+		case 10: f->cbr = (uint32_t)v; break;
+		case 11: f->cond = v != 0; break;
+		case 12: f->async = v != 0; break;
+		case 13: f->has_msg = true; f->msg = (uint32_t)v; break;
+		default: return false;
+		}
+	}
+	return true;
+}
+
+static int fill_event(struct mt_events_reader *r, const struct evfields *e, struct mt_event *ev, struct mt_err *err)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->cpu = -1;
+	ev->offset = MT_NO_OFFSET;
+	ev->extra = r->kv;
+	if (e->has_time_delta) {
+		r->last_time += (uint64_t)e->time_delta;
+		ev->time = r->last_time;
+		ev->has_time = true;
+	}
+	ev->pid = e->pid;
+	ev->tid = e->tid;
+	if (e->kind >= MT_EV_KIND_COUNT)
+		return bad_record(r, err, "unknown event kind");
+	ev->kind = (enum mt_event_kind)e->kind;
+	ev->from = e->from;
+	ev->to = e->to;
+	if (e->has_cpu) {
+		if (e->cpu > INT32_MAX)
+			return bad_record(r, err, "bad cpu");
+		ev->cpu = (int32_t)e->cpu;
+	}
+	ev->insn = e->insn;
+	if (e->has_offset)
+		ev->offset = e->offset;
+	ev->cbr = e->cbr;
+	ev->cond = e->cond;
+	ev->async = e->async;
+	if (e->has_msg && !(ev->msg = string_id(r, e->msg)))
+		return bad_record(r, err, "undefined string id");
+	if (e->n_extra % 2 || e->n_extra / 2 > MT_EVENT_MAX_EXTRA)
+		return bad_record(r, err, "bad extra columns");
+	for (size_t k = 0; k < e->n_extra / 2; k++) {
+		r->kv[k].key = string_id(r, e->extra[2 * k]);
+		r->kv[k].val = e->extra[2 * k + 1] ? string_id(r, e->extra[2 * k + 1]) : NULL;
+		if (!r->kv[k].key || (e->extra[2 * k + 1] && !r->kv[k].val))
+			return bad_record(r, err, "undefined string id");
+	}
+	ev->nextra = (unsigned)(e->n_extra / 2);
+	return MT_EVENTS_EVENT;
+}
+
 static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
 {
 	for (;;) {
@@ -752,6 +875,11 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		if (fill(r, hdr + len, err) < hdr + len)
 			return err->code ? err->code : bad_record(r, err, "truncated");
 		p = (const uint8_t *)r->buf + r->start;
+		struct evfields f;
+		if (decode_event_fast(r, p + hdr, len, &f)) {
+			r->start += hdr + len;
+			return fill_event(r, &f, ev, err);
+		}
 		size_t need = 32 * len + 4096; /* unpacked size is bounded by this */
 		if (need > r->arena_cap) {
 			void *na = realloc(r->arena, need);
@@ -795,45 +923,12 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			continue; /* a record kind from a later writer */
 		}
 		const Mt__Event *e = rec->event;
-		memset(ev, 0, sizeof *ev);
-		ev->cpu = -1;
-		ev->offset = MT_NO_OFFSET;
-		ev->extra = r->kv;
-		if (e->has_time_delta) {
-			r->last_time += (uint64_t)e->time_delta;
-			ev->time = r->last_time;
-			ev->has_time = true;
-		}
-		ev->pid = e->pid;
-		ev->tid = e->tid;
-		if ((unsigned)e->kind >= MT_EV_KIND_COUNT)
-			return bad_record(r, err, "unknown event kind");
-		ev->kind = (enum mt_event_kind)e->kind;
-		ev->from = e->from;
-		ev->to = e->to;
-		if (e->has_cpu) {
-			if (e->cpu > INT32_MAX)
-				return bad_record(r, err, "bad cpu");
-			ev->cpu = (int32_t)e->cpu;
-		}
-		ev->insn = e->insn;
-		if (e->has_offset)
-			ev->offset = e->offset;
-		ev->cbr = e->cbr;
-		ev->cond = e->cond;
-		ev->async = e->async;
-		if (e->has_msg && !(ev->msg = string_id(r, e->msg)))
-			return bad_record(r, err, "undefined string id");
-		if (e->n_extra % 2 || e->n_extra / 2 > MT_EVENT_MAX_EXTRA)
-			return bad_record(r, err, "bad extra columns");
-		for (size_t k = 0; k < e->n_extra / 2; k++) {
-			r->kv[k].key = string_id(r, e->extra[2 * k]);
-			r->kv[k].val = e->extra[2 * k + 1] ? string_id(r, e->extra[2 * k + 1]) : NULL;
-			if (!r->kv[k].key || (e->extra[2 * k + 1] && !r->kv[k].val))
-				return bad_record(r, err, "undefined string id");
-		}
-		ev->nextra = (unsigned)(e->n_extra / 2);
-		return MT_EVENTS_EVENT;
+		f = (struct evfields){.has_time_delta = e->has_time_delta, .time_delta = e->time_delta, .pid = e->pid,
+				      .tid = e->tid, .kind = (uint32_t)e->kind, .from = e->from, .to = e->to,
+				      .has_cpu = e->has_cpu, .cpu = e->cpu, .insn = e->insn, .has_offset = e->has_offset,
+				      .offset = e->offset, .cbr = e->cbr, .cond = e->cond, .async = e->async,
+				      .has_msg = e->has_msg, .msg = e->msg, .extra = e->extra, .n_extra = e->n_extra};
+		return fill_event(r, &f, ev, err);
 	}
 }
 

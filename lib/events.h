@@ -101,6 +101,7 @@ struct mt_events_reader {
 	char **strings;       /* binary: string table, id 1 at index 0 */
 	size_t nstrings, strings_cap;
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	uint32_t fast_extra[2 * MT_EVENT_MAX_EXTRA + 2]; /* binary: extra ids of the event read */
 	void *arena;          /* binary: unpack memory, reused for every record */
 	size_t arena_cap, arena_used;
 };

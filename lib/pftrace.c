@@ -27,13 +27,18 @@
 
 enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
 
-/* A slice, instant, counter value or sample not written yet. */
+/* A slice, instant, counter value or sample not written yet (64 bytes:
+ * the window holds many of them). */
 struct item {
 	uint64_t begin, end;     /* mapped times; end: UINT64_MAX while the slice is open */
 	const char *name;        /* interned */
 	const char *file;        /* interned, NULL: no source line */
-	uint64_t ip, seq, id;    /* id: the frame id of a slice (its end repeats it) */
-	double value;
+	uint64_t ip;
+	union {
+		uint64_t id;     /* IT_SLICE: the frame id (its end repeats it) */
+		double value;    /* IT_COUNTER, IT_SAMPLE */
+	} u;
+	uint32_t seq;            /* arrival order within the thread's held items */
 	int32_t line;
 	uint32_t extra;          /* IT_SAMPLE: index of its event track */
 	uint8_t kind;
@@ -119,13 +124,16 @@ struct mt_pftrace {
 	const char **extra_names; /* event names of sample tracks */
 	size_t nextra, capextra;
 	size_t window, pending;   /* items held before every thread is written out */
+	struct item *late;        /* flush_thread's items that came out of time order */
+	size_t caplate;
 	char damage[512];
 	bool oom;
-	uint64_t seq;
 	/* writing */
 	uint8_t *buf;
 	size_t bufcap;
 	struct mt_pftrace_stats st;
+	uint8_t obuf[1 << 16];
+	size_t nobuf;
 	bool write_failed;
 	int write_errno;
 };
@@ -182,7 +190,7 @@ static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 	}
 	struct item *it = &t->items[t->nitems++];
 	memset(it, 0, sizeof *it);
-	it->seq = pf->seq++;
+	it->seq = (uint32_t)(t->nitems - 1);
 	pf->pending++;
 	return it;
 }
@@ -222,7 +230,7 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 	if (!it)
 		return;
 	struct pthread *t = th->user;
-	it->id = f->id;
+	it->u.id = f->id;
 	it->ip = f->ip;
 	it->inferred = f->inferred;
 	if (f->file) {
@@ -295,7 +303,7 @@ static void s_counter(void *ctx, struct mt_cs_thread *th, uint64_t time, const c
 {
 	struct item *it = new_item(ctx, th, IT_COUNTER, time, time, name);
 	if (it)
-		it->value = value;
+		it->u.value = value;
 }
 
 static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *event, uint64_t ip,
@@ -316,7 +324,7 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 	if (!it)
 		return;
 	it->ip = ip;
-	it->value = (double)count;
+	it->u.value = (double)count;
 	it->extra = (uint32_t)k;
 }
 
@@ -374,15 +382,34 @@ void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg)
 
 /* --- writing ---------------------------------------------------------------------- */
 
-static void out_bytes(struct mt_pftrace *pf, const void *b, size_t n)
+/* Output goes through a buffer of our own: stdio's per-call locking cost
+ * more than the encoding of the small packets. */
+static void out_flush(struct mt_pftrace *pf)
 {
+	size_t n = pf->nobuf;
+	pf->nobuf = 0;
 	if (pf->write_failed || !n)
 		return;
-	if (pf->gz ? gzwrite(pf->gz, b, (unsigned)n) != (int)n : fwrite(b, 1, n, pf->out) != n) {
+	if (pf->gz ? gzwrite(pf->gz, pf->obuf, (unsigned)n) != (int)n : fwrite(pf->obuf, 1, n, pf->out) != n) {
 		pf->write_failed = true;
 		pf->write_errno = errno ? errno : EIO;
 	}
+}
+
+static void out_bytes(struct mt_pftrace *pf, const void *b, size_t n)
+{
 	pf->st.bytes += n;
+	while (n) {
+		if (pf->nobuf == sizeof pf->obuf)
+			out_flush(pf);
+		size_t k = sizeof pf->obuf - pf->nobuf;
+		if (k > n)
+			k = n;
+		memcpy(pf->obuf + pf->nobuf, b, k);
+		pf->nobuf += k;
+		b = (const uint8_t *)b + k;
+		n -= k;
+	}
 }
 
 static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
@@ -994,12 +1021,34 @@ static int cmp_item(const void *a, const void *b)
 	return x->seq < y->seq ? -1 : x->seq > y->seq;
 }
 
-static bool items_sorted(const struct item *it, size_t n)
+/* Puts items in cmp_item order. Almost all arrive in time order; the few
+ * that come late (inferred starts, [unknown] slices) are moved to `late`
+ * and sorted there, runs with one begin time are ordered in place, and
+ * the two are merged while writing (see flush_thread). Returns how many
+ * items stay in place (the rest are in late[0..n - kept]). */
+static size_t order_items(struct item *it, size_t n, struct item *late)
 {
-	for (size_t i = 1; i < n; i++)
-		if (cmp_item(&it[i - 1], &it[i]) > 0)
-			return false;
-	return true;
+	size_t kept = 0, nlate = 0;
+	uint64_t maxb = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (it[i].begin < maxb) {
+			late[nlate++] = it[i];
+			continue;
+		}
+		maxb = it[i].begin;
+		it[kept++] = it[i];
+	}
+	for (size_t i = 0; i < kept;) {
+		size_t j = i + 1;
+		while (j < kept && it[j].begin == it[i].begin)
+			j++;
+		if (j - i > 1)
+			qsort(it + i, j - i, sizeof *it, cmp_item);
+		i = j;
+	}
+	if (nlate > 1)
+		qsort(late, nlate, sizeof *late, cmp_item);
+	return kept;
 }
 
 /* Writes the END of every written frame on top of the stack that ended at
@@ -1051,7 +1100,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 			return;
 		}
 		struct wframe *f = &t->ws[t->depth++];
-		*f = (struct wframe){.id = it->id, .end = end, .mode = WF_DROPPED};
+		*f = (struct wframe){.id = it->u.id, .end = end, .mode = WF_DROPPED};
 		if (t->wdepth >= MT_PFTRACE_MAX_DEPTH) {
 			t->dropped++;
 			pf->st.depth_dropped++;
@@ -1076,7 +1125,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		break;
 	case IT_COUNTER:
 		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(t->pid), 0, true,
-		     it->value);
+		     it->u.value);
 		pf->st.counters++;
 		break;
 	case IT_SAMPLE:
@@ -1093,11 +1142,18 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 {
 	if (!t->started)
 		start_thread(pf, t);
-	if (!items_sorted(t->items, t->nitems))
-		qsort(t->items, t->nitems, sizeof *t->items, cmp_item);
+	if (!mt_grow((void **)&pf->late, &pf->caplate, t->nitems + 1, sizeof *pf->late)) {
+		pf->oom = true;
+		return;
+	}
+	size_t kept = order_items(t->items, t->nitems, pf->late), nlate = t->nitems - kept;
 	/* a slice written before its end arrives gets it on the written stack */
-	for (size_t i = 0; i < t->nitems; i++)
-		write_item(pf, t, &t->items[i]);
+	for (size_t i = 0, j = 0; i < kept || j < nlate;) {
+		if (j == nlate || (i < kept && cmp_item(&t->items[i], &pf->late[j]) <= 0))
+			write_item(pf, t, &t->items[i++]);
+		else
+			write_item(pf, t, &pf->late[j++]);
+	}
 	pf->pending -= t->nitems;
 	t->nitems = 0;
 	/* pending slices are written now: only ends waiting for a begin stay */
@@ -1143,6 +1199,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	flush_all(pf, true);
 	if (pf->format == MT_PFTRACE_JSON)
 		out_bytes(pf, "\n]}\n", 4);
+	out_flush(pf);
 	int rc = 0;
 	if (pf->gz) {
 		int zrc = gzclose(pf->gz);
@@ -1170,6 +1227,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	}
 	free(pf->threads);
 	free(pf->pids);
+	free(pf->late);
 	free(pf->comms);
 	free(pf->extra_names);
 	mt_strtab_free(&pf->names);

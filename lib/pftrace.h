@@ -37,7 +37,7 @@
 #include "mt_err.h"
 
 #define MT_PFTRACE_MAX_DEPTH 500
-#define MT_PFTRACE_WINDOW (1u << 20)
+#define MT_PFTRACE_WINDOW (1u << 18)
 
 struct mt_pftrace;
 

@@ -39,7 +39,7 @@ static void usage(FILE *f)
 "      --no-annotate-inferred  (stacks) do not mark frames whose start is inferred\n"
 "      --window=N           hold at most N items (slices, instants, counter\n"
 "                           values, all threads together) before writing them\n"
-"                           out; 0: no bound. Default 1048576 (about 80 MB).\n"
+"                           out; 0: no bound. Default 262144 (16 MB).\n"
 "                           A slice whose inferred start reaches back past a\n"
 "                           write-out starts at the write-out instead.\n"
 "  -h, --help               show this help and exit\n"

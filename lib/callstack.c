@@ -489,6 +489,8 @@ static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
 	if (!t->cur.n)
 		return;
 	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (strncmp(top, "caml_", 5))
+		return; /* the common case, cheaply */
 	if (!strcmp(top, "caml_next_frame_descriptor") || !strcmp(top, "caml_stash_backtrace")) {
 		t->ocaml_frames++;
 	} else if (!strcmp(top, "caml_raise_exn")) {

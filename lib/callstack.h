@@ -34,6 +34,8 @@ struct mt_cs_frame {
 	bool inferred;
 };
 
+/* Names given to the sink are interned: one pointer per text, valid until
+ * mt_cs_free. */
 struct mt_cs_sink {
 	void *ctx;
 	/* A frame begins: name, its address, whether its start is inferred, and

@@ -205,7 +205,7 @@ static struct item *new_item(struct mt_pftrace *pf, struct mt_cs_thread *th, uin
 		it->kind = kind;
 		it->begin = begin;
 		it->end = end;
-		it->name = intern(pf, name);
+		it->name = name; /* interned by the callstack (callstack.h) */
 		saw_time(t, begin);
 		if (end != UINT64_MAX)
 			saw_time(t, end);

@@ -81,8 +81,9 @@ struct mt_cs {
 	size_t mapcap;
 	struct thread *last;     /* the thread found last */
 	bool have_base;
+	bool snapshot_pending;   /* a snapshot event: the next trace event ends every stack */
 	uint64_t base;
-	const char *n_untraced, *n_syscall, *n_returned, *n_unknown;
+	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot;
 	bool oom;
 	unsigned warned;
 	uint64_t next_id;
@@ -683,6 +684,10 @@ static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
 
 int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 {
+	if (ev->kind == MT_EV_SNAPSHOT) {
+		cs->snapshot_pending = true;
+		return 0;
+	}
 	struct thread *t = find_thread(cs, ev->pid, ev->tid);
 	scan_cols(cs, ev);
 	if (!t || (!t->ntx && !extra(cs, C_TX) && ev->kind != MT_EV_TX_ABORT))
@@ -720,6 +725,8 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 	return cs_event(cs, ev, err);
 }
 
+static void new_snapshot(struct mt_cs *cs, uint64_t to_time);
+
 static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 {
 	if (!cs->have_base && ev->has_time) {
@@ -727,6 +734,11 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		cs->have_base = true;
 	}
 	uint64_t mapped = ev->has_time && cs->have_base && ev->time > cs->base ? ev->time - cs->base : 0;
+	if (cs->snapshot_pending && ev->kind != MT_EV_ERROR && ev->kind != MT_EV_POWER &&
+	    (ev->kind != MT_EV_SAMPLE || extra(cs, C_FRAME))) {
+		cs->snapshot_pending = false;
+		new_snapshot(cs, mapped);
+	}
 	struct thread *t = thread_of(cs, ev->pid, ev->tid, mapped);
 	if (!t)
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
@@ -801,6 +813,20 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	return 0;
 }
 
+/* A new snapshot begins (5.3: magic-trace's file change): every thread's
+ * stacks end, the next ones start at to_time, and each thread shows the
+ * cut as an instant. */
+static void new_snapshot(struct mt_cs *cs, uint64_t to_time)
+{
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		end_of_thread(cs, t, t->last_event_time, false);
+		uint64_t at = to_time > t->last_event_time ? to_time : t->last_event_time;
+		t->pending_time = t->last_event_time = t->cur.create_time = at;
+		out(cs, (struct logrec){.k = L_INSTANT, .t = t, .time = at, .name = cs->n_snapshot});
+	}
+}
+
 void mt_cs_end_of_trace(struct mt_cs *cs)
 {
 	for (size_t i = 0; i < cs->nthreads; i++)
@@ -819,7 +845,8 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 	cs->n_syscall = mt_strtab_intern(&cs->names, "[syscall]");
 	cs->n_returned = mt_strtab_intern(&cs->names, "[returned]");
 	cs->n_unknown = mt_strtab_intern(&cs->names, "[unknown]");
-	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown) {
+	cs->n_snapshot = mt_strtab_intern(&cs->names, "[new snapshot]");
+	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown || !cs->n_snapshot) {
 		mt_cs_free(cs);
 		return NULL;
 	}

@@ -707,6 +707,13 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				jlen = 0;
 				if (!b)
 					break;
+				if (s.priv[PRIV_SNAPSHOT_MODE] && !rc) {
+					/* the next snapshot does not continue this one */
+					struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = wc.pid, .tid = wc.tid,
+							       .cpu = per_cpu ? (int32_t)idx_cpu : -1,
+							       .offset = MT_NO_OFFSET};
+					mt_events_write(w, &sev);
+				}
 			}
 			done[bi] = true;
 			if (jlen + b->size > jcap) {

@@ -78,6 +78,7 @@ struct mt_synth_variant {
 	bool build_ids;       /* MMAP2 records in their build-id form */
 	bool cyc;             /* cycle-accurate: CYC packets (1 cycle = 1 TSC tick) */
 	bool snapshot;        /* two overlapping snapshots of an overwritten ring */
+	bool gap;             /* snapshot: the two snapshots do not meet (the middle third is lost) */
 	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
 	bool kcore;           /* kernel, with the image as perf --kcore saves it */
 };

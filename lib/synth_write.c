@@ -24,6 +24,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
 	{.name = "per-cpu-mtc", .timing = MT_SYNTH_MTC, .per_cpu = true, .psb_every = 5000},
 	{.name = "snapshot", .psb_every = 1000, .snapshot = true},
+	{.name = "snapshot-gap", .psb_every = 1000, .snapshot = true, .gap = true},
 	{.name = "kernel", .kernel = true},
 	{.name = "kcore", .kernel = true, .kcore = true, .noretcomp = true},
 	{.name = NULL},
@@ -506,9 +507,10 @@ int mt_synth_write_kernel_elf(FILE *f, bool core, struct mt_err *err)
 }
 
 /* Encodes the run; in pass 2 (truth != NULL) also writes the truth, turning
- * it on at insn index `from_insn`. */
+ * it on at insn index `from_insn`, and off over [gap_from, gap_to) when
+ * gap_to is not 0 (a snapshot event marks where it resumes). */
 static int encode(const struct mt_synth_run *run, const struct mt_synth_variant *v, struct enc *x,
-		  struct truth *t, uint64_t from_insn, struct mt_err *err)
+		  struct truth *t, uint64_t from_insn, uint64_t gap_from, uint64_t gap_to, struct mt_err *err)
 {
 	struct pt_config cfg;
 	pt_config_init(&cfg);
@@ -547,6 +549,15 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 		if (t && i == from_insn && from_insn) {
 			t->on = true;
 			t->since = 0;
+		}
+		if (t && gap_to && i == gap_from)
+			t->on = false;
+		if (t && gap_to && i == gap_to) {
+			t->on = true;
+			t->since = 0;
+			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = t->pid, .tid = t->tid, .cpu = t->cpu,
+					       .offset = MT_NO_OFFSET};
+			mt_events_write(t->w, &sev);
 		}
 		if (t)
 			t->since++;
@@ -778,8 +789,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
 	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
 	struct enc x = {0};
-	int rc = encode(run, v, &x, NULL, 0, err);
-	uint64_t cut = 0, from_insn = 0;
+	int rc = encode(run, v, &x, NULL, 0, 0, 0, err);
+	uint64_t cut = 0, from_insn = 0, gap_from = 0, gap_to = 0, gap_off[2] = {0, 0};
 	if (!rc && v->wrap_at_psb) {
 		if (x.npsb <= v->wrap_at_psb) {
 			rc = mt_err_set(err, MT_EUSAGE, "variant %s: only %zu PSBs, cannot cut at PSB %u", v->name,
@@ -787,6 +798,18 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		} else {
 			cut = x.psb_offsets[v->wrap_at_psb];
 			from_insn = x.psb_insn[v->wrap_at_psb];
+		}
+	}
+	if (!rc && v->gap) {
+		/* the first snapshot ends at a PSB a third of the way in, the
+		 * second starts at the PSB two thirds in */
+		if (x.npsb < 4) {
+			rc = mt_err_set(err, MT_EUSAGE, "variant %s: only %zu PSBs, cannot leave a gap", v->name, x.npsb);
+		} else {
+			gap_off[0] = x.psb_offsets[x.npsb / 3];
+			gap_off[1] = x.psb_offsets[2 * x.npsb / 3];
+			gap_from = x.psb_insn[x.npsb / 3];
+			gap_to = x.psb_insn[2 * x.npsb / 3];
 		}
 	}
 	enc_free(&x);
@@ -807,7 +830,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
 						     NULL, 0, run->maps[i].path);
 	}
-	rc = encode(run, v, &x, truth ? &t : NULL, from_insn, err);
+	rc = encode(run, v, &x, truth ? &t : NULL, from_insn, gap_from, gap_to, err);
 	uint64_t ptlen = 0;
 	if (!rc)
 		pt_enc_get_offset(x.e, &ptlen);
@@ -832,7 +855,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	res->pt_bytes = payload;
 	res->psbs = x.npsb;
 	res->first_insn = from_insn;
-	res->insns_traced = run->nips - from_insn;
+	res->insns_traced = run->nips - from_insn - (gap_to - gap_from);
 
 	bool timed = v->timing != MT_SYNTH_TIMELESS;
 	uint64_t common = MT_SAMPLE_TID | MT_SAMPLE_TIME | MT_SAMPLE_IDENTIFIER | (v->per_cpu ? MT_SAMPLE_CPU : 0);
@@ -976,6 +999,10 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		uint64_t c1 = (ptlen * 6 / 10) & ~7ULL, c2 = ptlen - ((ptlen - ptlen * 4 / 10) & ~7ULL);
 		piece[0] = (struct aux_piece){NULL, 0, 0, c1, 0};
 		piece[1] = (struct aux_piece){NULL, 0, c2, ptlen, c2};
+		if (v->gap) {
+			piece[0] = (struct aux_piece){NULL, 0, 0, gap_off[0], 0};
+			piece[1] = (struct aux_piece){NULL, 0, gap_off[1], ptlen, (gap_off[1] + 7) & ~7ULL};
+		}
 		npieces = 2;
 	}
 	size_t auxtrace_at[2];

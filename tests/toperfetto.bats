@@ -50,6 +50,10 @@ rule() { # CASE [OPTION]
 @test "rule 5.11: Go's gogo pops through runtime.mcall and one more" { rule go; }
 @test "rule 5.5: a return on an empty stack is an [unknown] slice, not lost at the end" { rule unk2; }
 @test "rule 5.10: an aborted TSX transaction's events are dropped" { rule tx; }
+# snap: a (mapped 0, deferred) and b at 10 end at 10 when the snapshot's first
+# event (50) comes; [new snapshot] at 50; c begins at 50 on a fresh stack; the
+# return to x infers x from 50 (the new stack's creation), not from 0.
+@test "rule 5.3: a new snapshot ends every stack at the next event; the next stack starts afresh" { rule snap; }
 # filt: region [30, 80): main begins inferred at 30, start_marker, work, inner; setup and teardown are outside.
 @test "rule 5.12: the range filter writes only from the start call to the stop call, in one pass" {
 	rule filt --filter=start_marker,stop_marker
@@ -367,4 +371,30 @@ PY
 	# 560,000 more slices held would take over 40 MB; the window keeps it flat
 	[ $((big - small)) -lt 4096 ]
 	[ $((unbounded - small)) -gt 20000 ]
+}
+
+@test "a snapshot boundary in a decoded trace: every frame of the first snapshot ends there, the second starts afresh" {
+	"$PT2EVENTS" "$MT_FIXTURES/libc/snapshot-gap.data" | "$MT_BIN/mt-symbolize" > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/stacks" "$BATS_TEST_TMPDIR/ev"
+	python3 - "$BATS_TEST_TMPDIR/stacks" <<'PY'
+import sys
+depth, marks, before, after = 0, 0, 0, 0
+for line in open(sys.argv[1]):
+    f = line.split()
+    kind = f[1] if f[0] not in ("BEGIN", "END") else f[0]
+    name = line.split(kind, 1)[1].strip()
+    if name == "[new snapshot]":
+        if kind == "BEGIN":
+            assert depth == 0, "%d frames still open at the boundary" % depth
+            marks += 1
+        continue
+    depth += 1 if kind == "BEGIN" else -1
+    if kind == "BEGIN":
+        if marks: after += 1
+        else: before += 1
+assert marks == 1 and before > 50 and after > 50, (marks, before, after)
+PY
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/g.pftrace" "$BATS_TEST_TMPDIR/ev"
+	perfetto_valid "$BATS_TEST_TMPDIR/g.pftrace"
+	"$PFCHECK" "$BATS_TEST_TMPDIR/g.pftrace" 2>&1 | grep -q ' instants=1 '
 }

@@ -11,7 +11,7 @@ load helpers
 	[[ "$output" == "mt-synth (mt) "* ]]
 	run "$SYNTH" --list-variants
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu buildid cyc per-cpu-mtc snapshot kernel kcore " ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb wrap pipe per-cpu buildid cyc per-cpu-mtc snapshot snapshot-gap kernel kcore " ]
 }
 
 @test "mt-synth: usage errors exit 2 before running anything" {

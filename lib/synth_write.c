@@ -541,6 +541,7 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 		truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, run->ips[0], false, timed);
 	}
 	uint64_t since_psb = 0;
+	bool walking = false;
 	for (size_t i = 0; i < run->nips && !x->err; i++) {
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[i]);
 		bool last = i + 1 == run->nips;
@@ -550,8 +551,16 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 			t->on = true;
 			t->since = 0;
 		}
+		/* The first snapshot ends at gap_from, but a decoder walks on
+		 * from its last packet through whatever needs no packet
+		 * (direct calls and jumps, other instructions): so does the
+		 * truth, up to the first instruction that needs one. */
 		if (t && gap_to && i == gap_from)
+			walking = true;
+		if (walking && in->cls != MT_IC_OTHER && in->cls != MT_IC_CALL && in->cls != MT_IC_JMP) {
+			walking = false;
 			t->on = false;
+		}
 		if (t && gap_to && i == gap_to) {
 			t->on = true;
 			t->since = 0;

@@ -51,9 +51,10 @@ check_perf() { # PROG VARIANT [pipe|OPTION...]
 @test "flow snapshot (two overlapping ring snapshots): the overlap is decoded once, equal the truth" { check_truth flow snapshot; }
 @test "libc snapshot: equals the ground truth" { check_truth libc snapshot; }
 # snapshot-gap: the first snapshot ends at a PSB a third of the way in, the
-# second starts at the PSB two thirds in. The instruction total is not
-# compared: libipt walks on past the first buffer's last packet through
-# code that needs none (a few instructions of the gap, no branch events).
+# second starts at the PSB two thirds in. A decoder walks on past the first
+# buffer's last packet through code that needs no packet (direct calls and
+# jumps), and so does the truth. The instruction total is not compared: the
+# instructions walked after the last such branch have no event to carry them.
 check_gap() { # PROG
 	local d=$MT_FIXTURES/$1
 	"$PT2EVENTS" --all-branches -o "$BATS_TEST_TMPDIR/out" "$d/snapshot-gap.data"

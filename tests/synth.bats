@@ -38,7 +38,7 @@ load helpers
 	[ "$(cut -d' ' -f1 "$MT_FIXTURES/threads/variants.txt" | tr '\n' ' ')" = "per-cpu per-cpu-mtc " ]
 	# the libc run went through ld.so and libc, and hit missed single-steps or not:
 	# either way every variant was written
-	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 15 ]
+	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 16 ]
 	[ -s "$MT_FIXTURES/libc/kernel.vmlinux" ] && [ -s "$MT_FIXTURES/libc/kcore.kcore_dir/kcore" ]
 	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"
 }

@@ -62,6 +62,7 @@ static void parse_attr(struct mt_perf_evattr *a, const uint8_t *p, uint32_t avai
 	a->sample_type = mt_rd64(tmp + 24);
 	a->read_format = mt_rd64(tmp + 32);
 	a->flags = mt_rd64(tmp + 40);
+	a->bp_type = mt_rd32(tmp + 52);
 	a->config1 = mt_rd64(tmp + 56);
 	a->config2 = mt_rd64(tmp + 64);
 }

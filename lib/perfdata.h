@@ -67,7 +67,8 @@ enum {
 struct mt_perf_evattr {
 	uint32_t type, size;
 	uint64_t config, sample_period, sample_type, read_format, flags;
-	uint64_t config1, config2;
+	uint64_t config1, config2;     /* breakpoints: bp_addr, bp_len */
+	uint32_t bp_type;              /* breakpoints: 1 r, 2 w, 3 rw, 4 x */
 	const char *name;      /* from EVENT_DESC, or NULL */
 	const uint64_t *ids;   /* points into the input (little-endian u64s) */
 	size_t nids;

@@ -310,6 +310,15 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 		     const char *symbol, uint64_t count)
 {
 	struct mt_pftrace *pf = ctx;
+	/* breakpoint samples (perf's mem:ADDR:x) are trigger hits: one track
+	 * for them all, as magic-trace's "Snapshot symbol hits" */
+	bool hit = !strncmp(event, "mem:", 4);
+	char hname[512];
+	if (hit) {
+		snprintf(hname, sizeof hname, "hit %s", symbol);
+		symbol = intern(pf, hname);
+		event = "Snapshot symbol hits";
+	}
 	const char *ev = intern(pf, event);
 	size_t k = 0;
 	while (k < pf->nextra && pf->extra_names[k] != ev)

@@ -492,11 +492,67 @@ static size_t overlap_at(const uint8_t *a, size_t alen, const uint8_t *b, size_t
 	return 0;
 }
 
-struct sink_ctx { struct mt_events_writer *w; };
+/* Event samples (branch-misses, cache-misses, breakpoint hits...) recorded
+ * beside the trace are merged into the decoded stream of their queue (the
+ * same thread, or the same CPU) in time order. */
+struct sink_ctx {
+	struct mt_events_writer *w;
+	const struct mt_perfdata *pd;
+	const struct side *s;
+	size_t *order;          /* samples by time */
+	size_t norder;
+	bool *done;
+	bool per_cpu;           /* the queue being decoded */
+	uint32_t q_tid, q_cpu;
+	struct mt_ptdec_stats *stats;
+};
+
+static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n);
+
+static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
+{
+	char ename[64], period[24];
+	event_name(c->pd, ps->attr, ename, sizeof ename);
+	snprintf(period, sizeof period, "%" PRIu64, ps->period);
+	struct mt_kv kv[2] = {{"event", ename}, {"period", period}};
+	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
+			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE, .from = ps->ip,
+			      .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
+	mt_events_write(c->w, &ev);
+	c->stats->by_kind[MT_EV_SAMPLE]++;
+}
+
+/* Writes the current queue's samples up to `time` (UINT64_MAX: all). */
+static void queue_samples(struct sink_ctx *c, uint64_t time)
+{
+	for (size_t k = 0; k < c->norder; k++) {
+		size_t i = c->order[k];
+		const struct psample *ps = &c->s->samples.v[i];
+		if (c->done[i] || (c->per_cpu ? !ps->has_cpu || ps->cpu != c->q_cpu : ps->tid != c->q_tid))
+			continue;
+		if (ps->has_time && ps->time > time)
+			break;
+		c->done[i] = true;
+		write_event_sample(c, ps);
+	}
+}
 
 static void sink(void *ctx, const struct mt_event *ev)
 {
-	mt_events_write(((struct sink_ctx *)ctx)->w, ev);
+	struct sink_ctx *c = ctx;
+	if (c->norder && ev->has_time)
+		queue_samples(c, ev->time);
+	mt_events_write(c->w, ev);
+}
+
+static const struct side *sort_side; /* qsort has no context argument in C11 */
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+	const struct psample *x = &sort_side->samples.v[*(const size_t *)a], *y = &sort_side->samples.v[*(const size_t *)b];
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
 static void write_meta(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w, bool timed)
@@ -541,6 +597,11 @@ static void cpu_of(const struct mt_perfdata *pd, struct mt_ptdec_config *c)
 static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n)
 {
 	const struct mt_perf_evattr *a = attr >= 0 && (size_t)attr < pd->nattrs ? &pd->attrs[attr] : NULL;
+	if (a && a->type == 5) { /* PERF_TYPE_BREAKPOINT, named as perf names it */
+		static const char *const rw[] = {"", "r", "w", "rw", "x"};
+		snprintf(out, n, "mem:0x%" PRIx64 ":%s", a->config1, a->bp_type < 5 ? rw[a->bp_type] : "");
+		return;
+	}
 	if (a && a->name) {
 		snprintf(out, n, "%.*s", (int)strcspn(a->name, "/:"), a->name);
 		return;
@@ -646,7 +707,23 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		qsort(s.switches.v, s.switches.n, sizeof *s.switches.v, cmp_sw);
 
 	struct warned wd = {0};
-	struct sink_ctx sc = {w};
+	struct sink_ctx sc = {.w = w, .pd = pd, .s = &s, .per_cpu = per_cpu, .stats = stats};
+	/* event samples of other events than the trace's own */
+	if (s.samples.n) {
+		sc.order = malloc(s.samples.n * sizeof *sc.order);
+		sc.done = calloc(s.samples.n, 1);
+		if (!sc.order || !sc.done) {
+			free(sc.order);
+			free(sc.done);
+			rc = mt_err_set(err, MT_ENOMEM, "out of memory");
+			goto out;
+		}
+		for (size_t i = 0; i < s.samples.n; i++)
+			if (!pa || s.samples.v[i].attr < 0 || &pd->attrs[s.samples.v[i].attr] != pa)
+				sc.order[sc.norder++] = i;
+		sort_side = &s;
+		qsort(sc.order, sc.norder, sizeof *sc.order, cmp_sample_time);
+	}
 	/* Queues in order of first appearance of their idx; contiguous
 	 * buffers of a queue are joined, a gap starts a new segment. */
 	bool *done = calloc(s.bufs.n + 1, 1);
@@ -659,6 +736,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			continue;
 		const struct auxbuf *first = &s.bufs.v[qi];
 		uint32_t idx_cpu = first->cpu, idx_tid = first->tid;
+		sc.q_cpu = idx_cpu;
+		sc.q_tid = idx_tid;
 		struct who_ctx wc = {.per_cpu = per_cpu};
 		if (per_cpu) {
 			wc.tid = wc.pid = (uint32_t)-1;
@@ -734,8 +813,18 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		}
 		free(joined);
 		mt_image_fini(&img);
+		if (!rc)
+			queue_samples(&sc, UINT64_MAX); /* the rest of this queue's samples */
 	}
 	free(done);
+	/* samples of threads or CPUs without trace */
+	for (size_t k = 0; k < sc.norder && !rc; k++)
+		if (!sc.done[sc.order[k]]) {
+			sc.done[sc.order[k]] = true;
+			write_event_sample(&sc, &s.samples.v[sc.order[k]]);
+		}
+	free(sc.order);
+	free(sc.done);
 	for (size_t i = 0; i < wd.n; i++)
 		free(wd.v[i]);
 	free(wd.v);

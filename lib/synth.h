@@ -95,7 +95,7 @@ const struct mt_synth_variant *mt_synth_variant_find(const char *name);
 #define MT_SYNTH_PT_TYPE 8
 
 struct mt_synth_result {
-	uint64_t pt_bytes, psbs, insns_traced;
+	uint64_t pt_bytes, psbs, insns_traced, hits;
 	uint64_t first_insn;  /* index of the first instruction in the trace (wrap) */
 };
 
@@ -112,9 +112,17 @@ int mt_synth_write_kernel_elf(FILE *f, bool core, struct mt_err *err);
 /* Writes /proc/kallsyms lines for the blob (the kcore_dir companion). */
 int mt_synth_write_kallsyms(FILE *f, struct mt_err *err);
 
+/* Options for every variant. hit_ip: also record an execute breakpoint
+ * there (as perf record -e mem:ADDR:x does): a second event whose samples
+ * are the hits, in the truth as sample events (event=mem:0xADDR:x). */
+struct mt_synth_opts {
+	uint64_t hit_ip;
+};
+
 /* Writes perf.data for the variant to `data` and the true events to
  * `truth` (either may be NULL). */
 int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
-		   FILE *data, FILE *truth, struct mt_synth_result *res, struct mt_err *err);
+		   const struct mt_synth_opts *opts, FILE *data, FILE *truth, struct mt_synth_result *res,
+		   struct mt_err *err);
 
 #endif

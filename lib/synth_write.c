@@ -68,6 +68,13 @@ struct enc {
 	uint64_t *nxt;       /* per step: the next IP of the same thread, 0: none */
 	struct synth_switch *sw; /* thread switches, for the perf.data sideband */
 	size_t nsw, capsw;
+	struct synth_hit *hits;  /* breakpoint hits (mt_synth_opts.hit_ip) */
+	size_t nhits, caphits;
+};
+
+struct synth_hit {
+	uint64_t time;
+	uint32_t tid;
 };
 
 struct synth_switch {
@@ -506,11 +513,37 @@ int mt_synth_write_kernel_elf(FILE *f, bool core, struct mt_err *err)
 	return bad ? mt_err_set(err, MT_EIO, "writing the kernel image") : 0;
 }
 
+/* A breakpoint hit at the instruction about to execute: a sample for the
+ * perf.data, and a sample event in the truth (not counting instructions). */
+static void note_hit(struct enc *x, struct truth *t, uint32_t tid, uint64_t ip, bool timed)
+{
+	if (x->nhits == x->caphits) {
+		size_t nc = x->caphits ? 2 * x->caphits : 64;
+		struct synth_hit *nh = realloc(x->hits, nc * sizeof *nh);
+		if (!nh) {
+			x->err = -pte_nomem;
+			return;
+		}
+		x->hits = nh;
+		x->caphits = nc;
+	}
+	x->hits[x->nhits++] = (struct synth_hit){x->tsc, tid};
+	if (!t || !t->w || !t->on)
+		return;
+	char name[40];
+	snprintf(name, sizeof name, "mem:0x%" PRIx64 ":x", ip);
+	struct mt_kv kv[2] = {{"event", name}, {"period", "1"}};
+	struct mt_event ev = {.kind = MT_EV_SAMPLE, .time = x->tsc, .has_time = timed, .pid = t->pid, .tid = tid,
+			      .cpu = t->cpu, .from = ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
+	mt_events_write(t->w, &ev);
+}
+
 /* Encodes the run; in pass 2 (truth != NULL) also writes the truth, turning
  * it on at insn index `from_insn`, and off over [gap_from, gap_to) when
  * gap_to is not 0 (a snapshot event marks where it resumes). */
 static int encode(const struct mt_synth_run *run, const struct mt_synth_variant *v, struct enc *x,
-		  struct truth *t, uint64_t from_insn, uint64_t gap_from, uint64_t gap_to, struct mt_err *err)
+		  struct truth *t, uint64_t from_insn, uint64_t gap_from, uint64_t gap_to, uint64_t hit_ip,
+		  struct mt_err *err)
 {
 	struct pt_config cfg;
 	pt_config_init(&cfg);
@@ -568,6 +601,8 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 					       .offset = MT_NO_OFFSET};
 			mt_events_write(t->w, &sev);
 		}
+		if (hit_ip && run->ips[i] == hit_ip)
+			note_hit(x, t, run->tids[i], hit_ip, timed);
 		if (t)
 			t->since++;
 		switch (in->cls) {
@@ -697,6 +732,7 @@ static void enc_free(struct enc *x)
 	free(x->psb_insn);
 	free(x->nxt);
 	free(x->sw);
+	free(x->hits);
 	memset(x, 0, sizeof *x);
 }
 
@@ -786,7 +822,8 @@ static void attr_bytes(struct out *o, uint32_t type, uint64_t config, uint64_t s
 }
 
 int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
-		   FILE *data, FILE *truth, struct mt_synth_result *res, struct mt_err *err)
+		   const struct mt_synth_opts *opts, FILE *data, FILE *truth, struct mt_synth_result *res,
+		   struct mt_err *err)
 {
 	memset(res, 0, sizeof *res);
 	if (run->nips == 0)
@@ -798,7 +835,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
 	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
 	struct enc x = {0};
-	int rc = encode(run, v, &x, NULL, 0, 0, 0, err);
+	uint64_t hit_ip = opts ? opts->hit_ip : 0;
+	int rc = encode(run, v, &x, NULL, 0, 0, 0, hit_ip, err);
 	uint64_t cut = 0, from_insn = 0, gap_from = 0, gap_to = 0, gap_off[2] = {0, 0};
 	if (!rc && v->wrap_at_psb) {
 		if (x.npsb <= v->wrap_at_psb) {
@@ -839,7 +877,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
 						     NULL, 0, run->maps[i].path);
 	}
-	rc = encode(run, v, &x, truth ? &t : NULL, from_insn, gap_from, gap_to, err);
+	rc = encode(run, v, &x, truth ? &t : NULL, from_insn, gap_from, gap_to, hit_ip, err);
 	uint64_t ptlen = 0;
 	if (!rc)
 		pt_enc_get_offset(x.e, &ptlen);
@@ -881,15 +919,38 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 			       MT_ATTR_EXCLUDE_GUEST | MT_ATTR_MMAP2 | MT_ATTR_COMM_EXEC |
 			       (v->per_cpu ? MT_ATTR_INHERIT | MT_ATTR_CONTEXT_SWITCH : 0);
 
+	/* attrs in perf's order: the PT event, other events, the tracking
+	 * dummy last (perf script decoded nothing with the dummy before a
+	 * breakpoint event); ids[] gives each its sample id */
 	struct out attrs = {0}, d = {0};
+	uint64_t ids[3] = {1, 2, 0};
+	int nattrs = 2;
+	uint64_t bp_st = common | MT_SAMPLE_IP;
 	attr_bytes(&attrs, MT_SYNTH_PT_TYPE, config, c.pt_st, pt_flags, 1);
+	if (hit_ip) {
+		/* -e mem:ADDR:x: PERF_TYPE_BREAKPOINT, bp_type X, bp_addr, bp_len 8 */
+		attr_bytes(&attrs, 5, 0, bp_st, MT_ATTR_DISABLED | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV |
+			   MT_ATTR_ENABLE_ON_EXEC | MT_ATTR_SAMPLE_ID_ALL | (v->per_cpu ? MT_ATTR_INHERIT : 0), 1);
+		if (!attrs.oom) {
+			uint8_t *a = attrs.b + 128;
+			uint32_t bp_type = 4;
+			uint64_t bp_len = 8;
+			memcpy(a + 52, &bp_type, 4);
+			memcpy(a + 56, &hit_ip, 8);
+			memcpy(a + 64, &bp_len, 8);
+		}
+		ids[1] = 3;
+		ids[2] = 2;
+		nattrs = 3;
+	}
 	attr_bytes(&attrs, 1 /* software */, 9 /* dummy */, c.dummy_st, dummy_flags, 1);
+	res->hits = x.nhits;
 
 	if (v->pipe) {
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < nattrs; i++) {
 			size_t at = rec_begin(&d, MT_REC_HEADER_ATTR, 0);
 			emit_bytes(&d, attrs.b + i * 128, 128);
-			u64(&d, (uint64_t)i + 1);
+			u64(&d, ids[i]);
 			rec_end(&d, at);
 		}
 	}
@@ -996,7 +1057,21 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 			rec_end(&d, at);
 		}
 	}
-	/* The AUX data: one buffer; or, for snapshot, two snapshots of a ring
+	/* The breakpoint's samples: id, ip, pid/tid, time, cpu (sample_type order) */
+	for (size_t k = 0; k < x.nhits; k++) {
+		at = rec_begin(&d, MT_REC_SAMPLE, 2 /* USER */);
+		u64(&d, 3);
+		u64(&d, hit_ip);
+		u32(&d, run->pid);
+		u32(&d, x.hits[k].tid);
+		u64(&d, x.hits[k].time);
+		if (v->per_cpu) {
+			u32(&d, 0);
+			u32(&d, 0);
+		}
+		rec_end(&d, at);
+	}
+		/* The AUX data: one buffer; or, for snapshot, two snapshots of a ring
 	 * where the second repeats the last 20% of the first. */
 	struct aux_piece { const uint8_t *pre; size_t prelen; uint64_t from, to, aux_off; } piece[2] = {
 		{junk, jl, cut, ptlen, 0},
@@ -1065,25 +1140,26 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		ok = fwrite(h, 16, 1, data) == 1 && fwrite(d.b, d.n, 1, data) == 1;
 	} else {
 		/* header | attrs (+ids section refs) | ids | data | feature table | AUXTRACE index */
-		const uint64_t attrs_off = 104, ids_off = attrs_off + 2 * 144, data_off = ids_off + 16;
+		const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
+			       data_off = ids_off + 8 * (uint64_t)nattrs;
 		struct out f = {0};
 		emit_bytes(&f, "PERFILE2", 8);
 		u64(&f, 104);
 		u64(&f, 144);
-		u64(&f, attrs_off); u64(&f, 2 * 144);
+		u64(&f, attrs_off); u64(&f, (uint64_t)nattrs * 144);
 		u64(&f, data_off); u64(&f, d.n);
 		u64(&f, 0); u64(&f, 0);
 		uint8_t feat[32] = {0};
 		feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
 		feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
 		emit_bytes(&f, feat, 32);
-		for (int i = 0; i < 2; i++) {
+		for (int i = 0; i < nattrs; i++) {
 			emit_bytes(&f, attrs.b + i * 128, 128);
 			u64(&f, ids_off + 8 * (uint64_t)i);
 			u64(&f, 8);
 		}
-		u64(&f, 1);
-		u64(&f, 2);
+		for (int i = 0; i < nattrs; i++)
+			u64(&f, ids[i]);
 		emit_bytes(&f, d.b, d.n);
 		/* Feature table in bit order (NRCPUS, AUXTRACE), then payloads.
 		 * perf sizes per-cpu state from NRCPUS, and crashed without it. */

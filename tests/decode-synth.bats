@@ -282,3 +282,30 @@ check_times() { # PROG VARIANT MODE
 	run "$PT2EVENTS" --vmlinux=x --kcore=y "$MT_FIXTURES/flow/kernel.data"
 	[ "$status" -eq 2 ]
 }
+
+# hits: flow with an execute breakpoint on tail_target (mt-synth --hit, as
+# perf record -e intel_pt//u -e mem:ADDR:x records it): 30 samples.
+hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
+
+@test "breakpoint hits merge into the trace in time order: cyc equals the truth event for event, hits included" {
+	check_truth hits cyc
+	[ "$(hit_lines "$BATS_TEST_TMPDIR/out" | wc -l)" -eq 30 ]
+}
+
+@test "breakpoint hits with coarse time (per-cpu): the truth's hits, and no thread's time runs backwards" {
+	d=$MT_FIXTURES/hits
+	"$PT2EVENTS" --all-branches -o "$BATS_TEST_TMPDIR/out" "$d/per-cpu.data"
+	diff <(hit_lines "$d/per-cpu.truth") <(hit_lines "$BATS_TEST_TMPDIR/out")
+	[ "$(hit_lines "$BATS_TEST_TMPDIR/out" | wc -l)" -eq 30 ]
+	grep -v '^#' "$BATS_TEST_TMPDIR/out" | awk -F'\t' '$1 != "-" { if ($1 < last[$3]) exit 1; last[$3] = $1 }'
+}
+
+@test "breakpoint hits equal perf script's mem:ADDR:x samples (time, tid, address)" {
+	d=$MT_FIXTURES/hits
+	# perf's own line for a sample: comm tid time: period event: ip sym (dso)
+	perf script -i "$d/plain.data" --ns 2>/dev/null | awk '$5 ~ /^mem:/ {
+		t = $3; sub(":", "", t); split(t, s, "."); printf "%d%09d %s 0x%s\n", s[1], s[2], $2, $6 }' > "$BATS_TEST_TMPDIR/perf"
+	"$PT2EVENTS" "$d/plain.data" | grep -v '^#' | awk -F'\t' '$4=="sample" {print $1, $3, $5}' > "$BATS_TEST_TMPDIR/mt"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/perf")" -eq 30 ]
+	diff "$BATS_TEST_TMPDIR/perf" "$BATS_TEST_TMPDIR/mt"
+}

@@ -49,3 +49,14 @@ load helpers
 	[[ "$output" == *"variant plain: 2 threads need a per-cpu variant"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/plain.data" ]
 }
+
+@test "mt-synth --hit: the fixture's breakpoint has one hit per run of tail_target (nm's address), an unknown symbol is refused" {
+	# tail_target runs once per loop iteration of flow's _start: 30 times
+	grep -q '^cyc .* hits=30$' "$MT_FIXTURES/hits/variants.txt"
+	addr=$(nm "$MT_PROGS/flow" | awk '$3=="tail_target"{print $1}')
+	grep -q "event=mem:0x${addr#"${addr%%[1-9a-f]*}"}:x" "$MT_FIXTURES/hits/cyc.truth"
+	run "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --hit=no_such_function -- "$MT_PROGS/flow"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"--hit: no function 'no_such_function'"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/plain.data" ]
+}

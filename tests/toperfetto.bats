@@ -398,3 +398,19 @@ PY
 	perfetto_valid "$BATS_TEST_TMPDIR/g.pftrace"
 	"$PFCHECK" "$BATS_TEST_TMPDIR/g.pftrace" 2>&1 | grep -q ' instants=1 '
 }
+
+@test "trigger hits (breakpoint samples) go to one 'Snapshot symbol hits' track, each a 'hit SYMBOL' instant" {
+	"$PT2EVENTS" "$MT_FIXTURES/hits/cyc.data" | "$MT_BIN/mt-symbolize" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/h.pftrace"
+	perfetto_valid "$BATS_TEST_TMPDIR/h.pftrace"
+	protoc -I proto proto/perfetto_trace.proto --decode=perfetto.protos.Trace < "$BATS_TEST_TMPDIR/h.pftrace" > "$BATS_TEST_TMPDIR/h.txt"
+	python3 - "$BATS_TEST_TMPDIR/h.txt" <<'PY'
+import re, sys
+t = open(sys.argv[1]).read()
+m = re.findall(r'uuid: (\d+)\s+name: "Snapshot symbol hits"', t)
+assert len(m) == 1, m
+hits = re.findall(r'type: TYPE_INSTANT\s+name_iid: (\d+)\s+track_uuid: ' + m[0], t)
+assert len(hits) == 30, len(hits)
+iid = re.findall(r'iid: (\d+)\s+name: "hit tail_target"', t)
+assert len(iid) == 1 and set(hits) == set(iid), (iid, set(hits))
+PY
+}

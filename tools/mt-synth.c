@@ -9,6 +9,11 @@
 #include <string.h>
 #include <sys/stat.h>
 
+#include <fcntl.h>
+#include <unistd.h>
+#include <gelf.h>
+
+#include "elfsyms.h"
 #include "outfile.h"
 #include "synth.h"
 #include "version.h"
@@ -29,6 +34,9 @@ static void usage(FILE *f)
 "      --variants=LIST      comma-separated variant names, or 'all' (default: plain)\n"
 "      --list-variants      print the variant names and exit\n"
 "  -q, --quiet              send COMMAND's standard output to /dev/null\n"
+"      --hit=SYMBOL|0xADDR  also record an execute breakpoint there, as\n"
+"                           perf record -e mem:ADDR:x does: its samples are the\n"
+"                           hits (magic-trace's trigger), sample events in the truth\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -75,7 +83,48 @@ static int write_kernel_image(const struct mt_synth_variant *v, const char *dir)
 	return write_kernel_file(path, 2);
 }
 
-static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v, const char *dir)
+struct find_sym { const char *name; uint64_t value; bool found; };
+
+static void match_sym(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	struct find_sym *f = ctx;
+	if (!f->found && !strcmp(name, f->name)) {
+		f->value = sym->st_value;
+		f->found = true;
+	}
+}
+
+/* The run-time address of a function symbol of one of the run's objects
+ * (executables as linked; shared objects and PIEs loaded at their code
+ * mapping's start less its file offset, as when segment addresses equal
+ * file offsets). 0 when none has it. */
+static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
+{
+	elf_version(EV_CURRENT);
+	for (size_t i = 0; i < run->nmaps; i++) {
+		const struct mt_synth_map *m = &run->maps[i];
+		if (m->path[0] != '/')
+			continue;
+		int fd = open(m->path, O_RDONLY);
+		if (fd < 0)
+			continue;
+		Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
+		GElf_Ehdr eh;
+		struct find_sym f = {name, 0, false};
+		if (elf && gelf_getehdr(elf, &eh))
+			mt_elf_for_each_func(elf, false, match_sym, &f);
+		bool dyn = elf && gelf_getehdr(elf, &eh) && eh.e_type == ET_DYN;
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		if (f.found)
+			return f.value + (dyn ? m->start - m->pgoff : 0);
+	}
+	return 0;
+}
+
+static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v,
+			 const struct mt_synth_opts *so, const char *dir)
 {
 	char dpath[4096], tpath[4096];
 	snprintf(dpath, sizeof dpath, "%s/%s.data", dir, v->name);
@@ -92,7 +141,7 @@ static int write_variant(const struct mt_synth_run *run, const struct mt_synth_v
 		return 1;
 	}
 	struct mt_synth_result res;
-	if (mt_synth_write(run, v, od.f, ot.f, &res, &err) || mt_outfile_commit(&od, &err) ||
+	if (mt_synth_write(run, v, so, od.f, ot.f, &res, &err) || mt_outfile_commit(&od, &err) ||
 	    mt_outfile_commit(&ot, &err)) {
 		fprintf(stderr, PROG ": %s: %s\n", v->name, err.msg);
 		mt_outfile_abort(&od);
@@ -101,8 +150,11 @@ static int write_variant(const struct mt_synth_run *run, const struct mt_synth_v
 	}
 	if (v->kernel && write_kernel_image(v, dir))
 		return 1;
-	printf("%s insns=%" PRIu64 " pt_bytes=%" PRIu64 " psbs=%" PRIu64 " first_insn=%" PRIu64 "\n", v->name,
+	printf("%s insns=%" PRIu64 " pt_bytes=%" PRIu64 " psbs=%" PRIu64 " first_insn=%" PRIu64, v->name,
 	       res.insns_traced, res.pt_bytes, res.psbs, res.first_insn);
+	if (so->hit_ip)
+		printf(" hits=%" PRIu64, res.hits);
+	printf("\n");
 	return 0;
 }
 
@@ -113,11 +165,12 @@ int main(int argc, char **argv)
 		{"variants", required_argument, NULL, 'v'},
 		{"list-variants", no_argument, NULL, 'l'},
 		{"quiet", no_argument, NULL, 'q'},
+		{"hit", required_argument, NULL, 'H'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	const char *dir = ".", *variants = "plain";
+	const char *dir = ".", *variants = "plain", *hit = NULL;
 	bool quiet = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
@@ -125,6 +178,7 @@ int main(int argc, char **argv)
 		case 'o': dir = optarg; break;
 		case 'v': variants = optarg; break;
 		case 'q': quiet = true; break;
+		case 'H': hit = optarg; break;
 		case 'l':
 			for (const struct mt_synth_variant *v = mt_synth_variants; v->name; v++)
 				printf("%s\n", v->name);
@@ -178,11 +232,21 @@ int main(int argc, char **argv)
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
 		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
+	struct mt_synth_opts so = {0};
+	if (hit) {
+		char *end;
+		so.hit_ip = !strncmp(hit, "0x", 2) ? strtoull(hit, &end, 16) : resolve_symbol(&run, hit);
+		if (!so.hit_ip || (!strncmp(hit, "0x", 2) && *end)) {
+			fprintf(stderr, PROG ": --hit: no function '%s' in the program's objects\n", hit);
+			mt_synth_run_free(&run);
+			return 2;
+		}
+	}
 	int status = 0;
 	for (size_t i = 0; i < nchosen; i++) {
 		if (all && run.nthreads > 1 && !chosen[i]->per_cpu)
 			continue; /* only per-cpu variants can hold several threads */
-		status |= write_variant(&run, chosen[i], dir);
+		status |= write_variant(&run, chosen[i], &so, dir);
 	}
 	mt_synth_run_free(&run);
 	if (fflush(stdout) != 0) {

@@ -10,7 +10,13 @@ SAN ?=
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time
 
-ifeq ($(SAN),1)
+ifeq ($(FUZZ),1)
+# libFuzzer harnesses (make fuzz): clang, the library instrumented for it
+CC := clang
+BUILD := build-fuzz
+SANFLAGS := -fsanitize=fuzzer-no-link,address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
+OPT := -O1 -g
+else ifeq ($(SAN),1)
 BUILD := build-san
 SANFLAGS := -fsanitize=address,undefined -fno-omit-frame-pointer -fno-sanitize-recover=undefined
 OPT := -O1 -g
@@ -45,11 +51,14 @@ UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
 TESTTOOL_SRCS := $(wildcard tests/tools/*.c)
 TESTTOOL_BINS := $(TESTTOOL_SRCS:tests/tools/%.c=$(BUILD)/testtools/%)
+FUZZERS := $(patsubst fuzz/fuzz_%.c,%,$(filter-out fuzz/fuzz_common.c,$(wildcard fuzz/fuzz_*.c)))
+REPLAY_BINS := $(FUZZERS:%=$(BUILD)/fuzz/replay_%)
+FUZZ_TIME ?= 60
 PROG_SRCS := $(wildcard testdata/progs/*.c)
 PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
 MANS := $(wildcard doc/*.1 doc/*.5)
 
-.PHONY: all deps demo check test unit bats install clean
+.PHONY: all deps demo check test unit bats install clean fuzz fuzz-run
 .SECONDARY: $(GEN_SRCS) $(GEN_HDRS)
 all: $(TOOL_BINS) $(PROG_BINS)
 
@@ -83,6 +92,26 @@ $(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libmt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
 
+# Saved fuzz inputs run without libFuzzer (make check), any compiler.
+$(BUILD)/fuzz/replay_%: fuzz/replay.c fuzz/fuzz_%.c fuzz/fuzz_common.c fuzz/fuzz.h $(BUILD)/libmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ifuzz $(LDFLAGS) -o $@ fuzz/replay.c fuzz/fuzz_$*.c fuzz/fuzz_common.c $(BUILD)/libmt.a $(LDLIBS)
+
+# libFuzzer binaries (FUZZ=1 builds only)
+$(BUILD)/fuzz/fuzz_%: fuzz/fuzz_%.c fuzz/fuzz_common.c fuzz/fuzz.h $(BUILD)/libmt.a
+	@mkdir -p $(@D)
+	$(CC) $(CFLAGS) -Ifuzz -fsanitize=fuzzer -o $@ fuzz/fuzz_$*.c fuzz/fuzz_common.c $(BUILD)/libmt.a $(LDLIBS)
+
+# make fuzz: every harness for FUZZ_TIME seconds (default 60), seeded from
+# testdata, the synthesized fixtures and ../shared/testdata/real; a crash
+# stops it with the input saved in build-fuzz/crashes/NAME/.
+fuzz: all
+	@./tests/ensure-deps clang
+	@$(MAKE) --no-print-directory FUZZ=1 fuzz-run
+
+fuzz-run: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
+	@./fuzz/run $(BUILD) $(FUZZ_TIME) $(FUZZERS)
+
 # Test programs: built plainly (no sanitizers: they are traced, not tested),
 # without PIE for the static ones so addresses are stable.
 $(BUILD)/progs/%: testdata/progs/%.c | deps
@@ -92,7 +121,7 @@ $(BUILD)/progs/%: testdata/progs/%.c | deps
 demo: all
 	@./pipelines/demo $(BUILD)
 
-check: all $(UNIT_BINS) $(TESTTOOL_BINS)
+check: all $(UNIT_BINS) $(TESTTOOL_BINS) $(REPLAY_BINS)
 	@BUILD=$(BUILD) ./tests/run
 
 install: all
@@ -102,4 +131,4 @@ install: all
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 
 clean:
-	rm -rf build build-san demo.events
+	rm -rf build build-san build-fuzz demo.events

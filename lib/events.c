@@ -664,7 +664,7 @@ static void arena_free(void *data, void *ptr)
 	(void)ptr;
 }
 
-int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
+static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
 {
 	memset(r, 0, sizeof *r);
 	r->in = in;
@@ -690,6 +690,15 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 		return mt_err_set(err, MT_EUNSUP, "%s: mt-events version %d, this reader knows %d", name, version,
 				  MT_EVENTS_VERSION);
 	return 0;
+}
+
+/* On failure nothing is left allocated (closing r again is harmless). */
+int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
+{
+	int rc = reader_open(r, in, name, err);
+	if (rc)
+		mt_events_reader_close(r);
+	return rc;
 }
 
 static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)

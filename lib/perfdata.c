@@ -244,6 +244,7 @@ int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 	pd->name = name;
 	pd->base = buf;
 	pd->len = len;
+	pd->borrowed = true;
 	return init(pd, err);
 }
 
@@ -301,7 +302,7 @@ void mt_perfdata_close(struct mt_perfdata *pd)
 {
 	if (pd->mapped)
 		munmap((void *)pd->base, pd->len);
-	else
+	else if (!pd->borrowed)
 		free((void *)pd->base);
 	free(pd->buildids);
 	pd->base = NULL;

@@ -111,6 +111,7 @@ struct mt_perfdata {
 	const uint8_t *base;       /* whole input */
 	size_t len;
 	bool mapped, pipe_mode;
+	bool borrowed;        /* base belongs to the caller (mt_perfdata_open_mem) */
 	uint64_t data_off, data_end, pos;
 	uint8_t features[32];
 	struct mt_perf_evattr attrs[64];

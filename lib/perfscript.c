@@ -52,7 +52,8 @@ int mt_pscript_init(struct mt_pscript_reader *r, int fd, const char *name, const
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	if (prefix_len > r->cap)
 		prefix_len = r->cap;
-	memcpy(r->buf, prefix, prefix_len);
+	if (prefix_len)
+		memcpy(r->buf, prefix, prefix_len);
 	r->end = prefix_len;
 	return 0;
 }

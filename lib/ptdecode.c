@@ -14,6 +14,8 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
 }
 
+#define MT_PTDEC_MAX_WALK (1u << 20)
+
 struct dec {
 	const struct mt_ptdec_stream *s;
 	const struct mt_ptdec_config *cfg;
@@ -290,6 +292,11 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	int status = pt_blk_sync_forward(d.blk);
 	if (status < 0 && status != -pte_eos)
 		emit_error(&d, status, "no PSB to synchronise on");
+	/* A code loop made only of direct branches needs no packets: libipt
+	 * would walk it forever. Past MT_PTDEC_MAX_WALK instructions with no
+	 * packet read, that is reported as an error and decoding resyncs at
+	 * the next PSB (perf gives up on such loops too). */
+	uint64_t walk_off = 0, walked = 0;
 	while (status >= 0) {
 		while (status & pts_event_pending) {
 			struct pt_event ev;
@@ -304,6 +311,12 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 			if (status >= 0 || block.ninsn) {
 				/* A block can carry instructions even when the call
 				 * reports an error: account for them first. */
+				uint64_t off = 0;
+				pt_blk_get_offset(d.blk, &off);
+				walked = off == walk_off ? walked + block.ninsn : 0;
+				walk_off = off;
+				if (walked > MT_PTDEC_MAX_WALK && status >= 0)
+					status = -pte_bad_context; /* below: an error event, then a resync */
 				if (block.ninsn) {
 					resolve_pending(&d, block.ip);
 					d.insn_since += block.ninsn;
@@ -324,7 +337,12 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		if (status < 0) {
 			if (status == -pte_eos)
 				break;
-			emit_error(&d, status, NULL);
+			if (walked > MT_PTDEC_MAX_WALK)
+				emit_error(&d, 0, "no packet for over 1048576 instructions (a loop of direct branches "
+					   "in the code image?)");
+			else
+				emit_error(&d, status, NULL);
+			walked = 0;
 			status = pt_blk_sync_forward(d.blk);
 			if (status < 0 && status != -pte_eos) {
 				emit_error(&d, status, "resync failed");

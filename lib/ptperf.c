@@ -757,7 +757,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			size_t b = a;
 			while (b < s.switches.n && s.switches.v[b].cpu == idx_cpu)
 				b++;
-			wc.sw = s.switches.v + a;
+			wc.sw = s.switches.n ? s.switches.v + a : NULL;
 			wc.nsw = b - a;
 		} else {
 			wc.tid = idx_tid;
@@ -807,7 +807,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				joined = n;
 				jcap = nc;
 			}
-			memcpy(joined + jlen, b->data + skip, b->size - skip);
+			if (b->size > skip)
+				memcpy(joined + jlen, b->data + skip, b->size - skip);
 			jlen += b->size - skip;
 			next_off = b->offset + b->size;
 		}

@@ -9,9 +9,11 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 {
 	if (c->short_fmt)
 		tsc = c->time_cycles + ((tsc - c->time_cycles) & c->time_mask);
-	uint64_t quot = tsc >> c->time_shift;
-	uint64_t rem = tsc & (((uint64_t)1 << c->time_shift) - 1);
-	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> c->time_shift);
+	/* a corrupt shift (64 or more) must not be undefined behaviour */
+	unsigned shift = c->time_shift < 64 ? c->time_shift : 63;
+	uint64_t quot = tsc >> shift;
+	uint64_t rem = tsc & (((uint64_t)1 << shift) - 1);
+	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> shift);
 }
 
 #define MT_PTDEC_MAX_WALK (1u << 20)

@@ -265,6 +265,8 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
 		    struct mt_err *err)
 {
+	if (!s->data || !s->len)
+		return 0; /* nothing to decode (a queue of empty buffers) */
 	struct pt_config config;
 	pt_config_init(&config);
 	config.begin = (uint8_t *)s->data;
@@ -283,8 +285,6 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		pt_cpu_errata(&config.errata, &config.cpu);
 	}
 	stats->pt_bytes += s->len;
-	if (s->len == 0)
-		return 0;
 	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
 	d.blk = pt_blk_alloc_decoder(&config);
 	if (!d.blk)

@@ -52,6 +52,7 @@ struct thread {
 	struct sev *start;     /* deque (ring) of start events */
 	size_t start_head, start_n, start_cap;
 	int ocaml_frames;
+	uint64_t last_known_ip;   /* OCaml mode A: where the trap walk resumes (UINT64_MAX: not yet) */
 	/* TSX (5.10): events inside a transaction wait for its outcome */
 	struct txev *tx;
 	size_t ntx, captx;
@@ -72,6 +73,8 @@ static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx"
 
 struct mt_cs {
 	const char *col[C_COUNT]; /* the current event's columns (scan_cols) */
+	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
+	size_t ntraps;
 	struct mt_cs_sink sink;
 	struct mt_cs_opts opts;
 	struct mt_strtab names;
@@ -431,6 +434,7 @@ static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, ui
 	if (!t)
 		return NULL;
 	t->pub = (struct mt_cs_thread){.pid = pid, .tid = tid, .index = cs->nthreads, .base = cs->base};
+	t->last_known_ip = UINT64_MAX;
 	t->cur.create_time = time;
 	t->last_decode_error_time = time;
 	t->last_event_time = time;
@@ -554,18 +558,123 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		call(cs, t, time, ips[i], names[i]);
 }
 
+/* --- OCaml mode A (5.11): exception handlers from .note.ocaml_eh --------- */
+
+/* The first trap at or above addr. */
+static size_t trap_at_or_above(const struct mt_cs *cs, uint64_t addr)
+{
+	size_t lo = 0, hi = cs->ntraps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cs->traps[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool is_entertrap(const struct mt_cs *cs, uint64_t addr)
+{
+	for (size_t i = trap_at_or_above(cs, addr); i < cs->ntraps && cs->traps[i].addr == addr; i++)
+		if (cs->traps[i].kind == MT_TRAP_ENTER)
+			return true;
+	return false;
+}
+
+/* Clear the try block's stack, then resume the one it interrupted (or an
+ * empty one). */
+static void clear_trap_stack(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	clear_callstack(cs, t, time);
+	if (t->ninactive) {
+		pop_inactive(t);
+	} else {
+		t->cur.n = 0;
+		t->cur.create_time = time;
+	}
+}
+
+/* A try block begins: the current stack is suspended and the block runs on
+ * a stack holding a copy of its top frame (no BEGIN is written for it). */
+static void pushtrap(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->cur.n) {
+		/* magic-trace crashes here; mt skips the trap */
+		warn_once(cs, 3, "warning: an OCaml try block begins with no known frame; its trap is ignored");
+		return;
+	}
+	struct frame top = t->cur.v[t->cur.n - 1];
+	push_inactive(cs, t);
+	t->cur.create_time = time;
+	push_frame(cs, &t->cur, top.ip, top.name);
+}
+
+static void poptrap(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (t->cur.n != 1) {
+		warn_once(cs, 4, "warning: expected callstack depth to be the same going into a [try] block as "
+			  "when leaving it");
+		return;
+	}
+	t->cur.n = 0; /* the copy goes without an END, as it came without a BEGIN */
+	clear_trap_stack(cs, t, time);
+}
+
+/* Before each branch: the pushtraps and poptraps executed since the last
+ * known IP, up to the branch. */
+static void trap_walk(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	if (t->last_known_ip != UINT64_MAX && t->last_known_ip <= ev->from) {
+		for (size_t i = trap_at_or_above(cs, t->last_known_ip); i < cs->ntraps &&
+		     cs->traps[i].addr <= ev->from; i++) {
+			if (cs->traps[i].kind == MT_TRAP_PUSH)
+				pushtrap(cs, t, time);
+			else if (cs->traps[i].kind == MT_TRAP_POP)
+				poptrap(cs, t, time);
+		}
+	}
+	t->last_known_ip = ev->to;
+}
+
+/* A return, jump or int to an exception handler: the raise left the try
+ * block; otherwise the usual symbol check. */
+static void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	if (cs->ntraps && is_entertrap(cs, ev->to)) {
+		if (t->cur.n) { /* drop the bottom (copied) frame */
+			memmove(t->cur.v, t->cur.v + 1, (t->cur.n - 1) * sizeof *t->cur.v);
+			t->cur.n--;
+		}
+		clear_trap_stack(cs, t, time);
+		return;
+	}
+	check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+}
+
+void mt_cs_set_ocaml_traps(struct mt_cs *cs, const struct mt_ocaml_trap *traps, size_t n)
+{
+	cs->traps = traps;
+	cs->ntraps = n;
+}
+
 static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
 {
+	if (cs->ntraps)
+		trap_walk(cs, t, time, ev);
 	switch (ev->kind) {
 	case MT_EV_CALL:
 		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
 		break;
 	case MT_EV_RETURN:
-		ocaml_mode_b(cs, t, time);
+		if (!cs->ntraps)
+			ocaml_mode_b(cs, t, time);
 		ret(cs, t, time);
-		check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		check_symbol_or_entertrap(cs, t, time, ev);
 		break;
 	case MT_EV_JUMP:
+		check_symbol_or_entertrap(cs, t, time, ev);
+		break;
 	case MT_EV_TX_ABORT:
 		check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
 		break;
@@ -610,7 +719,8 @@ static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const
 		if (!t->cur.n) {
 			call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
 		} else {
-			ocaml_mode_b(cs, t, time);
+			if (!cs->ntraps)
+				ocaml_mode_b(cs, t, time);
 			ret(cs, t, time);
 		}
 		break;

@@ -3,8 +3,9 @@
  * time batching and spreading of calls, inferred start times, [untraced],
  * [syscall], [returned] and [unknown] frames, decode errors ending every
  * stack (and the +1 ns rule after them), kernel stacks suspending user
- * stacks across syscalls and interrupts, TSX transactions, the OCaml
- * heuristic exception mode, the Go gogo rule, and stack samples diffed by IP.
+ * stacks across syscalls and interrupts, TSX transactions, OCaml exceptions
+ * (from the programs' trap notes, else by heuristics), the Go gogo rule,
+ * and stack samples diffed by IP.
  *
  * Output goes to a sink as slices per thread; times are mapped (ns since
  * the first event). Memory grows with stack depth and thread count only. */
@@ -17,6 +18,7 @@
 
 #include "events.h"
 #include "mt_err.h"
+#include "ocamleh.h"
 
 struct mt_cs_thread {
 	uint32_t pid, tid;
@@ -74,6 +76,11 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
  * stopped is dropped; a stop with no start is ignored. Frames open at a
  * region's start begin there, inferred. */
 void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop);
+/* OCaml mode A (5.11): the programs' exception-handler traps
+ * (.note.ocaml_eh, sorted; ocamleh.h). With any, try blocks get their own
+ * stacks and raises unwind them, instead of the mode-B heuristics. The
+ * table must outlive cs. */
+void mt_cs_set_ocaml_traps(struct mt_cs *cs, const struct mt_ocaml_trap *traps, size_t n);
 /* Feeds one event (in stream order). */
 int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err);
 /* A snapshot boundary: every thread's stacks end, the next event starts afresh. */

@@ -414,3 +414,34 @@ iid = re.findall(r'iid: (\d+)\s+name: "hit tail_target"', t)
 assert len(iid) == 1 and set(hits) == set(iid), (iid, set(hits))
 PY
 }
+
+# ocaml_a: call caml_main, call f, (pushtrap) call g, raise = jump g -> f's
+# handler: g ends at 30 and f's stack resumes; f returns at 40. Again: call
+# f, call g, g returns into f's try block, f passes its poptrap (depth 1: the
+# try stack goes) and returns at 80. caml_main (mapped time 0) comes last.
+@test "rule 5.11: OCaml mode A from .note.ocaml_eh: raises unwind try blocks, poptraps restore the stack" {
+	prog=$MT_PROGS/ocaml_eh
+	a() { printf '0x%x' $((0x$(nm "$prog" | awk -v s="$1" '$3==s{print $1}') + ${2:-0})); }
+	{
+		printf '# mt-events 1\n# mmap\t1\t0x401000\t0x1000\t0x1000\t-\t%s\n' "$prog"
+		printf '100\t1\t1\tcall\t0x10\t%s\tto_sym=caml_main\n' "$(a caml_main)"
+		printf '110\t1\t1\tcall\t%s\t%s\tto_sym=f\n' "$(a caml_main 1)" "$(a f)"
+		printf '120\t1\t1\tcall\t%s\t%s\tto_sym=g\n' "$(a f_body)" "$(a g)"
+		printf '130\t1\t1\tjump\t%s\t%s\tto_sym=f\n' "$(a g)" "$(a f_handler)"
+		printf '140\t1\t1\treturn\t%s\t%s\tto_sym=caml_main\n' "$(a f_ret)" "$(a caml_main 2)"
+		printf '150\t1\t1\tcall\t%s\t%s\tto_sym=f\n' "$(a caml_main 1)" "$(a f)"
+		printf '160\t1\t1\tcall\t%s\t%s\tto_sym=g\n' "$(a f_body)" "$(a g)"
+		printf '170\t1\t1\treturn\t%s\t%s\tto_sym=f\n' "$(a g 1)" "$(a f_body 1)"
+		printf '180\t1\t1\treturn\t%s\t%s\tto_sym=caml_main\n' "$(a f_ret)" "$(a caml_main 2)"
+	} > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/a"
+	diff "$BATS_TEST_TMPDIR/a" "$BATS_TEST_DIRNAME/../testdata/callstack/ocaml_a.expected"
+	# without the notes (either spelling of the switch) the heuristics close and reopen f
+	for v in MT_NO_OCAML_EXCEPTION_DEBUG_INFO MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO; do
+		env "$v=1" "$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/b"
+		! cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+		grep -q '^30ns BEGIN f$' "$BATS_TEST_TMPDIR/b"
+	done
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/a.pftrace" "$BATS_TEST_TMPDIR/ev"
+	perfetto_valid "$BATS_TEST_TMPDIR/a.pftrace"
+}

@@ -56,7 +56,7 @@ REPLAY_BINS := $(FUZZERS:%=$(BUILD)/fuzz/replay_%)
 FUZZ_TIME ?= 60
 PROG_SRCS := $(wildcard testdata/progs/*.c)
 PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
-MANS := $(wildcard doc/*.1 doc/*.5)
+MANS := $(wildcard doc/*.1 doc/*.5 doc/*.7)
 
 .PHONY: all deps demo check test unit bats install clean fuzz fuzz-run
 .SECONDARY: $(GEN_SRCS) $(GEN_HDRS)
@@ -125,10 +125,12 @@ check: all $(UNIT_BINS) $(TESTTOOL_BINS) $(REPLAY_BINS)
 	@BUILD=$(BUILD) ./tests/run
 
 install: all
-	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5
+	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
+		$(DESTDIR)$(PREFIX)/share/man/man7
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
+	install -m 644 $(wildcard doc/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
 
 clean:
 	rm -rf build build-san build-fuzz demo.events

@@ -147,3 +147,50 @@ load helpers
 	echo "$output" | grep -q '^mt-pt2events: warning: 1 zstd-compressed record batches (perf record -z) skipped'
 	echo "$output" | grep -q '	error	.*msg=1 zstd-compressed'
 }
+
+@test "permission errors (as an unprivileged user): a clear message, exit 1, nothing written" {
+	# the tools and inputs in a directory the user can reach but not write
+	d=$(mktemp -d /tmp/mt-perm.XXXXXX)
+	chmod 755 "$d"
+	cp "$MT_BIN"/mt-pt2events "$MT_BIN"/mt-symbolize "$MT_BIN"/mt-toperfetto "$MT_BIN"/mt-events "$d/"
+	cp "$MT_FIXTURES/flow/plain.data" "$d/secret.data"
+	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" > "$d/secret.ev"
+	cp "$d/secret.ev" "$d/open.ev"
+	chmod 600 "$d/secret.data" "$d/secret.ev"
+	chmod 644 "$d/open.ev"
+	as_nobody() { setpriv --reuid=65534 --regid=65534 --clear-groups "$@"; }
+	for t in "mt-pt2events secret.data" "mt-symbolize secret.ev" "mt-toperfetto secret.ev" "mt-events secret.ev"; do
+		set -- $t
+		run as_nobody "$d/$1" "$d/$2"
+		[ "$status" -eq 1 ]
+		[[ "$output" == "$1: $d/$2: Permission denied" ]]
+	done
+	for t in mt-symbolize mt-toperfetto mt-events; do
+		run as_nobody "$d/$t" -o "$d/out.$t" "$d/open.ev"
+		[ "$status" -eq 1 ]
+		[[ "$output" == *"Permission denied"* ]]
+		[ ! -e "$d/out.$t" ]
+	done
+	rm -rf "$d"
+}
+
+@test "a reader that stops early (SIGPIPE): every filter of the pipeline ends quietly" {
+	# in a shell of their own: Bats' DEBUG trap would reset PIPESTATUS.
+	# The last filter before head writes more than a pipe holds (MBs of
+	# events; 139 KB of JSON), so it must meet the closed pipe.
+	pipe() { # N LAST-FILTER...: statuses of pt2events | symbolize | mt-events -b | LAST | head -N
+		bash -c '"$1/mt-pt2events" --all-branches "$2" 2> "$3/e1" | "$1/mt-symbolize" 2> "$3/e2" |
+			"$1/mt-events" --output-format=binary 2> "$3/e3" | "${@:5}" 2> "$3/e4" | head -"$4" > /dev/null
+			echo "${PIPESTATUS[@]}"' sh "$MT_BIN" "$MT_FIXTURES/libc/plain.data" "$BATS_TEST_TMPDIR" "$@"
+	}
+	for last in "$MT_BIN/mt-events" "$MT_BIN/mt-toperfetto --format=json"; do
+		for n in 1 100; do
+			read -ra st < <(pipe "$n" $last)
+			echo "$last, head -$n: statuses ${st[*]}"
+			# each finished (0) or was ended by SIGPIPE (141), the last one by SIGPIPE
+			for s in "${st[@]:0:4}"; do [ "$s" -eq 0 ] || [ "$s" -eq 141 ]; done
+			[ "${st[3]}" -eq 141 ]
+			for e in e1 e2 e3 e4; do [ ! -s "$BATS_TEST_TMPDIR/$e" ]; done
+		done
+	done
+}

@@ -89,3 +89,19 @@ RECORD=$MT_BIN/mt-record
 	run --separate-stderr "$RECORD" --dry-run --pid=1,2 --multi-thread -o out.data
 	[[ "$output" == *" -p 1,2 --call-graph fp" ]]
 }
+
+@test "mt-record stopped by SIGINT or SIGTERM: the perf.data is whole and decodes, nothing is left running" {
+	for sig in INT TERM; do
+		"$RECORD" -o "$BATS_TEST_TMPDIR/$sig.data" -- "$MT_PROGS/hot" 3000 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
+		pid=$!
+		sleep 1.5
+		kill -"$sig" "$pid"
+		st=0
+		wait "$pid" || st=$?
+		if [ "$sig" = INT ]; then [ "$st" -eq 0 ]; else [ "$st" -eq 143 ]; fi
+		"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/$sig.data" 2> "$BATS_TEST_TMPDIR/stats" > /dev/null
+		[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 50 ]
+		! pgrep -f "$MT_PROGS/hot 3000" > /dev/null
+	done
+	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
+}

@@ -82,6 +82,16 @@ static bool find_program(const char *name)
 	return false;
 }
 
+static volatile pid_t perf_pid;
+static volatile sig_atomic_t forwarded; /* the last signal passed on to perf */
+
+static void forward_signal(int sig)
+{
+	forwarded = sig;
+	if (perf_pid > 0)
+		kill(perf_pid, sig);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -230,9 +240,16 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: %s\n", args[0], strerror(errno));
 		_exit(127);
 	}
-	/* ^C reaches perf (same process group), which stops the command and
-	 * writes what it has; mt-record waits for it */
-	signal(SIGINT, SIG_IGN);
+	/* ^C at a terminal reaches perf (same process group), which stops the
+	 * command and writes what it has; SIGINT, SIGTERM or SIGHUP sent to
+	 * mt-record alone are passed on to perf, to the same end. mt-record
+	 * waits for it either way, so the perf.data is whole when it exits. */
+	perf_pid = pid;
+	struct sigaction sa = {.sa_handler = forward_signal};
+	sigemptyset(&sa.sa_mask);
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
@@ -247,6 +264,14 @@ int main(int argc, char **argv)
 			par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1")
 				? ": run as root, or lower it with sysctl kernel.perf_event_paranoid=1)" : "");
 		return WEXITSTATUS(status);
+	}
+	if (WIFSIGNALED(status) && forwarded) {
+		/* perf wrote what it had before it went: an interrupt is the
+		 * usual way to end a recording (exit 0), a termination is told */
+		if (forwarded == SIGINT)
+			return 0;
+		fprintf(stderr, PROG ": stopped by signal %d; the perf.data is complete\n", (int)forwarded);
+		return 128 + forwarded;
 	}
 	if (WIFSIGNALED(status)) {
 		fprintf(stderr, PROG ": perf record killed by signal %d\n", WTERMSIG(status));

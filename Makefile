@@ -8,7 +8,8 @@ CC ?= cc
 SAN ?=
 
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
-	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time
+	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time \
+	libdebuginfod-dev debuginfod
 
 ifeq ($(FUZZ),1)
 # libFuzzer harnesses (make fuzz): clang, the library instrumented for it
@@ -26,7 +27,7 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw capstone libprotobuf-c zlib
+PKGS := libelf libdw libdebuginfod capstone libprotobuf-c zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.

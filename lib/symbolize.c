@@ -5,6 +5,7 @@
 #include <fcntl.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
+#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -99,6 +100,8 @@ struct mt_sym {
 	size_t nmaps, capmaps;
 	bool sorted;
 	const struct mapping *last;
+	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
+	bool dclient_failed;
 };
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx)
@@ -116,6 +119,8 @@ void mt_sym_free(struct mt_sym *s)
 {
 	if (!s)
 		return;
+	if (s->dclient)
+		debuginfod_end(s->dclient);
 	for (size_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i]->path);
 		free(s->objs[i]->syms);
@@ -338,6 +343,41 @@ static bool has_symtab(Elf *elf)
 	return mt_elf_symtab(elf, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size;
 }
 
+/* Separate debug info from a debuginfod server: an Elf with a .symtab, its
+ * fd in *fdp and its path in o->debug_path; NULL (one warning) otherwise. */
+static Elf *debuginfod_debug(struct mt_sym *s, struct object *o, const char *path, const void *id, int idlen,
+			     int *fdp)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!urls || !*urls || s->dclient_failed)
+		return NULL;
+	if (!s->dclient && !(s->dclient = debuginfod_begin())) {
+		s->dclient_failed = true;
+		warnf(s, "warning: cannot start a debuginfod client%s%s", "", "");
+		return NULL;
+	}
+	char *dpath = NULL;
+	int fd = debuginfod_find_debuginfo(s->dclient, id, idlen, &dpath);
+	if (fd < 0) {
+		warnf(s, "warning: no debug info from debuginfod for %s (%s)", path, strerror(-fd));
+		return NULL;
+	}
+	Elf *dbg = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
+		elf_end(dbg);
+		dbg = NULL;
+	}
+	if (!dbg) {
+		close(fd);
+		free(dpath);
+		return NULL;
+	}
+	o->debug_path = dpath;
+	*fdp = fd;
+	return dbg;
+}
+
+
 /* FUNC and IFUNC symbols of .symtab (else .dynsym). */
 static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 {
@@ -481,6 +521,10 @@ static void load(struct mt_sym *s, struct object *o)
 				dbgfd = -1;
 			}
 		}
+		/* Last, a debuginfod server (DEBUGINFOD_URLS), by build-id: the
+		 * file comes back through the client's cache. */
+		if (!dbg && idlen > 1)
+			dbg = debuginfod_debug(s, o, path, idp, (int)idlen, &dbgfd);
 	}
 	o->elf_path = strdup(path);
 	mt_elf_for_each_func(dbg ? dbg : elf, true, add_func_symbol, &b);

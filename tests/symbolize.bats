@@ -178,6 +178,44 @@ MAP
 	"$SYMBOLIZE" --symfs="$root" "$BATS_TEST_TMPDIR/ev" | cmp - "$BATS_TEST_TMPDIR/want"
 }
 
+# debuginfod: a local server (elfutils' debuginfod, scanning a directory
+# that holds only the separate debug file) names the stripped binary's
+# addresses; the oracle is again the unstripped result.
+@test "stripped binary: separate debug info from a debuginfod server (DEBUGINFOD_URLS), names everything again" {
+	root=$BATS_TEST_TMPDIR/root
+	dir=$root$(dirname "$MT_PROGS/flow")
+	mkdir -p "$dir" "$BATS_TEST_TMPDIR/srv"
+	objcopy --only-keep-debug "$MT_PROGS/flow" "$BATS_TEST_TMPDIR/srv/flow.debug"
+	strip -o "$dir/flow" "$MT_PROGS/flow"
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" > "$BATS_TEST_TMPDIR/ev"
+	"$SYMBOLIZE" "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/want"
+	bid=$(readelf -n "$MT_PROGS/flow" | sed -n 's/.*Build ID: //p')
+	port=$((20000 + RANDOM % 20000))
+	debuginfod -F -p "$port" -d "$BATS_TEST_TMPDIR/db.sqlite" "$BATS_TEST_TMPDIR/srv" > "$BATS_TEST_TMPDIR/srv.log" 2>&1 &
+	srv=$!
+	export DEBUGINFOD_URLS=http://127.0.0.1:$port
+	# ready once it has indexed the file (a fresh client cache each try:
+	# a miss would be cached)
+	for i in $(seq 1 100); do
+		DEBUGINFOD_CACHE_PATH=$BATS_TEST_TMPDIR/poll$i debuginfod-find debuginfo "$bid" > /dev/null 2>&1 && break
+		sleep 0.2
+	done
+	DEBUGINFOD_CACHE_PATH=$BATS_TEST_TMPDIR/cache "$SYMBOLIZE" --symfs="$root" "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/got" 2> "$BATS_TEST_TMPDIR/err"
+	# an object the server does not know: one warning, no names, exit 0
+	strip -o "$root$MT_PROGS/inlined" "$MT_PROGS/inlined"
+	"$PT2EVENTS" "$MT_FIXTURES/inlined/plain.data" > "$BATS_TEST_TMPDIR/ev2"
+	DEBUGINFOD_CACHE_PATH=$BATS_TEST_TMPDIR/cache run --separate-stderr "$SYMBOLIZE" --symfs="$root" "$BATS_TEST_TMPDIR/ev2"
+	kill "$srv"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$stderr" | grep -c 'no debug info from debuginfod for .*inlined')" -eq 1 ]
+	cmp "$BATS_TEST_TMPDIR/want" "$BATS_TEST_TMPDIR/got"
+	[ ! -s "$BATS_TEST_TMPDIR/err" ]
+	unset DEBUGINFOD_URLS
+	# without the server: no names (the stripped file alone)
+	run "$SYMBOLIZE" --symfs="$root" "$BATS_TEST_TMPDIR/ev"
+	[[ "$output" == *"has no function symbols"* ]]
+}
+
 # --inlines against binutils' addr2line -i -f: the functions it prints
 # before the real one, innermost first.
 @test "--inlines: the inlined-function chain at each branch equals addr2line -i's" {

@@ -66,6 +66,12 @@ struct object {
 	size_t ndemangled;
 	bool dw_tried;
 	Dwarf *dw;            /* line tables, opened on first use */
+	/* page index: pidx[p] = symbols starting below page pidx_lo + p, so a
+	 * lookup searches one page's symbols (a binary search over all of them
+	 * was a tenth of the time, in cache misses) */
+	uint32_t *pidx;
+	uint64_t pidx_lo;
+	size_t pidx_n;
 	int dwfd;
 };
 
@@ -131,6 +137,7 @@ void mt_sym_free(struct mt_sym *s)
 			free(s->objs[i]->demangled[k]);
 		free(s->objs[i]->demangled);
 		free(s->objs[i]->debug_path);
+		free(s->objs[i]->pidx);
 		if (s->objs[i]->dw)
 			dwarf_end(s->objs[i]->dw);
 		if (s->objs[i]->dw_tried && s->objs[i]->dwfd >= 0)
@@ -544,6 +551,40 @@ static void load(struct mt_sym *s, struct object *o)
 }
 
 /* Names resolved, sorted, one per address, zero sizes fixed as perf does. */
+#define PIDX_MAX_PAGES (1u << 20) /* 4 MB of index for 4 GB of code at most */
+
+static void build_page_index(struct object *o)
+{
+	if (!o->nsyms || o->nsyms > UINT32_MAX)
+		return;
+	uint64_t lo = o->syms[0].start >> 12, hi = o->syms[o->nsyms - 1].start >> 12;
+	if (hi - lo >= PIDX_MAX_PAGES || !(o->pidx = malloc((hi - lo + 2) * sizeof *o->pidx)))
+		return;
+	size_t k = 0;
+	for (uint64_t p = lo; p <= hi + 1; p++) {
+		while (k < o->nsyms && o->syms[k].start >> 12 < p)
+			k++;
+		o->pidx[p - lo] = (uint32_t)k;
+	}
+	o->pidx_lo = lo;
+	o->pidx_n = hi - lo + 2;
+}
+
+/* Symbols starting at or below a (mt_count_at_or_below), through the
+ * page index when there is one. */
+static size_t syms_at_or_below(const struct object *o, uint64_t a)
+{
+	uint64_t p = a >> 12;
+	if (!o->pidx)
+		return mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), a);
+	if (p < o->pidx_lo)
+		return 0;
+	size_t first = p - o->pidx_lo + 1 < o->pidx_n ? o->pidx[p - o->pidx_lo] : o->pidx[o->pidx_n - 1];
+	size_t last = p - o->pidx_lo + 1 < o->pidx_n ? o->pidx[p - o->pidx_lo + 1] : o->nsyms;
+	return first + mt_count_at_or_below(o->syms + first, last - first, sizeof *o->syms,
+					    offsetof(struct symbol, start), a);
+}
+
 static void finish_symbols(struct object *o, bool demangle)
 {
 	struct symbol *syms = o->syms;
@@ -579,6 +620,7 @@ static void finish_symbols(struct object *o, bool demangle)
 		o->demangled[o->ndemangled++] = d;
 		syms[i].name = d;
 	}
+	build_page_index(o);
 }
 
 static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
@@ -797,7 +839,7 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 		m->have_bias = true;
 	}
 	uint64_t a = addr - m->bias;
-	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), a);
+	size_t lo = syms_at_or_below(o, a);
 	for (size_t i = lo; i > 0 && lo - i < 4; i--) {
 		const struct symbol *sy = &o->syms[i - 1];
 		if (a < sy->end) {

@@ -334,55 +334,82 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 	return t->ids[j];
 }
 
+/* Protobuf wire helpers for the hand-encoded Event (write_binary). */
+static uint8_t *wv(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static uint8_t *wf(uint8_t *p, unsigned field, uint64_t v)
+{
+	return wv(wv(p, (uint64_t)field << 3), v); /* a varint field */
+}
+
+/* Events are most of a stream: encoded by hand (proto/mt-events.proto,
+ * fields in number order, as protobuf-c writes them; the bytes are the
+ * same) instead of through protobuf-c's reflective packer. */
 static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 {
-	Mt__Event e = MT__EVENT__INIT;
 	uint32_t extra[2 * MT_EVENT_MAX_EXTRA];
-	if (ev->has_time) {
-		e.has_time_delta = true;
-		e.time_delta = (int64_t)(ev->time - w->last_time);
-		w->last_time = ev->time;
-	}
-	e.has_pid = true;
-	e.pid = ev->pid;
-	e.has_tid = true;
-	e.tid = ev->tid;
-	e.has_kind = true;
-	e.kind = (Mt__Kind)ev->kind;
-	e.has_from = true;
-	e.from = ev->from;
-	e.has_to = true;
-	e.to = ev->to;
-	if (ev->cpu >= 0) {
-		e.has_cpu = true;
-		e.cpu = (uint32_t)ev->cpu;
-	}
-	e.has_insn = ev->insn != 0;
-	e.insn = ev->insn;
-	e.has_offset = ev->offset != MT_NO_OFFSET;
-	e.offset = ev->offset;
-	e.has_cbr = ev->kind == MT_EV_POWER;
-	e.cbr = ev->cbr;
-	e.has_cond = ev->cond;
-	e.cond = ev->cond;
-	e.has_async = ev->async;
-	e.async = ev->async;
-	if (ev->msg) {
-		e.has_msg = true;
-		e.msg = intern(w, ev->msg, MSG_MAX);
-	}
+	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX) : 0;
 	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
 	for (unsigned i = 0; i < nx; i++) {
 		extra[2 * i] = intern(w, ev->extra[i].key, EXTRA_KEY_MAX);
 		/* value id 0: a column with no '=' */
 		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX) : 0;
 	}
-	e.n_extra = 2 * nx;
-	e.extra = extra;
-	Mt__Record rec = MT__RECORD__INIT;
-	rec.record_case = MT__RECORD__RECORD_EVENT;
-	rec.event = &e;
-	put_record(w, &rec);
+	uint8_t body[16 * 11 + 10 * 2 * MT_EVENT_MAX_EXTRA + 16], *p = body;
+	if (ev->has_time) {
+		int64_t d = (int64_t)(ev->time - w->last_time);
+		w->last_time = ev->time;
+		p = wf(p, 1, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63)); /* sint64: zigzag */
+	}
+	p = wf(p, 2, ev->pid);
+	p = wf(p, 3, ev->tid);
+	p = wf(p, 4, (uint64_t)ev->kind);
+	p = wf(p, 5, ev->from);
+	p = wf(p, 6, ev->to);
+	if (ev->cpu >= 0)
+		p = wf(p, 7, (uint32_t)ev->cpu);
+	if (ev->insn)
+		p = wf(p, 8, ev->insn);
+	if (ev->offset != MT_NO_OFFSET)
+		p = wf(p, 9, ev->offset);
+	if (ev->kind == MT_EV_POWER)
+		p = wf(p, 10, ev->cbr);
+	if (ev->cond)
+		p = wf(p, 11, 1);
+	if (ev->async)
+		p = wf(p, 12, 1);
+	if (ev->msg)
+		p = wf(p, 13, msg);
+	if (nx) {
+		uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
+		for (unsigned i = 0; i < 2 * nx; i++)
+			q = wv(q, extra[i]);
+		p = wv(wv(p, 14 << 3 | 2), (uint64_t)(q - ids)); /* packed */
+		memcpy(p, ids, (size_t)(q - ids));
+		p += q - ids;
+	}
+	/* Record { event = 2 }, after its length */
+	size_t blen = (size_t)(p - body);
+	uint8_t hdr[24], *h = wv(hdr + 11, blen), *rec = hdr + 11;
+	size_t rlen = 1 + (size_t)(h - rec) + blen; /* tag, length, body */
+	uint8_t *out = (uint8_t *)reserve(w, rlen + 10);
+	if (!out)
+		return;
+	uint8_t *o = wv(out, rlen);
+	*o++ = 2 << 3 | 2;
+	memcpy(o, rec, (size_t)(h - rec));
+	o += h - rec;
+	memcpy(o, body, blen);
+	o += blen;
+	w->len += (size_t)(o - out);
 }
 
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)

@@ -200,12 +200,14 @@ static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 		pd->data_end = data_off + data_size;
 	}
 	pd->pos = data_off;
-	/* Feature table: one {offset,size} per set bit, right after the data. */
-	uint64_t ft = data_off + data_size;
-	for (int bit = 0; bit < 256 && data_size; bit++) {
+	/* Feature table: one {offset,size} per set bit, right after the data
+	 * (none to read when the data size itself runs past the end). */
+	bool have_table = data_size && data_size <= pd->len - data_off;
+	uint64_t ft = have_table ? data_off + data_size : 0;
+	for (int bit = 0; bit < 256 && have_table; bit++) {
 		if (!(pd->features[bit / 8] & (1u << (bit % 8))))
 			continue;
-		if (ft + 16 > pd->len)
+		if (ft > pd->len || pd->len - ft < 16)
 			break;
 		uint64_t off = mt_rd64(b + ft), size = mt_rd64(b + ft + 8);
 		ft += 16;

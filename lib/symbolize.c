@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "demangle.h"
@@ -107,6 +108,8 @@ struct mt_sym {
 	bool sorted;
 	const struct mapping *last;
 	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
+	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
+	bool vdso_tried;
 	bool dclient_failed;
 };
 
@@ -127,6 +130,10 @@ void mt_sym_free(struct mt_sym *s)
 		return;
 	if (s->dclient)
 		debuginfod_end(s->dclient);
+	if (s->vdso_copy) {
+		unlink(s->vdso_copy);
+		free(s->vdso_copy);
+	}
 	for (size_t i = 0; i < s->nobjs; i++) {
 		free(s->objs[i]->path);
 		free(s->objs[i]->syms);
@@ -418,6 +425,73 @@ static void load_kallsyms(struct mt_sym *s, struct object *o)
 
 static void finish_symbols(struct object *o, bool demangle);
 
+/* This kernel's vDSO as a file (its image is in every process's memory). */
+static const char *own_vdso(struct mt_sym *s)
+{
+	if (s->vdso_tried)
+		return s->vdso_copy;
+	s->vdso_tried = true;
+	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	FILE *maps = base ? fopen("/proc/self/maps", "r") : NULL;
+	char line[512];
+	size_t len = 0;
+	while (maps && fgets(line, sizeof line, maps)) {
+		unsigned long a, b;
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &a, &b) == 2 && a == base)
+			len = b - a;
+	}
+	if (maps)
+		fclose(maps);
+	const char *tmp = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/mt-vdso.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int fd = len ? mkstemp(path) : -1;
+	if (fd < 0)
+		return NULL;
+	bool ok = write(fd, (const void *)base, len) == (ssize_t)len;
+	close(fd);
+	if (!ok || !(s->vdso_copy = strdup(path)))
+		unlink(path);
+	return s->vdso_copy;
+}
+
+static void hex_build_id(Elf *elf, char *out, size_t n)
+{
+	const void *idp;
+	ssize_t len = elf ? dwelf_elf_gnu_build_id(elf, &idp) : -1;
+	out[0] = '\0';
+	for (ssize_t i = 0; i < len && 2 * (size_t)i + 2 < n; i++)
+		snprintf(out + 2 * i, 3, "%02x", ((const uint8_t *)idp)[i]);
+}
+
+/* The vDSO a trace ran: perf's build-id cache (~/.debug/[vdso]/ID/vdso),
+ * else this kernel's own when the build-ids agree (a trace decoded where
+ * it was recorded; a mapping without a build-id takes it as it is). */
+static bool vdso_image(struct mt_sym *s, const char *bid, char *path, size_t n)
+{
+	const char *home = getenv("HOME");
+	if (bid[0] && home) {
+		snprintf(path, n, "%s/.debug/[vdso]/%s/vdso", home, bid);
+		if (access(path, R_OK) == 0)
+			return true;
+	}
+	const char *own = own_vdso(s);
+	if (!own)
+		return false;
+	int fd = open(own, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	char have[48];
+	hex_build_id(elf, have, sizeof have);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	if (bid[0] && strcmp(have, bid))
+		return false;
+	snprintf(path, n, "%s", own);
+	return true;
+}
+
 static void load(struct mt_sym *s, struct object *o)
 {
 	o->loaded = true;
@@ -448,7 +522,14 @@ static void load(struct mt_sym *s, struct object *o)
 	}
 	if (o->kernel)
 		snprintf(path, sizeof path, "%s", s->vmlinux);
-	else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, path, sizeof path)) {
+	else if (!strcmp(o->path, "[vdso]")) {
+		if (!vdso_image(s, o->bid, path, sizeof path)) {
+			o->failed = true;
+			warnf(s, "warning: [vdso] (build-id %s): not in perf's build-id cache and not this kernel's%s: "
+			      "its addresses stay unnamed", o->bid[0] ? o->bid : "unknown", "");
+			return;
+		}
+	} else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, path, sizeof path)) {
 		o->failed = true;
 		if (o->path[0] == '/')
 			warnf(s, "warning: %s not found%s: its addresses stay unnamed", o->path,

@@ -105,3 +105,46 @@ RECORD=$MT_BIN/mt-record
 	done
 	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
 }
+
+# The vDSO is in no file: mt-symbolize names it from perf's build-id cache
+# or, as here, from this kernel's own image when the build-ids agree.
+# Oracle: nm -D of the vDSO copied out of a process's memory.
+@test "vDSO frames of a real recording are named as the vDSO's own symbol table says" {
+	"$RECORD" -o "$BATS_TEST_TMPDIR/v.data" -- "$MT_PROGS/vdso_clock" > /dev/null 2>&1
+	"$PT2EVENTS" "$BATS_TEST_TMPDIR/v.data" | "$MT_BIN/mt-symbolize" > "$BATS_TEST_TMPDIR/ev"
+	python3 - "$BATS_TEST_TMPDIR/vdso.so" <<'PY'
+import re, sys
+for line in open("/proc/self/maps"):
+    if line.rstrip().endswith("[vdso]"):
+        a, b = (int(x, 16) for x in line.split()[0].split("-"))
+with open("/proc/self/mem", "rb") as m:
+    m.seek(a)
+    open(sys.argv[1], "wb").write(m.read(b - a))
+PY
+	# address, size, name (versions cut: clock_gettime@@LINUX_2.6)
+	nm -D -S --defined-only "$BATS_TEST_TMPDIR/vdso.so" | awk 'NF == 4 && $3 ~ /[TtWw]/ { sub(/@.*/, "", $4); print $1, $2, $4 }' \
+		> "$BATS_TEST_TMPDIR/syms"
+	[ -s "$BATS_TEST_TMPDIR/syms" ]
+	start=$(awk -F'\t' '/^# mmap/ && $NF == "[vdso]" {print $3; exit}' "$BATS_TEST_TMPDIR/ev")
+	[ -n "$start" ]
+	grep -o 'frame=0x[0-9a-f]* [^ ]* (\[vdso\])' "$BATS_TEST_TMPDIR/ev" | sort -u > "$BATS_TEST_TMPDIR/frames"
+	python3 - "$BATS_TEST_TMPDIR/frames" "$BATS_TEST_TMPDIR/syms" "$start" <<'PY'
+import sys
+syms = [(int(a, 16), int(s, 16), n) for a, s, n in (l.split() for l in open(sys.argv[2]))]
+start = int(sys.argv[3], 16)
+named = 0
+for line in open(sys.argv[1]):
+    ip, got = line.split()[0][len("frame="):], line.split()[1]
+    off = int(ip, 16) - start
+    # the symbols whose range holds the address (aliases: any of them);
+    # code outside every exported function is [unknown], as in perf
+    want = {(n, off - a) for a, s, n in syms if a <= off < a + s}
+    if not want:
+        assert got == "[unknown]", (ip, got)
+        continue
+    name, _, o = got.partition("+0x")
+    assert (name, int(o or "0", 16)) in want, (ip, got, want)
+    named += 1
+assert named >= 1, named
+PY
+}

@@ -32,6 +32,12 @@ static void warn(struct mt_perfargs *a, const char *fmt, ...)
 	va_end(ap);
 }
 
+void mt_perfargs_opts_init(struct mt_perfargs_opts *o)
+{
+	*o = (struct mt_perfargs_opts){.res = MT_RES_NORMAL, .cyc = -1, .cyc_thresh = -1, .mtc = -1,
+				       .mtc_period = -1, .noretcomp = -1, .psb_period = -1};
+}
+
 int mt_perfargs_parse_resolution(const char *s, struct mt_perfargs_opts *o)
 {
 	if (!strcmp(s, "low"))

@@ -42,6 +42,8 @@ struct mt_perfargs {
 	char warn[8][512];
 };
 
+/* Options as magic-trace starts: normal resolution, no custom field given. */
+void mt_perfargs_opts_init(struct mt_perfargs_opts *o);
 /* Builds the arguments; MT_EUSAGE with magic-trace's reason for an
  * impossible combination. */
 int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts *o, struct mt_perfargs *out,

@@ -90,8 +90,10 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	struct mt_perfargs_opts o = {.res = MT_RES_NORMAL, .cyc = -1, .cyc_thresh = -1, .mtc = -1, .mtc_period = -1,
-				     .noretcomp = -1, .psb_period = -1, .ctl_fd = 3, .ack_fd = 4};
+	struct mt_perfargs_opts o;
+	mt_perfargs_opts_init(&o);
+	o.ctl_fd = 3;
+	o.ack_fd = 4;
 	const char *caps_path = NULL;
 	bool shell = false;
 	int c;

@@ -108,8 +108,9 @@ int main(int argc, char **argv)
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	struct mt_perfargs_opts o = {.res = MT_RES_NORMAL, .cyc = -1, .cyc_thresh = -1, .mtc = -1, .mtc_period = -1,
-				     .noretcomp = -1, .psb_period = -1, .callgraph = MT_CG_FP};
+	struct mt_perfargs_opts o;
+	mt_perfargs_opts_init(&o);
+	o.callgraph = MT_CG_FP;
 	const char *out = NULL;
 	bool dry = false;
 	int c;

@@ -489,6 +489,19 @@ void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t sta
 		   pid, start, len, pgoff, bid, path);
 }
 
+bool mt_events_parse_mmap(const char *meta, struct mt_mmap_meta *m)
+{
+	/* mmap PID 0xSTART 0xLEN 0xPGOFF BUILDID PATH */
+	int n = 0;
+	if (sscanf(meta, "mmap\t%" SCNu32 "\t%" SCNx64 "\t%" SCNx64 "\t%" SCNx64 "\t%63[^\t]\t%n", &m->pid, &m->start,
+		   &m->len, &m->pgoff, m->build_id, &n) != 5 || !n || !meta[n])
+		return false;
+	if (!strcmp(m->build_id, "-"))
+		m->build_id[0] = '\0';
+	m->path = meta + n;
+	return true;
+}
+
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 {
 	flush(w);

@@ -73,6 +73,15 @@ int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_
 void mt_events_write_comm(struct mt_events_writer *w, uint32_t pid, uint32_t tid, const char *comm);
 void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t start, uint64_t len,
 			  uint64_t pgoff, const uint8_t *build_id, unsigned build_id_size, const char *path);
+/* An mmap metadata line (the text after "# ") read back; path points into
+ * meta, build_id is "" for "-". False when it is not one. */
+struct mt_mmap_meta {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	char build_id[64];
+	const char *path;
+};
+bool mt_events_parse_mmap(const char *meta, struct mt_mmap_meta *m);
 void mt_events_write_fact(struct mt_events_writer *w, const char *key, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 /* Any other metadata line, the text after "# " (passed through by filters). */

@@ -25,6 +25,9 @@ void mt_ocaml_traps_sort(struct mt_ocaml_traps *t)
 
 void mt_ocaml_traps_free(struct mt_ocaml_traps *t)
 {
+	for (size_t i = 0; i < t->npaths; i++)
+		free(t->paths[i]);
+	free(t->paths);
 	free(t->v);
 	memset(t, 0, sizeof *t);
 }
@@ -64,6 +67,13 @@ static int parse_desc(struct mt_ocaml_traps *t, const uint8_t *d, size_t n, uint
 int mt_ocaml_traps_add_elf(struct mt_ocaml_traps *t, const char *path, uint64_t start, uint64_t pgoff,
 			   struct mt_err *err)
 {
+	for (size_t i = 0; i < t->npaths; i++)
+		if (!strcmp(t->paths[i], path))
+			return 0;
+	if (!mt_grow((void **)&t->paths, &t->cappaths, t->npaths + 1, sizeof *t->paths) ||
+	    !(t->paths[t->npaths] = strdup(path)))
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	t->npaths++;
 	elf_version(EV_CURRENT);
 	int fd = open(path, O_RDONLY | O_CLOEXEC);
 	if (fd < 0)

@@ -24,12 +24,14 @@ struct mt_ocaml_trap {
 struct mt_ocaml_traps {
 	struct mt_ocaml_trap *v; /* sorted by address after mt_ocaml_traps_sort */
 	size_t n, cap;
+	char **paths;            /* objects read (each is read once) */
+	size_t npaths, cappaths;
 };
 
 /* Adds the traps of the ELF at path mapped at start with file offset
  * pgoff (the bias comes from the PT_LOAD holding pgoff). Returns the number
- * added (0: no note, or not an ELF), or a negative MT_E* code for a note
- * that is there but malformed (err says where). */
+ * added (0: no note, not an ELF, or an object read before), or a negative
+ * MT_E* code for a note that is there but malformed (err says where). */
 int mt_ocaml_traps_add_elf(struct mt_ocaml_traps *t, const char *path, uint64_t start, uint64_t pgoff,
 			   struct mt_err *err);
 void mt_ocaml_traps_sort(struct mt_ocaml_traps *t);

@@ -18,6 +18,7 @@
 
 #include "demangle.h"
 #include "elfsyms.h"
+#include "events.h"
 #include "image.h"
 #include "strtab.h"
 
@@ -219,17 +220,10 @@ static struct object *object_of(struct mt_sym *s, const char *path, const char *
 
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 {
-	/* mmap PID 0xSTART 0xLEN 0xPGOFF BUILDID PATH */
-	unsigned pid;
-	uint64_t start, len, pgoff;
-	char bid[64];
-	int n = 0;
-	if (sscanf(meta, "mmap\t%u\t%" SCNx64 "\t%" SCNx64 "\t%" SCNx64 "\t%63[^\t]\t%n", &pid, &start, &len, &pgoff,
-		   bid, &n) != 5 || !n)
+	struct mt_mmap_meta mm;
+	if (!mt_events_parse_mmap(meta, &mm))
 		return false;
-	const char *path = meta + n;
-	if (!*path)
-		return false;
+	const char *path = mm.path;
 	if (s->nmaps == s->capmaps) {
 		size_t nc = s->capmaps ? 2 * s->capmaps : 64;
 		struct mapping *nm = realloc(s->maps, nc * sizeof *nm);
@@ -238,11 +232,11 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 		s->maps = nm;
 		s->capmaps = nc;
 	}
-	struct object *o = object_of(s, path, strcmp(bid, "-") ? bid : "");
+	struct object *o = object_of(s, path, mm.build_id);
 	if (!o)
 		return false;
 	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
-	s->maps[s->nmaps++] = (struct mapping){.pid = pid, .start = start, .len = len, .pgoff = pgoff, .obj = o,
+	s->maps[s->nmaps++] = (struct mapping){.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o,
 					       .dso = o->path};
 	s->sorted = false;
 	s->last = NULL;

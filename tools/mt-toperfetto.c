@@ -13,7 +13,6 @@
 #include "filterio.h"
 #include "ocamleh.h"
 #include "pftrace.h"
-#include "strtab.h"
 #include "version.h"
 
 #define PROG "mt-toperfetto"
@@ -126,35 +125,14 @@ static void st_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const 
 	fprintf(((struct text_out *)ctx)->f, "END   %s\n", name);
 }
 
-/* Objects whose notes were read (each once). */
-static char **seen_paths;
-static size_t nseen, capseen;
-
-static void free_seen_paths(void)
-{
-	for (size_t i = 0; i < nseen; i++)
-		free(seen_paths[i]);
-	free(seen_paths);
-}
-
 /* From an mmap metadata line: the object's OCaml trap notes, if any. */
 static void add_ocaml_traps(struct mt_cs *cs, struct mt_ocaml_traps *traps, const char *meta)
 {
-	uint64_t start, len, pgoff;
-	int path_at = 0;
-	if (sscanf(meta, "mmap\t%*u\t%" SCNx64 "\t%" SCNx64 "\t%" SCNx64 "\t%*s\t%n", &start, &len, &pgoff,
-		   &path_at) != 3 || !path_at || meta[path_at] != '/')
+	struct mt_mmap_meta mm;
+	if (!mt_events_parse_mmap(meta, &mm) || mm.path[0] != '/')
 		return;
-	const char *path = meta + path_at;
-	for (size_t i = 0; i < nseen; i++)
-		if (!strcmp(seen_paths[i], path))
-			return;
-	if (!mt_grow((void **)&seen_paths, &capseen, nseen + 1, sizeof *seen_paths) ||
-	    !(seen_paths[nseen] = strdup(path)))
-		return;
-	nseen++;
 	struct mt_err err = {0};
-	int n = mt_ocaml_traps_add_elf(traps, path, start, pgoff, &err);
+	int n = mt_ocaml_traps_add_elf(traps, mm.path, mm.start, mm.pgoff, &err);
 	if (n < 0)
 		fprintf(stderr, PROG ": warning: %s; OCaml exceptions there are followed by heuristics\n", err.msg);
 	if (n > 0) {
@@ -308,7 +286,6 @@ int main(int argc, char **argv)
 	}
 	mt_cs_free(cs);
 	mt_ocaml_traps_free(&traps);
-	free_seen_paths();
 	if (fflush(io.out.f)) {
 		fprintf(stderr, PROG ": writing %s: %s\n", out, strerror(errno));
 		status = EXIT_DATA;

@@ -43,3 +43,20 @@ void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GEl
 		fn(ctx, &sym, elf_strptr(elf, sh.sh_link, sym.st_name));
 	}
 }
+
+bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias)
+{
+	size_t nph;
+	if (elf_getphdrnum(elf, &nph))
+		return false;
+	for (size_t i = 0; i < nph; i++) {
+		GElf_Phdr ph;
+		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
+			continue;
+		if (pgoff >= (ph.p_offset & ~0xfffULL) && pgoff < ph.p_offset + ph.p_filesz) {
+			*bias = start - (ph.p_vaddr + (pgoff - ph.p_offset));
+			return true;
+		}
+	}
+	return false;
+}

@@ -1,10 +1,12 @@
-/* elfsyms: the function symbols of an ELF file, as image (function ranges)
+/* elfsyms: the function symbols of an ELF file and the load bias of its
+ * mappings, as image (function ranges)
  * and symbolize (names) both read them. */
 #ifndef MT_ELFSYMS_H
 #define MT_ELFSYMS_H
 
 #include <gelf.h>
 #include <stdbool.h>
+#include <stdint.h>
 
 /* The table functions come from: .symtab, else .dynsym; NULL when neither. */
 Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *sh);
@@ -12,5 +14,10 @@ Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *sh);
  * labels, NOTYPE symbols in executable sections, as perf counts them). */
 void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
 			  void *ctx);
+
+/* The load bias of a mapping of elf at start with file offset pgoff:
+ * start - (vaddr + (pgoff - offset)) of the PT_LOAD segment that holds
+ * pgoff. False when no segment does. */
+bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias);
 
 #endif

@@ -209,23 +209,8 @@ static void load_funcs(struct mt_image *img, const char *file, uint64_t start, u
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	if (!elf || elf_kind(elf) != ELF_K_ELF)
 		goto out;
-	/* bias = map start - (segment vaddr + (pgoff - segment offset)) */
-	size_t nph;
-	if (elf_getphdrnum(elf, &nph))
-		goto out;
-	bool have_bias = false;
-	uint64_t bias = 0;
-	for (size_t i = 0; i < nph; i++) {
-		GElf_Phdr ph;
-		if (!gelf_getphdr(elf, (int)i, &ph) || ph.p_type != PT_LOAD)
-			continue;
-		if (pgoff >= (ph.p_offset & ~0xfffULL) && pgoff < ph.p_offset + ph.p_filesz) {
-			bias = start - (ph.p_vaddr + (pgoff - ph.p_offset));
-			have_bias = true;
-			break;
-		}
-	}
-	if (!have_bias)
+	uint64_t bias;
+	if (!mt_elf_load_bias(elf, start, pgoff, &bias))
 		goto out;
 	struct func_ctx fc = {img, bias, start, len};
 	mt_elf_for_each_func(elf, false, add_func_symbol, &fc);

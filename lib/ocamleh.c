@@ -9,6 +9,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "elfsyms.h"
 #include "strtab.h"
 
 static int cmp_trap(const void *a, const void *b)
@@ -80,21 +81,10 @@ int mt_ocaml_traps_add_elf(struct mt_ocaml_traps *t, const char *path, uint64_t 
 		return 0;
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
 	int rc = 0;
-	size_t nph = 0, shstrndx, n0 = t->n;
-	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph) || elf_getshdrstrndx(elf, &shstrndx))
-		goto out;
-	/* load bias: the PT_LOAD that holds the mapping's file offset */
-	int64_t bias = 0;
-	bool found = false;
-	for (size_t i = 0; i < nph && !found; i++) {
-		GElf_Phdr ph;
-		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD && pgoff >= ph.p_offset &&
-		    pgoff < ph.p_offset + ph.p_filesz) {
-			bias = (int64_t)(start - (ph.p_vaddr + (pgoff - ph.p_offset)));
-			found = true;
-		}
-	}
-	if (!found)
+	size_t shstrndx, n0 = t->n;
+	uint64_t bias;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getshdrstrndx(elf, &shstrndx) ||
+	    !mt_elf_load_bias(elf, start, pgoff, &bias))
 		goto out;
 	uint64_t stapsdt_base = 0;
 	bool have_base = false;
@@ -120,7 +110,7 @@ int mt_ocaml_traps_add_elf(struct mt_ocaml_traps *t, const char *path, uint64_t 
 			const uint8_t *desc = base + desc_off;
 			/* SDT-style relocation (prelinked or moved binaries), then the bias */
 			uint64_t adjust = nh.n_descsz >= 8 && have_base ? stapsdt_base - rd64(desc) : 0;
-			int k = parse_desc(t, desc, nh.n_descsz, adjust + (uint64_t)bias, path, err);
+			int k = parse_desc(t, desc, nh.n_descsz, adjust + bias, path, err);
 			if (k < 0) {
 				rc = k;
 				break;

@@ -8,6 +8,7 @@
 #include <string.h>
 
 #include "mt-events.pb-c.h"
+#include "pbwire.h"
 
 static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_CALL] = "call", [MT_EV_RETURN] = "return", [MT_EV_JUMP] = "jump",
@@ -282,12 +283,7 @@ static void put_record(struct mt_events_writer *w, const Mt__Record *rec)
 	if (!p)
 		return;
 	uint8_t *start = p;
-	size_t v = n;
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
+	p = mt_pb_varint(p, n);
 	p += protobuf_c_message_pack(&rec->base, p);
 	w->len += (size_t)(p - start);
 }
@@ -334,22 +330,6 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 	return t->ids[j];
 }
 
-/* Protobuf wire helpers for the hand-encoded Event (write_binary). */
-static uint8_t *wv(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint8_t *wf(uint8_t *p, unsigned field, uint64_t v)
-{
-	return wv(wv(p, (uint64_t)field << 3), v); /* a varint field */
-}
-
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,
  * fields in number order, as protobuf-c writes them; the bytes are the
  * same) instead of through protobuf-c's reflective packer. */
@@ -367,44 +347,44 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 	if (ev->has_time) {
 		int64_t d = (int64_t)(ev->time - w->last_time);
 		w->last_time = ev->time;
-		p = wf(p, 1, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63)); /* sint64: zigzag */
+		p = mt_pb_uint(p, 1, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63)); /* sint64: zigzag */
 	}
-	p = wf(p, 2, ev->pid);
-	p = wf(p, 3, ev->tid);
-	p = wf(p, 4, (uint64_t)ev->kind);
-	p = wf(p, 5, ev->from);
-	p = wf(p, 6, ev->to);
+	p = mt_pb_uint(p, 2, ev->pid);
+	p = mt_pb_uint(p, 3, ev->tid);
+	p = mt_pb_uint(p, 4, (uint64_t)ev->kind);
+	p = mt_pb_uint(p, 5, ev->from);
+	p = mt_pb_uint(p, 6, ev->to);
 	if (ev->cpu >= 0)
-		p = wf(p, 7, (uint32_t)ev->cpu);
+		p = mt_pb_uint(p, 7, (uint32_t)ev->cpu);
 	if (ev->insn)
-		p = wf(p, 8, ev->insn);
+		p = mt_pb_uint(p, 8, ev->insn);
 	if (ev->offset != MT_NO_OFFSET)
-		p = wf(p, 9, ev->offset);
+		p = mt_pb_uint(p, 9, ev->offset);
 	if (ev->kind == MT_EV_POWER)
-		p = wf(p, 10, ev->cbr);
+		p = mt_pb_uint(p, 10, ev->cbr);
 	if (ev->cond)
-		p = wf(p, 11, 1);
+		p = mt_pb_uint(p, 11, 1);
 	if (ev->async)
-		p = wf(p, 12, 1);
+		p = mt_pb_uint(p, 12, 1);
 	if (ev->msg)
-		p = wf(p, 13, msg);
+		p = mt_pb_uint(p, 13, msg);
 	if (nx) {
 		uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
 		for (unsigned i = 0; i < 2 * nx; i++)
-			q = wv(q, extra[i]);
-		p = wv(wv(p, 14 << 3 | 2), (uint64_t)(q - ids)); /* packed */
+			q = mt_pb_varint(q, extra[i]);
+		p = mt_pb_varint(mt_pb_tag(p, 14, MT_PB_LEN), (uint64_t)(q - ids)); /* packed */
 		memcpy(p, ids, (size_t)(q - ids));
 		p += q - ids;
 	}
 	/* Record { event = 2 }, after its length */
 	size_t blen = (size_t)(p - body);
-	uint8_t hdr[24], *h = wv(hdr + 11, blen), *rec = hdr + 11;
+	uint8_t hdr[24], *h = mt_pb_varint(hdr + 11, blen), *rec = hdr + 11;
 	size_t rlen = 1 + (size_t)(h - rec) + blen; /* tag, length, body */
 	uint8_t *out = (uint8_t *)reserve(w, rlen + 10);
 	if (!out)
 		return;
-	uint8_t *o = wv(out, rlen);
-	*o++ = 2 << 3 | 2;
+	uint8_t *o = mt_pb_varint(out, rlen);
+	o = mt_pb_tag(o, 2, MT_PB_LEN);
 	memcpy(o, rec, (size_t)(h - rec));
 	o += h - rec;
 	memcpy(o, body, blen);
@@ -801,22 +781,6 @@ struct evfields {
 	size_t n_extra;
 };
 
-static bool get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
-{
-	const uint8_t *p = *pp;
-	uint64_t x = 0;
-	for (unsigned s = 0; p < end && s < 64; s += 7) {
-		uint8_t b = *p++;
-		x |= (uint64_t)(b & 0x7f) << s;
-		if (!(b & 0x80)) {
-			*pp = p;
-			*v = x;
-			return true;
-		}
-	}
-	return false;
-}
-
 /* The fast path for the common record, an Event with the fields mt
  * writers use (tag numbers of proto/mt-events.proto). Returns false for
  * anything else, which protobuf-c then reads (or rejects). */
@@ -827,20 +791,20 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	if (n < 2 || p[0] != 0x12) /* Record.event, length-delimited */
 		return false;
 	p++;
-	if (!get_varint(&p, end, &len) || len != (uint64_t)(end - p))
+	if (!mt_pb_get_varint(&p, end, &len) || len != (uint64_t)(end - p))
 		return false;
 	memset(f, 0, sizeof *f);
 	while (p < end) {
 		uint64_t tag, v;
-		if (!get_varint(&p, end, &tag))
+		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
 		if ((tag & 7) == 2 && tag >> 3 == 14) { /* extra, packed */
-			if (!get_varint(&p, end, &len) || len > (uint64_t)(end - p) || f->n_extra)
+			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || f->n_extra)
 				return false;
 			const uint8_t *q = p, *qe = p + len;
 			size_t k = 0;
 			while (q < qe) {
-				if (k == 2 * MT_EVENT_MAX_EXTRA + 2 || !get_varint(&q, qe, &v))
+				if (k == 2 * MT_EVENT_MAX_EXTRA + 2 || !mt_pb_get_varint(&q, qe, &v))
 					return false;
 				r->fast_extra[k++] = (uint32_t)v;
 			}
@@ -849,7 +813,7 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 			p = qe;
 			continue;
 		}
-		if ((tag & 7) != 0 || !get_varint(&p, end, &v))
+		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v))
 			return false;
 		switch (tag >> 3) {
 		case 1: f->has_time_delta = true; f->time_delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1); break;
@@ -923,19 +887,13 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		if (have == 0)
 			return MT_EVENTS_EOF;
 		r->line++;
-		const uint8_t *p = (const uint8_t *)r->buf + r->start;
-		uint64_t len = 0;
-		size_t i = 0;
-		for (; i < have && i < 10; i++) {
-			len |= (uint64_t)(p[i] & 0x7f) << (7 * i);
-			if (!(p[i] & 0x80))
-				break;
-		}
-		if (i == have || i == 10)
+		const uint8_t *p = (const uint8_t *)r->buf + r->start, *q = p;
+		uint64_t len;
+		if (!mt_pb_get_varint(&q, p + have, &len))
 			return bad_record(r, err, "truncated or bad length");
 		if (len > RECORD_MAX)
 			return bad_record(r, err, "longer than 64 MiB");
-		size_t hdr = i + 1;
+		size_t hdr = (size_t)(q - p);
 		if (fill(r, hdr + len, err) < hdr + len)
 			return err->code ? err->code : bad_record(r, err, "truncated");
 		p = (const uint8_t *)r->buf + r->start;

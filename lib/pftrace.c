@@ -12,6 +12,7 @@
 
 #include <zlib.h>
 
+#include "pbwire.h"
 #include "perfetto_trace.pb-c.h"
 #include "strtab.h"
 
@@ -625,14 +626,7 @@ static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacke
 		return;
 	}
 	uint8_t *b = pf->buf;
-	size_t h = 0;
-	b[h++] = 0x0a; /* Trace.packet, length-delimited */
-	size_t v = n;
-	while (v >= 0x80) {
-		b[h++] = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	b[h++] = (uint8_t)v;
+	size_t h = (size_t)(mt_pb_varint(mt_pb_tag(b, 1, MT_PB_LEN), n) - b); /* Trace.packet */
 	perfetto__protos__trace_packet__pack(p, b + h);
 	out_bytes(pf, b, h + n);
 	pf->st.packets++;
@@ -876,54 +870,24 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 	}
 }
 
+/* An interned name: { iid = 1, name = 2 } */
+static uint8_t *pb_iid_name(uint8_t *p, unsigned field, uint64_t iid, const char *name)
+{
+	size_t n = strlen(name);
+	uint8_t head[32], *h = mt_pb_uint(head, 1, iid);
+	h = mt_pb_varint(mt_pb_tag(h, 2, MT_PB_LEN), n);
+	p = mt_pb_varint(mt_pb_tag(p, field, MT_PB_LEN), (size_t)(h - head) + n);
+	memcpy(p, head, (size_t)(h - head));
+	p += h - head;
+	memcpy(p, name, n);
+	return p + n;
+}
+
 /* The TrackEvent packets are most of the file: they are encoded here by
  * hand (the wire format of proto/perfetto_trace.proto, fields in number
  * order as protobuf-c writes them) instead of through protobuf-c's
  * reflective packer, which took a third of the time. Descriptors and the
  * first packet of each sequence still go through protobuf-c. */
-#define PB_VARINT 0
-#define PB_I64 1
-#define PB_LEN 2
-
-static uint8_t *pb_varint(uint8_t *p, uint64_t v)
-{
-	while (v >= 0x80) {
-		*p++ = (uint8_t)(v | 0x80);
-		v >>= 7;
-	}
-	*p++ = (uint8_t)v;
-	return p;
-}
-
-static uint8_t *pb_tag(uint8_t *p, unsigned field, unsigned wt)
-{
-	return pb_varint(p, (uint64_t)field << 3 | wt);
-}
-
-static uint8_t *pb_uint(uint8_t *p, unsigned field, uint64_t v)
-{
-	return pb_varint(pb_tag(p, field, PB_VARINT), v);
-}
-
-static uint8_t *pb_bytes(uint8_t *p, unsigned field, const void *b, size_t n)
-{
-	p = pb_varint(pb_tag(p, field, PB_LEN), n);
-	memcpy(p, b, n);
-	return p + n;
-}
-
-/* An interned name: { iid = 1, name = 2 } */
-static uint8_t *pb_iid_name(uint8_t *p, unsigned field, uint64_t iid, const char *name)
-{
-	size_t n = strlen(name);
-	uint8_t *len_at = pb_tag(p, field, PB_LEN);
-	uint8_t body[20], *b = pb_uint(body, 1, iid);
-	size_t blen = (size_t)(b - body);
-	p = pb_varint(len_at, blen + 1 + (size_t)(pb_varint(body + 10, n) - (body + 10)) + n);
-	memcpy(p, body, blen);
-	return pb_bytes(p + blen, 2, name, n);
-}
-
 static void emit_proto(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Type type, const char *name,
 		       uint64_t track, uint64_t ip, bool counter, double value)
 {
@@ -953,36 +917,36 @@ static void emit_proto(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEve
 		}
 		uint8_t a[32], *e;
 		if (ip) { /* TrackEvent.debug_annotations { name_iid 1, pointer_value 7 } */
-			e = pb_uint(pb_uint(a, 1, 1), 7, ip);
-			t = pb_bytes(t, 4, a, (size_t)(e - a));
+			e = mt_pb_uint(mt_pb_uint(a, 1, 1), 7, ip);
+			t = mt_pb_bytes(t, 4, a, (size_t)(e - a));
 		}
 		if (w->file) { /* { name_iid, string_value 6 } and { name_iid, int_value 4 } */
-			t = pb_varint(pb_tag(t, 4, PB_LEN), 2 + 1 + (size_t)(pb_varint(a, flen) - a) + flen);
-			t = pb_bytes(pb_uint(t, 1, 2), 6, w->file, flen);
-			e = pb_uint(pb_uint(a, 1, 3), 4, (uint64_t)(int64_t)w->line);
-			t = pb_bytes(t, 4, a, (size_t)(e - a));
+			t = mt_pb_varint(mt_pb_tag(t, 4, MT_PB_LEN), 2 + 1 + (size_t)(mt_pb_varint(a, flen) - a) + flen);
+			t = mt_pb_bytes(mt_pb_uint(t, 1, 2), 6, w->file, flen);
+			e = mt_pb_uint(mt_pb_uint(a, 1, 3), 4, (uint64_t)(int64_t)w->line);
+			t = mt_pb_bytes(t, 4, a, (size_t)(e - a));
 		}
 	}
-	t = pb_uint(t, 9, (uint64_t)type);
+	t = mt_pb_uint(t, 9, (uint64_t)type);
 	if (name)
-		t = pb_uint(t, 10, name_iid);
+		t = mt_pb_uint(t, 10, name_iid);
 	if (track != w->track)
-		t = pb_uint(t, 11, track);
+		t = mt_pb_uint(t, 11, track);
 	if (counter) {
-		t = pb_tag(t, 44, PB_I64);
+		t = mt_pb_tag(t, 44, MT_PB_I64);
 		memcpy(t, &value, 8); /* little-endian hosts only, as x86-64 */
 		t += 8;
 	}
 	uint8_t *p = pk;
-	p = pb_uint(p, 8, time - w->last); /* timestamp, incremental */
+	p = mt_pb_uint(p, 8, time - w->last); /* timestamp, incremental */
 	w->last = time;
-	p = pb_uint(p, 10, w->seq);
-	p = pb_bytes(p, 11, te, (size_t)(t - te));
+	p = mt_pb_uint(p, 10, w->seq);
+	p = mt_pb_bytes(p, 11, te, (size_t)(t - te));
 	if (d != id)
-		p = pb_bytes(p, 12, id, (size_t)(d - id));
-	p = pb_uint(p, 13, 2); /* SEQ_NEEDS_INCREMENTAL_STATE */
+		p = mt_pb_bytes(p, 12, id, (size_t)(d - id));
+	p = mt_pb_uint(p, 13, 2); /* SEQ_NEEDS_INCREMENTAL_STATE */
 	/* Trace.packet: the packet after its tag and length, moved into place */
-	uint8_t hdr[11], *h = pb_varint(pb_tag(hdr, 1, PB_LEN), (size_t)(p - pk));
+	uint8_t hdr[11], *h = mt_pb_varint(mt_pb_tag(hdr, 1, MT_PB_LEN), (size_t)(p - pk));
 	out_bytes(pf, hdr, (size_t)(h - hdr));
 	out_bytes(pf, pk, (size_t)(p - pk));
 	pf->st.packets++;

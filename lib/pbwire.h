@@ -1,0 +1,59 @@
+/* pbwire: the protobuf wire format by hand, for the hot records that do
+ * not go through protobuf-c (the binary event stream's Events, Perfetto's
+ * TrackEvent packets): varints, tags, length-delimited fields. */
+#ifndef MT_PBWIRE_H
+#define MT_PBWIRE_H
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+#include <string.h>
+
+enum { MT_PB_VARINT = 0, MT_PB_I64 = 1, MT_PB_LEN = 2 };
+
+static inline uint8_t *mt_pb_varint(uint8_t *p, uint64_t v)
+{
+	while (v >= 0x80) {
+		*p++ = (uint8_t)(v | 0x80);
+		v >>= 7;
+	}
+	*p++ = (uint8_t)v;
+	return p;
+}
+
+static inline uint8_t *mt_pb_tag(uint8_t *p, unsigned field, unsigned wire_type)
+{
+	return mt_pb_varint(p, (uint64_t)field << 3 | wire_type);
+}
+
+/* A varint field. */
+static inline uint8_t *mt_pb_uint(uint8_t *p, unsigned field, uint64_t v)
+{
+	return mt_pb_varint(mt_pb_tag(p, field, MT_PB_VARINT), v);
+}
+
+/* A length-delimited field. */
+static inline uint8_t *mt_pb_bytes(uint8_t *p, unsigned field, const void *b, size_t n)
+{
+	p = mt_pb_varint(mt_pb_tag(p, field, MT_PB_LEN), n);
+	memcpy(p, b, n);
+	return p + n;
+}
+
+/* Reads a varint of at most 10 bytes before end; false if cut or longer. */
+static inline bool mt_pb_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
+{
+	const uint8_t *p = *pp;
+	uint64_t x = 0;
+	for (unsigned s = 0; p < end && s < 64; s += 7) {
+		uint8_t b = *p++;
+		x |= (uint64_t)(b & 0x7f) << s;
+		if (!(b & 0x80)) {
+			*pp = p;
+			*v = x;
+			return true;
+		}
+	}
+	return false;
+}
+
+#endif

@@ -504,6 +504,7 @@ struct sink_ctx {
 	bool *done;
 	bool per_cpu;           /* the queue being decoded */
 	uint32_t q_tid, q_cpu;
+	size_t next;            /* its cursor in order[] */
 	struct mt_ptdec_stats *stats;
 };
 
@@ -522,16 +523,26 @@ static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
 	c->stats->by_kind[MT_EV_SAMPLE]++;
 }
 
-/* Writes the current queue's samples up to `time` (UINT64_MAX: all). */
+static bool of_queue(const struct sink_ctx *c, const struct psample *ps)
+{
+	return c->per_cpu ? ps->has_cpu && ps->cpu == c->q_cpu : ps->tid == c->q_tid;
+}
+
+/* Writes the current queue's samples up to `time` (UINT64_MAX: all). The
+ * scan starts at the queue's cursor: written samples and other queues'
+ * before it are never looked at again, so each PT event costs O(1). */
 static void queue_samples(struct sink_ctx *c, uint64_t time)
 {
-	for (size_t k = 0; k < c->norder; k++) {
+	while (c->next < c->norder &&
+	       (c->done[c->order[c->next]] || !of_queue(c, &c->s->samples.v[c->order[c->next]])))
+		c->next++;
+	for (size_t k = c->next; k < c->norder; k++) {
 		size_t i = c->order[k];
 		const struct psample *ps = &c->s->samples.v[i];
-		if (c->done[i] || (c->per_cpu ? !ps->has_cpu || ps->cpu != c->q_cpu : ps->tid != c->q_tid))
-			continue;
 		if (ps->has_time && ps->time > time)
-			break;
+			break; /* in time order: nothing later is due */
+		if (c->done[i] || !of_queue(c, ps))
+			continue;
 		c->done[i] = true;
 		write_event_sample(c, ps);
 	}
@@ -738,6 +749,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		uint32_t idx_cpu = first->cpu, idx_tid = first->tid;
 		sc.q_cpu = idx_cpu;
 		sc.q_tid = idx_tid;
+		sc.next = 0;
 		struct who_ctx wc = {.per_cpu = per_cpu};
 		if (per_cpu) {
 			wc.tid = wc.pid = (uint32_t)-1;

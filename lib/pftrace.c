@@ -75,7 +75,7 @@ struct seqw {
 	int32_t line;
 	uint32_t seq;
 	uint64_t base;       /* perf time of mapped time 0; JSON and FXT times count from it */
-	uint64_t last;       /* incremental clock (absolute) */
+	uint64_t last;       /* Perfetto: the incremental clock's last value (absolute) */
 	uint64_t track;
 	struct iids names;
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
@@ -83,7 +83,6 @@ struct seqw {
 
 struct pthread {
 	uint32_t pid, tid;
-	uint64_t base;            /* perf time of mapped time 0 */
 	struct item *items;       /* pending: not written yet, in arrival order */
 	size_t nitems, capitems;
 	struct open_slice *open;  /* pending slices without their end; ends waiting for their begin */
@@ -166,8 +165,7 @@ static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th
 	}
 	t->pid = th->pid;
 	t->tid = th->tid;
-	t->base = th->base;
-	t->w = (struct seqw){.pf = pf, .seq = SEQ_THREAD0 + (uint32_t)pf->nthreads,
+	t->w = (struct seqw){.pf = pf, .base = th->base, .seq = SEQ_THREAD0 + (uint32_t)pf->nthreads,
 			     .track = UUID_THREAD(t->pid, t->tid), .pid = t->pid, .tid = t->tid, .k = pf->nthreads};
 	pf->threads[pf->nthreads++] = t;
 	th->user = t;
@@ -677,11 +675,10 @@ static void track_packet(struct mt_pftrace *pf, uint64_t time, Perfetto__Protos_
  * packet of its sequence: cleared state, defaults, the incremental clock. */
 static void start_thread(struct mt_pftrace *pf, struct pthread *t)
 {
-	uint64_t t0 = t->base;
+	uint64_t t0 = t->w.base;
 	bool first = first_of_pid(pf, t->pid);
 	const char *pname = comm_of(pf, t->pid, t->pid), *tname = comm_of(pf, t->pid, t->tid);
 	t->started = true;
-	t->w.base = t0;
 	t->w.last = t0;
 	write_head(pf);
 	if (pf->format == MT_PFTRACE_JSON) {
@@ -782,7 +779,7 @@ static uint64_t sample_track(struct mt_pftrace *pf, struct pthread *t, uint32_t 
 	xd.has_parent_uuid = true;
 	xd.parent_uuid = UUID_PROCESS(t->pid);
 	xd.name = (char *)pf->extra_names[k];
-	track_packet(pf, t->base, &xd);
+	track_packet(pf, t->w.base, &xd);
 	return uuid;
 }
 
@@ -1042,7 +1039,7 @@ static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 			pf->st.clamped++;
 		}
 		t->wmapped = end;
-		emit(&t->w, t->base + end, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL, t->w.track, 0,
+		emit(&t->w, t->w.base + end, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END, NULL, t->w.track, 0,
 		     false, 0);
 	}
 }
@@ -1058,7 +1055,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 	}
 	close_until(pf, t, begin);
 	t->wmapped = begin;
-	uint64_t abs = t->base + begin;
+	uint64_t abs = t->w.base + begin;
 	switch (it->kind) {
 	case IT_SLICE: {
 		uint64_t end = it->end;
@@ -1083,7 +1080,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		/* JSON and FXT write a complete event when the end is known */
 		t->w.end_known = end != UINT64_MAX && pf->format != MT_PFTRACE_PROTO;
 		f->mode = t->w.end_known ? WF_COMPLETE : WF_BEGIN;
-		t->w.json_end = t->base + end;
+		t->w.json_end = t->w.base + end;
 		t->w.file = it->file;
 		t->w.line = it->line;
 		emit(&t->w, abs, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, it->name, t->w.track, it->ip,
@@ -1147,12 +1144,12 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 		char msg[128];
 		snprintf(msg, sizeof msg, "[%" PRIu64 " frames deeper than %d not shown]", t->dropped,
 			 MT_PFTRACE_MAX_DEPTH);
-		emit(&t->w, t->w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, msg), t->w.track, 0,
-		     false, 0);
+		emit(&t->w, t->w.base + t->wmapped, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, msg),
+		     t->w.track, 0, false, 0);
 	}
 	if (pf->damage[0])
-		emit(&t->w, t->w.last, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, intern(pf, pf->damage),
-		     t->w.track, 0, false, 0);
+		emit(&t->w, t->w.base + t->wmapped, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT,
+		     intern(pf, pf->damage), t->w.track, 0, false, 0);
 }
 
 static void flush_all(struct mt_pftrace *pf, bool final)

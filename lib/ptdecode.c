@@ -339,11 +339,14 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		if (status < 0) {
 			if (status == -pte_eos)
 				break;
-			if (walked > MT_PTDEC_MAX_WALK)
-				emit_error(&d, 0, "no packet for over 1048576 instructions (a loop of direct branches "
-					   "in the code image?)");
-			else
+			if (walked > MT_PTDEC_MAX_WALK) {
+				char what[112];
+				snprintf(what, sizeof what, "no packet for over %u instructions (a loop of direct "
+					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
+				emit_error(&d, 0, what);
+			} else {
 				emit_error(&d, status, NULL);
+			}
 			walked = 0;
 			status = pt_blk_sync_forward(d.blk);
 			if (status < 0 && status != -pte_eos) {

@@ -95,9 +95,7 @@ static void match_sym(void *ctx, const GElf_Sym *sym, const char *name)
 }
 
 /* The run-time address of a function symbol of one of the run's objects
- * (executables as linked; shared objects and PIEs loaded at their code
- * mapping's start less its file offset, as when segment addresses equal
- * file offsets). 0 when none has it. */
+ * (its value plus the load bias of the mapping). 0 when none has it. */
 static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
 {
 	elf_version(EV_CURRENT);
@@ -109,16 +107,15 @@ static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
 		if (fd < 0)
 			continue;
 		Elf *elf = elf_begin(fd, ELF_C_READ, NULL);
-		GElf_Ehdr eh;
 		struct find_sym f = {name, 0, false};
-		if (elf && gelf_getehdr(elf, &eh))
+		uint64_t bias = 0;
+		if (elf && elf_kind(elf) == ELF_K_ELF && mt_elf_load_bias(elf, m->start, m->pgoff, &bias))
 			mt_elf_for_each_func(elf, false, match_sym, &f);
-		bool dyn = elf && gelf_getehdr(elf, &eh) && eh.e_type == ET_DYN;
 		if (elf)
 			elf_end(elf);
 		close(fd);
 		if (f.found)
-			return f.value + (dyn ? m->start - m->pgoff : 0);
+			return f.value + bias;
 	}
 	return 0;
 }

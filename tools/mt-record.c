@@ -44,8 +44,10 @@ static void usage(FILE *f)
 "  -h, --help                   show this help and exit\n"
 "  -V, --version                show the version and exit\n"
 "\n"
-"Exit status: COMMAND's when perf ran it; 1 perf failed (its message above,\n"
-"then a hint); 2 usage.\n");
+"SIGINT, SIGTERM or SIGHUP are passed on to perf, which writes what it has.\n"
+"\n"
+"Exit status: COMMAND's when perf ran it; 0 after SIGINT, 128+N after signal N;\n"
+"1 perf failed (its message above, then a hint); 2 usage.\n");
 }
 
 static void shell_quote(FILE *f, const char *s)

@@ -43,6 +43,9 @@ static void usage(FILE *f)
 "  -h, --help                     show this help and exit\n"
 "  -V, --version                  show the version and exit\n"
 "\n"
+"DEBUGINFOD_URLS set: separate debug info not found locally is asked of those\n"
+"debuginfod servers, by build-id.\n"
+"\n"
 "Exit status: 0 done (objects not found only warn); 1 unreadable or malformed\n"
 "input (what came before is still written) or a write error; 2 usage.\n");
 }

@@ -48,6 +48,9 @@ static void usage(FILE *f)
 "\n"
 "A timeless stream is laid out on an instruction clock: 1 ns per instruction.\n"
 "\n"
+"OCaml exceptions follow the programs' .note.ocaml_eh traps; set\n"
+"MT_NO_OCAML_EXCEPTION_DEBUG_INFO (or MAGIC_TRACE_...) to use heuristics instead.\n"
+"\n"
 "Exit status: 0 written; 1 unreadable or malformed input (what came before is\n"
 "still converted and the output says where it stops) or a write error; 2 usage.\n");
 }

@@ -27,7 +27,7 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw libdebuginfod capstone libprotobuf-c zlib
+PKGS := libelf libdw libdebuginfod libarchive capstone libprotobuf-c zlib
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.
@@ -46,7 +46,7 @@ PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
-TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth
+TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth mt-bundle
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)

@@ -1,7 +1,14 @@
 /* elfsyms: see elfsyms.h. */
+#define _GNU_SOURCE
 #include "elfsyms.h"
 
+#include <elfutils/libdwelf.h>
+#include <fcntl.h>
 #include <stddef.h>
+#include <stdio.h>
+#include <sys/auxv.h>
+#include <string.h>
+#include <unistd.h>
 
 Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *out)
 {
@@ -59,4 +66,42 @@ bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias)
 		}
 	}
 	return false;
+}
+
+int mt_elf_file_build_id(const char *path, uint8_t id[20])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	int n = -1;
+	if (elf && elf_kind(elf) == ELF_K_ELF) {
+		const void *p;
+		ssize_t len = dwelf_elf_gnu_build_id(elf, &p);
+		n = len > 0 ? (int)(len > 20 ? 20 : len) : 0;
+		if (n > 0)
+			memcpy(id, p, (size_t)n);
+	}
+	if (elf)
+		elf_end(elf);
+	close(fd);
+	return n;
+}
+
+size_t mt_own_vdso(const void **base)
+{
+	uintptr_t at = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
+	FILE *maps = at ? fopen("/proc/self/maps", "r") : NULL;
+	char line[512];
+	size_t len = 0;
+	while (maps && fgets(line, sizeof line, maps)) {
+		unsigned long a, b;
+		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &a, &b) == 2 && a == at)
+			len = b - a;
+	}
+	if (maps)
+		fclose(maps);
+	*base = (const void *)at;
+	return len;
 }

@@ -136,29 +136,31 @@ static bool is_file(const char *p)
 }
 
 int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned build_id_size,
-			 const char *symfs, char *out, size_t outsz)
+			 const char *symfs, const char *buildid_dir, char *out, size_t outsz)
 {
+	char home_debug[4096];
+	if (!buildid_dir) {
+		const char *home = getenv("HOME");
+		snprintf(home_debug, sizeof home_debug, "%s/.debug", home ? home : "");
+		buildid_dir = home ? home_debug : NULL;
+	}
+	if (build_id && build_id_size && buildid_dir) {
+		char hex[41];
+		for (unsigned i = 0; i < build_id_size && i < 20; i++)
+			snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
+		/* perf's cache: .build-id/xx/rest/elf (the exact file, so first) */
+		snprintf(out, outsz, "%s/.build-id/%.2s/%s/elf", buildid_dir, hex, hex + 2);
+		if (is_file(out))
+			return 0;
+	}
 	if (symfs && *symfs) {
 		snprintf(out, outsz, "%s/%s", symfs, path);
 		if (is_file(out))
 			return 0;
+		return MT_EIO;
 	}
-	const char *home = getenv("HOME");
-	if (build_id && build_id_size && home) {
-		char hex[41];
-		for (unsigned i = 0; i < build_id_size && i < 20; i++)
-			snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
-		/* perf's cache: ~/.debug/.build-id/xx/rest/elf */
-		snprintf(out, outsz, "%s/.debug/.build-id/%.2s/%s/elf", home, hex, hex + 2);
-		if (is_file(out))
-			return 0;
-	}
-	if (!symfs || !*symfs) {
-		snprintf(out, outsz, "%s", path);
-		if (is_file(out))
-			return 0;
-	}
-	return MT_EIO;
+	snprintf(out, outsz, "%s", path);
+	return is_file(out) ? 0 : MT_EIO;
 }
 
 static int cmp_u64(const void *a, const void *b)

@@ -497,6 +497,30 @@ const struct mt_perf_evattr *mt_perfdata_attr_of(const struct mt_perfdata *pd,
 	return &pd->attrs[rec->sid.attr_index >= 0 ? rec->sid.attr_index : 0];
 }
 
+bool mt_perf_parse_mmap(const struct mt_perf_record *r, struct mt_perf_mmap *m)
+{
+	if (r->type != MT_REC_MMAP && r->type != MT_REC_MMAP2)
+		return false;
+	const uint8_t *b = r->body;
+	size_t fo = r->type == MT_REC_MMAP ? 32 : 64, bs = r->body_size;
+	if (bs <= fo)
+		return false;
+	const char *path = (const char *)b + fo;
+	if (!memchr(path, 0, bs - fo))
+		return false;
+	*m = (struct mt_perf_mmap){.pid = mt_rd32(b), .tid = mt_rd32(b + 4), .start = mt_rd64(b + 8),
+				   .len = mt_rd64(b + 16), .pgoff = mt_rd64(b + 24), .path = path, .exec = true};
+	if (r->type == MT_REC_MMAP2 && (r->misc & MT_MISC_MMAP_BUILD_ID)) {
+		m->bidsz = b[32] > 20 ? 20 : b[32];
+		memcpy(m->bid, b + 36, m->bidsz);
+	}
+	if (r->type == MT_REC_MMAP2 && !(mt_rd32(b + 56) & 4))
+		m->exec = false; /* no PROT_EXEC */
+	if (r->type == MT_REC_MMAP && (r->misc & (1u << 13)))
+		m->exec = false; /* MMAP_DATA */
+	return true;
+}
+
 const char *mt_perf_record_name(uint32_t type)
 {
 	static const char *const kernel[] = {

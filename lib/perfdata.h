@@ -144,6 +144,17 @@ void mt_perfdata_close(struct mt_perfdata *pd);
  * returned, so callers can count them. */
 int mt_perfdata_next(struct mt_perfdata *pd, struct mt_perf_record *rec, struct mt_err *err);
 
+/* An MMAP or MMAP2 record's fields; path points into the record. */
+struct mt_perf_mmap {
+	uint32_t pid, tid;
+	uint64_t start, len, pgoff;
+	const char *path;
+	uint8_t bid[20], bidsz;    /* MMAP2 in its build-id form, else 0 */
+	bool exec;                 /* may hold code (not MMAP_DATA, PROT_EXEC) */
+};
+/* Parses rec (MMAP or MMAP2); false when it is neither or malformed. */
+bool mt_perf_parse_mmap(const struct mt_perf_record *rec, struct mt_perf_mmap *m);
+
 const char *mt_perf_record_name(uint32_t type);
 /* The attr a record belongs to (by sample id; id 0 or unknown = first). */
 const struct mt_perf_evattr *mt_perfdata_attr_of(const struct mt_perfdata *pd,

@@ -202,25 +202,12 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			break;
 		case MT_REC_MMAP:
 		case MT_REC_MMAP2: {
-			size_t fo = r.type == MT_REC_MMAP ? 32 : 64;
-			if (bs <= fo)
-				break;
-			struct map m = {0};
-			m.pid = mt_rd32(b);
-			m.start = mt_rd64(b + 8);
-			m.len = mt_rd64(b + 16);
-			m.pgoff = mt_rd64(b + 24);
-			m.path = cstr(b + fo, bs - fo);
-			if (!m.path)
-				break;
-			if (r.type == MT_REC_MMAP2 && (r.misc & MT_MISC_MMAP_BUILD_ID)) {
-				m.bidsz = b[32] > 20 ? 20 : b[32];
-				memcpy(m.bid, b + 36, m.bidsz);
-			}
-			if (r.type == MT_REC_MMAP2 && !(mt_rd32(b + 56) & 4))
-				break; /* not executable: no code to decode */
-			if (r.type == MT_REC_MMAP && (r.misc & (1u << 13)))
-				break; /* MMAP_DATA */
+			struct mt_perf_mmap pm;
+			if (!mt_perf_parse_mmap(&r, &pm) || !pm.exec)
+				break; /* no code to decode */
+			struct map m = {.pid = pm.pid, .start = pm.start, .len = pm.len, .pgoff = pm.pgoff,
+					.path = pm.path, .bidsz = pm.bidsz};
+			memcpy(m.bid, pm.bid, sizeof m.bid);
 			e = push_item((void **)&s->maps.v, &s->maps.n, &s->maps.cap, sizeof m, &m);
 			break;
 		}
@@ -423,7 +410,7 @@ static void build_image(struct mt_image *img, const struct mt_perfdata *pd, cons
 		unsigned bidsz;
 		find_buildid(pd, m, &bid, &bidsz);
 		char path[4096], msg[4400];
-		if (mt_image_find_object(m->path, bid, bidsz, o->symfs, path, sizeof path)) {
+		if (mt_image_find_object(m->path, bid, bidsz, o->symfs, o->buildid_dir, path, sizeof path)) {
 			snprintf(msg, sizeof msg, "warning: %s not found%s%s: code there cannot be decoded",
 				 m->path, o->symfs ? " under --symfs " : "", o->symfs ? o->symfs : "");
 			warn_once(o, wd, m->path, msg);

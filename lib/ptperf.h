@@ -16,6 +16,7 @@
 
 struct mt_ptperf_opts {
 	const char *symfs;          /* root to find traced binaries under */
+	const char *buildid_dir;    /* perf's build-id cache layout; NULL = ~/.debug */
 	const char *vmlinux;        /* kernel image (ELF with absolute addresses) */
 	const char *kcore_dir;      /* perf record --kcore's copy: kcore + kallsyms */
 	bool all_branches;

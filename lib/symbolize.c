@@ -13,7 +13,6 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/auxv.h>
 #include <unistd.h>
 
 #include "demangle.h"
@@ -95,6 +94,7 @@ struct perf_map {
 
 struct mt_sym {
 	char *symfs;
+	char *buildid_dir;          /* set: objects only from there and symfs */
 	bool lines, inlines, no_demangle;
 	char *perf_map_dir, *perf_map_file;
 	struct perf_map *pmaps;
@@ -155,6 +155,7 @@ void mt_sym_free(struct mt_sym *s)
 	free(s->objs);
 	free(s->maps);
 	free(s->symfs);
+	free(s->buildid_dir);
 	free(s->vmlinux);
 	free(s->kallsyms);
 	for (size_t i = 0; i < s->npmaps; i++) {
@@ -174,6 +175,18 @@ void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
 	free(s->perf_map_file);
 	s->perf_map_dir = dir ? strdup(dir) : NULL;
 	s->perf_map_file = file ? strdup(file) : NULL;
+}
+
+void mt_sym_set_symfs(struct mt_sym *s, const char *symfs)
+{
+	free(s->symfs);
+	s->symfs = symfs ? strdup(symfs) : NULL;
+}
+
+void mt_sym_set_buildid_dir(struct mt_sym *s, const char *dir)
+{
+	free(s->buildid_dir);
+	s->buildid_dir = dir ? strdup(dir) : NULL;
 }
 
 void mt_sym_set_demangle(struct mt_sym *s, bool on)
@@ -425,24 +438,15 @@ static const char *own_vdso(struct mt_sym *s)
 	if (s->vdso_tried)
 		return s->vdso_copy;
 	s->vdso_tried = true;
-	uintptr_t base = (uintptr_t)getauxval(AT_SYSINFO_EHDR);
-	FILE *maps = base ? fopen("/proc/self/maps", "r") : NULL;
-	char line[512];
-	size_t len = 0;
-	while (maps && fgets(line, sizeof line, maps)) {
-		unsigned long a, b;
-		if (strstr(line, "[vdso]") && sscanf(line, "%lx-%lx", &a, &b) == 2 && a == base)
-			len = b - a;
-	}
-	if (maps)
-		fclose(maps);
+	const void *base;
+	size_t len = mt_own_vdso(&base);
 	const char *tmp = getenv("TMPDIR");
 	char path[4096];
 	snprintf(path, sizeof path, "%s/mt-vdso.XXXXXX", tmp && *tmp ? tmp : "/tmp");
 	int fd = len ? mkstemp(path) : -1;
 	if (fd < 0)
 		return NULL;
-	bool ok = write(fd, (const void *)base, len) == (ssize_t)len;
+	bool ok = write(fd, base, len) == (ssize_t)len;
 	close(fd);
 	if (!ok || !(s->vdso_copy = strdup(path)))
 		unlink(path);
@@ -464,11 +468,16 @@ static void hex_build_id(Elf *elf, char *out, size_t n)
 static bool vdso_image(struct mt_sym *s, const char *bid, char *path, size_t n)
 {
 	const char *home = getenv("HOME");
-	if (bid[0] && home) {
-		snprintf(path, n, "%s/.debug/[vdso]/%s/vdso", home, bid);
+	if (bid[0] && (home || s->buildid_dir)) {
+		if (s->buildid_dir)
+			snprintf(path, n, "%s/[vdso]/%s/vdso", s->buildid_dir, bid);
+		else
+			snprintf(path, n, "%s/.debug/[vdso]/%s/vdso", home, bid);
 		if (access(path, R_OK) == 0)
 			return true;
 	}
+	if (s->buildid_dir)
+		return false; /* a bundle's vDSO or none: never this host's */
 	const char *own = own_vdso(s);
 	if (!own)
 		return false;
@@ -523,7 +532,7 @@ static void load(struct mt_sym *s, struct object *o)
 			      "its addresses stay unnamed", o->bid[0] ? o->bid : "unknown", "");
 			return;
 		}
-	} else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, path, sizeof path)) {
+	} else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, s->buildid_dir, path, sizeof path)) {
 		o->failed = true;
 		if (o->path[0] == '/')
 			warnf(s, "warning: %s not found%s: its addresses stay unnamed", o->path,

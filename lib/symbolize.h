@@ -32,6 +32,12 @@ void mt_sym_free(struct mt_sym *s);
 /* JIT code: addresses no ELF names are looked up in DIR/perf-PID.map
  * (perf's convention, DIR usually /tmp), or in one explicit FILE. */
 void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file);
+/* Changes the root objects are looked up under (before the first lookup). */
+void mt_sym_set_symfs(struct mt_sym *s, const char *symfs);
+/* Objects by build-id from dir (perf's build-id cache layout: .build-id/,
+ * [vdso]/) instead of ~/.debug, and nothing from this host: no host path,
+ * no vDSO of this kernel (a bundle's objects). */
+void mt_sym_set_buildid_dir(struct mt_sym *s, const char *dir);
 /* Demangle C++, Rust and OCaml names (on by default). */
 void mt_sym_set_demangle(struct mt_sym *s, bool on);
 /* Also list the chain of inlined functions at each address (DWARF scopes). */

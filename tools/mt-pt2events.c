@@ -11,6 +11,7 @@
 #include <fcntl.h>
 #include <unistd.h>
 
+#include "bundle.h"
 #include "events.h"
 #include "image.h"
 #include "outfile.h"
@@ -29,13 +30,15 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: " PROG " [OPTION]... [FILE]\n"
 "Decode Intel PT into the mt event stream (mt-events(5)) on standard output.\n"
-"FILE is a perf.data in file or pipe mode, or a perf.data directory (perf record\n"
-"--kcore: DIR/data, with DIR/kcore_dir used for kernel code); '-' or no FILE\n"
-"reads standard input. A perf.data of stack samples (no Intel PT) gives one\n"
-"sample event per sample, with its callchain.\n"
+"FILE is a perf.data in file or pipe mode, a perf.data directory (perf record\n"
+"--kcore: DIR/data, with DIR/kcore_dir used for kernel code), or a bundle\n"
+"(mt-bundle(5): its perf.data, decoded with its objects only, never this\n"
+"host's); '-' or no FILE reads standard input. A perf.data of stack samples\n"
+"(no Intel PT) gives one sample event per sample, with its callchain.\n"
 "\n"
 "  -o, --output=FILE        write events to FILE (atomically) instead of stdout\n"
-"      --symfs=DIR          look up traced binaries under DIR\n"
+"      --symfs=DIR|ARCHIVE  look up traced binaries under DIR, or only in a\n"
+"                           bundle or a perf archive tarball (perf-archive(1))\n"
 "      --vmlinux=FILE       kernel image for kernel-mode trace (intel_pt//k, //uk)\n"
 "      --kcore=DIR          kernel code from perf record --kcore's kcore_dir\n"
 "      --all-branches       emit every taken branch (default: calls, returns,\n"
@@ -185,6 +188,33 @@ static int decode_script(int fd, const char *name, const char *head, size_t head
 	return status;
 }
 
+/* Opens path ("-" = stdin) and reads up to n first bytes into head. */
+static int open_peek(const char *path, int *fd, char *head, size_t n, size_t *len)
+{
+	*fd = strcmp(path, "-") ? open(path, O_RDONLY | O_CLOEXEC) : 0;
+	if (*fd < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", path, strerror(errno));
+		return -1;
+	}
+	*len = 0;
+	while (*len < n) {
+		ssize_t r = read(*fd, head + *len, n - *len);
+		if (r < 0 && errno == EINTR)
+			continue;
+		if (r <= 0)
+			break; /* errors show again when the reader reads */
+		*len += (size_t)r;
+	}
+	return 0;
+}
+
+/* "# bundle PATH": mt-symbolize then takes objects from the same bundle. */
+static void bundle_meta_line(char *out, size_t n, const char *path)
+{
+	char abs[4096];
+	snprintf(out, n, "bundle\t%s", realpath(path, abs) ? abs : path);
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -292,8 +322,68 @@ int main(int argc, char **argv)
 	struct mt_ptdec_stats st = {0};
 	int status = 0;
 	struct mt_perfdata pd = {0};
+
+	/* --symfs naming an archive: objects from it alone */
+	static struct mt_bundle symfs_bundle, in_bundle;
+	char bundle_meta[4200] = "";
+	if (symfs && mt_bundle_is_archive_file(symfs)) {
+		if (mt_bundle_open(&symfs_bundle, symfs, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			return EXIT_DATA;
+		}
+		mt_bundle_close_at_exit(&symfs_bundle);
+		po.symfs = symfs_bundle.root;
+		po.buildid_dir = symfs_bundle.buildid_dir;
+		bundle_meta_line(bundle_meta, sizeof bundle_meta, symfs);
+	}
+
+	/* Open the input before writing anything: a file that cannot be read
+	 * leaves no output at all, not even the version line. The first bytes
+	 * tell a perf.data from a bundle and from perf script text. */
+	int in_fd = -1;
+	char head[512];
+	size_t head_len = 0;
+	if (!ptpath) {
+		if (open_peek(in, &in_fd, head, sizeof head, &head_len))
+			return EXIT_DATA;
+		if (input != IN_PERF_SCRIPT && mt_bundle_sniff(head, head_len)) {
+			if (symfs) {
+				fprintf(stderr, PROG ": %s is a bundle, with its own objects: --symfs does not apply\n", in);
+				close(in_fd);
+				return EXIT_USAGE;
+			}
+			const char *name = strcmp(in, "-") ? in : "<stdin>";
+			if (mt_bundle_open_fd(&in_bundle, in_fd, name, head, head_len, &err)) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
+				return EXIT_DATA;
+			}
+			mt_bundle_close_at_exit(&in_bundle);
+			if (in_bundle.perf_archive) {
+				fprintf(stderr, PROG ": %s is a perf archive (objects, no perf.data): give the perf.data, "
+					"and --symfs=%s\n", name, name);
+				return EXIT_DATA;
+			}
+			if (strcmp(in, "-"))
+				bundle_meta_line(bundle_meta, sizeof bundle_meta, in);
+			in = in_bundle.perf_data;
+			po.symfs = in_bundle.root;
+			po.buildid_dir = in_bundle.buildid_dir;
+			if (!po.kcore_dir && !po.vmlinux && in_bundle.kcore_dir[0])
+				po.kcore_dir = in_bundle.kcore_dir;
+			if (open_peek(in, &in_fd, head, sizeof head, &head_len))
+				return EXIT_DATA;
+		}
+		if (input == IN_AUTO)
+			input = head_len >= 8 && !memcmp(head, "PERFILE2", 8) ? IN_PERF_DATA
+				: mt_pscript_detect(head, head_len) ? IN_PERF_SCRIPT : IN_PERF_DATA;
+	}
 	if (info) {
-		if (mt_perfdata_open(&pd, in, &err) || mt_ptperf_info(&pd, stdout, &err)) {
+		if (ptpath) {
+			fprintf(stderr, PROG ": --info describes a perf.data, not --pt input\n");
+			return EXIT_USAGE;
+		}
+		if (mt_perfdata_open_fd(&pd, in_fd, strcmp(in, "-") ? in : "<stdin>", (const uint8_t *)head, head_len,
+					&err) || mt_ptperf_info(&pd, stdout, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;
 		} else if (pd.truncated) {
@@ -305,31 +395,6 @@ int main(int argc, char **argv)
 			status = EXIT_DATA;
 		}
 		return status;
-	}
-
-	/* Open the input before writing anything: a file that cannot be read
-	 * leaves no output at all, not even the version line. The first bytes
-	 * tell a perf.data from perf script text. */
-	int in_fd = -1;
-	char head[64];
-	size_t head_len = 0;
-	if (!ptpath) {
-		in_fd = strcmp(in, "-") ? open(in, O_RDONLY | O_CLOEXEC) : 0;
-		if (in_fd < 0) {
-			fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
-			return EXIT_DATA;
-		}
-		while (head_len < sizeof head) {
-			ssize_t n = read(in_fd, head + head_len, sizeof head - head_len);
-			if (n < 0 && errno == EINTR)
-				continue;
-			if (n <= 0)
-				break; /* errors show again when the reader reads */
-			head_len += (size_t)n;
-		}
-		if (input == IN_AUTO)
-			input = head_len >= 8 && !memcmp(head, "PERFILE2", 8) ? IN_PERF_DATA
-				: mt_pscript_detect(head, head_len) ? IN_PERF_SCRIPT : IN_PERF_DATA;
 	}
 	if (input == IN_PERF_SCRIPT)
 		return decode_script(in_fd, strcmp(in, "-") ? in : "<stdin>", head, head_len, out, format, stats);
@@ -350,6 +415,8 @@ int main(int argc, char **argv)
 		mt_outfile_abort(&of);
 		return EXIT_DATA;
 	}
+	if (bundle_meta[0])
+		mt_events_write_meta(&w, bundle_meta);
 	int rc;
 	bool damaged = false;
 	if (ptpath) {

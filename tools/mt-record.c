@@ -9,9 +9,11 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "bundle.h"
 #include "caps.h"
 #include "perfargs.h"
 #include "version.h"
@@ -30,6 +32,9 @@ static void usage(FILE *f)
 "cpu-clock software event.\n"
 "\n"
 "  -o, --output=FILE            the perf.data to write\n"
+"      --bundle=FILE            write a bundle instead (mt-bundle(5)): the perf.data\n"
+"                               with every object it maps, the vDSO, kallsyms, perf\n"
+"                               maps and a manifest; decodes on any machine\n"
 "      --sampling               stack sampling even where Intel PT exists\n"
 "      --timer-resolution=R     low, normal (default), high, custom:..., sample:FREQ\n"
 "                               (as mt-perfargs takes them)\n"
@@ -94,10 +99,44 @@ static void forward_signal(int sig)
 		kill(perf_pid, sig);
 }
 
+static int perf_status(int status, const struct mt_caps *caps);
+
+static void warn(void *ctx, const char *msg)
+{
+	(void)ctx;
+	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+/* Bundles the recorded perf.data; the manifest names the command. */
+static int make_bundle(const char *bundle, const char *data, const struct mt_caps *caps, int argc, char **argv,
+		       const char *pids)
+{
+	char cmd[8192] = "";
+	size_t n = 0;
+	if (pids)
+		snprintf(cmd, sizeof cmd, "attach --pid=%s", pids);
+	for (int i = 0; i < argc && n + 2 < sizeof cmd; i++)
+		n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", argv[i]);
+	struct mt_bundle_create_opts bo = {.perf_data = data, .output = bundle, .command = cmd, .caps = caps,
+					   .warn = warn};
+	const char *dot = strrchr(bundle, '.');
+	bo.compression = dot && (!strcmp(dot, ".gz") || !strcmp(dot, ".tgz")) ? MT_BUNDLE_GZIP
+			 : dot && !strcmp(dot, ".tar") ? MT_BUNDLE_NONE : MT_BUNDLE_ZSTD;
+	struct mt_err err = {0};
+	struct mt_bundle_stats st;
+	if (mt_bundle_create(&bo, &st, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return -1;
+	}
+	fprintf(stderr, PROG ": wrote %s: %zu objects (%zu missing)\n", bundle, st.objects, st.missing);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
+		{"bundle", required_argument, NULL, 'b'},
 		{"sampling", no_argument, NULL, 's'},
 		{"timer-resolution", required_argument, NULL, 'r'},
 		{"scope", required_argument, NULL, 'S'},
@@ -113,12 +152,13 @@ int main(int argc, char **argv)
 	struct mt_perfargs_opts o;
 	mt_perfargs_opts_init(&o);
 	o.callgraph = MT_CG_FP;
-	const char *out = NULL;
+	const char *out = NULL, *bundle = NULL;
 	bool dry = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'b': bundle = optarg; break;
 		case 's': o.sampling = true; break;
 		case 'r':
 			if (mt_perfargs_parse_resolution(optarg, &o)) {
@@ -154,6 +194,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
 			return 2;
 		}
+	}
+	if (out && bundle) {
+		fprintf(stderr, PROG ": --output and --bundle exclude each other\n");
+		return 2;
 	}
 	if (o.pids && optind < argc) {
 		fprintf(stderr, PROG ": --pid and a command exclude each other\n");
@@ -199,6 +243,20 @@ int main(int argc, char **argv)
 			fprintf(stderr, "%s\n", a.warn[i]);
 	/* magic-trace attaches to a stopped child; a run needs no pid: drop
 	 * the thread selection and the control fds, run COMMAND after -- */
+	/* a bundle is made from a perf.data recorded beside it first */
+	char tmpdir[4200] = "", tmpdata[4300];
+	if (bundle && !dry) {
+		const char *slash = strrchr(bundle, '/');
+		snprintf(tmpdir, sizeof tmpdir, "%.*s.mt-record.XXXXXX", slash ? (int)(slash - bundle + 1) : 0, bundle);
+		if (!mkdtemp(tmpdir)) {
+			fprintf(stderr, PROG ": %s: %s\n", tmpdir, strerror(errno));
+			return 1;
+		}
+		snprintf(tmpdata, sizeof tmpdata, "%s/perf.data", tmpdir);
+		out = tmpdata;
+	} else if (bundle) {
+		out = "perf.data";
+	}
 	if (!out)
 		out = isatty(1) ? "perf.data" : "-";
 	char *args[MT_PERFARGS_MAX + 64];
@@ -256,15 +314,30 @@ int main(int argc, char **argv)
 	int status;
 	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
 		;
+	int rc = perf_status(status, &caps);
+	if (bundle) {
+		/* perf wrote a whole perf.data unless it failed to start */
+		struct stat st;
+		if (stat(tmpdata, &st) == 0 && st.st_size > 0 && make_bundle(bundle, tmpdata, &caps, argc - optind,
+									       argv + optind, o.pids) && !rc)
+			rc = 1;
+		mt_bundle_remove_tree(tmpdir);
+	}
+	return rc;
+}
+
+/* The exit status for how perf ended, with a message where it failed. */
+static int perf_status(int status, const struct mt_caps *caps)
+{
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status) && WEXITSTATUS(status) != 127) {
 		fprintf(stderr, PROG ": perf record exited with status %d", WEXITSTATUS(status));
-		const char *par = mt_caps_get(&caps, "perf_event_paranoid");
-		fprintf(stderr, "%s%s%s\n", par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1")
+		const char *par = mt_caps_get(caps, "perf_event_paranoid");
+		fprintf(stderr, "%s%s%s\n", par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1")
 						? " (perf_event_paranoid is " : "",
-			par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1") ? par : "",
-			par && atoi(par) > 1 && strcmp(mt_caps_get(&caps, "privileged"), "1")
+			par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1") ? par : "",
+			par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1")
 				? ": run as root, or lower it with sysctl kernel.perf_event_paranoid=1)" : "");
 		return WEXITSTATUS(status);
 	}

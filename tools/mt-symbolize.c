@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "bundle.h"
 #include "events.h"
 #include "filterio.h"
 #include "symbolize.h"
@@ -27,7 +28,8 @@ static void usage(FILE *f)
 "stream's mmap metadata. Columns already present are kept.\n"
 "\n"
 "  -o, --output=FILE              write to FILE (atomically) instead of stdout\n"
-"      --symfs=DIR                look up objects under DIR\n"
+"      --symfs=DIR|BUNDLE         look up objects under DIR, or only in a bundle\n"
+"                                 (mt-bundle(5)) or a perf archive tarball\n"
 "      --vmlinux=FILE             kernel symbols from this ELF\n"
 "      --kallsyms=FILE            kernel symbols from this /proc/kallsyms copy\n"
 "                                 (default: /proc/kallsyms when it shows addresses)\n"
@@ -42,6 +44,9 @@ static void usage(FILE *f)
 "      --output-format=text|binary  (default: the input's)\n"
 "  -h, --help                     show this help and exit\n"
 "  -V, --version                  show the version and exit\n"
+"\n"
+"A stream decoded from a bundle names it (# bundle): without --symfs, objects,\n"
+"kallsyms and perf maps then come from that bundle, never from this host.\n"
 "\n"
 "DEBUGINFOD_URLS set: separate debug info not found locally is asked of those\n"
 "debuginfod servers, by build-id.\n"
@@ -78,6 +83,24 @@ static bool kallsyms_usable(const char *path)
 	return ok;
 }
 
+/* Objects, kernel symbols and perf maps from a bundle only. */
+static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path, bool kernel_given,
+		      bool perf_map_given)
+{
+	struct mt_err err = {0};
+	if (mt_bundle_open(b, path, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return -1;
+	}
+	mt_sym_set_symfs(sym, b->root);
+	mt_sym_set_buildid_dir(sym, b->buildid_dir);
+	if (!kernel_given)
+		mt_sym_set_kernel(sym, NULL, b->kallsyms[0] ? b->kallsyms : NULL);
+	if (!perf_map_given)
+		mt_sym_set_perf_maps(sym, b->perf_maps[0] ? b->perf_maps : "/nonexistent", NULL);
+	return 0;
+}
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -99,6 +122,7 @@ int main(int argc, char **argv)
 	int format = -1, c;
 	bool lines = false, inlines = false, demangle = true;
 	const char *perf_map = NULL, *perf_map_dir = "/tmp";
+	bool perf_map_given = false;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -107,8 +131,8 @@ int main(int argc, char **argv)
 		case 'K': kallsyms = optarg; break;
 		case 'L': lines = true; break;
 		case 'i': inlines = true; break;
-		case 'm': perf_map = optarg; break;
-		case 'M': perf_map_dir = optarg; break;
+		case 'm': perf_map = optarg; perf_map_given = true; break;
+		case 'M': perf_map_dir = optarg; perf_map_given = true; break;
 		case 'D': demangle = false; break;
 		case 'F':
 			if ((format = mt_events_format_parse(optarg)) < 0) {
@@ -127,7 +151,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
 		return EXIT_USAGE;
 	}
-	if (!vmlinux && !kallsyms && kallsyms_usable("/proc/kallsyms"))
+	bool kernel_given = vmlinux || kallsyms;
+	bool symfs_bundle = symfs && mt_bundle_is_archive_file(symfs);
+	if (!kernel_given && !symfs_bundle && kallsyms_usable("/proc/kallsyms"))
 		kallsyms = "/proc/kallsyms";
 	const char *in = optind < argc ? argv[optind] : "-";
 	struct mt_filterio io;
@@ -135,13 +161,22 @@ int main(int argc, char **argv)
 		return EXIT_DATA;
 	struct mt_err err = {0};
 	struct mt_events_writer w;
-	struct mt_sym *sym = mt_sym_new(symfs, warn, NULL);
+	struct mt_sym *sym = mt_sym_new(symfs_bundle ? NULL : symfs, warn, NULL);
+	struct mt_bundle bundle = {0};
+	bool bundle_open = false, bundle_failed = false;
 	if (sym) {
 		mt_sym_set_kernel(sym, vmlinux, kallsyms);
 		mt_sym_set_lines(sym, lines);
 		mt_sym_set_inlines(sym, inlines);
 		mt_sym_set_demangle(sym, demangle);
 		mt_sym_set_perf_maps(sym, perf_map_dir, perf_map);
+		if (symfs_bundle) {
+			if (use_bundle(sym, &bundle, symfs, kernel_given, perf_map_given)) {
+				mt_sym_free(sym);
+				return mt_filterio_close(&io, EXIT_DATA, true);
+			}
+			bundle_open = true;
+		}
 	}
 	if (!sym || mt_events_writer_init_format(&w, io.out.f, format < 0 ? io.reader.format
 									  : (enum mt_events_format)format)) {
@@ -157,6 +192,16 @@ int main(int argc, char **argv)
 	int rc, status = 0;
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
+			if (!strncmp(meta, "bundle\t", 7) && !symfs && !bundle_open) {
+				if (use_bundle(sym, &bundle, meta + 7, kernel_given, perf_map_given)) {
+					fprintf(stderr, PROG ": the stream was decoded from that bundle; "
+						"give --symfs to symbolize from elsewhere\n");
+					status = EXIT_DATA;
+					bundle_failed = true;
+					break;
+				}
+				bundle_open = true;
+			}
 			mt_sym_add_mmap_meta(sym, meta);
 			if (strncmp(meta, "mt-events ", 10)) /* the writer wrote its own version line */
 				mt_events_write_meta(&w, meta);
@@ -218,5 +263,7 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	mt_sym_free(sym);
-	return mt_filterio_close(&io, status, wfail);
+	if (bundle_open)
+		mt_bundle_close(&bundle);
+	return mt_filterio_close(&io, status, wfail || bundle_failed);
 }

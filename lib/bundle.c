@@ -113,7 +113,7 @@ static la_ssize_t source_read(struct archive *a, void *cd, const void **out)
 /* Names already seen: an open-addressing set of strings. */
 struct nameset {
 	char **v;
-	uint8_t *is_file;
+	uint8_t *is_file;          /* 0 directory, 1 file, 2 symbolic link */
 	size_t cap, n;
 };
 
@@ -138,7 +138,7 @@ static size_t nameset_slot(const struct nameset *ns, const char *name, bool *fou
 	return i;
 }
 
-static int nameset_add(struct nameset *ns, const char *name, bool is_file)
+static int nameset_add(struct nameset *ns, const char *name, uint8_t is_file)
 {
 	if (2 * (ns->n + 1) > ns->cap) {
 		struct nameset bigger = {.cap = ns->cap ? ns->cap * 2 : 256};
@@ -338,6 +338,15 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 	nameset_slot(&w->names, name, &dup);
 	if (dup)
 		return entry_fail(w, err, MT_EFORMAT, name, "a duplicate name", NULL);
+	/* never through a link: no directory on the way may be one */
+	for (char *slash = strchr(name, '/'); slash; slash = strchr(slash + 1, '/')) {
+		*slash = '\0';
+		bool found;
+		size_t k = nameset_slot(&w->names, name, &found);
+		*slash = '/';
+		if (found && w->names.is_file[k] == 2)
+			return entry_fail(w, err, MT_EFORMAT, name, "its directory is a symbolic link", NULL);
+	}
 
 	const char *hardlink = archive_entry_hardlink(ent);
 	mode_t type = archive_entry_filetype(ent);
@@ -349,7 +358,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		size_t slot = 0;
 		if (normalize_name(hardlink, target, sizeof target, &why) == 1)
 			slot = nameset_slot(&w->names, target, &found);
-		if (!found || !w->names.is_file[slot])
+		if (!found || w->names.is_file[slot] != 1)
 			return entry_fail(w, err, MT_EFORMAT, name, "a hard link to outside the archive's files",
 					  hardlink);
 		is_file = true;
@@ -380,7 +389,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		}
 		w->total += size;
 	}
-	if (nameset_add(&w->names, name, is_file))
+	if (nameset_add(&w->names, name, is_file ? 1 : type == AE_IFLNK && !hardlink ? 2 : 0))
 		return mt_err_set(err, MT_ENOMEM, "%s: out of memory", w->aname);
 
 	if (w->list) {
@@ -467,9 +476,13 @@ static int walk_archive(int fd, const char *aname, const void *prefix, size_t pr
 	if (!rc) {
 		archive_read_support_filter_all(a);
 		archive_read_support_format_tar(a);
-		if (archive_read_open(a, src, NULL, source_read, NULL) != ARCHIVE_OK)
-			rc = mt_err_set(err, MT_EFORMAT, "%s: not a readable tar archive: %s", aname,
-					archive_error_string(a));
+		if (archive_read_open(a, src, NULL, source_read, NULL) != ARCHIVE_OK) {
+			const char *why = archive_error_string(a);
+			bool cut = why && strstr(why, "runcated");
+			rc = mt_err_set(err, cut ? MT_ETRUNC : MT_EFORMAT, "%s: %s: %s", aname,
+					cut ? "truncated or corrupt archive" : "not a readable tar archive",
+					why ? why : "unknown error");
+		}
 	}
 	size_t n = 0;
 	while (!rc) {
@@ -478,9 +491,11 @@ static int walk_archive(int fd, const char *aname, const void *prefix, size_t pr
 		if (r == ARCHIVE_EOF)
 			break;
 		if (r < ARCHIVE_WARN) {
-			rc = mt_err_set(err, n ? MT_ETRUNC : MT_EFORMAT, "%s: %s after %zu entries: %s", aname,
-					n ? "truncated or corrupt archive" : "not a readable tar archive", n,
-					archive_error_string(a));
+			const char *why = archive_error_string(a);
+			bool cut = n || (why && strstr(why, "runcated"));
+			rc = mt_err_set(err, cut ? MT_ETRUNC : MT_EFORMAT, "%s: %s after %zu entries: %s", aname,
+					cut ? "truncated or corrupt archive" : "not a readable tar archive", n,
+					why ? why : "unknown error");
 			break;
 		}
 		rc = walk_entry(a, ent, &w, err);
@@ -963,7 +978,7 @@ static int write_header(struct writer *w, const char *name, uint64_t size, mode_
 	nameset_slot(&w->names, name, &dup);
 	if (dup)
 		return 0; /* already in (two objects sharing a debug file) */
-	if (nameset_add(&w->names, name, true))
+	if (nameset_add(&w->names, name, 1))
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	struct archive_entry *e = archive_entry_new();
 	if (!e)

@@ -341,7 +341,8 @@ int main(int argc, char **argv)
 	 * leaves no output at all, not even the version line. The first bytes
 	 * tell a perf.data from a bundle and from perf script text. */
 	int in_fd = -1;
-	char head[512];
+	char head[512], in_name[4200];
+	snprintf(in_name, sizeof in_name, "%s", strcmp(in, "-") ? in : "<stdin>");
 	size_t head_len = 0;
 	if (!ptpath) {
 		if (open_peek(in, &in_fd, head, sizeof head, &head_len))
@@ -365,6 +366,7 @@ int main(int argc, char **argv)
 			}
 			if (strcmp(in, "-"))
 				bundle_meta_line(bundle_meta, sizeof bundle_meta, in);
+			snprintf(in_name, sizeof in_name, "%s:perf.data", name);
 			in = in_bundle.perf_data;
 			po.symfs = in_bundle.root;
 			po.buildid_dir = in_bundle.buildid_dir;
@@ -382,7 +384,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": --info describes a perf.data, not --pt input\n");
 			return EXIT_USAGE;
 		}
-		if (mt_perfdata_open_fd(&pd, in_fd, strcmp(in, "-") ? in : "<stdin>", (const uint8_t *)head, head_len,
+		if (mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head, head_len,
 					&err) || mt_ptperf_info(&pd, stdout, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;
@@ -397,8 +399,8 @@ int main(int argc, char **argv)
 		return status;
 	}
 	if (input == IN_PERF_SCRIPT)
-		return decode_script(in_fd, strcmp(in, "-") ? in : "<stdin>", head, head_len, out, format, stats);
-	if (!ptpath && mt_perfdata_open_fd(&pd, in_fd, strcmp(in, "-") ? in : "<stdin>", (const uint8_t *)head,
+		return decode_script(in_fd, in_name, head, head_len, out, format, stats);
+	if (!ptpath && mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head,
 					   head_len, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		mt_perfdata_close(&pd);

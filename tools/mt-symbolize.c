@@ -92,6 +92,7 @@ static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path,
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return -1;
 	}
+	mt_bundle_close_at_exit(b);
 	mt_sym_set_symfs(sym, b->root);
 	mt_sym_set_buildid_dir(sym, b->buildid_dir);
 	if (!kernel_given)

@@ -1,0 +1,269 @@
+#!/usr/bin/env bats
+# Bundles (mt-bundle(5)): a trace with everything needed to decode it, read
+# after the original files are gone. Oracles: the ground truth of the
+# synthesized run, the decode of the same perf.data while the files still
+# existed, and perf script reading the extracted bundle.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+BUNDLE=$MT_BIN/mt-bundle
+SYMBOLIZE=$MT_BIN/mt-symbolize
+
+# The lines of an event stream that do not say where the input came from.
+stream_body() { grep -v -e '^# bundle' -e '^# fact	source' "$1"; }
+
+# A program whose every mapped object lives under DIR: the dynamic loader
+# run directly, with the program and libc copied beside it.
+private_program() { # DIR
+	mkdir -p "$1"
+	cp "$MT_PROGS/libc_flow" /lib64/ld-linux-x86-64.so.2 "$(ldd "$MT_PROGS/libc_flow" | awk '$1=="libc.so.6"{print $3}')" "$1/"
+}
+
+@test "a bundle decodes identically after every original file is gone: truth, earlier decode, perf script" {
+	local t=$BATS_TEST_TMPDIR src=$BATS_TEST_TMPDIR/src
+	private_program "$src"
+	"$SYNTH" -q -o "$t" --variants plain -- "$src/ld-linux-x86-64.so.2" --library-path "$src" "$src/libc_flow" > /dev/null 2>&1
+	# three objects, all under src/
+	[ "$(grep -c "^# mmap.*	$src/" <("$PT2EVENTS" "$t/plain.data"))" -eq 3 ]
+	"$PT2EVENTS" "$t/plain.data" > "$t/before.ev"
+	"$SYMBOLIZE" "$t/before.ev" > "$t/before.sym"
+	run --separate-stderr "$BUNDLE" create -o "$t/b.tar.zst" "$t/plain.data"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"3 objects (0 missing)"* ]]
+	rm -rf "$src"
+	TMPDIR=$t/tmp && mkdir -p "$TMPDIR" && export TMPDIR
+	"$PT2EVENTS" "$t/b.tar.zst" > "$t/after.ev"
+	diff <(stream_body "$t/before.ev") <(stream_body "$t/after.ev")
+	grep -q "^# bundle	$t/b.tar.zst$" "$t/after.ev"
+	# every taken branch, as the single-stepped run took it
+	"$PT2EVENTS" --all-branches "$t/b.tar.zst" > "$t/all.ev"
+	diff <(events_body "$t/plain.truth") <(events_body "$t/all.ev")
+	# symbols: the same as before, from the bundle named in the stream
+	"$SYMBOLIZE" "$t/after.ev" > "$t/after.sym"
+	diff <(stream_body "$t/before.sym") <(stream_body "$t/after.sym")
+	[ "$(grep -c 'from_sym=' "$t/after.sym")" -gt 1000 ]
+	grep -q "from_dso=$src/libc.so.6" "$t/after.sym"
+	# and so with --symfs naming the bundle
+	"$SYMBOLIZE" --symfs="$t/b.tar.zst" "$t/after.ev" | stream_body /dev/stdin > "$t/symfs.sym"
+	diff <(stream_body "$t/before.sym") "$t/symfs.sym"
+	# perf's own decoder, given the extracted bundle as its --symfs
+	"$BUNDLE" extract -C "$t/x" "$t/b.tar.zst"
+	HOME=$t perf script -i "$t/x/perf.data" --symfs="$t/x/root" --itrace=cr -F flags,ip,addr 2>/dev/null |
+		perf_cr > "$t/perf"
+	[ -s "$t/perf" ]
+	diff "$t/perf" <(events_cr "$t/after.ev")
+	# nothing extracted is left behind
+	[ -z "$(ls -A "$TMPDIR")" ]
+}
+
+@test "the manifest: format version, host, objects with build-ids, capabilities" {
+	local t=$BATS_TEST_TMPDIR
+	"$BUNDLE" create -o "$t/b.tar.gz" "$MT_FIXTURES/libc/plain.data" 2>/dev/null
+	# gzip by the name
+	[ "$(head -c 2 "$t/b.tar.gz" | od -An -tx1 | tr -d ' ')" = 1f8b ]
+	"$BUNDLE" manifest "$t/b.tar.gz" > "$t/m"
+	[ "$(head -1 "$t/m")" = mt-bundle-format=1 ]
+	grep -q "^host=$(uname -n)$" "$t/m"
+	grep -q "^caps.perf.version=" "$t/m"
+	grep -q '^mt-version=' "$t/m" && grep -q '^created=20' "$t/m" && grep -q '^cpu=' "$t/m"
+	# each object with the build-id its file has (readelf is the oracle)
+	for obj in "$MT_PROGS/libc_flow" "$(ldd "$MT_PROGS/libc_flow" | awk '$1=="libc.so.6"{print $3}')"; do
+		want=$(readelf -n "$obj" | awk '/Build ID/{print $3}')
+		grep -q "^object=$(readlink -f "$obj")	$want	root$(readlink -f "$obj")$" "$t/m" ||
+			grep -q "^object=$obj	$want	root$obj$" "$t/m"
+	done
+	# list: every entry, checked
+	"$BUNDLE" list "$t/b.tar.gz" > "$t/l"
+	grep -q '^file	[0-9]*	perf.data$' "$t/l"
+	[ "$(grep -c "	root/" "$t/l")" -ge 3 ]
+}
+
+@test "mt-record --bundle for real: the program deleted, its hot function still named" {
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/bin" && cp "$MT_PROGS/hot" "$t/bin/hot"
+	run --separate-stderr "$MT_BIN/mt-record" --bundle "$t/hot.tar.zst" -- "$t/bin/hot"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"wrote $t/hot.tar.zst"* ]]
+	rm -rf "$t/bin"
+	"$BUNDLE" manifest "$t/hot.tar.zst" | grep -q "^command=$t/bin/hot$"
+	[ -z "$(ls -A "$t" | grep mt-record)" ] # the perf.data recorded beside it is gone
+	"$PT2EVENTS" "$t/hot.tar.zst" | "$SYMBOLIZE" > "$t/sym"
+	hot=$(grep -c "from_sym=hot_loop	from_off=0x[0-9a-f]*	from_dso=$t/bin/hot" "$t/sym")
+	all=$(grep -vc '^#' "$t/sym")
+	[ "$all" -gt 20 ] && [ $((hot * 2)) -gt "$all" ]
+}
+
+@test "plain perf record with a perf archive tarball: symbols from the tarball, the binary gone" {
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/bin" "$t/home" && cp "$MT_PROGS/hot" "$t/bin/hot"
+	cd "$t"
+	HOME=$t/home perf record -q -e cpu-clock -g -o perf.data -- "$t/bin/hot" > /dev/null 2>&1
+	# without the tarball, on this host: decodes and resolves as it is
+	"$PT2EVENTS" perf.data | "$SYMBOLIZE" | grep -q "from_sym=hot_loop"
+	HOME=$t/home perf archive perf.data > /dev/null 2>&1
+	tar tjf perf.data.tar.bz2 | grep -q '^\.build-id/'
+	rm -rf "$t/bin" "$t/home"
+	"$PT2EVENTS" perf.data > ev
+	# from the tarball only
+	"$SYMBOLIZE" --symfs=perf.data.tar.bz2 ev > sym
+	[ "$(grep -c "from_sym=hot_loop" sym)" -gt 20 ]
+	# and a bundle made from the perf.data and the tarball carries the binary
+	run --separate-stderr "$BUNDLE" create --perf-archive=perf.data.tar.bz2 -o b.tar.zst perf.data
+	[ "$status" -eq 0 ]
+	"$BUNDLE" list b.tar.zst | grep -q "	root$t/bin/hot$"
+	"$PT2EVENTS" b.tar.zst | "$SYMBOLIZE" | grep -q "from_sym=hot_loop"
+	# a perf archive alone is no trace
+	run --separate-stderr "$PT2EVENTS" perf.data.tar.bz2
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"is a perf archive (objects, no perf.data)"* ]]
+}
+
+@test "objects not found with their build-id are left out with a warning, not guessed" {
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/src" && cp "$MT_PROGS/flow" "$t/src/flow"
+	"$SYNTH" -q -o "$t" --variants buildid -- "$t/src/flow" > /dev/null 2>&1
+	# the file at the path changes: another program now
+	cp "$MT_PROGS/mangled" "$t/src/flow"
+	HOME=$t run --separate-stderr "$BUNDLE" create -o "$t/b.tar.zst" "$t/buildid.data"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"$t/src/flow: build-id "*", but the trace ran build-id "*"left out"* ]]
+	"$BUNDLE" manifest "$t/b.tar.zst" | grep -q "^object=$t/src/flow	[0-9a-f]*	(missing)$"
+	! "$BUNDLE" list "$t/b.tar.zst" | grep -q "root$t/src/flow"
+}
+
+# Archives written byte by byte, for what a real tar tool will not make.
+craft() { # OUT [KIND NAME [ARG]]...
+	python3 - "$@" <<'EOF'
+import io, sys, tarfile
+out, args = sys.argv[1], sys.argv[2:]
+with tarfile.open(out, "w", format=tarfile.PAX_FORMAT) as tf:
+    for i in range(0, len(args), 3):
+        kind, name, arg = args[i:i + 3]
+        ti = tarfile.TarInfo(name)
+        if kind == "file":
+            data = arg.encode()
+            ti.size = len(data)
+            tf.addfile(ti, io.BytesIO(data))
+        elif kind in ("symlink", "hardlink"):
+            ti.type = tarfile.SYMTYPE if kind == "symlink" else tarfile.LNKTYPE
+            ti.linkname = arg
+            tf.addfile(ti)
+        elif kind == "fifo":
+            ti.type = tarfile.FIFOTYPE
+            tf.addfile(ti)
+        elif kind == "dir":
+            ti.type = tarfile.DIRTYPE
+            tf.addfile(ti)
+        elif kind == "huge":  # a header declaring arg bytes, and no data
+            ti.size = int(arg)
+            tf.fileobj.write(ti.tobuf(tarfile.PAX_FORMAT))
+            tf.offset += 512
+EOF
+}
+
+# Extraction must fail with the message, remove the target, write nothing
+# outside it; mt-pt2events must fail the same and leave no temporary copy.
+refused() { # ARCHIVE MESSAGE
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/tmp" "$t/box"
+	run --separate-stderr "$BUNDLE" extract -C "$t/box/x" "$1"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$2"* ]]
+	[ ! -e "$t/box/x" ]
+	[ -z "$(ls -A "$t/box")" ]
+	run --separate-stderr env TMPDIR="$t/tmp" "$PT2EVENTS" "$1"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$2"* ]]
+	[ -z "$(ls -A "$t/tmp")" ]
+	run --separate-stderr "$BUNDLE" list "$1"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$2"* ]]
+}
+
+@test "untrusted bundles: '..', absolute names, links leading out, duplicates, special files" {
+	local t=$BATS_TEST_TMPDIR
+	craft "$t/dotdot.tar" file manifest "mt-bundle-format=1" file ../evil x
+	refused "$t/dotdot.tar" "entry '../evil': a '..' component"
+	craft "$t/deep.tar" file a/b/../../../evil x
+	refused "$t/deep.tar" "a '..' component"
+	craft "$t/abs.tar" file "$t/box/evil" x
+	refused "$t/abs.tar" "an absolute name"
+	craft "$t/symabs.tar" symlink etc /etc
+	refused "$t/symabs.tar" "entry 'etc': a symbolic link leading outside: /etc"
+	craft "$t/symup.tar" symlink a/up ../../x
+	refused "$t/symup.tar" "a symbolic link leading outside: ../../x"
+	craft "$t/symmid.tar" symlink a/up x/../../y
+	refused "$t/symmid.tar" "a symbolic link leading outside"
+	# a link that stays inside is kept, but nothing is written through it
+	craft "$t/through.tar" dir sub - symlink s sub file s/evil x
+	refused "$t/through.tar" "entry 's/evil': its directory is a symbolic link"
+	craft "$t/hard.tar" hardlink passwd /etc/passwd
+	refused "$t/hard.tar" "a hard link to outside the archive's files: /etc/passwd"
+	craft "$t/hardup.tar" hardlink x ../x
+	refused "$t/hardup.tar" "a hard link to outside"
+	craft "$t/dup.tar" file a 1 file a 2
+	refused "$t/dup.tar" "entry 'a': a duplicate name"
+	craft "$t/fifo.tar" fifo f -
+	refused "$t/fifo.tar" "entry 'f': not a file, directory or link"
+	# inside links are fine: a perf archive's .build-id links are such
+	craft "$t/ok.tar" file d/f x symlink l/link ../d/f hardlink h d/f
+	"$BUNDLE" extract -C "$t/ok" "$t/ok.tar"
+	[ "$(cat "$t/ok/l/link")" = x ] && [ "$(cat "$t/ok/h")" = x ]
+}
+
+@test "untrusted bundles: huge declared sizes, truncation, a wrong manifest version, not an archive" {
+	local t=$BATS_TEST_TMPDIR
+	craft "$t/huge.tar" huge big $((1 << 50))
+	refused "$t/huge.tar" "entry 'big': a declared size too large: 1125899906842624 bytes"
+	# under the limit, over the free space of the target's file system
+	run --separate-stderr env MT_BUNDLE_MAX_BYTES=$((1 << 62)) "$BUNDLE" extract -C "$t/free" "$t/huge.tar"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"entry 'big': a declared size too large: 1125899906842624 bytes, more than the "*" free" ]]
+	[ ! -e "$t/free" ]
+	craft "$t/limit.tar" file a 0123456789
+	MT_BUNDLE_MAX_BYTES=5 refused "$t/limit.tar" "over the limit of 5 in all (MT_BUNDLE_MAX_BYTES)"
+	"$BUNDLE" create -o "$t/good.tar.zst" "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	head -c $(($(stat -c %s "$t/good.tar.zst") / 2)) "$t/good.tar.zst" > "$t/cut.tar.zst"
+	refused "$t/cut.tar.zst" "truncated or corrupt archive"
+	craft "$t/v2.tar" file manifest "mt-bundle-format=2
+" file perf.data x
+	run --separate-stderr "$PT2EVENTS" "$t/v2.tar"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-pt2events: $t/v2.tar: bundle format version 2; this mt reads version 1" ]
+	craft "$t/nomanifest.tar" file perf.data x
+	run --separate-stderr "$PT2EVENTS" "$t/nomanifest.tar"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"neither an mt bundle (no manifest) nor a perf archive (no .build-id/)"* ]]
+	printf 'not a tar\n' | gzip > "$t/notar.gz"
+	run --separate-stderr "$BUNDLE" list "$t/notar.gz"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"not a readable tar archive"* ]]
+	# extraction only into a new or empty directory
+	mkdir -p "$t/full" && touch "$t/full/keep"
+	run --separate-stderr "$BUNDLE" extract -C "$t/full" "$t/good.tar.zst"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-bundle: $t/full: not an empty directory" ]
+	[ -e "$t/full/keep" ]
+}
+
+@test "a bundle through a pipe; create's failures leave no output file" {
+	local t=$BATS_TEST_TMPDIR
+	"$BUNDLE" create -o "$t/b.tar.zst" "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	cat "$t/b.tar.zst" | "$PT2EVENTS" > "$t/pipe.ev"
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" > "$t/file.ev"
+	diff <(stream_body "$t/file.ev") <(stream_body "$t/pipe.ev")
+	run --separate-stderr "$BUNDLE" create -o "$t/x.tar.zst" "$t/missing.data"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-bundle: $t/missing.data: No such file or directory" ]
+	[ ! -e "$t/x.tar.zst" ]
+	printf 'PERFILE2 but short' > "$t/short.data"
+	run --separate-stderr "$BUNDLE" create -o "$t/y.tar.zst" "$t/short.data"
+	[ "$status" -eq 1 ]
+	[ ! -e "$t/y.tar.zst" ]
+	run --separate-stderr "$BUNDLE" create --compress=lz4 "$t/b.data"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "mt-bundle: bad --compress 'lz4': expected zstd, gzip or none" ]
+	run --separate-stderr "$BUNDLE" frobnicate
+	[ "$status" -eq 2 ]
+}

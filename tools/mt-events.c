@@ -24,7 +24,9 @@ static void usage(FILE *f)
 "\n"
 "  -o, --output=FILE              write to FILE (atomically) instead of stdout\n"
 "      --output-format=text|binary  encoding to write (default: text)\n"
-"      --stats                    print record counts on standard error\n"
+"      --stats                    print on standard error the counts of events,\n"
+"                                 metadata lines and error events, and the first\n"
+"                                 and last event time (0: none, or timeless)\n"
 "  -h, --help                     show this help and exit\n"
 "  -V, --version                  show the version and exit\n"
 "\n"
@@ -77,7 +79,7 @@ int main(int argc, char **argv)
 		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	struct mt_err err = {0};
-	uint64_t nevents = 0, nmeta = 0;
+	uint64_t nevents = 0, nmeta = 0, nerrors = 0, tmin = UINT64_MAX, tmax = 0;
 	struct mt_event ev;
 	const char *meta;
 	int rc;
@@ -88,6 +90,11 @@ int main(int argc, char **argv)
 		} else {
 			mt_events_write(&w, &ev);
 			nevents++;
+			nerrors += ev.kind == MT_EV_ERROR;
+			if (ev.has_time && ev.time < tmin)
+				tmin = ev.time;
+			if (ev.has_time && ev.time > tmax)
+				tmax = ev.time;
 		}
 	}
 	int status = 0;
@@ -102,7 +109,9 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	if (stats)
-		fprintf(stderr, PROG ": stats: format=%s events=%" PRIu64 " meta=%" PRIu64 "\n",
-			io.reader.format == MT_EVENTS_BINARY ? "binary" : "text", nevents, nmeta);
+		fprintf(stderr, PROG ": stats: format=%s events=%" PRIu64 " meta=%" PRIu64 " errors=%" PRIu64
+			" first_time=%" PRIu64 " last_time=%" PRIu64 "\n",
+			io.reader.format == MT_EVENTS_BINARY ? "binary" : "text", nevents, nmeta, nerrors,
+			tmin == UINT64_MAX ? 0 : tmin, tmax);
 	return mt_filterio_close(&io, status, wfail);
 }

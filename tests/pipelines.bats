@@ -1,0 +1,141 @@
+#!/usr/bin/env bats
+# The shell pipelines: mt-trace (record and decode in one command), mt-batch
+# (many inputs with GNU parallel) and mt-archive-watch (an archival job).
+# Oracles: the filters composed by hand on the same input, pfcheck (a
+# Perfetto reader of our own, tests/tools/pfcheck.c), and the test
+# program's known structure.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+PIPES=$BATS_TEST_DIRNAME/../pipelines
+PFCHECK=$MT_TESTTOOLS/pfcheck
+
+@test "the pipelines are shellcheck-clean" {
+	shellcheck "$PIPES"/*
+}
+
+@test "mt-trace run, for real in sampling mode: a Perfetto trace where the hot function dominates" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir tmp
+	TMPDIR=$PWD/tmp run --separate-stderr "$PIPES/mt-trace" run -- "$MT_PROGS/hot"
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^[0-9]+$ ]] # the program's own output
+	[[ "$stderr" == *"mt-trace: wrote trace.pftrace"* ]]
+	"$PFCHECK" trace.pftrace --slices > slices
+	[ "$(cut -f3 slices | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')" = hot_loop ]
+	# no temporary recording or extracted bundle is left
+	[ -z "$(ls -A tmp)" ]
+}
+
+@test "mt-trace: magic-trace's spellings, a kept bundle, and decode equal to the filters by hand" {
+	cd "$BATS_TEST_TMPDIR"
+	"$PIPES/mt-trace" run -output t.json -format json -bundle kept.tar.zst -sampling "$MT_PROGS/hot" > /dev/null 2>&1
+	python3 -c 'import json,sys; d=json.load(open("t.json")); assert any(e.get("name")=="hot_loop" for e in d["traceEvents"])'
+	"$MT_BIN/mt-bundle" manifest kept.tar.zst | grep -q "^command=$MT_PROGS/hot$"
+	"$PIPES/mt-trace" decode kept.tar.zst -o again.pftrace 2>/dev/null
+	"$MT_BIN/mt-pt2events" kept.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+	cmp again.pftrace byhand.pftrace
+	# a perf.data with its options passed through
+	"$PIPES/mt-trace" decode --format=stacks -o stacks.txt "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" |
+		"$MT_BIN/mt-toperfetto" --format=stacks | cmp - stacks.txt
+}
+
+@test "mt-trace: usage errors, a failing decode, no partial trace" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr "$PIPES/mt-trace" frob
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"unknown command 'frob'"* ]]
+	run --separate-stderr "$PIPES/mt-trace" run --bogus -- true
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"unknown option '--bogus'"* ]]
+	run --separate-stderr "$PIPES/mt-trace" run -trigger .
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"'--trigger' is not supported yet"* ]]
+	run --separate-stderr "$PIPES/mt-trace" attach
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"attach needs -p PID"* ]]
+	run --separate-stderr "$PIPES/mt-trace" decode --format=svg x
+	[ "$status" -eq 2 ]
+	head -c 2000 /dev/urandom > junk.data
+	run --separate-stderr "$PIPES/mt-trace" decode -o junk.pftrace junk.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-pt2events: junk.data: not a perf.data file"* ]]
+	[[ "$stderr" == *"decoding failed"* ]]
+	[ ! -e junk.pftrace ]
+	run --separate-stderr "$PIPES/mt-trace" run -- ./no-such-program
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"no such executable"* ]]
+}
+
+# 20 inputs: 18 traces (perf.data files and bundles), one corrupted, one empty.
+make_inputs() { # DIR
+	mkdir -p "$1"
+	local i=0 f
+	for f in "$MT_FIXTURES"/flow/*.data "$MT_FIXTURES"/libc/plain.data "$MT_FIXTURES"/threads/per-cpu.data; do
+		[ "$i" -lt 16 ] || break
+		i=$((i + 1))
+		cp "$f" "$1/in$i.data"
+	done
+	"$MT_BIN/mt-bundle" create -o "$1/b17.tar.zst" "$MT_FIXTURES/libc/plain.data" 2>/dev/null
+	"$MT_BIN/mt-bundle" create -o "$1/b18.tar.gz" "$MT_FIXTURES/threads/per-cpu.data" 2>/dev/null
+	head -c 4096 /dev/urandom > "$1/corrupt.data"
+	: > "$1/empty.data"
+}
+
+@test "mt-batch over 20 inputs, one corrupted and one empty: 18 traces, the 2 failures with reasons, exit 1" {
+	cd "$BATS_TEST_TMPDIR"
+	make_inputs in
+	[ "$(ls in | wc -l)" -eq 20 ]
+	run --separate-stderr "$PIPES/mt-batch" -j 2 -d out in/*
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-batch: 18 of 20 decoded; summary in out/summary.tsv"* ]]
+	[ "$(ls out/*.pftrace | wc -l)" -eq 18 ]
+	[ "$(awk -F'\t' 'NR>1' out/summary.tsv | wc -l)" -eq 20 ]
+	[ "$(awk -F'\t' '$2=="ok"' out/summary.tsv | wc -l)" -eq 18 ]
+	grep -q "^in/corrupt.data	failed	-	-	-	-	[0-9]*	mt-pt2events: in/corrupt.data: not a perf.data file" out/summary.tsv
+	grep -q "^in/empty.data	failed	-	-	-	-	[0-9]*	mt-pt2events: in/empty.data: empty input" out/summary.tsv
+	# each trace is what the filters make by hand, with the events counted
+	for f in in/in3.data in/b17.tar.zst in/b18.tar.gz; do
+		n=$(printf '%s' "$f" | tr / _)
+		"$MT_BIN/mt-pt2events" "$f" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+		cmp byhand.pftrace "out/$n.pftrace"
+		events=$("$MT_BIN/mt-pt2events" "$f" | grep -vc '^#')
+		grep -q "^$f	ok	$events	" out/summary.tsv
+	done
+	"$PFCHECK" out/in_b18.tar.gz.pftrace > /dev/null
+	# resumed: nothing runs again, every input is still reported
+	nlog=$(wc -l < out/joblog)
+	run --separate-stderr "$PIPES/mt-batch" -d out --resume in/*
+	[ "$status" -eq 1 ]
+	[ "$(wc -l < out/joblog)" -eq "$nlog" ]
+	[ "$(awk -F'\t' '$2=="ok"' out/summary.tsv | wc -l)" -eq 18 ]
+}
+
+@test "mt-batch: --sshlogin passes through to GNU parallel (':' is this machine); usage errors" {
+	cd "$BATS_TEST_TMPDIR"
+	cp "$MT_FIXTURES/flow/plain.data" a.data
+	# jobs sent through --sshlogin find mt-batch on PATH, there as here
+	PATH=$PIPES:$PATH run --separate-stderr "$PIPES/mt-batch" --sshlogin : -d out --format=json a.data
+	[ "$status" -eq 0 ]
+	python3 -c 'import json; json.load(open("out/a.data.json"))'
+	[ -e a.data ] # a local job's input is not cleaned up
+	run --separate-stderr "$PIPES/mt-batch" -d out
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"no INPUT given"* ]]
+	run --separate-stderr "$PIPES/mt-batch" --jobs=x a.data
+	[ "$status" -eq 2 ]
+	mkdir -p d1 && cp a.data d1/ && cp a.data d1_a.data
+	run --separate-stderr "$PIPES/mt-batch" -d same d1/a.data d1_a.data
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"the same name"* ]]
+}
+
+@test "mt-archive-watch --once: converts the bundles in an inbox, then only new ones" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir inbox
+	"$MT_BIN/mt-bundle" create -o inbox/one.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	"$PIPES/mt-archive-watch" --once inbox archive 2>/dev/null
+	[ -s archive/inbox_one.tar.zst.pftrace ]
+	[ "$(grep -c one.tar.zst archive/joblog)" -eq 1 ]
+	"$MT_BIN/mt-bundle" create -o inbox/two.tar.zst "$MT_FIXTURES/libc/plain.data" 2>/dev/null
+	"$PIPES/mt-archive-watch" --once inbox archive 2>/dev/null
+	[ -s archive/inbox_two.tar.zst.pftrace ]
+	[ "$(grep -c one.tar.zst archive/joblog)" -eq 1 ] # not converted twice
+	[ "$(awk -F'\t' '$2=="ok"' archive/summary.tsv | wc -l)" -eq 2 ]
+}

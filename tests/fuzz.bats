@@ -40,3 +40,15 @@ replay() { # NAME [INPUT...]
 @test "fuzz seeds: perf maps and kallsyms" {
 	replay symbols "$BATS_TEST_DIRNAME/../fuzz/seeds/symbols"
 }
+
+@test "fuzz harness: bundles (the checking walk, extraction and manifest) replay their seeds cleanly" {
+	local d=$BATS_TEST_TMPDIR/seeds
+	mkdir -p "$d"
+	for c in none zstd gzip; do
+		"$MT_BIN/mt-bundle" create --no-caps --compress=$c -o "$d/flow.$c" "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	done
+	head -c 3000 "$d/flow.none" > "$d/cut"
+	mkdir -p "$BATS_TEST_TMPDIR/tmp"
+	TMPDIR=$BATS_TEST_TMPDIR/tmp replay bundle "$d"
+	[ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ] # every extraction removed
+}

@@ -267,3 +267,34 @@ refused() { # ARCHIVE MESSAGE
 	run --separate-stderr "$BUNDLE" frobnicate
 	[ "$status" -eq 2 ]
 }
+
+@test "a perf record --kcore directory: the bundle carries the kcore copy and decodes the kernel part" {
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/rec"
+	cp "$MT_FIXTURES/flow/kcore.data" "$t/rec/data"
+	cp -r "$MT_FIXTURES/flow/kcore.kcore_dir" "$t/rec/kcore_dir"
+	run --separate-stderr "$BUNDLE" create --no-kallsyms -o "$t/k.tar.zst" "$t/rec"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *", kcore,"* ]]
+	"$BUNDLE" list "$t/k.tar.zst" | grep -q '	kcore_dir/kcore$'
+	rm -rf "$t/rec"
+	"$PT2EVENTS" --all-branches "$t/k.tar.zst" > "$t/ev"
+	diff <(events_body "$MT_FIXTURES/flow/kcore.truth") <(events_body "$t/ev")
+}
+
+@test "Intel PT with a perf archive tarball (perf's build-id cache layout): decodes with the binary gone" {
+	local t=$BATS_TEST_TMPDIR
+	mkdir -p "$t/src" "$t/home" && cp "$MT_PROGS/flow" "$t/src/flow"
+	"$SYNTH" -q -o "$t" --variants buildid -- "$t/src/flow" > /dev/null 2>&1
+	# perf's cache, and the tarball perf archive makes of it (its file list)
+	HOME=$t/home perf buildid-cache -a "$t/src/flow"
+	id=$(readelf -n "$t/src/flow" | awk '/Build ID/{print $3}')
+	[ -L "$t/home/.debug/.build-id/${id:0:2}/${id:2}" ]
+	tar cjf "$t/arch.tar.bz2" -C "$t/home/.debug" ".build-id/${id:0:2}/${id:2}" "${t#/}/src/flow/$id"
+	rm -rf "$t/src" "$t/home"
+	HOME=$t "$PT2EVENTS" --all-branches --symfs="$t/arch.tar.bz2" "$t/buildid.data" > "$t/ev"
+	diff <(events_body "$t/buildid.truth") <(events_body "$t/ev")
+	# without it, the code cannot be found: the decode says so
+	HOME=$t run --separate-stderr "$PT2EVENTS" --symfs="$t" "$t/buildid.data"
+	[[ "$stderr" == *"$t/src/flow not found"* ]]
+}

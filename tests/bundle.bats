@@ -298,3 +298,30 @@ refused() { # ARCHIVE MESSAGE
 	HOME=$t run --separate-stderr "$PT2EVENTS" --symfs="$t" "$t/buildid.data"
 	[[ "$stderr" == *"$t/src/flow not found"* ]]
 }
+
+@test "JIT perf maps and kallsyms travel in the bundle, and symbolize from it" {
+	local t=$BATS_TEST_TMPDIR
+	pid=$("$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" | awk -F'\t' '$1=="# comm"{print $2; exit}')
+	[ -n "$pid" ]
+	mkdir -p "$t/maps"
+	printf '7f0000001000 100 jitted_function\n' > "$t/maps/perf-$pid.map"
+	run --separate-stderr "$BUNDLE" create --perf-map-dir="$t/maps" -o "$t/j.tar.zst" "$MT_FIXTURES/flow/plain.data"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *", 1 perf maps,"* ]]
+	rm -rf "$t/maps"
+	# a call into the JIT's code, added to the stream decoded from the bundle
+	{ "$PT2EVENTS" "$t/j.tar.zst"; printf -- '-\t%s\t%s\tcall\t0x401000\t0x7f0000001010\n' "$pid" "$pid"; } |
+		"$SYMBOLIZE" | tail -1 > "$t/last"
+	grep -q 'to_sym=jitted_function	to_off=0x10' "$t/last"
+	# a trace with kernel code carries kallsyms (when this host shows addresses)
+	if awk '$1 != "0000000000000000" {found=1; exit} END {exit !found}' /proc/kallsyms; then
+		"$BUNDLE" create -o "$t/k.tar" "$MT_FIXTURES/flow/kernel.data" 2>/dev/null
+		"$BUNDLE" list "$t/k.tar" | grep -q '	kallsyms$'
+		"$BUNDLE" manifest "$t/k.tar" | grep -q '^kallsyms=kallsyms$'
+	fi
+	"$BUNDLE" create --no-kallsyms -o "$t/n.tar" "$MT_FIXTURES/flow/kernel.data" 2>/dev/null
+	! "$BUNDLE" list "$t/n.tar" | grep -q kallsyms
+	# a user-space trace has no use for them
+	"$BUNDLE" create -o "$t/u.tar" "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	! "$BUNDLE" list "$t/u.tar" | grep -q kallsyms
+}

@@ -42,6 +42,21 @@ PFCHECK=$MT_TESTTOOLS/pfcheck
 		"$MT_BIN/mt-toperfetto" --format=stacks | cmp - stacks.txt
 }
 
+@test "mt-trace attach -pid: traces a running process until it ends" {
+	cd "$BATS_TEST_TMPDIR"
+	"$MT_PROGS/hot" 300 > /dev/null &
+	pid=$!
+	sleep 0.2
+	( sleep 1; kill "$pid" 2>/dev/null ) &
+	run --separate-stderr "$PIPES/mt-trace" attach -pid "$pid" -o att.pftrace --bundle att.tar.zst
+	wait
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"attaching to $pid"* ]]
+	"$MT_BIN/mt-bundle" manifest att.tar.zst | grep -q "^command=attach --pid=$pid$"
+	"$PFCHECK" att.pftrace --slices 2>/dev/null | cut -f3 | sort | uniq -c | sort -rn | awk 'NR==1{print $2}' |
+		grep -qx hot_loop
+}
+
 @test "mt-trace: usage errors, a failing decode, no partial trace" {
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr "$PIPES/mt-trace" frob

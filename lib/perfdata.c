@@ -497,6 +497,16 @@ const struct mt_perf_evattr *mt_perfdata_attr_of(const struct mt_perfdata *pd,
 	return &pd->attrs[rec->sid.attr_index >= 0 ? rec->sid.attr_index : 0];
 }
 
+void mt_perfdata_release(const struct mt_perfdata *pd, const void *p, size_t len)
+{
+	if (!pd->mapped || !len)
+		return;
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
+	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
+	if (b > a)
+		madvise((void *)a, b - a, MADV_DONTNEED);
+}
+
 bool mt_perf_parse_mmap(const struct mt_perf_record *r, struct mt_perf_mmap *m)
 {
 	if (r->type != MT_REC_MMAP && r->type != MT_REC_MMAP2)

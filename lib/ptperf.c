@@ -149,7 +149,12 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	struct mt_perf_record r;
 	struct mt_err werr = {0};
 	int rc;
+	uint64_t released = 0; /* the walk lets go of what it passed, 64 MB at a time */
 	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
+		if (r.offset - released > (64u << 20)) {
+			mt_perfdata_release(pd, pd->base + released, r.offset - released);
+			released = r.offset;
+		}
 		s->counts[r.type < 128 ? r.type : 127]++;
 		note_time(s, &r);
 		const uint8_t *b = r.body;
@@ -767,22 +772,29 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			break;
 		build_image(&img, pd, &s, wc.pid, o, &wd);
 
-		/* Gather this queue's buffers (same cpu in per-cpu mode, same tid otherwise). */
+		/* Gather this queue's buffers (same cpu in per-cpu mode, same tid
+		 * otherwise). A segment of one buffer is decoded where it lies;
+		 * contiguous ones are joined into a copy. */
 		uint8_t *joined = NULL;
-		size_t jlen = 0, jcap = 0;
+		size_t jcap = 0;
+		const uint8_t *seg = NULL;
+		size_t seglen = 0;
 		uint64_t next_off = first->offset;
 		for (size_t bi = qi; bi <= s.bufs.n && !rc; bi++) {
 			const struct auxbuf *b = bi < s.bufs.n ? &s.bufs.v[bi] : NULL;
 			if (b && (done[bi] || (per_cpu ? b->cpu != idx_cpu : b->tid != idx_tid)))
 				continue;
-			size_t skip = 0; /* bytes of b already in joined (snapshot overlap) */
-			if (b && jlen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
-				skip = snapshot_overlap(joined, &jlen, b->data, b->size);
-			if (!b || (jlen && b->offset != next_off && !skip)) {
-				struct mt_ptdec_stream st = {joined, jlen, per_cpu ? (int32_t)idx_cpu : -1,
+			size_t skip = 0; /* bytes of b already in the segment (snapshot overlap) */
+			if (b && seglen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
+				skip = snapshot_overlap(seg, &seglen, b->data, b->size);
+			if (!b || (seglen && b->offset != next_off && !skip)) {
+				struct mt_ptdec_stream st = {seg, seglen, per_cpu ? (int32_t)idx_cpu : -1,
 							     who, &wc, sink, &sc};
 				rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
-				jlen = 0;
+				if (seg != joined)
+					mt_perfdata_release(pd, seg, seglen);
+				seglen = 0;
+				seg = NULL;
 				if (!b)
 					break;
 				if (s.priv[PRIV_SNAPSHOT_MODE] && !rc) {
@@ -794,9 +806,17 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				}
 			}
 			done[bi] = true;
-			if (jlen + b->size > jcap) {
+			if (!seglen) {
+				seg = b->data;
+				seglen = b->size;
+				next_off = b->offset + b->size;
+				continue;
+			}
+			/* a second piece: the segment becomes a copy */
+			size_t need = seglen + (b->size > skip ? b->size - skip : 0);
+			if (need > jcap) {
 				size_t nc = jcap ? jcap : 1 << 16;
-				while (nc < jlen + b->size)
+				while (nc < need)
 					nc *= 2;
 				uint8_t *n = realloc(joined, nc);
 				if (!n) {
@@ -806,9 +826,15 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				joined = n;
 				jcap = nc;
 			}
+			if (seg != joined) {
+				memcpy(joined, seg, seglen);
+				mt_perfdata_release(pd, seg, seglen);
+				seg = joined;
+			}
 			if (b->size > skip)
-				memcpy(joined + jlen, b->data + skip, b->size - skip);
-			jlen += b->size - skip;
+				memcpy(joined + seglen, b->data + skip, b->size - skip);
+			mt_perfdata_release(pd, b->data, b->size);
+			seglen = need;
 			next_off = b->offset + b->size;
 		}
 		free(joined);

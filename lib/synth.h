@@ -117,6 +117,15 @@ int mt_synth_write_kallsyms(FILE *f, struct mt_err *err);
  * are the hits, in the truth as sample events (event=mem:0xADDR:x). */
 struct mt_synth_opts {
 	uint64_t hit_ip;
+	/* Large traces: the PT of the run, written `repeat` times (>1), as
+	 * independent buffers (gaps between their AUX offsets) spread round
+	 * robin over `threads` threads of the process (tids pid, pid+1, ...),
+	 * each its own per-thread queue. The perf.data is streamed to `data`;
+	 * the truth is the one run's (each buffer decodes to it, with the tid
+	 * of its thread). Per-thread, timeless variants without snapshot,
+	 * wrap, kernel or pipe only. */
+	uint64_t repeat;
+	unsigned threads;
 };
 
 /* Writes perf.data for the variant to `data` and the true events to

@@ -821,6 +821,75 @@ static void attr_bytes(struct out *o, uint32_t type, uint64_t config, uint64_t s
 	emit_bytes(o, a, sizeof a);
 }
 
+/* The file-mode perf.data of a repeated trace, streamed: header, attrs,
+ * ids, the records before split, `repeat` copies of block (each with its
+ * AUX offset, reference, queue and thread), the rest, the feature table
+ * and the AUXTRACE index. Copy j goes to thread j % nthr; a thread's
+ * copies sit one page apart in its AUX area, so each decodes alone. */
+static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const uint64_t *ids, const struct out *d,
+			   size_t split, const struct out *block, size_t block_auxtrace, uint64_t repeat, unsigned nthr,
+			   uint32_t pid)
+{
+	const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
+		       data_off = ids_off + 8 * (uint64_t)nattrs;
+	uint64_t data_size = d->n + repeat * block->n;
+	struct out h = {0};
+	emit_bytes(&h, "PERFILE2", 8);
+	u64(&h, 104);
+	u64(&h, 144);
+	u64(&h, attrs_off); u64(&h, (uint64_t)nattrs * 144);
+	u64(&h, data_off); u64(&h, data_size);
+	u64(&h, 0); u64(&h, 0);
+	uint8_t feat[32] = {0};
+	feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
+	feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
+	emit_bytes(&h, feat, 32);
+	for (int i = 0; i < nattrs; i++) {
+		emit_bytes(&h, attrs->b + i * 128, 128);
+		u64(&h, ids_off + 8 * (uint64_t)i);
+		u64(&h, 8);
+	}
+	for (int i = 0; i < nattrs; i++)
+		u64(&h, ids[i]);
+	bool ok = !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
+	free(h.b);
+	uint8_t *copy = malloc(block->n);
+	if (!copy)
+		return false;
+	memcpy(copy, block->b, block->n);
+	uint64_t psize = mt_rd64(block->b + block_auxtrace + 8);
+	for (uint64_t j = 0; ok && j < repeat; j++) {
+		uint64_t aux_off = (j / nthr) * (psize + 4096);
+		uint32_t th = (uint32_t)(j % nthr);
+		memcpy(copy + 8, &aux_off, 8);                         /* AUX aux_offset */
+		uint8_t *a = copy + block_auxtrace + 8;
+		memcpy(a + 8, &aux_off, 8);
+		memcpy(a + 16, &j, 8);
+		memcpy(a + 24, &th, 4);                                /* idx */
+		uint32_t tid = pid + th;
+		memcpy(a + 28, &tid, 4);
+		ok = fwrite(copy, block->n, 1, f) == 1;
+	}
+	free(copy);
+	struct out t = {0};
+	emit_bytes(&t, d->b + split, d->n - split);
+	uint64_t table = data_off + data_size, payloads = table + 2 * 16;
+	u64(&t, payloads);
+	u64(&t, 8);
+	u64(&t, payloads + 8);
+	u64(&t, 8 + 16 * repeat);
+	u32(&t, 1);
+	u32(&t, 1);
+	u64(&t, repeat);
+	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
+	free(t.b);
+	for (uint64_t j = 0; ok && j < repeat; j++) {
+		uint64_t idx[2] = {data_off + split + j * block->n + block_auxtrace, 48};
+		ok = fwrite(idx, sizeof idx, 1, f) == 1;
+	}
+	return ok;
+}
+
 int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
 		   const struct mt_synth_opts *opts, FILE *data, FILE *truth, struct mt_synth_result *res,
 		   struct mt_err *err)
@@ -833,6 +902,14 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	if (run->nthreads > 1 && !v->per_cpu)
 		return mt_err_set(err, MT_EUNSUP, "variant %s: %zu threads need a per-cpu variant "
 				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
+	uint64_t repeat = opts && opts->repeat > 1 ? opts->repeat : 1;
+	unsigned nthr = opts && opts->threads > 1 ? opts->threads : 1;
+	if ((repeat > 1 || nthr > 1) && (v->per_cpu || v->snapshot || v->wrap_at_psb || v->kernel || v->pipe ||
+					 v->timing != MT_SYNTH_TIMELESS || (opts && opts->hit_ip)))
+		return mt_err_set(err, MT_EUSAGE, "variant %s: repeated traces take per-thread, timeless variants "
+				  "without snapshot, wrap, kernel, pipe or hits", v->name);
+	if (nthr > 1 && run->nthreads > 1)
+		return mt_err_set(err, MT_EUSAGE, "repeated traces over several threads take a single-threaded run");
 	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
 	struct enc x = {0};
 	uint64_t hit_ip = opts ? opts->hit_ip : 0;
@@ -1016,11 +1093,31 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		trailer(&d, &c, c.dummy_st, 2);
 		rec_end(&d, at);
 	}
-	at = rec_begin(&d, MT_REC_ITRACE_START, 0);
-	u32(&d, run->pid);
-	u32(&d, run->pid);
-	trailer(&d, &c, c.pt_st, 1);
-	rec_end(&d, at);
+	for (unsigned th = 1; th < nthr; th++) {
+		/* the repeat's other threads: made by the process, named as it is */
+		struct rec_ctx ct = c;
+		ct.tid = run->pid + th;
+		at = rec_begin(&d, MT_REC_FORK, 0);
+		u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid + th); u32(&d, run->pid);
+		u64(&d, 0);
+		trailer(&d, &ct, c.dummy_st, 2);
+		rec_end(&d, at);
+		at = rec_begin(&d, MT_REC_COMM, 0);
+		u32(&d, run->pid);
+		u32(&d, run->pid + th);
+		padded_str(&d, run->comm);
+		trailer(&d, &ct, c.dummy_st, 2);
+		rec_end(&d, at);
+	}
+	for (unsigned th = 0; th < nthr; th++) {
+		struct rec_ctx ct = c;
+		ct.tid = run->pid + th;
+		at = rec_begin(&d, MT_REC_ITRACE_START, 0);
+		u32(&d, run->pid);
+		u32(&d, run->pid + th);
+		trailer(&d, &ct, c.pt_st, 1);
+		rec_end(&d, at);
+	}
 	if (v->per_cpu) {
 		at = rec_begin(&d, MT_REC_SWITCH, 0); /* switch IN of our task on cpu 0 */
 		trailer(&d, &c, c.dummy_st, 2);
@@ -1090,6 +1187,37 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		npieces = 2;
 	}
 	size_t auxtrace_at[2];
+	/* Repeated: one block (AUX, FINISHED_ROUND, AUXTRACE + payload) made
+	 * here, written repeat times between the records before and after. */
+	size_t split = 0;
+	struct out block = {0};
+	size_t block_auxtrace = 0;
+	if (repeat > 1 || nthr > 1) {
+		uint64_t psize = (payload + 7) & ~7ULL;
+		split = d.n;
+		at = rec_begin(&block, MT_REC_AUX, 0);
+		u64(&block, 0);
+		u64(&block, psize);
+		u64(&block, 0);
+		trailer(&block, &c, c.pt_st, 1);
+		rec_end(&block, at);
+		at = rec_begin(&block, MT_REC_FINISHED_ROUND, 0);
+		rec_end(&block, at);
+		block_auxtrace = block.n;
+		at = rec_begin(&block, MT_REC_AUXTRACE, 0);
+		u64(&block, psize);
+		u64(&block, 0); /* offset, reference, idx, tid: per copy */
+		u64(&block, 0);
+		u32(&block, 0);
+		u32(&block, run->pid);
+		u32(&block, (uint32_t)-1);
+		u32(&block, 0);
+		rec_end(&block, at);
+		emit_bytes(&block, x.buf, ptlen);
+		static const uint8_t zero[8];
+		emit_bytes(&block, zero, psize - ptlen);
+		npieces = 0;
+	}
 	for (int k = 0; k < npieces; k++) {
 		uint64_t plen = piece[k].prelen + (piece[k].to - piece[k].from);
 		uint64_t psize = (plen + 7) & ~7ULL;
@@ -1127,13 +1255,20 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	rec_end(&d, at);
 	enc_free(&x);
 
-	if (d.oom || attrs.oom) {
+	if (d.oom || attrs.oom || block.oom) {
 		free(d.b);
 		free(attrs.b);
+		free(block.b);
 		return mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
 	}
 	bool ok;
-	if (v->pipe) {
+	if (block.n) {
+		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, &block, block_auxtrace, repeat, nthr, run->pid);
+		free(block.b);
+		res->pt_bytes = payload * repeat;
+		res->insns_traced *= repeat;
+		res->psbs *= repeat;
+	} else if (v->pipe) {
 		uint64_t h[2];
 		memcpy(h, "PERFILE2", 8);
 		h[1] = 16;

@@ -1,6 +1,7 @@
 /* mt-synth: synthesize Intel PT perf.data files, with their ground truth,
  * from a real run of a program under ptrace single-step. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -37,6 +38,12 @@ static void usage(FILE *f)
 "      --hit=SYMBOL|0xADDR  also record an execute breakpoint there, as\n"
 "                           perf record -e mem:ADDR:x does: its samples are the\n"
 "                           hits (magic-trace's trigger), sample events in the truth\n"
+"      --repeat=N           large traces: the run's PT written N times, as\n"
+"                           independent buffers (per-thread, timeless variants\n"
+"                           such as plain); each decodes to the one-run truth\n"
+"      --size=BYTES[K|M|G]  as --repeat, with N making at least BYTES of PT\n"
+"      --threads=T          (with --repeat) the buffers spread round robin over\n"
+"                           T threads (tids PID..PID+T-1), one queue each\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -120,6 +127,29 @@ static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
 	return 0;
 }
 
+/* A positive count, with K, M or G (powers of 1024) where suffixed. */
+static int parse_count(const char *s, bool suffixed, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (suffixed && *end) {
+		const char *units = "KMG";
+		const char *u = strchr(units, *end);
+		if (!u || end[1])
+			return -1;
+		shift = 10 * (unsigned)(u - units + 1);
+		end++;
+	}
+	if (errno || *end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
+}
+
 static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v,
 			 const struct mt_synth_opts *so, const char *dir)
 {
@@ -163,12 +193,16 @@ int main(int argc, char **argv)
 		{"list-variants", no_argument, NULL, 'l'},
 		{"quiet", no_argument, NULL, 'q'},
 		{"hit", required_argument, NULL, 'H'},
+		{"repeat", required_argument, NULL, 'R'},
+		{"size", required_argument, NULL, 'Z'},
+		{"threads", required_argument, NULL, 'T'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	const char *dir = ".", *variants = "plain", *hit = NULL;
 	bool quiet = false;
+	uint64_t repeat = 0, size = 0, threads = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -176,6 +210,17 @@ int main(int argc, char **argv)
 		case 'v': variants = optarg; break;
 		case 'q': quiet = true; break;
 		case 'H': hit = optarg; break;
+		case 'R':
+		case 'Z':
+		case 'T': {
+			uint64_t *to = c == 'R' ? &repeat : c == 'Z' ? &size : &threads;
+			if (parse_count(optarg, c == 'Z', to) || !*to || (c == 'T' && *to > 4096)) {
+				fprintf(stderr, PROG ": bad --%s '%s'\n", c == 'R' ? "repeat" : c == 'Z' ? "size" : "threads",
+					optarg);
+				return 2;
+			}
+			break;
+		}
 		case 'l':
 			for (const struct mt_synth_variant *v = mt_synth_variants; v->name; v++)
 				printf("%s\n", v->name);
@@ -229,7 +274,19 @@ int main(int argc, char **argv)
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
 		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
-	struct mt_synth_opts so = {0};
+	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads};
+	if (threads && !repeat && !size)
+		so.repeat = threads;
+	if (size) {
+		/* one run's PT size, without writing, sets the count */
+		struct mt_synth_result one;
+		if (mt_synth_write(&run, chosen[0], NULL, NULL, NULL, &one, &err) || !one.pt_bytes) {
+			fprintf(stderr, PROG ": %s: %s\n", chosen[0]->name, err.msg[0] ? err.msg : "no PT");
+			mt_synth_run_free(&run);
+			return 1;
+		}
+		so.repeat = (size + one.pt_bytes - 1) / one.pt_bytes;
+	}
 	if (hit) {
 		char *end;
 		so.hit_ip = !strncmp(hit, "0x", 2) ? strtoull(hit, &end, 16) : resolve_symbol(&run, hit);

@@ -4,6 +4,7 @@
 
 #include <intel-pt.h>
 #include <inttypes.h>
+#include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
@@ -658,6 +659,198 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
 	}
 }
 
+
+/* ---- parallel decode of independent segments ----
+ * Each segment (a queue's buffers between gaps) decodes alone: workers
+ * decode a batch of them at once, each into an event log in memory, and
+ * the logs are written in segment order, so the output is the sequential
+ * one. Used when no other event's samples interleave with the trace. */
+
+struct logged { struct mt_event ev; size_t msg; };  /* msg: arena offset + 1, 0 none */
+struct evlog {
+	struct logged *v;
+	size_t n, cap;
+	char *arena;
+	size_t alen, acap;
+	bool oom;
+};
+
+static void evlog_sink(void *ctx, const struct mt_event *ev)
+{
+	struct evlog *l = ctx;
+	if (l->oom)
+		return;
+	if (l->n == l->cap) {
+		size_t nc = l->cap ? 2 * l->cap : 4096;
+		void *n = realloc(l->v, nc * sizeof *l->v);
+		if (!n) {
+			l->oom = true;
+			return;
+		}
+		l->v = n;
+		l->cap = nc;
+	}
+	struct logged *e = &l->v[l->n++];
+	e->ev = *ev;
+	e->ev.extra = NULL;
+	e->ev.nextra = 0;
+	e->msg = 0;
+	if (ev->msg) {
+		size_t k = strlen(ev->msg) + 1;
+		if (l->alen + k > l->acap) {
+			size_t nc = l->acap ? 2 * l->acap : 4096;
+			while (nc < l->alen + k)
+				nc *= 2;
+			char *n = realloc(l->arena, nc);
+			if (!n) {
+				l->oom = true;
+				return;
+			}
+			l->arena = n;
+			l->acap = nc;
+		}
+		memcpy(l->arena + l->alen, ev->msg, k);
+		e->msg = l->alen + 1;
+		l->alen += k;
+	}
+}
+
+struct pseg {
+	const uint8_t *data;
+	size_t len;
+	uint8_t *owned;             /* a joined copy, freed after */
+	struct who_ctx wc;
+	int32_t cpu;
+	bool snapshot_after;
+	struct evlog log;
+	struct mt_ptdec_stats st;
+	int rc;
+	struct mt_err err;
+};
+
+struct pool {
+	struct pseg *v;
+	size_t n, cap, next, bytes;
+	unsigned jobs;
+	pthread_mutex_t mu;         /* next, and building images (warnings) */
+	struct mt_perfdata *pd;
+	const struct side *s;
+	const struct mt_ptperf_opts *o;
+	const struct mt_ptdec_config *cfg;
+	struct warned *wd;
+};
+
+static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			const struct mt_ptperf_opts *o, struct warned *wd);
+
+static void *pool_worker(void *arg)
+{
+	struct pool *p = arg;
+	struct mt_image img;
+	bool have = false;
+	uint32_t img_pid = 0;
+	for (;;) {
+		pthread_mutex_lock(&p->mu);
+		size_t i = p->next++;
+		pthread_mutex_unlock(&p->mu);
+		if (i >= p->n)
+			break;
+		struct pseg *g = &p->v[i];
+		if (!have || img_pid != g->wc.pid) {
+			if (have)
+				mt_image_fini(&img);
+			have = !mt_image_init(&img, "perf.data", &g->err);
+			if (!have) {
+				g->rc = g->err.code;
+				continue;
+			}
+			pthread_mutex_lock(&p->mu);
+			build_image(&img, p->pd, p->s, g->wc.pid, p->o, p->wd);
+			pthread_mutex_unlock(&p->mu);
+			img_pid = g->wc.pid;
+		}
+		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log};
+		g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
+		if (!g->rc && g->log.oom)
+			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
+	}
+	if (have)
+		mt_image_fini(&img);
+	return NULL;
+}
+
+/* Decodes the batch, then writes it in order. */
+static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+{
+	p->next = 0;
+	unsigned extra = p->jobs - 1 < p->n ? p->jobs - 1 : (unsigned)(p->n ? p->n - 1 : 0);
+	pthread_t th[64];
+	unsigned started = 0;
+	for (; started < extra && started < 64; started++)
+		if (pthread_create(&th[started], NULL, pool_worker, p))
+			break;
+	pool_worker(p);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	int rc = 0;
+	for (size_t i = 0; i < p->n; i++) {
+		struct pseg *g = &p->v[i];
+		if (!rc && g->rc)
+			rc = mt_err_set(err, g->rc, "%s", g->err.msg);
+		for (size_t k = 0; !rc && k < g->log.n; k++) {
+			struct logged *e = &g->log.v[k];
+			e->ev.msg = e->msg ? g->log.arena + e->msg - 1 : NULL;
+			mt_events_write(w, &e->ev);
+		}
+		if (!rc && g->snapshot_after) {
+			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
+					       .offset = MT_NO_OFFSET};
+			mt_events_write(w, &sev);
+		}
+		stats->pt_bytes += g->st.pt_bytes;
+		stats->insns += g->st.insns;
+		stats->errors += g->st.errors;
+		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+			stats->by_kind[k] += g->st.by_kind[k];
+		if (g->owned)
+			free(g->owned);
+		else
+			mt_perfdata_release(p->pd, g->data, g->len);
+		free(g->log.v);
+		free(g->log.arena);
+	}
+	p->n = 0;
+	p->bytes = 0;
+	return rc;
+}
+
+/* Larger segments are decoded in order by the main thread: their events
+ * would cost too much memory to hold. */
+#define MAX_POOLED_SEGMENT ((size_t)4 << 20)
+
+/* Queues a segment; the batch is decoded when it holds enough work. */
+static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *owned, const struct who_ctx *wc,
+		    int32_t cpu, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+{
+	if (p->n == p->cap) {
+		size_t nc = p->cap ? 2 * p->cap : 64;
+		void *n = realloc(p->v, nc * sizeof *p->v);
+		if (!n) {
+			free(owned);
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		}
+		p->v = n;
+		p->cap = nc;
+	}
+	p->v[p->n++] = (struct pseg){.data = data, .len = len, .owned = owned, .wc = *wc, .cpu = cpu};
+	p->bytes += len;
+	/* enough segments to keep every job busy, or enough bytes that
+	 * holding their events would cost too much memory */
+	if (p->n >= 8 * (size_t)p->jobs || p->bytes >= ((size_t)1 << 20) * p->jobs)
+		return pool_flush(p, w, stats, err);
+	return 0;
+}
+
 int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		     struct mt_events_writer *w, struct mt_ptdec_stats *stats,
 		     bool *damaged, struct mt_err *err)
@@ -734,6 +927,10 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 		goto out;
 	}
+	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .pd = pd, .s = &s, .o = o, .cfg = &cfg, .wd = &wd};
+	bool parallel = o->jobs > 1 && !sc.norder;
+	if (parallel)
+		pthread_mutex_init(&pool.mu, NULL);
 	for (size_t qi = 0; qi < s.bufs.n && !rc; qi++) {
 		if (done[qi])
 			continue;
@@ -770,7 +967,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		struct mt_image img;
 		if ((rc = mt_image_init(&img, "perf.data", err)))
 			break;
-		build_image(&img, pd, &s, wc.pid, o, &wd);
+		bool img_built = false; /* in parallel, workers build their own */
 
 		/* Gather this queue's buffers (same cpu in per-cpu mode, same tid
 		 * otherwise). A segment of one buffer is decoded where it lies;
@@ -788,16 +985,31 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			if (b && seglen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
 				skip = snapshot_overlap(seg, &seglen, b->data, b->size);
 			if (!b || (seglen && b->offset != next_off && !skip)) {
-				struct mt_ptdec_stream st = {seg, seglen, per_cpu ? (int32_t)idx_cpu : -1,
-							     who, &wc, sink, &sc};
-				rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
-				if (seg != joined)
-					mt_perfdata_release(pd, seg, seglen);
+				if (parallel && seglen <= MAX_POOLED_SEGMENT) {
+					/* queued; a joined copy goes with it */
+					uint8_t *own = seg == joined ? joined : NULL;
+					if (own)
+						joined = NULL, jcap = 0;
+					rc = pool_add(&pool, seg, seglen, own, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
+						      err);
+				} else if (!parallel || !pool.n || !(rc = pool_flush(&pool, w, stats, err))) {
+					/* a large segment: its events go straight out */
+					if (!img_built)
+						build_image(&img, pd, &s, wc.pid, o, &wd);
+					img_built = true;
+					struct mt_ptdec_stream st = {seg, seglen, per_cpu ? (int32_t)idx_cpu : -1,
+								     who, &wc, sink, &sc};
+					rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
+					if (seg != joined)
+						mt_perfdata_release(pd, seg, seglen);
+				}
 				seglen = 0;
 				seg = NULL;
-				if (!b)
+				if (!b || rc)
 					break;
-				if (s.priv[PRIV_SNAPSHOT_MODE] && !rc) {
+				if (s.priv[PRIV_SNAPSHOT_MODE] && parallel && pool.n) {
+					pool.v[pool.n - 1].snapshot_after = true; /* marked when written */
+				} else if (s.priv[PRIV_SNAPSHOT_MODE]) {
 					/* the next snapshot does not continue this one */
 					struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = wc.pid, .tid = wc.tid,
 							       .cpu = per_cpu ? (int32_t)idx_cpu : -1,
@@ -841,6 +1053,14 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		mt_image_fini(&img);
 		if (!rc)
 			queue_samples(&sc, UINT64_MAX); /* the rest of this queue's samples */
+	}
+	if (parallel) {
+		if (!rc && pool.n)
+			rc = pool_flush(&pool, w, stats, err);
+		for (size_t i = 0; i < pool.n; i++) /* left by an error */
+			free(pool.v[i].owned);
+		free(pool.v);
+		pthread_mutex_destroy(&pool.mu);
 	}
 	free(done);
 	/* samples of threads or CPUs without trace */

@@ -21,6 +21,9 @@ struct mt_ptperf_opts {
 	const char *kcore_dir;      /* perf record --kcore's copy: kcore + kallsyms */
 	bool all_branches;
 	bool power;
+	/* Threads decoding independent segments (queues, or a queue's
+	 * buffers with gaps) at once; the output is the same as with 1. */
+	unsigned jobs;
 	/* Non-fatal problems (missing binaries, lost data), one call each. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

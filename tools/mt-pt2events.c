@@ -1,5 +1,6 @@
 /* mt-pt2events: decode Intel PT into the mt event stream. */
 #define _GNU_SOURCE
+#include <ctype.h>
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
@@ -47,6 +48,9 @@ static void usage(FILE *f)
 "      --power              emit CBR (core:bus ratio) changes as power events\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
+"  -j, --jobs=N             decode independent segments (queues, buffers after\n"
+"                           a gap) on N threads; the output is the same for any\n"
+"                           N (default: the number of cores)\n"
 "      --input=FORMAT       perf-data, perf-script (the text of perf script with\n"
 "                           magic-trace's fields), or auto (default: by content)\n"
 "      --pt=FILE            decode raw PT bytes from FILE instead of a perf.data\n"
@@ -228,6 +232,7 @@ int main(int argc, char **argv)
 		{"stats", no_argument, NULL, 'S'},
 		{"pt", required_argument, NULL, 't'},
 		{"input", required_argument, NULL, 'n'},
+		{"jobs", required_argument, NULL, 'j'},
 		{"image", required_argument, NULL, 'I'},
 		{"pages", required_argument, NULL, 'g'},
 		{"cpu", required_argument, NULL, 'c'},
@@ -244,9 +249,21 @@ int main(int argc, char **argv)
 	struct mt_ptdec_config cfg = {0};
 	struct mt_ptperf_opts po = {.warn = warn};
 	int c;
-	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+	long cores = sysconf(_SC_NPROCESSORS_ONLN);
+	po.jobs = cores > 0 ? (unsigned)(cores > 64 ? 64 : cores) : 1;
+	while ((c = getopt_long(argc, argv, "o:j:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
+		case 'j': {
+			char *end;
+			unsigned long n = strtoul(optarg, &end, 10);
+			if (!isdigit((unsigned char)optarg[0]) || *end || n < 1 || n > 64) {
+				fprintf(stderr, PROG ": bad --jobs '%s': expected 1 to 64\n", optarg);
+				return EXIT_USAGE;
+			}
+			po.jobs = (unsigned)n;
+			break;
+		}
 		case 's': symfs = optarg; break;
 		case 'k': po.vmlinux = optarg; break;
 		case 'K': po.kcore_dir = optarg; break;

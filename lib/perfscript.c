@@ -512,16 +512,22 @@ int mt_pscript_next(struct mt_pscript_reader *r, struct mt_event *out, struct mt
 			*out = ev;
 			return 1;
 		}
-		/* PID/TID SEC.FRAC: PERIOD EVENT[/CONFIG/][SEL]:[MOD:] REST */
+		/* PID/TID SEC.FRAC: PERIOD EVENT[/CONFIG/][SEL]:[MOD:] REST; a
+		 * timeless trace's text has no SEC.FRAC: (perf cannot print it) */
 		const char *p = skip_space(line);
 		uint64_t pid, tid, period;
-		if (!parse_dec(&p, &pid) || *p++ != '/' || !parse_dec(&p, &tid) ||
-		    (p = skip_space(p), !parse_time(&p, &ev.time)) || *p++ != ':' ||
-		    (p = skip_space(p), !parse_dec(&p, &period))) {
+		if (!parse_dec(&p, &pid) || *p++ != '/' || !parse_dec(&p, &tid)) {
 			skip(r, MT_PSKIP_SYNTAX, line);
 			continue;
 		}
-		ev.has_time = true;
+		p = skip_space(p);
+		const char *at_time = p;
+		ev.has_time = parse_time(&p, &ev.time) && *p == ':';
+		p = ev.has_time ? p + 1 : at_time;
+		if (p = skip_space(p), !parse_dec(&p, &period)) {
+			skip(r, MT_PSKIP_SYNTAX, line);
+			continue;
+		}
 		ev.pid = (uint32_t)pid;
 		ev.tid = (uint32_t)tid;
 		p = skip_space(p);

@@ -1,0 +1,91 @@
+#!/usr/bin/env bats
+# Large traces (issue 7): mt-synth --repeat makes a trace of known flow of
+# any size; mt-pt2events --jobs decodes its independent segments in
+# parallel with output identical to one job. Oracles: the one-run truth,
+# perf script, and the sequential decode.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+@test "mt-synth --repeat --threads: every buffer decodes to the one-run truth, on its thread" {
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr "$SYNTH" -q -o "$t" --repeat=7 --threads=3 -- "$MT_PROGS/flow"
+	[ "$status" -eq 0 ]
+	one=$(awk -F'\t' '$1=="# comm"{print $2; exit}' "$t/plain.truth")
+	read -r insns bytes <<<"$(echo "$output" | sed -n 's/^plain insns=\([0-9]*\) pt_bytes=\([0-9]*\).*/\1 \2/p')"
+	"$PT2EVENTS" --all-branches --stats "$t/plain.data" 2> "$t/stats" > "$t/all.ev"
+	[ "$(stat_field insns "$t/stats")" -eq "$insns" ]
+	# each buffer padded to 8 bytes, as perf pads AUXTRACE data
+	[ "$(stat_field pt_bytes "$t/stats")" -eq $((7 * ((bytes / 7 + 7) / 8 * 8))) ]
+	# queues in order: thread 0 holds copies 0, 3, 6; thread 1: 1, 4; thread 2: 2, 5
+	grep -v '^#' "$t/plain.truth" | cut -f2- > "$t/one"
+	for th in 0 0 0 1 1 2 2; do
+		sed "s/^$one	$one	/$one	$((one + th))	/" "$t/one"
+	done > "$t/want"
+	diff "$t/want" <(grep -v '^#' "$t/all.ev" | cut -f2-)
+	# three threads of one process, named as it is
+	[ "$(grep -c "^# comm	$one	" "$t/all.ev")" -eq 3 ]
+}
+
+@test "a repeated trace equals perf script's decode, thread by thread" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --repeat=5 --threads=2 -- "$MT_PROGS/flow" > /dev/null 2>&1
+	"$PT2EVENTS" "$t/plain.data" > "$t/mt"
+	perf script -i "$t/plain.data" --itrace=cr -F tid,flags,ip,addr 2>/dev/null > "$t/perf"
+	for tid in $(awk -F'\t' '$1=="# comm"{print $3}' "$t/mt"); do
+		awk -v t="$tid" '$1==t' "$t/perf" | cut -d' ' -f2- | perf_cr > "$t/p.$tid"
+		[ -s "$t/p.$tid" ]
+		diff "$t/p.$tid" <(awk -F'\t' -v t="$tid" '/^#/ || $3==t' "$t/mt" | events_cr /dev/stdin)
+	done
+}
+
+@test "--size: just enough copies for that much PT" {
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr "$SYNTH" -q -o "$t" --size=64K -- "$MT_PROGS/flow"
+	[ "$status" -eq 0 ]
+	bytes=$(echo "$output" | sed -n 's/.* pt_bytes=\([0-9]*\).*/\1/p')
+	one=$("$SYNTH" -q -o "$t" -- "$MT_PROGS/flow" 2>/dev/null | sed -n 's/.* pt_bytes=\([0-9]*\).*/\1/p')
+	[ "$bytes" -ge 65536 ] && [ "$bytes" -lt $((65536 + one)) ]
+	[ $((bytes % one)) -eq 0 ]
+}
+
+@test "--jobs: the same output for any number of jobs (repeated, per-cpu, snapshot, real traces)" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --repeat=40 --threads=3 -- "$MT_PROGS/flow" > /dev/null 2>&1
+	for f in "$t/plain.data" "$MT_FIXTURES/threads/per-cpu.data" "$MT_FIXTURES/flow/snapshot.data" \
+		"$MT_FIXTURES/flow/snapshot-gap.data" "$MT_FIXTURES/libc/plain.data" "$MT_REAL/quipper/perf.data.intel_pt-4.14"; do
+		"$PT2EVENTS" -j 1 --all-branches "$f" > "$t/one" 2>/dev/null || true
+		for j in 2 3 8; do
+			"$PT2EVENTS" -j $j --all-branches "$f" 2>/dev/null | cmp - "$t/one"
+		done
+	done
+	# and in binary form
+	"$PT2EVENTS" -j 1 --output-format=binary "$t/plain.data" > "$t/b1"
+	"$PT2EVENTS" -j 4 --output-format=binary "$t/plain.data" | cmp - "$t/b1"
+}
+
+@test "bad --repeat, --size, --threads, --jobs" {
+	run "$SYNTH" --repeat=0 -- true
+	[ "$status" -eq 2 ]
+	run "$SYNTH" --size=12X -- true
+	[ "$status" -eq 2 ]
+	run "$SYNTH" --threads=-1 -- true
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=tsc --repeat=2 -- "$MT_PROGS/flow"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"repeated traces take per-thread, timeless variants"* ]]
+	run --separate-stderr "$PT2EVENTS" -j 0 x
+	[ "$status" -eq 2 ] && [ "$stderr" = "mt-pt2events: bad --jobs '0': expected 1 to 64" ]
+}
+
+@test "perf script text of a timeless trace (no time column): the same calls and returns as the perf.data" {
+	local t=$BATS_TEST_TMPDIR
+	perf script -i "$MT_FIXTURES/libc/plain.data" --ns --itrace=bep \
+		-F pid,tid,flags,ip,addr,sym,symoff,synth,dso,event,period 2>/dev/null > "$t/text"
+	[ -s "$t/text" ]
+	run --separate-stderr "$PT2EVENTS" -o "$t/ev" "$t/text"
+	[ "$status" -eq 0 ] && [ -z "$stderr" ]
+	"$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" > "$t/direct"
+	diff <(events_cr "$t/direct") <(events_cr "$t/ev")
+	! grep -v '^#' "$t/ev" | cut -f1 | grep -qv '^-$' # timeless
+}

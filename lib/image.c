@@ -319,7 +319,7 @@ static int cmp_func(const void *a, const void *b)
 	return x->end > y->end ? -1 : x->end < y->end;
 }
 
-uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
+bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, uint64_t *end)
 {
 	if (!img->funcs_sorted) {
 		if (img->nfuncs)
@@ -331,10 +331,19 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 	/* lo-1 is the last range starting at or below addr */
 	for (size_t i = lo; i > 0 && i > lo - 4; i--) {
 		const struct mt_func_range *f = &img->funcs[i - 1];
-		if (addr < f->end)
-			return f->start;
+		if (addr < f->end) {
+			*start = f->start;
+			*end = f->end;
+			return true;
+		}
 	}
-	return 0;
+	return false;
+}
+
+uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
+{
+	uint64_t start, end;
+	return mt_image_func_range(img, addr, &start, &end) ? start : 0;
 }
 
 int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size)

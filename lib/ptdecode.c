@@ -40,6 +40,11 @@ struct dec {
 	 * their own packet, which is better than the decoder's current time. */
 	uint64_t ev_time;
 	bool use_ev_time;
+	/* Branch instructions already classified (the same few recur in any
+	 * loop): reading them again goes through libipt's locked image cache. */
+	struct { uint64_t ip; int isid; uint8_t cls, len; } seen[1024];
+	/* the function of the last jump source: most jumps stay inside one */
+	uint64_t fn_start, fn_end;
 };
 
 static uint64_t now(struct dec *d, bool *has)
@@ -112,7 +117,24 @@ static void emit_error(struct dec *d, int errcode, const char *what)
 /* Decodes the branch at ip from its bytes: its class and, for conditional
  * branches, its length. libipt's block cache leaves iclass as ptic_error for
  * some blocks, and never gives the length, which a not-taken branch needs. */
+static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_t ip, unsigned *len);
+
 static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, unsigned *len)
+{
+	size_t k = (ip ^ (ip >> 10)) & 1023;
+	if (d->seen[k].ip == ip && d->seen[k].isid == isid && ip) {
+		*len = d->seen[k].len;
+		return (enum pt_insn_class)d->seen[k].cls;
+	}
+	enum pt_insn_class c = classify_branch_bytes(d, isid, ip, len);
+	d->seen[k].ip = ip;
+	d->seen[k].isid = isid;
+	d->seen[k].cls = (uint8_t)c;
+	d->seen[k].len = (uint8_t)*len;
+	return c;
+}
+
+static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_t ip, unsigned *len)
 {
 	uint8_t b[15];
 	*len = 0;
@@ -203,8 +225,18 @@ static void resolve_branch(struct dec *d, uint64_t to)
 			if (len && to == from + len)
 				return; /* not taken */
 		}
-		if (!d->cfg->all_branches && mt_image_func_of(d->img, from) == mt_image_func_of(d->img, to))
-			return;
+		if (!d->cfg->all_branches) {
+			if (from < d->fn_start || from >= d->fn_end) {
+				uint64_t st, en;
+				if (!mt_image_func_range(d->img, from, &st, &en))
+					st = en = 0;
+				d->fn_start = st;
+				d->fn_end = en;
+			}
+			/* inside one known function; or neither end in any */
+			if (d->fn_end ? to >= d->fn_start && to < d->fn_end : !mt_image_func_of(d->img, to))
+				return;
+		}
 		emit_ev(d, MT_EV_JUMP, from, to, cond ? EMIT_COND : 0, 0);
 		break;
 	}

@@ -33,7 +33,7 @@ bats_require_minimum_version 1.5.0
 	"$PT2EVENTS" "$t/plain.data" > "$t/mt"
 	perf script -i "$t/plain.data" --itrace=cr -F tid,flags,ip,addr 2>/dev/null > "$t/perf"
 	for tid in $(awk -F'\t' '$1=="# comm"{print $3}' "$t/mt"); do
-		awk -v t="$tid" '$1==t' "$t/perf" | cut -d' ' -f2- | perf_cr > "$t/p.$tid"
+		awk -v t="$tid" '$1==t { $1 = ""; print }' "$t/perf" | perf_cr > "$t/p.$tid"
 		[ -s "$t/p.$tid" ]
 		diff "$t/p.$tid" <(awk -F'\t' -v t="$tid" '/^#/ || $3==t' "$t/mt" | events_cr /dev/stdin)
 	done

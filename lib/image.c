@@ -337,6 +337,10 @@ bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, u
 			return true;
 		}
 	}
+	/* the gap: no range starting between addr and the next start holds
+	 * any address there, and those before do not reach addr */
+	*start = addr;
+	*end = lo < img->nfuncs ? img->funcs[lo].start : UINT64_MAX;
 	return false;
 }
 

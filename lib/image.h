@@ -63,7 +63,8 @@ int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err 
 /* Start address of the function containing addr, or 0 when unknown. */
 uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr);
 /* The same, with the function's end: [*start, *end) holds addr; false when
- * no known function does. */
+ * no known function does, and then [*start, *end) is the gap around addr
+ * that no function starts in. */
 bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
 /* Reads code bytes of section isid (as reported by libipt) at vaddr. */
 int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size);

@@ -43,8 +43,9 @@ struct dec {
 	/* Branch instructions already classified (the same few recur in any
 	 * loop): reading them again goes through libipt's locked image cache. */
 	struct { uint64_t ip; int isid; uint8_t cls, len; } seen[1024];
-	/* the function of the last jump source: most jumps stay inside one */
-	uint64_t fn_start, fn_end;
+	/* functions of recent jump sources (by address bits): most jumps
+	 * stay inside one; not known: a gap no function holds */
+	struct { uint64_t start, end; bool known; } fn[256];
 };
 
 static uint64_t now(struct dec *d, bool *has)
@@ -188,6 +189,15 @@ static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_
 
 static void resolve_branch(struct dec *d, uint64_t to);
 
+/* The cache slot describing addr's function (or the gap around it). */
+static size_t fn_slot(struct dec *d, uint64_t addr)
+{
+	size_t k = (addr >> 6) & 255;
+	if (addr < d->fn[k].start || addr >= d->fn[k].end)
+		d->fn[k].known = mt_image_func_range(d->img, addr, &d->fn[k].start, &d->fn[k].end);
+	return k;
+}
+
 /* The block starting at `to` follows the pending branch: report it. */
 static void resolve_pending(struct dec *d, uint64_t to)
 {
@@ -226,15 +236,9 @@ static void resolve_branch(struct dec *d, uint64_t to)
 				return; /* not taken */
 		}
 		if (!d->cfg->all_branches) {
-			if (from < d->fn_start || from >= d->fn_end) {
-				uint64_t st, en;
-				if (!mt_image_func_range(d->img, from, &st, &en))
-					st = en = 0;
-				d->fn_start = st;
-				d->fn_end = en;
-			}
-			/* inside one known function; or neither end in any */
-			if (d->fn_end ? to >= d->fn_start && to < d->fn_end : !mt_image_func_of(d->img, to))
+			/* inside one known function, or in no known function at all */
+			size_t k = fn_slot(d, from);
+			if (d->fn[k].known ? to >= d->fn[k].start && to < d->fn[k].end : !d->fn[fn_slot(d, to)].known)
 				return;
 		}
 		emit_ev(d, MT_EV_JUMP, from, to, cond ? EMIT_COND : 0, 0);

@@ -392,6 +392,25 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 	w->len += (size_t)(o - out);
 }
 
+int mt_events_writer_init_piece(struct mt_events_writer *w, FILE *out)
+{
+	memset(w, 0, sizeof *w);
+	w->out = out;
+	w->format = MT_EVENTS_TEXT;
+	w->cap = 1 << 16;
+	w->buf = malloc(w->cap);
+	return w->buf ? 0 : MT_ENOMEM;
+}
+
+void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)
+{
+	flush(w);
+	if (n && !w->failed && fwrite(p, 1, n, w->out) != n) {
+		w->failed = true;
+		w->err_no = errno;
+	}
+}
+
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
 {
 	if (w->format == MT_EVENTS_BINARY)

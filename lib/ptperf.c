@@ -722,7 +722,9 @@ struct pseg {
 	struct who_ctx wc;
 	int32_t cpu;
 	bool snapshot_after;
-	struct evlog log;
+	struct evlog log;           /* binary output: events, written by the main thread */
+	char *text;                 /* text output: formatted by the worker */
+	size_t text_len;
 	struct mt_ptdec_stats st;
 	int rc;
 	struct mt_err err;
@@ -732,6 +734,7 @@ struct pool {
 	struct pseg *v;
 	size_t n, cap, next, bytes;
 	unsigned jobs;
+	bool text;                  /* the output is text: workers format it */
 	pthread_mutex_t mu;         /* next, and building images (warnings) */
 	struct mt_perfdata *pd;
 	const struct side *s;
@@ -742,6 +745,11 @@ struct pool {
 
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 			const struct mt_ptperf_opts *o, struct warned *wd);
+
+static void piece_sink(void *ctx, const struct mt_event *ev)
+{
+	mt_events_write(ctx, ev);
+}
 
 static void *pool_worker(void *arg)
 {
@@ -769,9 +777,32 @@ static void *pool_worker(void *arg)
 			pthread_mutex_unlock(&p->mu);
 			img_pid = g->wc.pid;
 		}
-		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log};
+		if (!p->text) {
+			struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log};
+			g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
+			if (!g->rc && g->log.oom)
+				g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
+			continue;
+		}
+		FILE *m = open_memstream(&g->text, &g->text_len);
+		struct mt_events_writer tw;
+		if (!m || mt_events_writer_init_piece(&tw, m)) {
+			if (m)
+				fclose(m);
+			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
+			continue;
+		}
+		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, piece_sink, &tw};
 		g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
-		if (!g->rc && g->log.oom)
+		if (!g->rc && g->snapshot_after) {
+			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
+					       .offset = MT_NO_OFFSET};
+			mt_events_write(&tw, &sev);
+		}
+		struct mt_err we = {0};
+		if (mt_events_writer_finish(&tw, &we) && !g->rc)
+			g->rc = mt_err_set(&g->err, MT_ENOMEM, "%s", we.msg);
+		if (fclose(m) && !g->rc)
 			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
 	}
 	if (have)
@@ -797,12 +828,15 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 		struct pseg *g = &p->v[i];
 		if (!rc && g->rc)
 			rc = mt_err_set(err, g->rc, "%s", g->err.msg);
+		if (!rc && g->text)
+			mt_events_write_bytes(w, g->text, g->text_len);
+		free(g->text);
 		for (size_t k = 0; !rc && k < g->log.n; k++) {
 			struct logged *e = &g->log.v[k];
 			e->ev.msg = e->msg ? g->log.arena + e->msg - 1 : NULL;
 			mt_events_write(w, &e->ev);
 		}
-		if (!rc && g->snapshot_after) {
+		if (!rc && g->snapshot_after && !p->text) {
 			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
 					       .offset = MT_NO_OFFSET};
 			mt_events_write(w, &sev);
@@ -927,7 +961,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 		goto out;
 	}
-	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .pd = pd, .s = &s, .o = o, .cfg = &cfg, .wd = &wd};
+	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
+			    .o = o, .cfg = &cfg, .wd = &wd};
 	bool parallel = o->jobs > 1 && !sc.norder;
 	if (parallel)
 		pthread_mutex_init(&pool.mu, NULL);
@@ -1058,7 +1093,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		if (!rc && pool.n)
 			rc = pool_flush(&pool, w, stats, err);
 		for (size_t i = 0; i < pool.n; i++) /* left by an error */
-			free(pool.v[i].owned);
+			free(pool.v[i].owned), free(pool.v[i].text);
 		free(pool.v);
 		pthread_mutex_destroy(&pool.mu);
 	}

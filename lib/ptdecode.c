@@ -321,6 +321,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		pt_cpu_errata(&config.errata, &config.cpu);
 	}
 	stats->pt_bytes += s->len;
+	uint64_t nblocks = 0;
 	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
 	d.blk = pt_blk_alloc_decoder(&config);
 	if (!d.blk)
@@ -345,6 +346,11 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		}
 		if (status >= 0) {
 			struct pt_block block;
+			if (s->progress && !(++nblocks & 0xffff)) {
+				uint64_t off = 0;
+				pt_blk_get_offset(d.blk, &off);
+				s->progress(s->progress_ctx, (size_t)off);
+			}
 			status = pt_blk_next(d.blk, &block, sizeof block);
 			if (status >= 0 || block.ninsn) {
 				/* A block can carry instructions even when the call

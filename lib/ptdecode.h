@@ -53,6 +53,9 @@ struct mt_ptdec_stream {
 	void *who_ctx;
 	mt_ptdec_sink_fn *sink;
 	void *sink_ctx;
+	/* optional: called now and then with the bytes of data decoded so far */
+	void (*progress)(void *ctx, size_t done);
+	void *progress_ctx;
 };
 
 /* Returns 0, or a negative code only for failures outside the trace itself

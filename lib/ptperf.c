@@ -741,6 +741,7 @@ struct pool {
 	const struct mt_ptperf_opts *o;
 	const struct mt_ptdec_config *cfg;
 	struct warned *wd;
+	struct progress *progress;
 };
 
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
@@ -778,7 +779,7 @@ static void *pool_worker(void *arg)
 			img_pid = g->wc.pid;
 		}
 		if (!p->text) {
-			struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log};
+			struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log, NULL, NULL};
 			g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
 			if (!g->rc && g->log.oom)
 				g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
@@ -792,7 +793,7 @@ static void *pool_worker(void *arg)
 			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
 			continue;
 		}
-		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, piece_sink, &tw};
+		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, piece_sink, &tw, NULL, NULL};
 		g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
 		if (!g->rc && g->snapshot_after) {
 			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
@@ -810,9 +811,27 @@ static void *pool_worker(void *arg)
 	return NULL;
 }
 
+/* Progress of the whole decode: bytes of the segments done before, plus
+ * how far into the current one. */
+struct progress { const struct mt_ptperf_opts *o; uint64_t base, total; };
+
+static void segment_progress(void *ctx, size_t done)
+{
+	struct progress *pr = ctx;
+	pr->o->progress(pr->o->progress_ctx, pr->base + done, pr->total);
+}
+
+static void progress_add(struct progress *pr, uint64_t bytes)
+{
+	pr->base += bytes;
+	if (pr->o->progress)
+		pr->o->progress(pr->o->progress_ctx, pr->base, pr->total);
+}
+
 /* Decodes the batch, then writes it in order. */
 static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
 {
+	uint64_t batch_bytes = p->bytes;
 	p->next = 0;
 	unsigned extra = p->jobs - 1 < p->n ? p->jobs - 1 : (unsigned)(p->n ? p->n - 1 : 0);
 	pthread_t th[64];
@@ -855,6 +874,7 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 	}
 	p->n = 0;
 	p->bytes = 0;
+	progress_add(p->progress, batch_bytes);
 	return rc;
 }
 
@@ -961,8 +981,11 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 		goto out;
 	}
+	struct progress prog = {.o = o};
+	for (size_t i = 0; i < s.bufs.n; i++)
+		prog.total += s.bufs.v[i].size;
 	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
-			    .o = o, .cfg = &cfg, .wd = &wd};
+			    .o = o, .cfg = &cfg, .wd = &wd, .progress = &prog};
 	bool parallel = o->jobs > 1 && !sc.norder;
 	if (parallel)
 		pthread_mutex_init(&pool.mu, NULL);
@@ -1033,8 +1056,10 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 						build_image(&img, pd, &s, wc.pid, o, &wd);
 					img_built = true;
 					struct mt_ptdec_stream st = {seg, seglen, per_cpu ? (int32_t)idx_cpu : -1,
-								     who, &wc, sink, &sc};
+								     who, &wc, sink, &sc,
+								     o->progress ? segment_progress : NULL, &prog};
 					rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
+					progress_add(&prog, seglen);
 					if (seg != joined)
 						mt_perfdata_release(pd, seg, seglen);
 				}

@@ -24,6 +24,9 @@ struct mt_ptperf_opts {
 	/* Threads decoding independent segments (queues, or a queue's
 	 * buffers with gaps) at once; the output is the same as with 1. */
 	unsigned jobs;
+	/* optional: bytes of PT decoded so far, of total, now and then */
+	void (*progress)(void *ctx, uint64_t done, uint64_t total);
+	void *progress_ctx;
 	/* Non-fatal problems (missing binaries, lost data), one call each. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -89,3 +89,20 @@ bats_require_minimum_version 1.5.0
 	diff <(events_cr "$t/direct") <(events_cr "$t/ev")
 	! grep -v '^#' "$t/ev" | cut -f1 | grep -qv '^-$' # timeless
 }
+
+@test "a progress bar on standard error: on a terminal, or --progress=always; never in the output" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --repeat=30 -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+	"$PT2EVENTS" "$t/plain.data" > "$t/plain.ev" 2> "$t/quiet"
+	[ ! -s "$t/quiet" ] # not a terminal: no bar
+	"$PT2EVENTS" --progress=always "$t/plain.data" > "$t/bar.ev" 2> "$t/bar"
+	cmp "$t/plain.ev" "$t/bar.ev"
+	grep -q '100% 0.2 of 0.2 MB of PT' "$t/bar"
+	[ "$(tail -c 4 "$t/bar" | od -An -tx1 | tr -d ' \n')" = 0d1b5b4b ] # cleared at the end
+	# a terminal (script(1) gives the command one) gets it by default
+	script -qec "$PT2EVENTS -o $t/tty.ev $t/plain.data" /dev/null > "$t/tty" 2>&1
+	grep -q '100%' "$t/tty"
+	cmp "$t/plain.ev" "$t/tty.ev"
+	run "$PT2EVENTS" --progress=sometimes x
+	[ "$status" -eq 2 ]
+}

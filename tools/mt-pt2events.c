@@ -10,6 +10,7 @@
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <fcntl.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundle.h"
@@ -48,6 +49,8 @@ static void usage(FILE *f)
 "      --power              emit CBR (core:bus ratio) changes as power events\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
+"      --progress[=WHEN]    a progress bar on standard error: auto (default:\n"
+"                           when it is a terminal), always, never\n"
 "  -j, --jobs=N             decode independent segments (queues, buffers after\n"
 "                           a gap) on N threads; the output is the same for any\n"
 "                           N (default: the number of cores)\n"
@@ -117,7 +120,7 @@ static int decode_raw(const char *ptpath, char **images, int nimages, char **pag
 		mt_events_write_fact(w, "format", "raw PT, %zu image sections", img.nsections);
 		mt_events_write_fact(w, "time", "timeless");
 		struct sink sk = {w};
-		struct mt_ptdec_stream s = {m, (size_t)sb.st_size, -1, NULL, NULL, sink, &sk};
+		struct mt_ptdec_stream s = {m, (size_t)sb.st_size, -1, NULL, NULL, sink, &sk, NULL, NULL};
 		rc = mt_ptdec_decode(&s, &img, cfg, st, err);
 	}
 	if (m != MAP_FAILED)
@@ -192,6 +195,33 @@ static int decode_script(int fd, const char *name, const char *head, size_t head
 	return status;
 }
 
+/* The progress bar: at most ten redraws a second. */
+struct bar {
+	struct timespec last;
+	bool shown;
+};
+
+static void show_progress(void *ctx, uint64_t done, uint64_t total)
+{
+	struct bar *b = ctx;
+	struct timespec now;
+	clock_gettime(CLOCK_MONOTONIC, &now);
+	double since = (double)(now.tv_sec - b->last.tv_sec) + (double)(now.tv_nsec - b->last.tv_nsec) / 1e9;
+	if (b->shown && since < 0.1 && done < total)
+		return;
+	b->last = now;
+	b->shown = true;
+	int pct = total ? (int)(100.0 * (double)done / (double)total) : 100;
+	char bar[41];
+	int fill = pct * 40 / 100;
+	for (int i = 0; i < 40; i++)
+		bar[i] = i < fill ? '#' : '.';
+	bar[40] = '\0';
+	fprintf(stderr, "\r" PROG ": [%s] %3d%% %.1f of %.1f MB of PT", bar, pct, (double)done / 1e6,
+		(double)total / 1e6);
+	fflush(stderr);
+}
+
 /* Opens path ("-" = stdin) and reads up to n first bytes into head. */
 static int open_peek(const char *path, int *fd, char *head, size_t n, size_t *len)
 {
@@ -233,6 +263,7 @@ int main(int argc, char **argv)
 		{"pt", required_argument, NULL, 't'},
 		{"input", required_argument, NULL, 'n'},
 		{"jobs", required_argument, NULL, 'j'},
+		{"progress", optional_argument, NULL, 'G'},
 		{"image", required_argument, NULL, 'I'},
 		{"pages", required_argument, NULL, 'g'},
 		{"cpu", required_argument, NULL, 'c'},
@@ -249,6 +280,7 @@ int main(int argc, char **argv)
 	struct mt_ptdec_config cfg = {0};
 	struct mt_ptperf_opts po = {.warn = warn};
 	int c;
+	int progress = -1;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	po.jobs = cores > 0 ? (unsigned)(cores > 64 ? 64 : cores) : 1;
 	while ((c = getopt_long(argc, argv, "o:j:hV", opts, NULL)) != -1) {
@@ -264,6 +296,18 @@ int main(int argc, char **argv)
 			po.jobs = (unsigned)n;
 			break;
 		}
+		case 'G':
+			if (!optarg || !strcmp(optarg, "always"))
+				progress = 1;
+			else if (!strcmp(optarg, "never"))
+				progress = 0;
+			else if (!strcmp(optarg, "auto"))
+				progress = -1;
+			else {
+				fprintf(stderr, PROG ": bad --progress '%s': expected auto, always or never\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 's': symfs = optarg; break;
 		case 'k': po.vmlinux = optarg; break;
 		case 'K': po.kcore_dir = optarg; break;
@@ -436,6 +480,11 @@ int main(int argc, char **argv)
 	}
 	if (bundle_meta[0])
 		mt_events_write_meta(&w, bundle_meta);
+	struct bar bar = {0};
+	if (progress == 1 || (progress < 0 && isatty(2))) {
+		po.progress = show_progress;
+		po.progress_ctx = &bar;
+	}
 	int rc;
 	bool damaged = false;
 	if (ptpath) {
@@ -444,6 +493,8 @@ int main(int argc, char **argv)
 		rc = mt_ptperf_decode(&pd, &po, &w, &st, &damaged, &err);
 		mt_perfdata_close(&pd);
 	}
+	if (bar.shown)
+		fputs("\r\033[K", stderr); /* the bar goes; messages follow on a clean line */
 	struct mt_err werr = {0};
 	int wrc = mt_events_writer_finish(&w, &werr);
 	if (rc) {

@@ -501,8 +501,15 @@ void mt_perfdata_release(const struct mt_perfdata *pd, const void *p, size_t len
 {
 	if (!pd->mapped || !len)
 		return;
-	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE);
-	uintptr_t a = ((uintptr_t)p + page - 1) & ~(page - 1), b = ((uintptr_t)p + len) & ~(page - 1);
+	/* whole pages around the range: the mapping is read-only, so pages
+	 * shared with data still wanted are simply read again when touched */
+	uintptr_t page = (uintptr_t)sysconf(_SC_PAGESIZE), base = (uintptr_t)pd->base;
+	uintptr_t a = (uintptr_t)p & ~(page - 1), b = ((uintptr_t)p + len + page - 1) & ~(page - 1);
+	uintptr_t end = (base + pd->len + page - 1) & ~(page - 1);
+	if (a < base)
+		a = base; /* base is page-aligned (mmap) */
+	if (b > end)
+		b = end;
 	if (b > a)
 		madvise((void *)a, b - a, MADV_DONTNEED);
 }

@@ -155,9 +155,10 @@ struct mt_perf_mmap {
 /* Parses rec (MMAP or MMAP2); false when it is neither or malformed. */
 bool mt_perf_parse_mmap(const struct mt_perf_record *rec, struct mt_perf_mmap *m);
 
-/* Lets the kernel drop the pages of [p, p+len) of a mapped input from
- * memory (they are read again if touched): keeps a walk over a large file
- * from holding all of it resident. No effect on an input read into memory. */
+/* Lets the kernel drop the pages holding [p, p+len) of a mapped input from
+ * memory (they are read again from the file if touched): keeps a walk over
+ * a large file from holding all of it resident. No effect on an input read
+ * into memory. */
 void mt_perfdata_release(const struct mt_perfdata *pd, const void *p, size_t len);
 
 const char *mt_perf_record_name(uint32_t type);

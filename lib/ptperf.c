@@ -150,9 +150,9 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	struct mt_perf_record r;
 	struct mt_err werr = {0};
 	int rc;
-	uint64_t released = 0; /* the walk lets go of what it passed, 64 MB at a time */
+	uint64_t released = 0; /* the walk lets go of what it passed, 4 MB at a time */
 	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
-		if (r.offset - released > (64u << 20)) {
+		if (r.offset - released > (4u << 20)) {
 			mt_perfdata_release(pd, pd->base + released, r.offset - released);
 			released = r.offset;
 		}

@@ -3,6 +3,7 @@
 # (0 decoded, 1 data problem, 2 usage), decode of whatever is sound, no crash.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 @test "--help, --version, bad options" {
 	run "$PT2EVENTS" --help
@@ -86,10 +87,10 @@ load helpers
 	f=$MT_FIXTURES/libc/plain.data
 	# cut 100 bytes into the payload: the AUXTRACE record is found with --info
 	head -c 2000 "$f" > "$BATS_TEST_TMPDIR/cut" # header+attrs+sideband end well before
-	run "$PT2EVENTS" "$BATS_TEST_TMPDIR/cut"
+	run --separate-stderr "$PT2EVENTS" "$BATS_TEST_TMPDIR/cut"
 	[ "$status" -eq 1 ]
 	echo "$output" | grep -q 'error	.*msg=.*truncated'
-	echo "$output" | grep -q '^mt-pt2events: warning: .*truncated'
+	echo "$stderr" | grep -q '^mt-pt2events: warning: .*truncated'
 }
 
 @test "corrupted PT bytes: error events, then resync at the next PSB and equal the truth again" {
@@ -111,9 +112,9 @@ load helpers
 }
 
 @test "missing binaries: a warning per object, error events, decoding goes on" {
-	run "$PT2EVENTS" --symfs /nonexistent "$MT_FIXTURES/libc/plain.data"
+	run --separate-stderr "$PT2EVENTS" --symfs /nonexistent "$MT_FIXTURES/libc/plain.data"
 	[ "$status" -eq 0 ]
-	echo "$output" | grep -q '^mt-pt2events: warning: .*libc.so.6 not found under --symfs /nonexistent'
+	echo "$stderr" | grep -q '^mt-pt2events: warning: .*libc.so.6 not found under --symfs /nonexistent'
 	echo "$output" | grep -q '	error	.*msg=no memory mapped at this address'
 }
 
@@ -142,9 +143,9 @@ load helpers
 	cp "$f" "$BATS_TEST_TMPDIR/z"
 	off=$(grep -obUaP '\x44\x00\x00\x00\x00\x00\x08\x00' "$f" | head -1 | cut -d: -f1)
 	printf '\x51' | dd of="$BATS_TEST_TMPDIR/z" bs=1 seek="$off" conv=notrunc status=none # type 81
-	run "$PT2EVENTS" "$BATS_TEST_TMPDIR/z"
+	run --separate-stderr "$PT2EVENTS" "$BATS_TEST_TMPDIR/z"
 	[ "$status" -eq 1 ]
-	echo "$output" | grep -q '^mt-pt2events: warning: 1 zstd-compressed record batches (perf record -z) skipped'
+	echo "$stderr" | grep -q '^mt-pt2events: warning: 1 zstd-compressed record batches (perf record -z) skipped'
 	echo "$output" | grep -q '	error	.*msg=1 zstd-compressed'
 }
 

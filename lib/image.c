@@ -25,6 +25,9 @@ int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err)
 		mt_image_fini(img);
 		return mt_err_set(err, MT_ENOMEM, "out of memory allocating a PT image");
 	}
+	/* keep sections mapped between decoders (one per segment): without
+	 * a limit libipt maps them again for each and its memory grows */
+	pt_iscache_set_limit(img->iscache, (uint64_t)256 << 20);
 	return 0;
 }
 

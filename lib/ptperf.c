@@ -145,6 +145,10 @@ static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const cha
 	return false;
 }
 
+/* How far behind the decode (or the record walk) pages are let go: a page
+ * fault maps up to 64 KB around it back in. */
+#define RELEASE_LAG ((size_t)256 << 10)
+
 static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 {
 	struct mt_perf_record r;
@@ -153,8 +157,9 @@ static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	uint64_t released = 0; /* the walk lets go of what it passed, 4 MB at a time */
 	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
 		if (r.offset - released > (4u << 20)) {
-			mt_perfdata_release(pd, pd->base + released, r.offset - released);
-			released = r.offset;
+			/* lagging: a fault maps pages around it back in */
+			mt_perfdata_release(pd, pd->base + released, r.offset - released - RELEASE_LAG);
+			released = r.offset - RELEASE_LAG;
 		}
 		s->counts[r.type < 128 ? r.type : 127]++;
 		note_time(s, &r);
@@ -660,6 +665,25 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
 }
 
 
+
+/* Letting go of the perf.data's pages behind the decode. A page fault maps
+ * its neighbours too, so pages let go right behind the current buffer come
+ * back with the next one: release with a lag (RELEASE_LAG before where
+ * decoding is), and start again when a new queue goes back in the file. */
+struct releaser { const uint8_t *from; };
+
+static void release_before(const struct mt_perfdata *pd, struct releaser *r, const uint8_t *at)
+{
+	if (!r->from || at < r->from) {
+		r->from = at; /* a new pass over the file */
+		return;
+	}
+	if ((size_t)(at - r->from) > 4 * RELEASE_LAG) {
+		mt_perfdata_release(pd, r->from, (size_t)(at - r->from) - RELEASE_LAG);
+		r->from = at - RELEASE_LAG;
+	}
+}
+
 /* ---- parallel decode of independent segments ----
  * Each segment (a queue's buffers between gaps) decodes alone: workers
  * decode a batch of them at once, each into an event log in memory, and
@@ -742,6 +766,7 @@ struct pool {
 	const struct mt_ptdec_config *cfg;
 	struct warned *wd;
 	struct progress *progress;
+	struct releaser rel;
 };
 
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
@@ -868,7 +893,7 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 		if (g->owned)
 			free(g->owned);
 		else
-			mt_perfdata_release(p->pd, g->data, g->len);
+			release_before(p->pd, &p->rel, g->data);
 		free(g->log.v);
 		free(g->log.arena);
 	}
@@ -982,6 +1007,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		goto out;
 	}
 	struct progress prog = {.o = o};
+	struct releaser rel = {0};
 	for (size_t i = 0; i < s.bufs.n; i++)
 		prog.total += s.bufs.v[i].size;
 	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
@@ -1061,7 +1087,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 					rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
 					progress_add(&prog, seglen);
 					if (seg != joined)
-						mt_perfdata_release(pd, seg, seglen);
+						release_before(pd, &rel, seg);
 				}
 				seglen = 0;
 				seg = NULL;
@@ -1100,12 +1126,11 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			}
 			if (seg != joined) {
 				memcpy(joined, seg, seglen);
-				mt_perfdata_release(pd, seg, seglen);
 				seg = joined;
 			}
 			if (b->size > skip)
 				memcpy(joined + seglen, b->data + skip, b->size - skip);
-			mt_perfdata_release(pd, b->data, b->size);
+			release_before(pd, &rel, b->data);
 			seglen = need;
 			next_off = b->offset + b->size;
 		}

@@ -109,16 +109,18 @@ bats_require_minimum_version 1.5.0
 
 @test "peak memory stays flat as the trace grows (8x the PT, under 8 MB more)" {
 	local t=$BATS_TEST_TMPDIR
-	mkdir -p "$t/s" "$t/l"
-	"$SYNTH" -q -o "$t/s" --size=2M --threads=2 -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
-	"$SYNTH" -q -o "$t/l" --size=16M --threads=2 -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
 	# (under ASan its quarantine of freed memory would grow with the work)
 	export ASAN_OPTIONS=quarantine_size_mb=1
-	for j in 1 2; do
-		/usr/bin/time -f %M -o "$t/s.rss" "$PT2EVENTS" -j $j "$t/s/plain.data" > /dev/null
-		/usr/bin/time -f %M -o "$t/l.rss" "$PT2EVENTS" -j $j "$t/l/plain.data" > /dev/null
-		small=$(tail -1 "$t/s.rss") large=$(tail -1 "$t/l.rss")
-		echo "jobs $j: $small KB for 2 MB of PT, $large KB for 16 MB"
-		[ "$large" -lt $((small + 8192)) ]
+	for threads in 1 2; do
+		mkdir -p "$t/s$threads" "$t/l$threads"
+		"$SYNTH" -q -o "$t/s$threads" --size=2M --threads=$threads -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+		"$SYNTH" -q -o "$t/l$threads" --size=16M --threads=$threads -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+		for j in 1 2; do
+			/usr/bin/time -f %M -o "$t/s.rss" "$PT2EVENTS" -j $j "$t/s$threads/plain.data" > /dev/null
+			/usr/bin/time -f %M -o "$t/l.rss" "$PT2EVENTS" -j $j "$t/l$threads/plain.data" > /dev/null
+			small=$(tail -1 "$t/s.rss") large=$(tail -1 "$t/l.rss")
+			echo "$threads threads, jobs $j: $small KB for 2 MB of PT, $large KB for 16 MB"
+			[ "$large" -lt $((small + 8192)) ]
+		done
 	done
 }

@@ -21,6 +21,8 @@
 #include "elfsyms.h"
 #include "outfile.h"
 #include "perfdata.h"
+#include "strtab.h"
+#include "symbolize.h"
 #include "version.h"
 
 /* Limits on what an archive may make us write (override: the environment). */
@@ -110,20 +112,13 @@ static la_ssize_t source_read(struct archive *a, void *cd, const void **out)
 	}
 }
 
-/* Names already seen: an open-addressing set of strings. */
+/* Names already seen: an open-addressing set of strings, with what each is. */
+enum name_kind { NAME_DIR, NAME_FILE, NAME_LINK };
 struct nameset {
 	char **v;
-	uint8_t *is_file;          /* 0 directory, 1 file, 2 symbolic link */
+	uint8_t *kind;             /* enum name_kind of each */
 	size_t cap, n;
 };
-
-static uint64_t hash_str(const char *s)
-{
-	uint64_t h = 1469598103934665603ull;
-	for (; *s; s++)
-		h = (h ^ (uint8_t)*s) * 1099511628211ull;
-	return h;
-}
 
 /* Finds name: its slot index, and *found. */
 static size_t nameset_slot(const struct nameset *ns, const char *name, bool *found)
@@ -131,22 +126,22 @@ static size_t nameset_slot(const struct nameset *ns, const char *name, bool *fou
 	*found = false;
 	if (!ns->cap)
 		return 0;
-	size_t i = hash_str(name) & (ns->cap - 1);
+	size_t i = mt_hash_str(name) & (ns->cap - 1);
 	while (ns->v[i] && strcmp(ns->v[i], name))
 		i = (i + 1) & (ns->cap - 1);
 	*found = ns->v[i] != NULL;
 	return i;
 }
 
-static int nameset_add(struct nameset *ns, const char *name, uint8_t is_file)
+static int nameset_add(struct nameset *ns, const char *name, enum name_kind kind)
 {
 	if (2 * (ns->n + 1) > ns->cap) {
 		struct nameset bigger = {.cap = ns->cap ? ns->cap * 2 : 256};
 		bigger.v = calloc(bigger.cap, sizeof *bigger.v);
-		bigger.is_file = calloc(bigger.cap, 1);
-		if (!bigger.v || !bigger.is_file) {
+		bigger.kind = calloc(bigger.cap, 1);
+		if (!bigger.v || !bigger.kind) {
 			free(bigger.v);
-			free(bigger.is_file);
+			free(bigger.kind);
 			return MT_ENOMEM;
 		}
 		for (size_t i = 0; i < ns->cap; i++)
@@ -154,18 +149,18 @@ static int nameset_add(struct nameset *ns, const char *name, uint8_t is_file)
 				bool f;
 				size_t k = nameset_slot(&bigger, ns->v[i], &f);
 				bigger.v[k] = ns->v[i];
-				bigger.is_file[k] = ns->is_file[i];
+				bigger.kind[k] = ns->kind[i];
 			}
 		bigger.n = ns->n;
 		free(ns->v);
-		free(ns->is_file);
+		free(ns->kind);
 		*ns = bigger;
 	}
 	bool found;
 	size_t i = nameset_slot(ns, name, &found);
 	if (!(ns->v[i] = strdup(name)))
 		return MT_ENOMEM;
-	ns->is_file[i] = is_file;
+	ns->kind[i] = (uint8_t)kind;
 	ns->n++;
 	return 0;
 }
@@ -175,7 +170,7 @@ static void nameset_free(struct nameset *ns)
 	for (size_t i = 0; i < ns->cap; i++)
 		free(ns->v[i]);
 	free(ns->v);
-	free(ns->is_file);
+	free(ns->kind);
 }
 
 /* Normalizes an entry name: leading "./" and empty or "." components go;
@@ -344,7 +339,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		bool found;
 		size_t k = nameset_slot(&w->names, name, &found);
 		*slash = '/';
-		if (found && w->names.is_file[k] == 2)
+		if (found && w->names.kind[k] == NAME_LINK)
 			return entry_fail(w, err, MT_EFORMAT, name, "its directory is a symbolic link", NULL);
 	}
 
@@ -358,7 +353,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		size_t slot = 0;
 		if (normalize_name(hardlink, target, sizeof target, &why) == 1)
 			slot = nameset_slot(&w->names, target, &found);
-		if (!found || w->names.is_file[slot] != 1)
+		if (!found || w->names.kind[slot] != NAME_FILE)
 			return entry_fail(w, err, MT_EFORMAT, name, "a hard link to outside the archive's files",
 					  hardlink);
 		is_file = true;
@@ -389,7 +384,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		}
 		w->total += size;
 	}
-	if (nameset_add(&w->names, name, is_file ? 1 : type == AE_IFLNK && !hardlink ? 2 : 0))
+	if (nameset_add(&w->names, name, is_file ? NAME_FILE : type == AE_IFLNK && !hardlink ? NAME_LINK : NAME_DIR))
 		return mt_err_set(err, MT_ENOMEM, "%s: out of memory", w->aname);
 
 	if (w->list) {
@@ -562,17 +557,13 @@ int mt_bundle_read_manifest(const char *path, char **text, struct mt_err *err)
 
 /* ---- an extracted bundle ---- */
 
-static bool is_dir(const char *p)
+/* p is of that type itself (a link to one is not) */
+static bool is_type(const char *p, mode_t type)
 {
 	struct stat st;
-	return !lstat(p, &st) && S_ISDIR(st.st_mode);
+	return !lstat(p, &st) && (st.st_mode & S_IFMT) == type;
 }
 
-static bool is_file(const char *p)
-{
-	struct stat st;
-	return !lstat(p, &st) && S_ISREG(st.st_mode);
-}
 
 static char *read_small_file(const char *path, size_t max)
 {
@@ -606,9 +597,9 @@ static int check_bundle(struct mt_bundle *b, const char *name, struct mt_err *er
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/manifest", b->dir);
-	if (!is_file(path)) {
+	if (!is_type(path, S_IFREG)) {
 		snprintf(path, sizeof path, "%s/.build-id", b->dir);
-		if (!is_dir(path))
+		if (!is_type(path, S_IFDIR))
 			return mt_err_set(err, MT_EFORMAT,
 					  "%s: neither an mt bundle (no manifest) nor a perf archive (no .build-id/)", name);
 		/* perf archive: entries relative to ~/.debug; an empty symfs
@@ -633,17 +624,17 @@ static int check_bundle(struct mt_bundle *b, const char *name, struct mt_err *er
 		return mt_err_set(err, MT_EUNSUP, "%s: bundle format version %ld; this mt reads version %d", name, v,
 				  MT_BUNDLE_FORMAT);
 	snprintf(b->perf_data, sizeof b->perf_data, "%s/perf.data", b->dir);
-	if (!is_file(b->perf_data))
+	if (!is_type(b->perf_data, S_IFREG))
 		return mt_err_set(err, MT_EFORMAT, "%s: no perf.data in the bundle", name);
 	snprintf(b->root, sizeof b->root, "%s/root", b->dir);
 	if (mkdir(b->root, 0755) && errno != EEXIST)
 		return mt_err_set(err, MT_EIO, "%s: %s", b->root, strerror(errno));
 	snprintf(b->buildid_dir, sizeof b->buildid_dir, "%s/.debug", b->dir);
 	snprintf(path, sizeof path, "%s/kcore_dir", b->dir);
-	if (is_dir(path))
+	if (is_type(path, S_IFDIR))
 		snprintf(b->kcore_dir, sizeof b->kcore_dir, "%s", path);
 	snprintf(path, sizeof path, "%s/kallsyms", b->dir);
-	if (is_file(path))
+	if (is_type(path, S_IFREG))
 		snprintf(b->kallsyms, sizeof b->kallsyms, "%s", path);
 	snprintf(b->perf_maps, sizeof b->perf_maps, "%s/perf-maps", b->dir);
 	return 0;
@@ -753,26 +744,13 @@ struct plan {
 	unsigned vdso_bidsz;
 };
 
-static void hex(const uint8_t *id, unsigned n, char *out)
-{
-	out[0] = '\0';
-	for (unsigned i = 0; i < n && i < 20; i++)
-		snprintf(out + 2 * i, 3, "%02x", id[i]);
-}
-
 static int plan_add_pid(struct plan *p, uint32_t pid)
 {
 	for (size_t i = p->npids; i-- > 0;)
 		if (p->pids[i] == pid)
 			return 0;
-	if (p->npids == p->cappids) {
-		size_t cap = p->cappids ? 2 * p->cappids : 16;
-		uint32_t *n = realloc(p->pids, cap * sizeof *n);
-		if (!n)
-			return MT_ENOMEM;
-		p->pids = n;
-		p->cappids = cap;
-	}
+	if (!mt_grow((void **)&p->pids, &p->cappids, p->npids + 1, sizeof *p->pids))
+		return MT_ENOMEM;
 	p->pids[p->npids++] = pid;
 	return 0;
 }
@@ -791,14 +769,8 @@ static int plan_add_object(struct plan *p, const char *path, const uint8_t *bid,
 			return 0;
 		}
 	}
-	if (p->nobjs == p->capobjs) {
-		size_t cap = p->capobjs ? 2 * p->capobjs : 32;
-		struct object *n = realloc(p->objs, cap * sizeof *n);
-		if (!n)
-			return MT_ENOMEM;
-		p->objs = n;
-		p->capobjs = cap;
-	}
+	if (!mt_grow((void **)&p->objs, &p->capobjs, p->nobjs + 1, sizeof *p->objs))
+		return MT_ENOMEM;
 	struct object *o = &p->objs[p->nobjs];
 	memset(o, 0, sizeof *o);
 	if (!(o->path = strdup(path)))
@@ -895,7 +867,7 @@ static char *find_source(const struct mt_bundle_create_opts *o, const char *arch
 	uint8_t have[20];
 	int n = mt_elf_file_build_id(obj->path, have);
 	char id[41], path[4200];
-	hex(obj->bid, obj->bidsz, id);
+	mt_hex(obj->bid, obj->bidsz, id);
 	if (n >= 0 && (!obj->bidsz || ((unsigned)n == obj->bidsz && !memcmp(have, obj->bid, (size_t)n)))) {
 		if (!obj->bidsz && n > 0) {
 			memcpy(obj->bid, have, (size_t)n);
@@ -919,7 +891,7 @@ static char *find_source(const struct mt_bundle_create_opts *o, const char *arch
 	}
 	if (n >= 0) {
 		char now[41];
-		hex(have, (unsigned)n, now);
+		mt_hex(have, (unsigned)n, now);
 		warnf(o, "warning: %s: build-id %s, but the trace ran build-id %s and no build-id cache holds it: "
 		      "left out", obj->path, n ? now : "none", id);
 	} else {
@@ -941,7 +913,7 @@ static int name_objects(struct plan *p)
 		for (size_t k = 0; k < i && !taken; k++)
 			taken = p->objs[k].name && !strcmp(p->objs[k].path, o->path);
 		char name[4200], id[41];
-		hex(o->bid, o->bidsz, id);
+		mt_hex(o->bid, o->bidsz, id);
 		if (taken && o->bidsz)
 			snprintf(name, sizeof name, ".debug/.build-id/%.2s/%s/elf", id, id + 2);
 		else if (taken)
@@ -978,7 +950,7 @@ static int write_header(struct writer *w, const char *name, uint64_t size, mode_
 	nameset_slot(&w->names, name, &dup);
 	if (dup)
 		return 0; /* already in (two objects sharing a debug file) */
-	if (nameset_add(&w->names, name, 1))
+	if (nameset_add(&w->names, name, NAME_FILE))
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	struct archive_entry *e = archive_entry_new();
 	if (!e)
@@ -1111,7 +1083,7 @@ static int build_manifest(const struct mt_bundle_create_opts *o, const struct mt
 		fprintf(m, "vdso=%s\n", vdso_name);
 	for (size_t i = 0; i < p->nobjs; i++) {
 		char id[41];
-		hex(p->objs[i].bid, p->objs[i].bidsz, id);
+		mt_hex(p->objs[i].bid, p->objs[i].bidsz, id);
 		fprintf(m, "object=%s\t%s\t%s\n", p->objs[i].path, id[0] ? id : "-",
 			p->objs[i].name ? p->objs[i].name : "(missing)");
 	}
@@ -1126,20 +1098,6 @@ static int build_manifest(const struct mt_bundle_create_opts *o, const struct mt
 	return fclose(m) ? MT_ENOMEM : 0;
 }
 
-/* /proc/kallsyms hides addresses (all zero) from those kptr_restrict bars. */
-static bool kallsyms_has_addresses(const char *path)
-{
-	FILE *f = fopen(path, "re");
-	char line[256];
-	bool any = false;
-	for (int i = 0; f && i < 64 && fgets(line, sizeof line, f); i++)
-		if (strtoull(line, NULL, 16))
-			any = true;
-	if (f)
-		fclose(f);
-	return any;
-}
-
 int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_stats *st, struct mt_err *err)
 {
 	memset(st, 0, sizeof *st);
@@ -1148,7 +1106,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	if (strcmp(o->perf_data, "-") && !stat(o->perf_data, &sb) && S_ISDIR(sb.st_mode)) {
 		snprintf(data_path, sizeof data_path, "%s/data", o->perf_data);
 		snprintf(kcore_dir, sizeof kcore_dir, "%s/kcore_dir", o->perf_data);
-		if (!is_dir(kcore_dir))
+		if (!is_type(kcore_dir, S_IFDIR))
 			kcore_dir[0] = '\0';
 	} else {
 		snprintf(data_path, sizeof data_path, "%s", o->perf_data);
@@ -1193,7 +1151,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	const void *own = NULL;
 	size_t own_len = 0;
 	if (!rc && p.vdso_mapped) {
-		hex(p.vdso_bid, p.vdso_bidsz, id);
+		mt_hex(p.vdso_bid, p.vdso_bidsz, id);
 		const char *home = getenv("HOME");
 		if (p.vdso_bidsz && archive_in.perf_archive)
 			snprintf(vdso_src, sizeof vdso_src, "%s/[vdso]/%s/vdso", archive_in.buildid_dir, id);
@@ -1216,7 +1174,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 				unlink(tmp);
 			}
 			if (n > 0 && (!p.vdso_bidsz || ((unsigned)n == p.vdso_bidsz && !memcmp(have, p.vdso_bid, (size_t)n)))) {
-				hex(have, (unsigned)n, id);
+				mt_hex(have, (unsigned)n, id);
 			} else {
 				own_len = 0;
 				warnf(o, "warning: [vdso] (build-id %s): not in perf's build-id cache and not this kernel's: "
@@ -1232,7 +1190,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	char kallsyms_src[4200] = "";
 	if (!rc && o->kallsyms && *o->kallsyms)
 		snprintf(kallsyms_src, sizeof kallsyms_src, "%s", o->kallsyms);
-	else if (!rc && !o->kallsyms && p.kernel && kallsyms_has_addresses("/proc/kallsyms"))
+	else if (!rc && !o->kallsyms && p.kernel && mt_kallsyms_usable("/proc/kallsyms"))
 		snprintf(kallsyms_src, sizeof kallsyms_src, "/proc/kallsyms");
 	st->kallsyms = kallsyms_src[0];
 	st->kcore = kcore_dir[0];
@@ -1242,7 +1200,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	for (size_t i = 0; !rc && i < p.npids; i++) {
 		char pm[4200];
 		snprintf(pm, sizeof pm, "%s/perf-%" PRIu32 ".map", pmdir, p.pids[i]);
-		if (is_file(pm))
+		if (is_type(pm, S_IFREG))
 			st->perf_maps++;
 	}
 	for (size_t i = 0; i < p.nobjs; i++)
@@ -1277,7 +1235,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 			char src[4300], name[64];
 			snprintf(src, sizeof src, "%s/%s", kcore_dir, parts[i]);
 			snprintf(name, sizeof name, "kcore_dir/%s", parts[i]);
-			if (is_file(src))
+			if (is_type(src, S_IFREG))
 				rc = write_file(&w, name, src, err);
 		}
 	}
@@ -1311,7 +1269,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 		char pm[4200], name[64];
 		snprintf(pm, sizeof pm, "%s/perf-%" PRIu32 ".map", pmdir, p.pids[i]);
 		snprintf(name, sizeof name, "perf-maps/perf-%" PRIu32 ".map", p.pids[i]);
-		if (is_file(pm))
+		if (is_type(pm, S_IFREG))
 			rc = write_file(&w, name, pm, err);
 	}
 	if (w.a) {

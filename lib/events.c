@@ -9,6 +9,7 @@
 
 #include "mt-events.pb-c.h"
 #include "pbwire.h"
+#include "strtab.h"
 
 static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_CALL] = "call", [MT_EV_RETURN] = "return", [MT_EV_JUMP] = "jump",
@@ -480,10 +481,8 @@ void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t sta
 			  uint64_t pgoff, const uint8_t *build_id, unsigned build_id_size, const char *path)
 {
 	char bid[41] = "-";
-	if (build_id && build_id_size) {
-		for (unsigned i = 0; i < build_id_size && i < 20; i++)
-			snprintf(bid + 2 * i, 3, "%02x", build_id[i]);
-	}
+	if (build_id && build_id_size)
+		mt_hex(build_id, build_id_size < 20 ? build_id_size : 20, bid);
 	write_meta(w, "mmap\t%" PRIu32 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t%s\t%s",
 		   pid, start, len, pgoff, bid, path);
 }

@@ -149,8 +149,7 @@ int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned bui
 	}
 	if (build_id && build_id_size && buildid_dir) {
 		char hex[41];
-		for (unsigned i = 0; i < build_id_size && i < 20; i++)
-			snprintf(hex + 2 * i, 3, "%02x", build_id[i]);
+		mt_hex(build_id, build_id_size < 20 ? build_id_size : 20, hex);
 		/* perf's cache: .build-id/xx/rest/elf (the exact file, so first) */
 		snprintf(out, outsz, "%s/.build-id/%.2s/%s/elf", buildid_dir, hex, hex + 2);
 		if (is_file(out))

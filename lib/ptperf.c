@@ -704,15 +704,9 @@ static void evlog_sink(void *ctx, const struct mt_event *ev)
 	struct evlog *l = ctx;
 	if (l->oom)
 		return;
-	if (l->n == l->cap) {
-		size_t nc = l->cap ? 2 * l->cap : 4096;
-		void *n = realloc(l->v, nc * sizeof *l->v);
-		if (!n) {
-			l->oom = true;
-			return;
-		}
-		l->v = n;
-		l->cap = nc;
+	if (!mt_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v)) {
+		l->oom = true;
+		return;
 	}
 	struct logged *e = &l->v[l->n++];
 	e->ev = *ev;
@@ -721,17 +715,9 @@ static void evlog_sink(void *ctx, const struct mt_event *ev)
 	e->msg = 0;
 	if (ev->msg) {
 		size_t k = strlen(ev->msg) + 1;
-		if (l->alen + k > l->acap) {
-			size_t nc = l->acap ? 2 * l->acap : 4096;
-			while (nc < l->alen + k)
-				nc *= 2;
-			char *n = realloc(l->arena, nc);
-			if (!n) {
-				l->oom = true;
-				return;
-			}
-			l->arena = n;
-			l->acap = nc;
+		if (!mt_grow((void **)&l->arena, &l->acap, l->alen + k, 1)) {
+			l->oom = true;
+			return;
 		}
 		memcpy(l->arena + l->alen, ev->msg, k);
 		e->msg = l->alen + 1;
@@ -911,15 +897,9 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *owned, const struct who_ctx *wc,
 		    int32_t cpu, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
 {
-	if (p->n == p->cap) {
-		size_t nc = p->cap ? 2 * p->cap : 64;
-		void *n = realloc(p->v, nc * sizeof *p->v);
-		if (!n) {
-			free(owned);
-			return mt_err_set(err, MT_ENOMEM, "out of memory");
-		}
-		p->v = n;
-		p->cap = nc;
+	if (!mt_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v)) {
+		free(owned);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	}
 	p->v[p->n++] = (struct pseg){.data = data, .len = len, .owned = owned, .wc = *wc, .cpu = cpu};
 	p->bytes += len;

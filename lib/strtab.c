@@ -81,3 +81,15 @@ size_t mt_count_at_or_below(const void *base, size_t n, size_t stride, size_t ke
 	}
 	return lo;
 }
+
+void mt_hex(const uint8_t *p, size_t n, char *out)
+{
+	static const char digits[] = "0123456789abcdef";
+	if (n > 32)
+		n = 32;
+	for (size_t i = 0; i < n; i++) {
+		out[2 * i] = digits[p[i] >> 4];
+		out[2 * i + 1] = digits[p[i] & 15];
+	}
+	out[2 * n] = '\0';
+}

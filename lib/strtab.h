@@ -17,6 +17,8 @@ const char *mt_strtab_intern(struct mt_strtab *t, const char *s);
 void mt_strtab_free(struct mt_strtab *t);
 /* FNV-1a, for tables keyed by strings. */
 uint64_t mt_hash_str(const char *s);
+/* n bytes (at most 32) as lowercase hex into out (2n+1 bytes): build-ids. */
+void mt_hex(const uint8_t *p, size_t n, char *out);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when
  * out of memory (*v unchanged). */
 bool mt_grow(void **v, size_t *cap, size_t need, size_t elem);

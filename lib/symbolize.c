@@ -177,6 +177,19 @@ void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
 	s->perf_map_file = file ? strdup(file) : NULL;
 }
 
+bool mt_kallsyms_usable(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char line[256];
+	bool ok = false;
+	for (int i = 0; i < 16 && !ok && fgets(line, sizeof line, f); i++)
+		ok = strtoull(line, NULL, 16) != 0;
+	fclose(f);
+	return ok;
+}
+
 void mt_sym_set_symfs(struct mt_sym *s, const char *symfs)
 {
 	free(s->symfs);
@@ -458,8 +471,8 @@ static void hex_build_id(Elf *elf, char *out, size_t n)
 	const void *idp;
 	ssize_t len = elf ? dwelf_elf_gnu_build_id(elf, &idp) : -1;
 	out[0] = '\0';
-	for (ssize_t i = 0; i < len && 2 * (size_t)i + 2 < n; i++)
-		snprintf(out + 2 * i, 3, "%02x", ((const uint8_t *)idp)[i]);
+	if (len > 0 && 2 * (size_t)len < n)
+		mt_hex(idp, (size_t)len, out);
 }
 
 /* The vDSO a trace ran: perf's build-id cache (~/.debug/[vdso]/ID/vdso),
@@ -576,9 +589,7 @@ static void load(struct mt_sym *s, struct object *o)
 		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
 		if (idlen > 1) {
 			char hex[41];
-			const uint8_t *id = idp;
-			for (ssize_t i = 0; i < idlen && i < 20; i++)
-				snprintf(hex + 2 * i, 3, "%02x", id[i]);
+			mt_hex(idp, idlen < 20 ? (size_t)idlen : 20, hex);
 			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex,
 				 hex + 2);
 		}

@@ -44,6 +44,9 @@ void mt_sym_set_demangle(struct mt_sym *s, bool on);
 void mt_sym_set_inlines(struct mt_sym *s, bool on);
 /* Also look up source file and line (DWARF line tables via libdw). */
 void mt_sym_set_lines(struct mt_sym *s, bool on);
+/* Whether a kallsyms file shows addresses (kptr_restrict shows zeros to
+ * those it bars): /proc/kallsyms is only worth reading then. */
+bool mt_kallsyms_usable(const char *path);
 /* Kernel mappings ([kernel.kallsyms]...) take their symbols from a
  * vmlinux (ELF, absolute addresses) or a kallsyms copy. */
 void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms);

@@ -69,20 +69,6 @@ static bool has_key(const struct mt_event *ev, const char *key)
 	return false;
 }
 
-/* /proc/kallsyms lists zero addresses to those kptr_restrict hides them from. */
-static bool kallsyms_usable(const char *path)
-{
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return false;
-	char line[256];
-	bool ok = false;
-	for (int i = 0; i < 16 && !ok && fgets(line, sizeof line, f); i++)
-		ok = strtoull(line, NULL, 16) != 0;
-	fclose(f);
-	return ok;
-}
-
 /* Objects, kernel symbols and perf maps from a bundle only. */
 static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path, bool kernel_given,
 		      bool perf_map_given)
@@ -154,7 +140,7 @@ int main(int argc, char **argv)
 	}
 	bool kernel_given = vmlinux || kallsyms;
 	bool symfs_bundle = symfs && mt_bundle_is_archive_file(symfs);
-	if (!kernel_given && !symfs_bundle && kallsyms_usable("/proc/kallsyms"))
+	if (!kernel_given && !symfs_bundle && mt_kallsyms_usable("/proc/kallsyms"))
 		kallsyms = "/proc/kallsyms";
 	const char *in = optind < argc ? argv[optind] : "-";
 	struct mt_filterio io;

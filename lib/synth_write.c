@@ -821,6 +821,60 @@ static void attr_bytes(struct out *o, uint32_t type, uint64_t config, uint64_t s
 	emit_bytes(o, a, sizeof a);
 }
 
+/* A COMM record for c's thread (the tracking event's). */
+static void comm_record(struct out *d, const struct rec_ctx *c, uint16_t misc, const char *comm)
+{
+	size_t at = rec_begin(d, MT_REC_COMM, misc);
+	u32(d, c->pid);
+	u32(d, c->tid);
+	padded_str(d, comm);
+	trailer(d, c, c->dummy_st, 2);
+	rec_end(d, at);
+}
+
+/* File mode: the header, attrs (with their ids section refs) and ids,
+ * for data_size bytes of records to follow; returns the data offset. */
+static uint64_t file_header(struct out *f, const struct out *attrs, int nattrs, const uint64_t *ids,
+			    uint64_t data_size)
+{
+	const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
+		       data_off = ids_off + 8 * (uint64_t)nattrs;
+	emit_bytes(f, "PERFILE2", 8);
+	u64(f, 104);
+	u64(f, 144);
+	u64(f, attrs_off); u64(f, (uint64_t)nattrs * 144);
+	u64(f, data_off); u64(f, data_size);
+	u64(f, 0); u64(f, 0);
+	uint8_t feat[32] = {0};
+	feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
+	feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
+	emit_bytes(f, feat, 32);
+	for (int i = 0; i < nattrs; i++) {
+		emit_bytes(f, attrs->b + i * 128, 128);
+		u64(f, ids_off + 8 * (uint64_t)i);
+		u64(f, 8);
+	}
+	for (int i = 0; i < nattrs; i++)
+		u64(f, ids[i]);
+	return data_off;
+}
+
+/* The feature table after the data, in bit order (NRCPUS, AUXTRACE), then
+ * their payloads up to the AUXTRACE index's count; its n entries (file
+ * offset and size of each AUXTRACE record) follow. perf sizes per-cpu
+ * state from NRCPUS, and crashed without it. */
+static void feature_table(struct out *f, uint64_t data_end, uint64_t n)
+{
+	uint64_t payloads = data_end + 2 * 16;
+	u64(f, payloads);
+	u64(f, 8);
+	u64(f, payloads + 8);
+	u64(f, 8 + 16 * n);
+	u32(f, 1); /* nr_cpus_available */
+	u32(f, 1); /* nr_cpus_online */
+	u64(f, n);
+}
+
 /* The file-mode perf.data of a repeated trace, streamed: header, attrs,
  * ids, the records before split, `repeat` copies of block (each with its
  * AUX offset, reference, queue and thread), the rest, the feature table
@@ -830,27 +884,9 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 			   size_t split, const struct out *block, size_t block_auxtrace, uint64_t repeat, unsigned nthr,
 			   uint32_t pid)
 {
-	const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
-		       data_off = ids_off + 8 * (uint64_t)nattrs;
 	uint64_t data_size = d->n + repeat * block->n;
 	struct out h = {0};
-	emit_bytes(&h, "PERFILE2", 8);
-	u64(&h, 104);
-	u64(&h, 144);
-	u64(&h, attrs_off); u64(&h, (uint64_t)nattrs * 144);
-	u64(&h, data_off); u64(&h, data_size);
-	u64(&h, 0); u64(&h, 0);
-	uint8_t feat[32] = {0};
-	feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
-	feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
-	emit_bytes(&h, feat, 32);
-	for (int i = 0; i < nattrs; i++) {
-		emit_bytes(&h, attrs->b + i * 128, 128);
-		u64(&h, ids_off + 8 * (uint64_t)i);
-		u64(&h, 8);
-	}
-	for (int i = 0; i < nattrs; i++)
-		u64(&h, ids[i]);
+	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size);
 	bool ok = !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
 	free(h.b);
 	uint8_t *copy = malloc(block->n);
@@ -873,14 +909,7 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 	free(copy);
 	struct out t = {0};
 	emit_bytes(&t, d->b + split, d->n - split);
-	uint64_t table = data_off + data_size, payloads = table + 2 * 16;
-	u64(&t, payloads);
-	u64(&t, 8);
-	u64(&t, payloads + 8);
-	u64(&t, 8 + 16 * repeat);
-	u32(&t, 1);
-	u32(&t, 1);
-	u64(&t, repeat);
+	feature_table(&t, data_off + data_size, repeat);
 	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
 	free(t.b);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
@@ -1045,12 +1074,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		emit_bytes(&d, flags8, 8);
 		rec_end(&d, at);
 	}
-	at = rec_begin(&d, MT_REC_COMM, MT_MISC_COMM_EXEC);
-	u32(&d, run->pid);
-	u32(&d, run->pid);
-	padded_str(&d, run->comm);
-	trailer(&d, &c, c.dummy_st, 2);
-	rec_end(&d, at);
+	comm_record(&d, &c, MT_MISC_COMM_EXEC, run->comm);
 	if (v->kernel) {
 		/* perf's kernel map: pid -1, pgoff = the address of _text */
 		at = rec_begin(&d, MT_REC_MMAP, 1 /* KERNEL */);
@@ -1102,12 +1126,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		u64(&d, 0);
 		trailer(&d, &ct, c.dummy_st, 2);
 		rec_end(&d, at);
-		at = rec_begin(&d, MT_REC_COMM, 0);
-		u32(&d, run->pid);
-		u32(&d, run->pid + th);
-		padded_str(&d, run->comm);
-		trailer(&d, &ct, c.dummy_st, 2);
-		rec_end(&d, at);
+		comm_record(&d, &ct, 0, run->comm);
 	}
 	for (unsigned th = 0; th < nthr; th++) {
 		struct rec_ctx ct = c;
@@ -1275,37 +1294,10 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		ok = fwrite(h, 16, 1, data) == 1 && fwrite(d.b, d.n, 1, data) == 1;
 	} else {
 		/* header | attrs (+ids section refs) | ids | data | feature table | AUXTRACE index */
-		const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
-			       data_off = ids_off + 8 * (uint64_t)nattrs;
 		struct out f = {0};
-		emit_bytes(&f, "PERFILE2", 8);
-		u64(&f, 104);
-		u64(&f, 144);
-		u64(&f, attrs_off); u64(&f, (uint64_t)nattrs * 144);
-		u64(&f, data_off); u64(&f, d.n);
-		u64(&f, 0); u64(&f, 0);
-		uint8_t feat[32] = {0};
-		feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
-		feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
-		emit_bytes(&f, feat, 32);
-		for (int i = 0; i < nattrs; i++) {
-			emit_bytes(&f, attrs.b + i * 128, 128);
-			u64(&f, ids_off + 8 * (uint64_t)i);
-			u64(&f, 8);
-		}
-		for (int i = 0; i < nattrs; i++)
-			u64(&f, ids[i]);
+		uint64_t data_off = file_header(&f, &attrs, nattrs, ids, d.n);
 		emit_bytes(&f, d.b, d.n);
-		/* Feature table in bit order (NRCPUS, AUXTRACE), then payloads.
-		 * perf sizes per-cpu state from NRCPUS, and crashed without it. */
-		uint64_t table = data_off + d.n, payloads = table + 2 * 16;
-		u64(&f, payloads);
-		u64(&f, 8);
-		u64(&f, payloads + 8);
-		u64(&f, 8 + 16 * (uint64_t)npieces);
-		u32(&f, 1); /* nr_cpus_available */
-		u32(&f, 1); /* nr_cpus_online */
-		u64(&f, (uint64_t)npieces); /* AUXTRACE index: file offset and record size of each */
+		feature_table(&f, data_off + d.n, (uint64_t)npieces);
 		for (int k = 0; k < npieces; k++) {
 			u64(&f, data_off + auxtrace_at[k]);
 			u64(&f, 48);

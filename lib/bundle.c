@@ -1098,6 +1098,18 @@ static int build_manifest(const struct mt_bundle_create_opts *o, const struct mt
 	return fclose(m) ? MT_ENOMEM : 0;
 }
 
+static bool ends_with(const char *s, const char *suffix)
+{
+	size_t n = strlen(s), k = strlen(suffix);
+	return n >= k && !strcmp(s + n - k, suffix);
+}
+
+enum mt_bundle_compression mt_bundle_compression_of(const char *name)
+{
+	return ends_with(name, ".tar.gz") || ends_with(name, ".tgz") ? MT_BUNDLE_GZIP
+	       : ends_with(name, ".tar") ? MT_BUNDLE_NONE : MT_BUNDLE_ZSTD;
+}
+
 int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_stats *st, struct mt_err *err)
 {
 	memset(st, 0, sizeof *st);
@@ -1161,18 +1173,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 			vdso_src[0] = '\0';
 			own_len = mt_own_vdso(&own);
 			uint8_t have[20];
-			char tmp[4200] = "";
-			int n = -1;
-			/* its build-id, read from a copy (the ELF reader wants a file) */
-			const char *t = getenv("TMPDIR");
-			snprintf(tmp, sizeof tmp, "%s/mt-vdso.XXXXXX", t && *t ? t : "/tmp");
-			int fd = own_len ? mkstemp(tmp) : -1;
-			if (fd >= 0) {
-				if (write(fd, own, own_len) == (ssize_t)own_len)
-					n = mt_elf_file_build_id(tmp, have);
-				close(fd);
-				unlink(tmp);
-			}
+			int n = mt_elf_mem_build_id(own, own_len, have);
 			if (n > 0 && (!p.vdso_bidsz || ((unsigned)n == p.vdso_bidsz && !memcmp(have, p.vdso_bid, (size_t)n)))) {
 				mt_hex(have, (unsigned)n, id);
 			} else {

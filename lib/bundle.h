@@ -53,6 +53,10 @@ struct mt_bundle_stats {
 	uint64_t bytes_in;          /* uncompressed bytes archived */
 };
 
+/* The compression an output name asks for: .tar.gz or .tgz gzip, .tar
+ * none, anything else zstd. */
+enum mt_bundle_compression mt_bundle_compression_of(const char *name);
+
 /* Writes a bundle of o->perf_data and everything needed to decode it. */
 int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_stats *st, struct mt_err *err);
 

@@ -68,13 +68,9 @@ bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias)
 	return false;
 }
 
-int mt_elf_file_build_id(const char *path, uint8_t id[20])
+/* elf's build-id into id (see mt_elf_file_build_id), and ends elf. */
+static int build_id_of(Elf *elf, uint8_t id[20])
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
-	if (fd < 0)
-		return -1;
-	elf_version(EV_CURRENT);
-	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	int n = -1;
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		const void *p;
@@ -85,8 +81,25 @@ int mt_elf_file_build_id(const char *path, uint8_t id[20])
 	}
 	if (elf)
 		elf_end(elf);
+	return n;
+}
+
+int mt_elf_file_build_id(const char *path, uint8_t id[20])
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	elf_version(EV_CURRENT);
+	int n = build_id_of(elf_begin(fd, ELF_C_READ_MMAP, NULL), id);
 	close(fd);
 	return n;
+}
+
+int mt_elf_mem_build_id(const void *image, size_t size, uint8_t id[20])
+{
+	elf_version(EV_CURRENT);
+	/* elf_memory takes a writable pointer but only reads with ELF_C_READ */
+	return size ? build_id_of(elf_memory((char *)(uintptr_t)image, size), id) : -1;
 }
 
 size_t mt_own_vdso(const void **base)

@@ -23,6 +23,8 @@ bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias);
 /* The GNU build-id of the ELF file at path, up to 20 bytes into id: its
  * size, 0 when the file has none, -1 when it is not a readable ELF file. */
 int mt_elf_file_build_id(const char *path, uint8_t id[20]);
+/* The same for an ELF image in memory (the vDSO). */
+int mt_elf_mem_build_id(const void *image, size_t size, uint8_t id[20]);
 
 /* This process's vDSO (the kernel's, the same in every process): its bytes
  * at *base, and its length; 0 when it cannot be found. */

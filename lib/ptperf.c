@@ -145,22 +145,34 @@ static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const cha
 	return false;
 }
 
-/* How far behind the decode (or the record walk) pages are let go: a page
- * fault maps up to 64 KB around it back in. */
 #define RELEASE_LAG ((size_t)256 << 10)
+
+/* Letting go of the perf.data's pages behind the decode. A page fault maps
+ * its neighbours too, so pages let go right behind the current buffer come
+ * back with the next one: release with a lag (RELEASE_LAG before where
+ * decoding is), and start again when a new queue goes back in the file. */
+struct releaser { const uint8_t *from; };
+
+static void release_before(const struct mt_perfdata *pd, struct releaser *r, const uint8_t *at)
+{
+	if (!r->from || at < r->from) {
+		r->from = at; /* a new pass over the file */
+		return;
+	}
+	if ((size_t)(at - r->from) > 4 * RELEASE_LAG) {
+		mt_perfdata_release(pd, r->from, (size_t)(at - r->from) - RELEASE_LAG);
+		r->from = at - RELEASE_LAG;
+	}
+}
 
 static int collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 {
 	struct mt_perf_record r;
 	struct mt_err werr = {0};
 	int rc;
-	uint64_t released = 0; /* the walk lets go of what it passed, 4 MB at a time */
+	struct releaser walked = {0}; /* the walk lets go of what it passed */
 	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
-		if (r.offset - released > (4u << 20)) {
-			/* lagging: a fault maps pages around it back in */
-			mt_perfdata_release(pd, pd->base + released, r.offset - released - RELEASE_LAG);
-			released = r.offset - RELEASE_LAG;
-		}
+		release_before(pd, &walked, pd->base + r.offset);
 		s->counts[r.type < 128 ? r.type : 127]++;
 		note_time(s, &r);
 		const uint8_t *b = r.body;
@@ -666,23 +678,6 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
 
 
 
-/* Letting go of the perf.data's pages behind the decode. A page fault maps
- * its neighbours too, so pages let go right behind the current buffer come
- * back with the next one: release with a lag (RELEASE_LAG before where
- * decoding is), and start again when a new queue goes back in the file. */
-struct releaser { const uint8_t *from; };
-
-static void release_before(const struct mt_perfdata *pd, struct releaser *r, const uint8_t *at)
-{
-	if (!r->from || at < r->from) {
-		r->from = at; /* a new pass over the file */
-		return;
-	}
-	if ((size_t)(at - r->from) > 4 * RELEASE_LAG) {
-		mt_perfdata_release(pd, r->from, (size_t)(at - r->from) - RELEASE_LAG);
-		r->from = at - RELEASE_LAG;
-	}
-}
 
 /* ---- parallel decode of independent segments ----
  * Each segment (a queue's buffers between gaps) decodes alone: workers

@@ -61,12 +61,6 @@ static void warn(void *ctx, const char *msg)
 	fprintf(stderr, PROG ": %s\n", msg);
 }
 
-static bool ends_with(const char *s, const char *suffix)
-{
-	size_t n = strlen(s), k = strlen(suffix);
-	return n >= k && !strcmp(s + n - k, suffix);
-}
-
 static int cmd_create(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -114,8 +108,7 @@ static int cmd_create(int argc, char **argv)
 		o.output = defout;
 	}
 	if (!compress)
-		o.compression = ends_with(o.output, ".tar.gz") || ends_with(o.output, ".tgz") ? MT_BUNDLE_GZIP
-				: ends_with(o.output, ".tar") ? MT_BUNDLE_NONE : MT_BUNDLE_ZSTD;
+		o.compression = mt_bundle_compression_of(o.output);
 	else if (!strcmp(compress, "zstd"))
 		o.compression = MT_BUNDLE_ZSTD;
 	else if (!strcmp(compress, "gzip"))

@@ -119,9 +119,7 @@ static int make_bundle(const char *bundle, const char *data, const struct mt_cap
 		n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", argv[i]);
 	struct mt_bundle_create_opts bo = {.perf_data = data, .output = bundle, .command = cmd, .caps = caps,
 					   .warn = warn};
-	const char *dot = strrchr(bundle, '.');
-	bo.compression = dot && (!strcmp(dot, ".gz") || !strcmp(dot, ".tgz")) ? MT_BUNDLE_GZIP
-			 : dot && !strcmp(dot, ".tar") ? MT_BUNDLE_NONE : MT_BUNDLE_ZSTD;
+	bo.compression = mt_bundle_compression_of(bundle);
 	struct mt_err err = {0};
 	struct mt_bundle_stats st;
 	if (mt_bundle_create(&bo, &st, &err)) {

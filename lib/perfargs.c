@@ -90,6 +90,25 @@ int mt_perfargs_parse_scope(const char *s, enum mt_scope *out)
 	return 0;
 }
 
+int mt_perfargs_parse_extra_events(const char *s, struct mt_perfargs_opts *o)
+{
+	char copy[256];
+	snprintf(copy, sizeof copy, "%s", s);
+	bool branch = false, cache = false;
+	char *save;
+	for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+		bool *seen = !strcmp(tok, "branch-misses") ? &branch : !strcmp(tok, "cache-misses") ? &cache : NULL;
+		if (!seen || *seen)
+			return -1;
+		*seen = true;
+	}
+	if (!branch && !cache)
+		return -1;
+	o->branch_misses = branch;
+	o->cache_misses = cache;
+	return 0;
+}
+
 int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out)
 {
 	if (!strcmp(s, "lbr"))

@@ -53,6 +53,8 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
  * mtc_period, noretcomp, psb_period), sample:FREQ. */
 int mt_perfargs_parse_resolution(const char *s, struct mt_perfargs_opts *o);
 int mt_perfargs_parse_scope(const char *s, enum mt_scope *out);
+/* branch-misses,cache-misses (either or both, each once) */
+int mt_perfargs_parse_extra_events(const char *s, struct mt_perfargs_opts *o);
 /* lbr, lbr-no-stitch, fp, dwarf */
 int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out);
 /* Parses a byte count: 4096, 8000B, 64K, 4M, 1G (powers of 1024). */

@@ -116,19 +116,10 @@ int main(int argc, char **argv)
 		case 'F': o.full_execution = true; break;
 		case 'S': o.multi_snapshot = true; break;
 		case 'T': o.trigger = true; break;
-		case 'e': {
-			char copy[256];
-			snprintf(copy, sizeof copy, "%s", optarg);
-			for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
-				if (!strcmp(tok, "branch-misses")) {
-					if (o.branch_misses) return bad("--extra-events (listed twice)", tok);
-					o.branch_misses = true;
-				} else if (!strcmp(tok, "cache-misses")) {
-					if (o.cache_misses) return bad("--extra-events (listed twice)", tok);
-					o.cache_misses = true;
-				} else return bad("--extra-events", tok);
+		case 'e':
+			if (mt_perfargs_parse_extra_events(optarg, &o))
+				return bad("--extra-events", optarg);
 			break;
-		}
 		case 'P': o.sampling = true; break;
 		case 'g':
 			if (mt_perfargs_parse_callgraph(optarg, &o.callgraph))

@@ -1,21 +1,31 @@
 /* mt-record: run a program under perf record the way magic-trace would,
  * with Intel PT where the machine has it, else stack sampling (on the
- * software clock where there is no hardware PMU). */
+ * software clock where there is no hardware PMU); snapshots at exit, ^C or
+ * a trigger, perf driven through its control fd (perfctl), triggers
+ * watched in every thread (trigger). */
 #define _GNU_SOURCE
 #include <errno.h>
+#include <fcntl.h>
 #include <getopt.h>
+#include <inttypes.h>
+#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/prctl.h>
+#include <sys/ptrace.h>
 #include <sys/stat.h>
+#include <sys/syscall.h>
 #include <sys/wait.h>
 #include <unistd.h>
 
 #include "bundle.h"
 #include "caps.h"
 #include "perfargs.h"
+#include "perfctl.h"
+#include "trigger.h"
 #include "version.h"
 
 #define PROG "mt-record"
@@ -25,16 +35,34 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: " PROG " [OPTION]... -- COMMAND [ARG]...\n"
 "  or:  " PROG " [OPTION]... --pid=PID[,PID...]\n"
-"Run COMMAND under perf record and write the perf.data: to FILE with -o, else\n"
-"to standard output in pipe mode when it is not a terminal, else ./perf.data.\n"
-"Intel PT where the machine has it (snapshot at exit), else stack sampling\n"
-"with frame-pointer call graphs, on cycles or, without a hardware PMU, on the\n"
-"cpu-clock software event.\n"
+"Run COMMAND (or watch running processes) under perf record and write the\n"
+"perf.data: to FILE with -o, else to standard output in pipe mode when it is\n"
+"not a terminal (COMMAND's own output then goes to standard error), else\n"
+"./perf.data. Intel PT where the machine has it, in snapshot mode: the last\n"
+"snapshot-size bytes of control flow when COMMAND exits, at ^C, or when a\n"
+"thread reaches the trigger. Else stack sampling with frame-pointer call\n"
+"graphs, on cycles or, without a hardware PMU, on the cpu-clock software\n"
+"event. COMMAND is held at its first instruction until perf acknowledges\n"
+"that it records (perf's control fd, perf >= 5.10).\n"
 "\n"
 "  -o, --output=FILE            the perf.data to write\n"
 "      --bundle=FILE            write a bundle instead (mt-bundle(5)): the perf.data\n"
 "                               with every object it maps, the vDSO, kallsyms, perf\n"
 "                               maps and a manifest; decodes on any machine\n"
+"      --trigger=WHERE          snapshot when any thread reaches WHERE: a function\n"
+"                               (symbol:NAME or NAME), an address (addr:0xADDR),\n"
+"                               a source line (line:FILE:LINE or FILE:LINE), or .\n"
+"                               for " MT_STOP_INDICATOR "; in COMMAND's\n"
+"                               executable. Recording ends at the first hit unless\n"
+"                               --multi-snapshot; when sampling, the hit ends it\n"
+"      --trigger-via=HOW        auto (default: hardware breakpoint where they fire,\n"
+"                               else uprobe), breakpoint, uprobe\n"
+"      --multi-snapshot         a snapshot at every trigger hit, recording goes on;\n"
+"                               perf writes FILE.<time> per snapshot (needs -o)\n"
+"      --full-execution         trace everything, no snapshot ring buffer\n"
+"      --snapshot-size=BYTES    the Intel PT buffer (4M, 512K, ...; a power of two\n"
+"                               number of pages)\n"
+"      --extra-events=LIST      branch-misses,cache-misses with Intel PT\n"
 "      --sampling               stack sampling even where Intel PT exists\n"
 "      --timer-resolution=R     low, normal (default), high, custom:..., sample:FREQ\n"
 "                               (as mt-perfargs takes them)\n"
@@ -42,17 +70,24 @@ static void usage(FILE *f)
 "      --callgraph=MODE         fp, lbr, lbr-no-stitch, dwarf (default fp: mt-pt2events\n"
 "                               reads callchains, it does not unwind dwarf stacks)\n"
 "      --pid=PIDS               attach to running processes instead (until they\n"
-"                               exit or ^C); one thread each unless --multi-thread\n"
-"      --multi-thread           every thread of the processes\n"
+"                               all exit, the trigger, or ^C); with Intel PT one\n"
+"                               thread each unless --multi-thread\n"
+"      --multi-thread           every thread of the processes (sampling a COMMAND\n"
+"                               always follows every thread)\n"
+"      --caps=FILE              the machine's capabilities from mt-caps output\n"
+"                               instead of detecting them\n"
 "      --perf=PATH              the perf to run (default: $MT_PERF_PATH, perf)\n"
 "      --dry-run                print the perf command and exit\n"
 "  -h, --help                   show this help and exit\n"
 "  -V, --version                show the version and exit\n"
 "\n"
-"SIGINT, SIGTERM or SIGHUP are passed on to perf, which writes what it has.\n"
+"The pid recorded is printed on standard error, as is every trigger hit.\n"
+"SIGINT, SIGTERM or SIGHUP end the recording (a snapshot first where one is\n"
+"due); perf writes what it has, then COMMAND gets the signal.\n"
 "\n"
-"Exit status: COMMAND's when perf ran it; 0 after SIGINT, 128+N after signal N;\n"
-"1 perf failed (its message above, then a hint); 2 usage.\n");
+"Exit status: COMMAND's (128+N when signal N killed it); with --pid 0; 0 after\n"
+"SIGINT, 128+N after signal N; perf's own when perf failed (its message\n"
+"above, then a hint), 1 other failures; 2 usage.\n");
 }
 
 static void shell_quote(FILE *f, const char *s)
@@ -89,17 +124,27 @@ static bool find_program(const char *name)
 	return false;
 }
 
-static volatile pid_t perf_pid;
-static volatile sig_atomic_t forwarded; /* the last signal passed on to perf */
+/* Signals (and child exits) reach the loop through this pipe. */
+static int signal_pipe[2] = {-1, -1};
+static volatile sig_atomic_t pending_signal;
 
-static void forward_signal(int sig)
+static void on_signal(int sig)
 {
-	forwarded = sig;
-	if (perf_pid > 0)
-		kill(perf_pid, sig);
+	int saved = errno;
+	if (sig != SIGCHLD)
+		pending_signal = sig;
+	if (signal_pipe[1] >= 0 && write(signal_pipe[1], "", 1) < 0) {
+		/* full pipe: the loop wakes up anyway */
+	}
+	errno = saved;
 }
 
-static int perf_status(int status, const struct mt_caps *caps);
+/* A handler, not SIG_IGN: SIG_IGN would be inherited through exec by perf
+ * and COMMAND; a write to a perf that is gone then fails with EPIPE. */
+static void on_sigpipe(int sig)
+{
+	(void)sig;
+}
 
 static void warn(void *ctx, const char *msg)
 {
@@ -130,15 +175,218 @@ static int make_bundle(const char *bundle, const char *data, const struct mt_cap
 	return 0;
 }
 
+/* COMMAND, stopped at its first instruction (the exec's ptrace stop) so
+ * that perf can be attached before it runs, as magic-trace starts it.
+ * Its standard output goes to standard error when perf writes to ours. */
+static pid_t spawn_stopped(char **argv, bool stdout_to_stderr)
+{
+	pid_t parent = getpid();
+	pid_t pid = fork();
+	if (pid < 0) {
+		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
+		return -1;
+	}
+	if (pid == 0) {
+		prctl(PR_SET_PDEATHSIG, SIGKILL);
+		if (getppid() != parent)
+			_exit(127);
+		if (stdout_to_stderr)
+			dup2(2, 1);
+		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
+			fprintf(stderr, PROG ": ptrace(PTRACE_TRACEME): %s\n", strerror(errno));
+			_exit(126);
+		}
+		execvp(argv[0], argv);
+		fprintf(stderr, PROG ": %s: %s\n", argv[0], strerror(errno));
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR) {
+			fprintf(stderr, PROG ": waitpid: %s\n", strerror(errno));
+			return -1;
+		}
+	if (!WIFSTOPPED(st)) {
+		fprintf(stderr, PROG ": %s did not start (%s %d)\n", argv[0], WIFEXITED(st) ? "exit status" : "signal",
+			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
+		return -1;
+	}
+	return pid;
+}
+
+static void kill_tracee(pid_t pid)
+{
+	int st;
+	kill(pid, SIGKILL);
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+}
+
+static int pidfd_of(pid_t pid)
+{
+#ifdef SYS_pidfd_open
+	return (int)syscall(SYS_pidfd_open, pid, 0);
+#else
+	(void)pid;
+	return -1;
+#endif
+}
+
+/* Has a process we did not start ended? Its pidfd says so (Linux >= 5.3);
+ * else /proc: gone, or a zombie its parent has not reaped. */
+static bool process_ended(pid_t pid, int pidfd)
+{
+	if (pidfd >= 0) {
+		struct pollfd p = {.fd = pidfd, .events = POLLIN};
+		return poll(&p, 1, 0) > 0;
+	}
+	char path[64], buf[512];
+	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
+	FILE *f = fopen(path, "r");
+	if (!f)
+		return true;
+	size_t n = fread(buf, 1, sizeof buf - 1, f);
+	fclose(f);
+	buf[n] = 0;
+	const char *paren = strrchr(buf, ')');
+	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
+}
+
+#define MAX_PIDS 64
+
+enum end_reason { END_NONE, END_SIGNAL, END_PERF_EXIT, END_TRACEE_EXIT, END_TRIGGER };
+
+struct recording {
+	struct mt_perfctl perf;
+	struct mt_trigger *trigger;
+	const char *trigger_what;
+	bool multi_snapshot;
+	pid_t tracee;               /* run mode: COMMAND, reaped into tracee_status */
+	bool tracee_done;
+	int tracee_status;
+	pid_t pids[MAX_PIDS];       /* attach mode */
+	int pidfds[MAX_PIDS];
+	size_t npids;
+	unsigned snapshots, hits;
+};
+
+static void reap_tracee(struct recording *r, bool block)
+{
+	if (!r->tracee || r->tracee_done)
+		return;
+	int st;
+	pid_t w;
+	while ((w = waitpid(r->tracee, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
+		;
+	if (w == r->tracee) {
+		r->tracee_done = true;
+		r->tracee_status = st;
+	} else if (w < 0) {
+		r->tracee_done = true;
+	}
+}
+
+static bool all_attached_ended(const struct recording *r)
+{
+	for (size_t i = 0; i < r->npids; i++)
+		if (!process_ended(r->pids[i], r->pidfds[i]))
+			return false;
+	return r->npids > 0;
+}
+
+/* A hit: reported, then a snapshot where the snapshot is the trigger's. */
+static bool handle_hits(struct recording *r)
+{
+	struct mt_trigger_hit hits[64];
+	uint64_t lost = 0;
+	size_t n = mt_trigger_read(r->trigger, hits, 64, &lost);
+	if (lost)
+		fprintf(stderr, PROG ": %" PRIu64 " trigger hits lost (the kernel's buffer was full)\n", lost);
+	for (size_t i = 0; i < n; i++) {
+		r->hits++;
+		fprintf(stderr, PROG ": trigger hit: %s in pid %u thread %u at 0x%" PRIx64 ", time %" PRIu64
+				" ns, args 0x%" PRIx64 " 0x%" PRIx64 "\n",
+			r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0,
+			hits[i].arg1);
+		if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
+			struct mt_err err = {0};
+			if (mt_perfctl_snapshot(&r->perf, &err)) {
+				fprintf(stderr, PROG ": %s\n", err.msg);
+				return true;
+			}
+			r->snapshots++;
+			fprintf(stderr, PROG ": snapshot %u taken\n", r->snapshots);
+		}
+		if (!r->multi_snapshot)
+			return true;
+	}
+	return false;
+}
+
+/* Records until a signal, COMMAND's (or every attached process's) exit, a
+ * trigger hit or perf's own end. */
+static enum end_reason record_loop(struct recording *r)
+{
+	for (;;) {
+		if (pending_signal)
+			return END_SIGNAL;
+		if (mt_perfctl_poll_exit(&r->perf))
+			return END_PERF_EXIT;
+		reap_tracee(r, false);
+		if (r->tracee && r->tracee_done)
+			return END_TRACEE_EXIT;
+		if (all_attached_ended(r))
+			return END_TRACEE_EXIT;
+		struct pollfd fds[2 + MAX_PIDS];
+		nfds_t n = 0;
+		fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
+		if (r->trigger)
+			fds[n++] = (struct pollfd){.fd = mt_trigger_fd(r->trigger), .events = POLLIN};
+		for (size_t i = 0; i < r->npids; i++)
+			if (r->pidfds[i] >= 0)
+				fds[n++] = (struct pollfd){.fd = r->pidfds[i], .events = POLLIN};
+		/* a timeout too: processes without a pidfd are polled in /proc */
+		if (poll(fds, n, 250) < 0 && errno != EINTR)
+			return END_PERF_EXIT;
+		char drain[64];
+		if (fds[0].revents & POLLIN)
+			while (read(signal_pipe[0], drain, sizeof drain) == (ssize_t)sizeof drain)
+				;
+		if (r->trigger && handle_hits(r))
+			return END_TRIGGER;
+	}
+}
+
+static const char *reason_text(enum end_reason why)
+{
+	switch (why) {
+	case END_SIGNAL: return "signal";
+	case END_PERF_EXIT: return "perf exited";
+	case END_TRACEE_EXIT: return "the traced program exited";
+	case END_TRIGGER: return "trigger hit";
+	case END_NONE: break;
+	}
+	return "";
+}
+
+static int perf_status(int status, const struct mt_caps *caps);
+
 int main(int argc, char **argv)
 {
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"bundle", required_argument, NULL, 'b'},
+		{"trigger", required_argument, NULL, 't'},
+		{"trigger-via", required_argument, NULL, 'v'},
+		{"multi-snapshot", no_argument, NULL, 'm'},
+		{"full-execution", no_argument, NULL, 'F'},
+		{"snapshot-size", required_argument, NULL, 'z'},
+		{"extra-events", required_argument, NULL, 'e'},
 		{"sampling", no_argument, NULL, 's'},
 		{"timer-resolution", required_argument, NULL, 'r'},
 		{"scope", required_argument, NULL, 'S'},
 		{"callgraph", required_argument, NULL, 'g'},
+		{"caps", required_argument, NULL, 'c'},
 		{"perf", required_argument, NULL, 'p'},
 		{"dry-run", no_argument, NULL, 'n'},
 		{"pid", required_argument, NULL, 'P'},
@@ -150,13 +398,41 @@ int main(int argc, char **argv)
 	struct mt_perfargs_opts o;
 	mt_perfargs_opts_init(&o);
 	o.callgraph = MT_CG_FP;
-	const char *out = NULL, *bundle = NULL;
-	bool dry = false;
+	const char *out = NULL, *bundle = NULL, *trigger = NULL, *caps_path = NULL;
+	enum mt_trigger_via via = MT_TRIGGER_AUTO;
+	bool dry = false, callgraph_given = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'b': bundle = optarg; break;
+		case 't': trigger = optarg; break;
+		case 'v':
+			if (!strcmp(optarg, "auto"))
+				via = MT_TRIGGER_AUTO;
+			else if (!strcmp(optarg, "breakpoint"))
+				via = MT_TRIGGER_BREAKPOINT;
+			else if (!strcmp(optarg, "uprobe"))
+				via = MT_TRIGGER_UPROBE;
+			else {
+				fprintf(stderr, PROG ": bad --trigger-via '%s': auto, breakpoint or uprobe\n", optarg);
+				return 2;
+			}
+			break;
+		case 'm': o.multi_snapshot = true; break;
+		case 'F': o.full_execution = true; break;
+		case 'z':
+			if (mt_parse_bytes(optarg, &o.snapshot_size) || !o.snapshot_size) {
+				fprintf(stderr, PROG ": bad --snapshot-size '%s'\n", optarg);
+				return 2;
+			}
+			break;
+		case 'e':
+			if (mt_perfargs_parse_extra_events(optarg, &o)) {
+				fprintf(stderr, PROG ": bad --extra-events '%s': branch-misses, cache-misses\n", optarg);
+				return 2;
+			}
+			break;
 		case 's': o.sampling = true; break;
 		case 'r':
 			if (mt_perfargs_parse_resolution(optarg, &o)) {
@@ -175,7 +451,9 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": bad --callgraph '%s'\n", optarg);
 				return 2;
 			}
+			callgraph_given = true;
 			break;
+		case 'c': caps_path = optarg; break;
 		case 'p': o.perf = optarg; break;
 		case 'n': dry = true; break;
 		case 'P':
@@ -205,43 +483,87 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": no command given\nTry '" PROG " --help' for more information.\n");
 		return 2;
 	}
+	if (o.multi_snapshot && (!out || !strcmp(out, "-") || bundle)) {
+		fprintf(stderr, PROG ": --multi-snapshot writes one file per snapshot: it needs -o FILE\n");
+		return 2;
+	}
+	if (o.multi_snapshot && !trigger) {
+		fprintf(stderr, PROG ": --multi-snapshot takes a snapshot per trigger hit: it needs --trigger\n");
+		return 2;
+	}
+	struct mt_trigger_spec tspec;
+	struct mt_err err = {0};
+	if (trigger && mt_trigger_parse(trigger, &tspec, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 2;
+	}
+	pid_t pids[MAX_PIDS];
+	size_t npids = 0;
 	if (o.pids) {
 		/* attach: every pid must exist now (magic-trace would find out later) */
-		char copy[256];
+		char copy[512];
 		snprintf(copy, sizeof copy, "%s", o.pids);
-		for (char *tok = strtok(copy, ","); tok; tok = strtok(NULL, ","))
-			if (kill((pid_t)atoi(tok), 0) < 0 && errno == ESRCH) {
+		char *save;
+		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+			if (npids == MAX_PIDS) {
+				fprintf(stderr, PROG ": more than %d pids\n", MAX_PIDS);
+				return 2;
+			}
+			pids[npids] = (pid_t)atoi(tok);
+			if (pids[npids] <= 0 || (kill(pids[npids], 0) < 0 && errno == ESRCH)) {
 				fprintf(stderr, PROG ": no process %s\n", tok);
 				return 1;
 			}
+			npids++;
+		}
+		if (!npids) {
+			fprintf(stderr, PROG ": bad --pid '%s': expected PID[,PID...]\n", o.pids);
+			return 2;
+		}
 	} else if (!find_program(argv[optind])) {
 		/* magic-trace: "Can't find executable for %s"; perf would leave a stub file */
 		fprintf(stderr, PROG ": %s: no such executable (searched PATH)\n", argv[optind]);
 		return 1;
 	}
-	struct mt_caps_opts co = {.perf = o.perf};
 	static struct mt_caps caps;
-	mt_caps_detect(&co, &caps);
+	if (caps_path) {
+		FILE *in = fopen(caps_path, "r");
+		int prc = in ? mt_caps_parse(in, &caps) : -1;
+		if (in)
+			fclose(in);
+		if (prc) {
+			fprintf(stderr, PROG ": %s: %s\n", caps_path, in ? "not mt-caps output (key=value lines)"
+									  : strerror(errno));
+			return 1;
+		}
+	} else {
+		struct mt_caps_opts co = {.perf = o.perf};
+		mt_caps_detect(&co, &caps);
+	}
 	if (!o.perf)
-		o.perf = mt_caps_get(&caps, "perf.path");
-	bool sampling = o.sampling || strcmp(mt_caps_get(&caps, "intel_pt"), "1");
-	if (!sampling)
+		o.perf = mt_caps_get(&caps, "perf.path") ? mt_caps_get(&caps, "perf.path") : "perf";
+	const char *has_pt = mt_caps_get(&caps, "intel_pt");
+	bool sampling = o.sampling || !has_pt || strcmp(has_pt, "1");
+	if (!sampling && !callgraph_given)
 		o.callgraph = MT_CG_DEFAULT;
 	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
 	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
-	o.full_execution = sampling; /* run mode: every sample, no ring buffer to overwrite */
-	struct mt_perfargs a;
-	struct mt_err err = {0};
-	if (mt_perfargs_build(&caps, &o, &a, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
+	if (sampling) {
+		/* a run samples every sample (no ring to overwrite) of every
+		 * thread, as `perf record -- COMMAND` would */
+		o.full_execution = true;
+		if (!o.pids)
+			o.multi_thread = true;
+	}
+	o.trigger = trigger != NULL;
+	enum mt_snapshot_when when = o.full_execution || sampling ? MT_SNAP_NEVER
+				     : trigger ? MT_SNAP_FUNCTION_CALL : MT_SNAP_AT_EXIT;
+	if (o.multi_snapshot && when != MT_SNAP_FUNCTION_CALL) {
+		fprintf(stderr, PROG ": --multi-snapshot is for Intel PT snapshots, not %s\n",
+			sampling ? "sampling" : "--full-execution");
 		return 2;
 	}
-	for (int i = 0; i < a.nwarn; i++)
-		if (strncmp(a.warn[i], "Warning: [-callgraph-mode]", 26))
-			fprintf(stderr, "%s\n", a.warn[i]);
-	/* magic-trace attaches to a stopped child; a run needs no pid: drop
-	 * the thread selection and the control fds, run COMMAND after -- */
-	/* a bundle is made from a perf.data recorded beside it first */
+	/* bundle: a perf.data recorded beside it first */
 	char tmpdir[4200] = "", tmpdata[4300];
 	if (bundle && !dry) {
 		const char *slash = strrchr(bundle, '/');
@@ -257,26 +579,88 @@ int main(int argc, char **argv)
 	}
 	if (!out)
 		out = isatty(1) ? "perf.data" : "-";
-	char *args[MT_PERFARGS_MAX + 64];
+	bool pipe_mode = !strcmp(out, "-");
+
+	if (pipe(signal_pipe) < 0) {
+		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
+		return 1;
+	}
+	for (int i = 0; i < 2; i++) {
+		fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC);
+		fcntl(signal_pipe[i], F_SETFL, O_NONBLOCK);
+	}
+	struct sigaction sa = {.sa_handler = on_signal};
+	sigemptyset(&sa.sa_mask);
+	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
+	if (!dry)
+		for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
+			sigaction(sigs[i], &sa, NULL);
+	sa.sa_handler = on_sigpipe;
+	sigaction(SIGPIPE, &sa, NULL);
+
+	static struct recording r;
+	r.multi_snapshot = o.multi_snapshot;
+	for (size_t i = 0; i < MAX_PIDS; i++)
+		r.pidfds[i] = -1;
+	char pidlist[64 * 12] = "";
+	if (o.pids) {
+		memcpy(r.pids, pids, npids * sizeof *pids);
+		r.npids = npids;
+		snprintf(pidlist, sizeof pidlist, "%s", o.pids);
+	} else if (!dry) {
+		r.tracee = spawn_stopped(argv + optind, pipe_mode);
+		if (r.tracee < 0) {
+			if (*tmpdir)
+				mt_bundle_remove_tree(tmpdir);
+			return 1;
+		}
+		snprintf(pidlist, sizeof pidlist, "%d", (int)r.tracee);
+	}
+	int rc = 0;
+	struct mt_trigger_site site;
+	if (trigger && !dry && mt_trigger_resolve(&tspec, o.pids ? pids[0] : r.tracee, &site, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		rc = err.code == MT_EUSAGE ? 2 : 1;
+		goto fail;
+	}
+	r.trigger_what = trigger ? site.what : NULL;
+	if (trigger && dry)
+		snprintf(site.what, sizeof site.what, "%s", tspec.name);
+
+	int perf_ctl = -1, perf_ack = -1;
+	if (mt_perfctl_init(&r.perf, mt_caps_get(&caps, "perf.version"), when, &perf_ctl, &perf_ack, &err)) {
+		fprintf(stderr, PROG ": %s (perf %s)\n", err.msg, o.perf);
+		rc = 1;
+		goto fail;
+	}
+	o.ctl_fd = perf_ctl;
+	o.ack_fd = perf_ack;
+	o.pids = dry && !o.pids ? "PID" : pidlist;
+	struct mt_perfargs a;
+	if (mt_perfargs_build(&caps, &o, &a, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		rc = 2;
+		goto fail;
+	}
+	/* magic-trace's warnings, less the two that do not apply: the
+	 * callgraph default is fp here, and the sampling fallback is said in
+	 * mt-record's words */
+	for (int i = 0; i < a.nwarn; i++)
+		if (strncmp(a.warn[i], "Warning: [-callgraph-mode]", 26) &&
+		    strncmp(a.warn[i], "Intel PT support not found.", 27))
+			fprintf(stderr, "%s\n", a.warn[i]);
+	if (sampling && !o.sampling)
+		fprintf(stderr, PROG ": no Intel PT on this machine: stack sampling on %s instead\n",
+			mt_caps_get(&caps, "sampling.event") ? mt_caps_get(&caps, "sampling.event") : "cycles");
+	char *args[MT_PERFARGS_MAX + 1];
 	int n = 0;
 	for (int i = 0; i < a.argc; i++) {
-		const char *s = a.argv[i];
-		/* no control fds yet (the ctlfd handshake is not written); a run
-		 * needs no thread selection, an attach keeps it */
-		if (!strncmp(s, "--control=", 10))
-			continue;
-		if (!o.pids && (!strcmp(s, "--per-thread") || !strcmp(s, "-t") || !strcmp(s, "-p") || !strcmp(s, "PID")))
-			continue;
-		if (i > 0 && !strcmp(a.argv[i - 1], "-o")) {
+		if (i > 0 && !strcmp(a.argv[i - 1], "-o"))
 			args[n++] = (char *)out;
-			continue;
-		}
-		args[n++] = a.argv[i];
-	}
-	if (!o.pids) {
-		args[n++] = "--";
-		for (int i = optind; i < argc && n < MT_PERFARGS_MAX + 62; i++)
-			args[n++] = argv[i];
+		else if (dry && !strncmp(a.argv[i], "--control=", 10))
+			args[n++] = "--control=fd:CTL,ACK";
+		else
+			args[n++] = a.argv[i];
 	}
 	args[n] = NULL;
 	if (dry) {
@@ -286,70 +670,163 @@ int main(int argc, char **argv)
 			shell_quote(stdout, args[i]);
 		}
 		putchar('\n');
+		if (!r.npids) {
+			printf("# PID: the pid of");
+			for (int i = optind; i < argc; i++) {
+				putchar(' ');
+				shell_quote(stdout, argv[i]);
+			}
+			printf(", held at its first instruction until perf is ready\n");
+		}
 		return 0;
 	}
-	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
-		return 1;
+
+	if (mt_perfctl_start(&r.perf, args, &err) || mt_perfctl_ready(&r.perf, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		rc = r.perf.exited ? perf_status(r.perf.status, &caps) : 1;
+		mt_perfctl_kill(&r.perf);
+		if (!rc)
+			rc = 1;
+		goto fail;
 	}
-	if (pid == 0) {
-		setenv("PAGER", "cat", 1);
-		execvp(args[0], args);
-		fprintf(stderr, PROG ": %s: %s\n", args[0], strerror(errno));
-		_exit(127);
+	if (trigger) {
+		pid_t *watch = r.npids ? r.pids : &r.tracee;
+		if (mt_trigger_open(&site, watch, r.npids ? r.npids : 1, via, &r.trigger, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			mt_perfctl_stop(&r.perf, &err);
+			rc = 1;
+			goto fail;
+		}
+		fprintf(stderr, PROG ": trigger %s at 0x%" PRIx64 " in %s, every thread, by %s\n", site.what, site.addr,
+			site.path,
+			mt_trigger_via_used(r.trigger) == MT_TRIGGER_BREAKPOINT
+				? "hardware breakpoint"
+				: via == MT_TRIGGER_UPROBE ? "uprobe"
+							   : "uprobe (hardware breakpoints do not fire on this machine)");
 	}
-	/* ^C at a terminal reaches perf (same process group), which stops the
-	 * command and writes what it has; SIGINT, SIGTERM or SIGHUP sent to
-	 * mt-record alone are passed on to perf, to the same end. mt-record
-	 * waits for it either way, so the perf.data is whole when it exits. */
-	perf_pid = pid;
-	struct sigaction sa = {.sa_handler = forward_signal};
-	sigemptyset(&sa.sa_mask);
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	int status;
-	while (waitpid(pid, &status, 0) < 0 && errno == EINTR)
-		;
-	int rc = perf_status(status, &caps);
+	if (r.tracee) {
+		fprintf(stderr, PROG ": recording pid %d:", (int)r.tracee);
+		for (int i = optind; i < argc; i++)
+			fprintf(stderr, " %s", argv[i]);
+		fputc('\n', stderr);
+		if (ptrace(PTRACE_DETACH, r.tracee, NULL, NULL) < 0) {
+			fprintf(stderr, PROG ": ptrace(PTRACE_DETACH): %s\n", strerror(errno));
+			mt_perfctl_stop(&r.perf, &err);
+			rc = 1;
+			goto fail;
+		}
+	} else {
+		for (size_t i = 0; i < r.npids; i++)
+			r.pidfds[i] = pidfd_of(r.pids[i]);
+		fprintf(stderr, PROG ": recording pid %s until %s or ^C\n", pidlist,
+			r.npids > 1 ? "they all exit" : "it exits");
+	}
+
+	enum end_reason why = record_loop(&r);
+	int sig = why == END_SIGNAL ? (int)pending_signal : 0;
+	mt_trigger_close(r.trigger);
+	r.trigger = NULL;
+	if (trigger && !r.hits)
+		fprintf(stderr, PROG ": the trigger %s was never hit%s\n", site.what,
+			when == MT_SNAP_FUNCTION_CALL ? ": no snapshot taken" : "");
+	if (when == MT_SNAP_AT_EXIT && why != END_PERF_EXIT && !mt_perfctl_poll_exit(&r.perf)) {
+		if (mt_perfctl_snapshot(&r.perf, &err))
+			fprintf(stderr, PROG ": %s\n", err.msg);
+		else
+			r.snapshots++;
+	}
+	mt_perfctl_stop(&r.perf, &err);
+	mt_perfctl_close(&r.perf);
+	int perf_rc = perf_status(r.perf.status, &caps);
+	if (pipe_mode) {
+		/* perf's stream is complete: let the reader finish now, not when
+		 * COMMAND does */
+		int null = open("/dev/null", O_WRONLY);
+		if (null >= 0) {
+			dup2(null, 1);
+			close(null);
+		}
+	}
+	if (why == END_PERF_EXIT && !perf_rc)
+		fprintf(stderr, PROG ": perf record ended before the recording did\n");
+	if (r.tracee && !r.tracee_done) {
+		if (why == END_SIGNAL) {
+			kill(r.tracee, sig);
+		} else {
+			fprintf(stderr, PROG ": recording ended (%s); waiting for pid %d to exit\n", reason_text(why),
+				(int)r.tracee);
+		}
+		for (;;) {
+			pending_signal = 0;
+			reap_tracee(&r, false);
+			if (r.tracee_done)
+				break;
+			struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
+			poll(&p, 1, 250);
+			char drain[64];
+			while (read(signal_pipe[0], drain, sizeof drain) == (ssize_t)sizeof drain)
+				;
+			if (pending_signal) {
+				sig = pending_signal;
+				why = END_SIGNAL;
+				kill(r.tracee, sig);
+			}
+		}
+	}
+	for (size_t i = 0; i < r.npids; i++)
+		if (r.pidfds[i] >= 0)
+			close(r.pidfds[i]);
+	if (o.multi_snapshot)
+		fprintf(stderr, PROG ": %u snapshots; perf writes one file per snapshot: %s.<time>\n", r.snapshots, out);
+
+	if (perf_rc)
+		rc = perf_rc;
+	else if (why == END_SIGNAL && sig == SIGINT)
+		rc = 0;
+	else if (why == END_SIGNAL) {
+		fprintf(stderr, PROG ": stopped by signal %d; the perf.data is complete\n", sig);
+		rc = 128 + sig;
+	} else if (r.tracee && r.tracee_done)
+		rc = WIFEXITED(r.tracee_status) ? WEXITSTATUS(r.tracee_status) : 128 + WTERMSIG(r.tracee_status);
 	if (bundle) {
 		/* perf wrote a whole perf.data unless it failed to start */
 		struct stat st;
 		if (stat(tmpdata, &st) == 0 && st.st_size > 0 && make_bundle(bundle, tmpdata, &caps, argc - optind,
-									       argv + optind, o.pids) && !rc)
+									       argv + optind, o.pids ? pidlist : NULL) && !rc)
 			rc = 1;
 		mt_bundle_remove_tree(tmpdir);
 	}
 	return rc;
+
+fail:
+	if (r.tracee > 0)
+		kill_tracee(r.tracee);
+	if (*tmpdir)
+		mt_bundle_remove_tree(tmpdir);
+	return rc ? rc : 1;
 }
 
-/* The exit status for how perf ended, with a message where it failed. */
+/* The exit status for how perf ended, with a message where it failed. A
+ * perf ended by a signal mt-record sent it wrote its file first. */
 static int perf_status(int status, const struct mt_caps *caps)
 {
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
-	if (WIFEXITED(status) && WEXITSTATUS(status) != 127) {
+	if (WIFEXITED(status)) {
 		fprintf(stderr, PROG ": perf record exited with status %d", WEXITSTATUS(status));
 		const char *par = mt_caps_get(caps, "perf_event_paranoid");
-		fprintf(stderr, "%s%s%s\n", par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1")
-						? " (perf_event_paranoid is " : "",
-			par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1") ? par : "",
-			par && atoi(par) > 1 && strcmp(mt_caps_get(caps, "privileged"), "1")
-				? ": run as root, or lower it with sysctl kernel.perf_event_paranoid=1)" : "");
+		const char *priv = mt_caps_get(caps, "privileged");
+		if (par && atoi(par) > 1 && (!priv || strcmp(priv, "1")))
+			fprintf(stderr, " (perf_event_paranoid is %s: run as root, or lower it with sysctl "
+					"kernel.perf_event_paranoid=1)", par);
+		else if (WEXITSTATUS(status) == 127)
+			fprintf(stderr, " (perf could not be run)");
+		fputc('\n', stderr);
 		return WEXITSTATUS(status);
 	}
-	if (WIFSIGNALED(status) && forwarded) {
-		/* perf wrote what it had before it went: an interrupt is the
-		 * usual way to end a recording (exit 0), a termination is told */
-		if (forwarded == SIGINT)
-			return 0;
-		fprintf(stderr, PROG ": stopped by signal %d; the perf.data is complete\n", (int)forwarded);
-		return 128 + forwarded;
-	}
-	if (WIFSIGNALED(status)) {
-		fprintf(stderr, PROG ": perf record killed by signal %d\n", WTERMSIG(status));
-		return 1;
-	}
+	int sig = WTERMSIG(status);
+	if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR2)
+		return 0; /* perf re-raises the signal that ended it, after writing */
+	fprintf(stderr, PROG ": perf record killed by signal %d\n", sig);
 	return 1;
 }

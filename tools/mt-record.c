@@ -369,7 +369,7 @@ static const char *reason_text(enum end_reason why)
 	return "";
 }
 
-static int perf_status(int status, const struct mt_caps *caps);
+static int perf_status(int status, const struct mt_caps *caps, const char *when);
 
 int main(int argc, char **argv)
 {
@@ -682,11 +682,13 @@ int main(int argc, char **argv)
 	}
 
 	if (mt_perfctl_start(&r.perf, args, &err) || mt_perfctl_ready(&r.perf, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		rc = r.perf.exited ? perf_status(r.perf.status, &caps) : 1;
-		mt_perfctl_kill(&r.perf);
-		if (!rc)
+		/* perf's end is told once, with the hint */
+		rc = r.perf.exited ? perf_status(r.perf.status, &caps, " before it was ready") : 0;
+		if (!rc) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
 			rc = 1;
+		}
+		mt_perfctl_kill(&r.perf);
 		goto fail;
 	}
 	if (trigger) {
@@ -724,8 +726,6 @@ int main(int argc, char **argv)
 
 	enum end_reason why = record_loop(&r);
 	int sig = why == END_SIGNAL ? (int)pending_signal : 0;
-	mt_trigger_close(r.trigger);
-	r.trigger = NULL;
 	if (trigger && !r.hits)
 		fprintf(stderr, PROG ": the trigger %s was never hit%s\n", site.what,
 			when == MT_SNAP_FUNCTION_CALL ? ": no snapshot taken" : "");
@@ -737,7 +737,11 @@ int main(int argc, char **argv)
 	}
 	mt_perfctl_stop(&r.perf, &err);
 	mt_perfctl_close(&r.perf);
-	int perf_rc = perf_status(r.perf.status, &caps);
+	/* after perf: removing a uprobe waits for the kernel's grace periods
+	 * (tens of ms), which perf would go on recording through */
+	mt_trigger_close(r.trigger);
+	r.trigger = NULL;
+	int perf_rc = perf_status(r.perf.status, &caps, "");
 	if (pipe_mode) {
 		/* perf's stream is complete: let the reader finish now, not when
 		 * COMMAND does */
@@ -808,12 +812,12 @@ fail:
 
 /* The exit status for how perf ended, with a message where it failed. A
  * perf ended by a signal mt-record sent it wrote its file first. */
-static int perf_status(int status, const struct mt_caps *caps)
+static int perf_status(int status, const struct mt_caps *caps, const char *when)
 {
 	if (WIFEXITED(status) && WEXITSTATUS(status) == 0)
 		return 0;
 	if (WIFEXITED(status)) {
-		fprintf(stderr, PROG ": perf record exited with status %d", WEXITSTATUS(status));
+		fprintf(stderr, PROG ": perf record exited with status %d%s", WEXITSTATUS(status), when);
 		const char *par = mt_caps_get(caps, "perf_event_paranoid");
 		const char *priv = mt_caps_get(caps, "privileged");
 		if (par && atoi(par) > 1 && (!priv || strcmp(priv, "1")))
@@ -827,6 +831,6 @@ static int perf_status(int status, const struct mt_caps *caps)
 	int sig = WTERMSIG(status);
 	if (sig == SIGINT || sig == SIGTERM || sig == SIGUSR2)
 		return 0; /* perf re-raises the signal that ended it, after writing */
-	fprintf(stderr, PROG ": perf record killed by signal %d\n", sig);
+	fprintf(stderr, PROG ": perf record killed by signal %d%s\n", sig, when);
 	return 1;
 }

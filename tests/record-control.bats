@@ -1,0 +1,186 @@
+#!/usr/bin/env bats
+# mt-record's control of perf and its triggers. The Intel PT path runs
+# against tests/tools/fakeperf (this machine has no Intel PT): a perf
+# stand-in that speaks perf's control-fd protocol and signals, logs what it
+# is told and writes a synthesized Intel PT perf.data. Oracles: the
+# argv mt-perfargs builds for the same pid and descriptors (tested against
+# magic-trace's tables in perfargs.bats), magic-trace's snapshot/shutdown
+# table (shared/docs/magic-trace-behaviour.md 3.3), the test program's own
+# structure (trigger.c: which thread calls the trigger, with which
+# arguments) and its symbol table (readelf). Triggers and the sampling
+# path run for real (uprobes here: the VM's hardware breakpoints never fire).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+RECORD=$MT_BIN/mt-record
+FAKEPERF=$BATS_TEST_DIRNAME/tools/fakeperf
+TRIGGER=$MT_PROGS/trigger
+
+setup() {
+	export FAKEPERF_LOG=$BATS_TEST_TMPDIR/log FAKEPERF_DATA=$MT_FIXTURES/flow/snapshot.data
+	# this machine's capabilities, with Intel PT and the perf stand-in
+	"$MT_BIN/mt-caps" | sed -e 's/^intel_pt=.*/intel_pt=1/' -e 's/^configurable_psb_period=.*/configurable_psb_period=1/' \
+		-e "s|^perf.path=.*|perf.path=$FAKEPERF|" -e "s/^perf.version=.*/perf.version=${1:-6.1.0}/" > "$BATS_TEST_TMPDIR/caps"
+}
+
+pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
+	sed "s/^perf.version=.*/perf.version=$1/" "$BATS_TEST_TMPDIR/caps" > "$BATS_TEST_TMPDIR/caps.$1"
+}
+
+@test "Intel PT run: perf's argv is mt-perfargs', COMMAND waits for perf's acknowledgement, snapshot at exit by 'stop'" {
+	mark=$BATS_TEST_TMPDIR/started
+	run --separate-stderr env FAKEPERF_MARK="$mark" FAKEPERF_ACK_DELAY=0.5 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" \
+		-o "$BATS_TEST_TMPDIR/out.data" -- sh -c "touch '$mark'; exec '$TRIGGER' 1 100"
+	[ "$status" -eq 0 ]
+	[ -e "$mark" ]
+	# the pid is printed (magic-trace's #256) ...
+	pid=$(sed -n 's/^mt-record: recording pid \([0-9]*\):.*/\1/p' <<< "$stderr")
+	[ -n "$pid" ]
+	# ... and perf got exactly magic-trace's arguments for it
+	fds=$(sed -n 's/.*--control=fd:\([0-9]*,[0-9]*\).*/\1/p' "$FAKEPERF_LOG")
+	want=$("$MT_BIN/mt-perfargs" --caps "$BATS_TEST_TMPDIR/caps" --shell --pid="$pid" --control-fds="$fds" -o DIR 2>/dev/null)
+	got=$(sed -n 's|^argv ||p' "$FAKEPERF_LOG" | sed "s|-o $BATS_TEST_TMPDIR/out.data|-o DIR/perf.data|")
+	[ -n "$got" ] && [ "$got" = "${want#perf }" ]
+	# readiness asked and answered while COMMAND was held; At_exit on
+	# perf >= 5.10: one 'stop' snapshots and ends
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ready: command held|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/out.data|exit|" ]
+	"$PT2EVENTS" "$BATS_TEST_TMPDIR/out.data" > "$BATS_TEST_TMPDIR/got"
+	"$PT2EVENTS" "$FAKEPERF_DATA" > "$BATS_TEST_TMPDIR/want"
+	cmp "$BATS_TEST_TMPDIR/got" "$BATS_TEST_TMPDIR/want"
+}
+
+@test "Intel PT in pipe mode: the perf.data on standard output, COMMAND's own output moved to standard error" {
+	"$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -- "$TRIGGER" 1 50 2> "$BATS_TEST_TMPDIR/err" > "$BATS_TEST_TMPDIR/out.data"
+	cmp "$BATS_TEST_TMPDIR/out.data" "$FAKEPERF_DATA"
+	grep -qx '[01]' "$BATS_TEST_TMPDIR/err" # trigger's printf
+}
+
+@test "--trigger=. with Intel PT: the hit in a worker thread (magic-trace's #274) takes the snapshot, then perf stops" {
+	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --trigger=. -o "$BATS_TEST_TMPDIR/out.data" -- "$TRIGGER" 2 300
+	[ "$status" -eq 0 ]
+	pid=$(sed -n 's/^mt-record: recording pid \([0-9]*\):.*/\1/p' <<< "$stderr")
+	hit=$(grep '^mt-record: trigger hit:' <<< "$stderr")
+	[ "$(wc -l <<< "$hit")" -eq 1 ] # the first hit ends the recording
+	[[ "$hit" == *"in pid $pid thread "* ]]
+	tid=$(sed -n 's/.* thread \([0-9]*\) .*/\1/p' <<< "$hit")
+	[ "$tid" != "$pid" ]
+	[[ "$hit" == *"args 0x1001 0x1" ]] # trigger.c's first call: (0x1001, 1)
+	grep -q -- ' --snapshot --control=fd:' "$FAKEPERF_LOG"
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl snapshot|snapshot 1|ctl stop|wrote $BATS_TEST_TMPDIR/out.data|exit|" ]
+	[[ "$stderr" == *"waiting for pid $pid to exit"* ]]
+}
+
+@test "--multi-snapshot: a snapshot per hit, one file each, recording goes on until COMMAND exits" {
+	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --trigger=. --multi-snapshot -o "$BATS_TEST_TMPDIR/m.data" -- "$TRIGGER" 3 100
+	[ "$status" -eq 0 ]
+	[ "$(grep -c '^mt-record: trigger hit:' <<< "$stderr")" -eq 3 ]
+	grep -q -- ' --switch-output=signal ' "$FAKEPERF_LOG"
+	[ "$(grep -c '^ctl snapshot' "$FAKEPERF_LOG")" -eq 3 ]
+	[ "$(ls "$BATS_TEST_TMPDIR"/m.data.* | wc -l)" -eq 3 ]
+	for i in 1 2 3; do grep -q "args 0x100$i 0x$i" <<< "$stderr"; done
+	run "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --multi-snapshot --trigger=. -- true
+	[ "$status" -eq 2 ] && [[ "$output" == *"needs -o FILE"* ]]
+}
+
+@test "perf before the control fd: magic-trace's signals (5.4-5.9: SIGINT at exit; a trigger, and perf < 5.4: SIGUSR2 then SIGTERM)" {
+	for case in "5.9.0||signal INT|snapshot 1|wrote|exit|" "5.9.0|--trigger=.|signal USR2|snapshot 1|signal TERM|wrote|exit|" \
+		"5.3.0||signal USR2|snapshot 1|signal TERM|wrote|exit|"; do
+		v=${case%%|*} rest=${case#*|}
+		trig=${rest%%|*} want=${rest#*|}
+		pt_caps "$v"
+		rm -f "$FAKEPERF_LOG"
+		FAKEPERF_WATCH=0 FAKEPERF_VERSION=$v "$RECORD" --caps "$BATS_TEST_TMPDIR/caps.$v" $trig -o "$BATS_TEST_TMPDIR/o.data" -- "$TRIGGER" 1 100 > /dev/null 2>&1
+		! grep -q -- --control "$FAKEPERF_LOG"
+		[ "$(grep -v '^argv' "$FAKEPERF_LOG" | sed 's/^wrote .*/wrote/' | tr '\n' '|')" = "$want" ]
+	done
+}
+
+@test "attach: the processes' exit ends the recording even when perf does not see it (magic-trace's #312)" {
+	sleep 1 &
+	a=$!
+	sleep 1.2 &
+	b=$!
+	SECONDS=0
+	run --separate-stderr env FAKEPERF_WATCH=0 timeout 20 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --pid="$a,$b" -o "$BATS_TEST_TMPDIR/a.data"
+	[ "$status" -eq 0 ]
+	[ "$SECONDS" -lt 10 ]
+	[[ "$stderr" == *"recording pid $a,$b until they all exit"* ]]
+	grep -q -- "-t $a,$b " "$FAKEPERF_LOG"
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/a.data|exit|" ]
+}
+
+@test "failures leave nothing running: perf failing before it is ready, mt-record terminated while recording" {
+	run --separate-stderr env FAKEPERF_FAIL=3 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31999
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"fakeperf: simulated failure"* ]]
+	[[ "$stderr" == *"mt-record: perf record exited with status 3 before it was ready"* ]]
+	! pgrep -f "$TRIGGER 1 31999"
+	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
+	# SIGTERM: perf stops (its file written), then COMMAND gets the signal
+	"$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/t.data" -- "$TRIGGER" 1 32999 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
+	rec=$!
+	sleep 1
+	kill -TERM "$rec"
+	st=0
+	wait "$rec" || st=$?
+	[ "$st" -eq 143 ]
+	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/t.data|exit|" ]
+	sleep 0.2
+	! pgrep -f "$TRIGGER 1 32999"
+	! pgrep -f "fakeperf record"
+}
+
+@test "sampling for real with a trigger: the hit in the worker thread ends the recording; nothing after it is sampled" {
+	run --separate-stderr "$RECORD" --trigger=. -o "$BATS_TEST_TMPDIR/s.data" -- "$TRIGGER" 1 1000
+	[ "$status" -eq 0 ]
+	pid=$(sed -n 's/^mt-record: recording pid \([0-9]*\):.*/\1/p' <<< "$stderr")
+	hit=$(grep '^mt-record: trigger hit:' <<< "$stderr")
+	tid=$(sed -n 's/.* thread \([0-9]*\) .*/\1/p' <<< "$hit")
+	[ -n "$tid" ] && [ "$tid" != "$pid" ]
+	hit_time=$(sed -n 's/.*, time \([0-9]*\) ns.*/\1/p' <<< "$hit")
+	"$PT2EVENTS" "$BATS_TEST_TMPDIR/s.data" | "$MT_BIN/mt-symbolize" > "$BATS_TEST_TMPDIR/ev"
+	before=$(grep -c 'frame=[^	]* before_hit+' "$BATS_TEST_TMPDIR/ev")
+	after=$(grep -c 'frame=[^	]* after_hit+' "$BATS_TEST_TMPDIR/ev" || true)
+	[ "$before" -gt 100 ] # main spun 300 ms in before_hit
+	# after_hit ran 1 s after the hit; the stop takes well under 100 ms
+	[ $((after * 10)) -lt "$before" ]
+	# the worker thread, started after perf attached, was sampled too
+	awk -F'\t' -v t="$tid" '$3 == t && $4 == "sample"' "$BATS_TEST_TMPDIR/ev" | grep -q 'frame=[^	]* worker+'
+	# perf's clock and the hit's are one: the last sample is near the hit
+	last=$(awk -F'\t' '$4 == "sample" {t = $1} END {print t}' "$BATS_TEST_TMPDIR/ev")
+	[ "$last" -lt $((hit_time + 200000000)) ]
+	[ "$last" -gt $((hit_time - 200000000)) ]
+}
+
+@test "trigger forms: symbol, address and FILE:LINE resolve in the executable (readelf, the source); errors are clear" {
+	read -r value size < <(readelf -Ws "$TRIGGER" | awk '$8 == "worker" {print $2, $3}')
+	[ -n "$value" ]
+	stop=$(readelf -Ws "$TRIGGER" | awk '$8 == "magic_trace_stop_indicator" {print $2}')
+	line=$(grep -n 'magic_trace_stop_indicator(0x1000' "$BATS_TEST_DIRNAME/../testdata/progs/trigger.c" | cut -d: -f1)
+	for form in "addr:0x$stop" "0x$stop" "symbol:worker" "trigger.c:$line" "line:trigger.c:$line"; do
+		run --separate-stderr "$RECORD" --trigger="$form" -o "$BATS_TEST_TMPDIR/x.data" -- "$TRIGGER" 1 10
+		[ "$status" -eq 0 ]
+		addr=$(sed -n 's/^mt-record: trigger .* at 0x\([0-9a-f]*\) in .*/\1/p' <<< "$stderr")
+		ip=$(sed -n 's/.*trigger hit: .* at 0x\([0-9a-f]*\), time.*/\1/p' <<< "$stderr")
+		[ "$ip" = "$addr" ] # the hit is where the trigger was set
+		case $form in
+		*"$stop") [ $((0x$addr & 0xfff)) -eq $((0x$stop & 0xfff)) ] ;; # page offset kept by the load bias
+		symbol:worker) [ $((0x$addr & 0xfff)) -eq $((0x$value & 0xfff)) ] ;;
+		*) # the call's line lies inside worker
+			bias=$((0x$addr - 0x$addr % 4096 - (0x$value - 0x$value % 4096)))
+			off=$((0x$addr - bias - 0x$value))
+			[ "$off" -gt 0 ] && [ "$off" -lt "$size" ] ;;
+		esac
+	done
+	run "$RECORD" --trigger=no_such_function -o "$BATS_TEST_TMPDIR/x.data" -- "$TRIGGER" 1 10
+	[ "$status" -eq 2 ] && [[ "$output" == *"no function 'no_such_function' in $TRIGGER"* ]]
+	! pgrep -f "$TRIGGER 1 10"
+	run "$RECORD" --trigger='?' -- true
+	[ "$status" -eq 2 ] && [[ "$output" == *"interactive selection (fzf) is not supported"* ]]
+	run "$RECORD" --trigger=x.c:0 -- true
+	[ "$status" -eq 2 ]
+	run "$RECORD" --trigger-via=magic -- true
+	[ "$status" -eq 2 ]
+}

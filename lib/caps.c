@@ -10,6 +10,8 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "trigger.h"
+
 static void add(struct mt_caps *c, const char *key, const char *fmt, ...) __attribute__((format(printf, 3, 4)));
 
 static void add(struct mt_caps *c, const char *key, const char *fmt, ...)
@@ -218,6 +220,13 @@ void mt_caps_detect(const struct mt_caps_opts *o, struct mt_caps *c)
 	/* the primary event of the sampling fallback: cycles where the PMU
 	 * has it, else a software clock (magic-trace fails here, its #283) */
 	add(c, "sampling.event", "%s", strstr(hw, "cpu-cycles") ? "cycles" : "cpu-clock");
+
+	/* what a trigger can use (trigger.h): hardware breakpoints when they
+	 * fire -- tested on this process, so only for the live machine; some
+	 * VMs accept them and never fire them -- else uprobes */
+	snprintf(path, sizeof path, "%s/bus/event_source/devices/uprobe", sys);
+	add(c, "trigger.uprobe", "%d", access(path, F_OK) == 0);
+	add(c, "trigger.hw_breakpoint", "%s", strcmp(sys, "/sys") ? "unknown" : mt_hw_breakpoints_fire() ? "1" : "0");
 
 	/* magic-trace's derived capabilities, same thresholds */
 	add(c, "configurable_psb_period", "%d",

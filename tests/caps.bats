@@ -58,6 +58,8 @@ has() { echo "$output" | grep -qx "$1"; }
 	has kernel.release=5.15.0-test; has perf_event_paranoid=2; has perf_event_mlock_kb=516; has kptr_restrict=1
 	has cap_perfmon=0; has cap_sys_admin=0
 	has perf.version=6.1.0; has kcore=1; has snapshot_on_exit=1; has ctlfd=1; has dlfilter=1
+	# another machine's tree: no self-test of its debug registers
+	has trigger.hw_breakpoint=unknown; has trigger.uprobe=0
 }
 
 @test "Broadwell: psb_cyc 0 -> no configurable PSB period; psb_cyc without its newline is not \"1\\n\" either" {
@@ -128,6 +130,8 @@ has() { echo "$output" | grep -qx "$1"; }
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -qx "perf.usable=1"
 	[ "$(echo "$output" | sed -n 's/^intel_pt=//p')" = "$([ -e /sys/bus/event_source/devices/intel_pt ] && echo 1 || echo 0)" ]
+	[ "$(echo "$output" | sed -n 's/^trigger.uprobe=//p')" = "$([ -e /sys/bus/event_source/devices/uprobe ] && echo 1 || echo 0)" ]
+	echo "$output" | grep -qx "trigger.hw_breakpoint=[01]" # tested on the live machine
 	run "$CAPS" --bogus
 	[ "$status" -eq 2 ]
 }

@@ -119,6 +119,14 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[[ "$stderr" == *"mt-record: perf record exited with status 3 before it was ready"* ]]
 	! pgrep -f "$TRIGGER 1 31999"
 	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
+	# the hint names the limit an unprivileged user meets first
+	sed -i 's/^privileged=.*/privileged=0/;s/^perf_event_paranoid=.*/perf_event_paranoid=2/;s/^perf_event_mlock_kb=.*/perf_event_mlock_kb=516/' "$BATS_TEST_TMPDIR/caps"
+	run --separate-stderr env FAKEPERF_FAIL=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 10
+	[ "$status" -eq 1 ] && [[ "$stderr" == *"(perf_event_paranoid is 2: run as root, or lower it with sysctl kernel.perf_event_paranoid=1)"* ]]
+	sed -i 's/^perf_event_paranoid=.*/perf_event_paranoid=1/' "$BATS_TEST_TMPDIR/caps"
+	run --separate-stderr env FAKEPERF_FAIL=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 10
+	[ "$status" -eq 1 ] && [[ "$stderr" == *"perf_event_mlock_kb is 516 KiB"* ]]
+	setup # privileged again
 	# SIGTERM: perf stops (its file written), then COMMAND gets the signal
 	"$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/t.data" -- "$TRIGGER" 1 32999 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
 	rec=$!
@@ -176,6 +184,12 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 			[ "$off" -gt 0 ] && [ "$off" -lt "$size" ] ;;
 		esac
 	done
+	# auto: hardware breakpoints exactly when mt-caps finds they fire
+	if "$MT_BIN/mt-caps" | grep -qx trigger.hw_breakpoint=1; then
+		[[ "$stderr" == *"every thread, by hardware breakpoint"* ]]
+	else
+		[[ "$stderr" == *"every thread, by uprobe (hardware breakpoints do not fire on this machine)"* ]]
+	fi
 	run "$RECORD" --trigger=no_such_function -o "$BATS_TEST_TMPDIR/x.data" -- "$TRIGGER" 1 10
 	[ "$status" -eq 2 ] && [[ "$output" == *"no function 'no_such_function' in $TRIGGER"* ]]
 	! pgrep -f "$TRIGGER 1 10"

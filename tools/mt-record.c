@@ -820,9 +820,16 @@ static int perf_status(int status, const struct mt_caps *caps, const char *when)
 		fprintf(stderr, PROG ": perf record exited with status %d%s", WEXITSTATUS(status), when);
 		const char *par = mt_caps_get(caps, "perf_event_paranoid");
 		const char *priv = mt_caps_get(caps, "privileged");
-		if (par && atoi(par) > 1 && (!priv || strcmp(priv, "1")))
+		const char *mlock = mt_caps_get(caps, "perf_event_mlock_kb");
+		bool unprivileged = !priv || strcmp(priv, "1");
+		if (par && atoi(par) > 1 && unprivileged)
 			fprintf(stderr, " (perf_event_paranoid is %s: run as root, or lower it with sysctl "
 					"kernel.perf_event_paranoid=1)", par);
+		else if (unprivileged && mlock && *mlock)
+			/* the other limit an unprivileged perf meets: its buffers */
+			fprintf(stderr, " (if perf could not mmap its buffers: perf_event_mlock_kb is %s KiB; ask for "
+					"less with --snapshot-size, run as root, or raise it with sysctl "
+					"kernel.perf_event_mlock_kb)", mlock);
 		else if (WEXITSTATUS(status) == 127)
 			fprintf(stderr, " (perf could not be run)");
 		fputc('\n', stderr);

@@ -30,7 +30,9 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 
 @test "Intel PT run: perf's argv is mt-perfargs', COMMAND waits for perf's acknowledgement, snapshot at exit by 'stop'" {
 	mark=$BATS_TEST_TMPDIR/started
-	run --separate-stderr env FAKEPERF_MARK="$mark" FAKEPERF_ACK_DELAY=0.5 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" \
+	# (FAKEPERF_WATCH=0: the stop must come from mt-record, not from the
+	# stand-in's own view of the command's exit)
+	run --separate-stderr env FAKEPERF_MARK="$mark" FAKEPERF_ACK_DELAY=0.5 FAKEPERF_WATCH=0 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" \
 		-o "$BATS_TEST_TMPDIR/out.data" -- sh -c "touch '$mark'; exec '$TRIGGER' 1 100"
 	[ "$status" -eq 0 ]
 	[ -e "$mark" ]

@@ -166,6 +166,33 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ "$last" -gt $((hit_time - 200000000)) ]
 }
 
+@test "attach with a trigger, for real: the hit in a thread that existed before the attach ends the recording" {
+	"$TRIGGER" 1 3000 1500 > /dev/null &
+	pid=$!
+	sleep 0.3
+	run --separate-stderr timeout 20 "$RECORD" --pid="$pid" --trigger=. -o "$BATS_TEST_TMPDIR/at.data"
+	kill "$pid" 2>/dev/null || true
+	wait "$pid" || true
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"recording pid $pid until it exits or ^C"* ]]
+	hit=$(grep '^mt-record: trigger hit:' <<< "$stderr")
+	[[ "$hit" == *"in pid $pid thread "* ]]
+	[ "$(sed -n 's/.* thread \([0-9]*\) .*/\1/p' <<< "$hit")" != "$pid" ]
+	"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/at.data" 2> "$BATS_TEST_TMPDIR/stats" > /dev/null
+	[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 100 ]
+}
+
+@test "--trigger-via=breakpoint: inherited breakpoints on every thread and CPU open, and threads still start" {
+	run --separate-stderr "$RECORD" --trigger=. --trigger-via=breakpoint -o "$BATS_TEST_TMPDIR/b.data" -- "$TRIGGER" 1 10
+	[ "$status" -eq 0 ] # trigger.c exits 2 when its thread cannot start
+	[[ "$stderr" == *"every thread, by hardware breakpoint"* ]]
+	if "$MT_BIN/mt-caps" | grep -qx trigger.hw_breakpoint=1; then
+		grep -q '^mt-record: trigger hit:' <<< "$stderr"
+	else # accepted, never fired (this VM): said so, the recording ends with COMMAND
+		[[ "$stderr" == *"the trigger magic_trace_stop_indicator was never hit"* ]]
+	fi
+}
+
 @test "trigger forms: symbol, address and FILE:LINE resolve in the executable (readelf, the source); errors are clear" {
 	read -r value size < <(readelf -Ws "$TRIGGER" | awk '$8 == "worker" {print $2, $3}')
 	[ -n "$value" ]

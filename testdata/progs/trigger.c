@@ -1,8 +1,8 @@
 /* For mt-record's trigger: the main thread spins in before_hit until a
  * worker thread -- never the first thread, magic-trace's #274 -- has
- * called magic_trace_stop_indicator HITS times (argv[1], default 1,
- * 100 ms apart), then spins in after_hit for AFTER ms (argv[2], default
- * 1000). A recording that ends at the first hit holds before_hit, hardly
+ * called magic_trace_stop_indicator HITS times (argv[1], default 1; the
+ * first after FIRST ms, argv[3], default 300; then 100 ms apart), then
+ * spins in after_hit for AFTER ms (argv[2], default 1000). A recording that ends at the first hit holds before_hit, hardly
  * any after_hit. */
 // cflags: -pthread -fno-omit-frame-pointer -O1
 #include <pthread.h>
@@ -20,6 +20,7 @@ __attribute__((noinline)) void magic_trace_stop_indicator(uint64_t start, uint64
 
 static volatile int done;
 static int hits = 1;
+static double first_ms = 300;
 
 static double now_ms(void)
 {
@@ -54,7 +55,7 @@ static void *worker(void *arg)
 {
 	(void)arg;
 	for (int i = 1; i <= hits; i++) {
-		spin_until(now_ms() + (i == 1 ? 300 : 100));
+		spin_until(now_ms() + (i == 1 ? first_ms : 100));
 		magic_trace_stop_indicator(0x1000 + (uint64_t)i, (uint64_t)i);
 	}
 	done = 1;
@@ -65,6 +66,7 @@ int main(int argc, char **argv)
 {
 	hits = argc > 1 ? atoi(argv[1]) : 1;
 	double after = argc > 2 ? atof(argv[2]) : 1000;
+	first_ms = argc > 3 ? atof(argv[3]) : 300;
 	pthread_t t;
 	if (pthread_create(&t, NULL, worker, NULL))
 		return 2;

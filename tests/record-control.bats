@@ -121,6 +121,15 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[[ "$stderr" == *"mt-record: perf record exited with status 3 before it was ready"* ]]
 	! pgrep -f "$TRIGGER 1 31999"
 	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
+	# refused before COMMAND starts: no perf; options perf cannot combine
+	run --separate-stderr "$RECORD" --perf=/nonexistent/perf -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
+	[ "$status" -eq 1 ] && [[ "$stderr" == *"/nonexistent/perf: not found, or 'perf --version' failed"* ]]
+	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --callgraph=lbr -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"-callgraph-mode is for sampling, not Intel PT"* ]]
+	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --sampling --multi-snapshot --trigger=. -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
+	[ "$status" -eq 2 ] && [[ "$stderr" == *"--multi-snapshot is for Intel PT snapshots, not sampling"* ]]
+	! pgrep -f "$TRIGGER 1 31998"
+	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
 	# the hint names the limit an unprivileged user meets first
 	sed -i 's/^privileged=.*/privileged=0/;s/^perf_event_paranoid=.*/perf_event_paranoid=2/;s/^perf_event_mlock_kb=.*/perf_event_mlock_kb=516/' "$BATS_TEST_TMPDIR/caps"
 	run --separate-stderr env FAKEPERF_FAIL=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 10

@@ -563,6 +563,23 @@ int main(int argc, char **argv)
 			sampling ? "sampling" : "--full-execution");
 		return 2;
 	}
+	/* what can be refused is refused before COMMAND starts: no perf, or
+	 * options perf cannot take together */
+	const char *usable = mt_caps_get(&caps, "perf.usable");
+	if (!dry && (!usable || strcmp(usable, "1"))) {
+		fprintf(stderr, PROG ": %s: not found, or 'perf --version' failed (install linux-perf, or name it with "
+				"--perf or $MT_PERF_PATH)\n", o.perf);
+		return 1;
+	}
+	{
+		struct mt_perfargs_opts check = o;
+		struct mt_perfargs a;
+		check.pids = o.pids ? o.pids : "PID";
+		if (mt_perfargs_build(&caps, &check, &a, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			return 2;
+		}
+	}
 	/* bundle: a perf.data recorded beside it first */
 	char tmpdir[4200] = "", tmpdata[4300];
 	if (bundle && !dry) {

@@ -822,6 +822,10 @@ int main(int argc, char **argv)
 fail:
 	if (r.tracee > 0)
 		kill_tracee(r.tracee);
+	/* a perf that ran and was stopped for a failure leaves a file that
+	 * recorded nothing the user asked for: not passed off as a recording */
+	if (r.perf.pid && !pipe_mode && !*tmpdir)
+		unlink(out);
 	if (*tmpdir)
 		mt_bundle_remove_tree(tmpdir);
 	return rc ? rc : 1;

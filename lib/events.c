@@ -51,26 +51,39 @@ int mt_events_format_parse(const char *s)
  * reset (and the reset recorded in the stream) when it grows past
  * INTERN_MAX, so memory stays bounded whatever the input. */
 #define INTERN_MAX (1u << 18)
+struct intern_slot {
+	char *key;      /* NULL: empty */
+	uint64_t hash;
+	uint32_t len, id;
+};
 struct mt_intern {
-	char **keys;
-	uint32_t *ids;
+	struct intern_slot *slots;
 	size_t cap, n;
 	uint32_t next_id;
 };
 
-static uint64_t hash_str(const char *s, size_t n)
+/* A word at a time: the table is probed for a few strings of every event
+ * (symbol, offset, object), so a byte-wise hash showed in profiles. */
+static uint64_t hash_bytes(const char *s, size_t n)
 {
-	uint64_t h = 1469598103934665603ULL;
-	for (size_t i = 0; i < n; i++)
-		h = (h ^ (uint8_t)s[i]) * 1099511628211ULL;
-	return h;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	uint64_t w = 0;
+	memcpy(&w, s, n);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
 }
 
 static void intern_clear(struct mt_intern *t)
 {
 	for (size_t i = 0; i < t->cap; i++) {
-		free(t->keys[i]);
-		t->keys[i] = NULL;
+		free(t->slots[i].key);
+		t->slots[i].key = NULL;
 	}
 	t->n = 0;
 	t->next_id = 1;
@@ -81,34 +94,26 @@ static void intern_free(struct mt_intern *t)
 	if (!t)
 		return;
 	intern_clear(t);
-	free(t->keys);
-	free(t->ids);
+	free(t->slots);
 	free(t);
 }
 
 static int intern_grow(struct mt_intern *t)
 {
 	size_t ncap = t->cap ? t->cap * 2 : 1024;
-	char **nk = calloc(ncap, sizeof *nk);
-	uint32_t *ni = calloc(ncap, sizeof *ni);
-	if (!nk || !ni) {
-		free(nk);
-		free(ni);
+	struct intern_slot *ns = calloc(ncap, sizeof *ns);
+	if (!ns)
 		return MT_ENOMEM;
-	}
 	for (size_t i = 0; i < t->cap; i++) {
-		if (!t->keys[i])
+		if (!t->slots[i].key)
 			continue;
-		size_t j = hash_str(t->keys[i], strlen(t->keys[i])) & (ncap - 1);
-		while (nk[j])
+		size_t j = t->slots[i].hash & (ncap - 1);
+		while (ns[j].key)
 			j = (j + 1) & (ncap - 1);
-		nk[j] = t->keys[i];
-		ni[j] = t->ids[i];
+		ns[j] = t->slots[i];
 	}
-	free(t->keys);
-	free(t->ids);
-	t->keys = nk;
-	t->ids = ni;
+	free(t->slots);
+	t->slots = ns;
 	t->cap = ncap;
 	return 0;
 }
@@ -293,11 +298,14 @@ static void put_record(struct mt_events_writer *w, const Mt__Record *rec)
  * form would carry it), defining it first if new. 0 when out of memory. */
 static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 {
-	char tmp[EXTRA_VAL_MAX + 1];
 	size_t n = strnlen(s, max);
-	for (size_t i = 0; i < n; i++)
-		tmp[i] = (s[i] == '\t' || s[i] == '\n') ? ' ' : s[i];
-	tmp[n] = '\0';
+	/* the text form's spaces for TAB and newline: a copy only when needed */
+	char tmp[EXTRA_VAL_MAX + 1];
+	if (memchr(s, '\t', n) || memchr(s, '\n', n)) {
+		for (size_t i = 0; i < n; i++)
+			tmp[i] = (s[i] == '\t' || s[i] == '\n') ? ' ' : s[i];
+		s = tmp;
+	}
 	struct mt_intern *t = w->strings;
 	if (t->n >= INTERN_MAX) {
 		Mt__Record rec = MT__RECORD__INIT;
@@ -311,24 +319,26 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 		w->err_no = ENOMEM;
 		return 0;
 	}
-	size_t j = hash_str(tmp, n) & (t->cap - 1);
-	while (t->keys[j]) {
-		if (!strcmp(t->keys[j], tmp))
-			return t->ids[j];
-		j = (j + 1) & (t->cap - 1);
-	}
-	if (!(t->keys[j] = strdup(tmp))) {
+	uint64_t h = hash_bytes(s, n);
+	size_t j = h & (t->cap - 1);
+	for (struct intern_slot *e; (e = &t->slots[j])->key; j = (j + 1) & (t->cap - 1))
+		if (e->hash == h && e->len == n && !memcmp(e->key, s, n))
+			return e->id;
+	char *key = malloc(n + 1);
+	if (!key) {
 		w->failed = true;
 		w->err_no = ENOMEM;
 		return 0;
 	}
-	t->ids[j] = t->next_id++;
+	memcpy(key, s, n);
+	key[n] = '\0';
+	t->slots[j] = (struct intern_slot){.key = key, .hash = h, .len = (uint32_t)n, .id = t->next_id++};
 	t->n++;
 	Mt__Record rec = MT__RECORD__INIT;
 	rec.record_case = MT__RECORD__RECORD_STRING_DEF;
-	rec.string_def = t->keys[j];
+	rec.string_def = key;
 	put_record(w, &rec);
-	return t->ids[j];
+	return t->slots[j].id;
 }
 
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,

@@ -77,7 +77,7 @@ has() { echo "$output" | grep -qx "$1"; }
 	fake_perf "$BATS_TEST_TMPDIR/m" 6.1.0
 	caps "$BATS_TEST_TMPDIR/m"
 	has intel_pt=0; has mode=sampling; has sampling.event=cpu-clock; has events.software=cpu-clock,task-clock
-	! echo "$output" | grep -q '^intel_pt.type='
+	! echo "$output" | grep -q '^intel_pt.type=' || false
 }
 
 @test "VM: hypervisor flag; pdcm missing on a flags line -> no LBR" {

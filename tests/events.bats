@@ -76,11 +76,14 @@ roundtrip() { # PROG VARIANT
 
 @test "mt-events: --help, --version, bad options" {
 	run "$EVENTS" --help
-	[ "$status" -eq 0 ] && [[ "$output" == Usage:* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:* ]]
 	run "$EVENTS" --version
-	[ "$status" -eq 0 ] && [[ "$output" == "mt-events (mt) "* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == "mt-events (mt) "* ]]
 	run "$EVENTS" --output-format=xml
-	[ "$status" -eq 2 ] && [[ "$output" == *"expected text or binary"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"expected text or binary"* ]]
 	run "$PT2EVENTS" --output-format=xml /dev/null
 	[ "$status" -eq 2 ]
 	run "$EVENTS" a b

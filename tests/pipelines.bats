@@ -74,13 +74,17 @@ PFCHECK=$MT_TESTTOOLS/pfcheck
 @test "mt-trace: usage errors, a failing decode, no partial trace" {
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr "$PIPES/mt-trace" frob
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"unknown command 'frob'"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"unknown command 'frob'"* ]]
 	run --separate-stderr "$PIPES/mt-trace" run --bogus -- true
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"unknown option '--bogus'"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"unknown option '--bogus'"* ]]
 	run --separate-stderr "$PIPES/mt-trace" run -multi-snapshot -trigger . -- true
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"'--multi-snapshot' writes a file per snapshot, and a bundle holds one"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"'--multi-snapshot' writes a file per snapshot, and a bundle holds one"* ]]
 	run --separate-stderr "$PIPES/mt-trace" attach
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"attach needs -p PID"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"attach needs -p PID"* ]]
 	run --separate-stderr "$PIPES/mt-trace" decode --format=svg x
 	[ "$status" -eq 2 ]
 	head -c 2000 /dev/urandom > junk.data
@@ -147,12 +151,14 @@ make_inputs() { # DIR
 	python3 -c 'import json; json.load(open("out/a.data.json"))'
 	[ -e a.data ] # a local job's input is not cleaned up
 	run --separate-stderr "$PIPES/mt-batch" -d out
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"no INPUT given"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"no INPUT given"* ]]
 	run --separate-stderr "$PIPES/mt-batch" --jobs=x a.data
 	[ "$status" -eq 2 ]
 	mkdir -p d1 && cp a.data d1/ && cp a.data d1_a.data
 	run --separate-stderr "$PIPES/mt-batch" -d same d1/a.data d1_a.data
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"the same name"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"the same name"* ]]
 }
 
 @test "mt-archive-watch --once: converts the bundles in an inbox, then only new ones" {

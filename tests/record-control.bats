@@ -43,7 +43,8 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	fds=$(sed -n 's/.*--control=fd:\([0-9]*,[0-9]*\).*/\1/p' "$FAKEPERF_LOG")
 	want=$("$MT_BIN/mt-perfargs" --caps "$BATS_TEST_TMPDIR/caps" --shell --pid="$pid" --control-fds="$fds" -o DIR 2>/dev/null)
 	got=$(sed -n 's|^argv ||p' "$FAKEPERF_LOG" | sed "s|-o $BATS_TEST_TMPDIR/out.data|-o DIR/perf.data|")
-	[ -n "$got" ] && [ "$got" = "${want#perf }" ]
+	[ -n "$got" ]
+	[ "$got" = "${want#perf }" ]
 	# readiness asked and answered while COMMAND was held; At_exit on
 	# perf >= 5.10: one 'stop' snapshots and ends
 	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ready: command held|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/out.data|exit|" ]
@@ -84,7 +85,8 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ "$(ls "$BATS_TEST_TMPDIR"/m.data.* | wc -l)" -eq 3 ]
 	for i in 1 2 3; do grep -q "args 0x100$i 0x$i" <<< "$stderr"; done
 	run "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --multi-snapshot --trigger=. -- true
-	[ "$status" -eq 2 ] && [[ "$output" == *"needs -o FILE"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"needs -o FILE"* ]]
 }
 
 @test "perf before the control fd: magic-trace's signals (5.4-5.9: SIGINT at exit; a trigger, and perf < 5.4: SIGUSR2 then SIGTERM)" {
@@ -95,7 +97,7 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 		pt_caps "$v"
 		rm -f "$FAKEPERF_LOG"
 		FAKEPERF_WATCH=0 FAKEPERF_VERSION=$v "$RECORD" --caps "$BATS_TEST_TMPDIR/caps.$v" $trig -o "$BATS_TEST_TMPDIR/o.data" -- "$TRIGGER" 1 100 > /dev/null 2>&1
-		! grep -q -- --control "$FAKEPERF_LOG"
+		! grep -q -- --control "$FAKEPERF_LOG" || false
 		[ "$(grep -v '^argv' "$FAKEPERF_LOG" | sed 's/^wrote .*/wrote/' | tr '\n' '|')" = "$want" ]
 	done
 }
@@ -114,29 +116,57 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/a.data|exit|" ]
 }
 
+@test "--duration: the recording ends on time (the exit snapshot then), COMMAND runs to its end" {
+	SECONDS=0
+	run --separate-stderr env FAKEPERF_WATCH=0 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --duration=0.3 -o "$BATS_TEST_TMPDIR/d.data" -- "$TRIGGER" 1 1500
+	[ "$status" -eq 0 ]
+	[[ "$output" =~ ^[01]$ ]] # COMMAND finished (its printf)
+	[ "$SECONDS" -ge 1 ]
+	[[ "$stderr" == *"recording ended (--duration reached); waiting for pid"* ]]
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/d.data|exit|" ]
+	# for real, sampling: samples span the duration, not the program's 1.8 s
+	"$RECORD" --duration=0.4 -o "$BATS_TEST_TMPDIR/s.data" -- "$TRIGGER" 1 1500 > /dev/null 2>&1
+	"$PT2EVENTS" "$BATS_TEST_TMPDIR/s.data" | "$MT_BIN/mt-events" --stats 2> "$BATS_TEST_TMPDIR/stats" > /dev/null
+	first=$(stat_field first_time "$BATS_TEST_TMPDIR/stats")
+	last=$(stat_field last_time "$BATS_TEST_TMPDIR/stats")
+	[ -n "$first" ]
+	[ -n "$last" ]
+	[ $((last - first)) -gt 200000000 ]
+	[ $((last - first)) -lt 700000000 ]
+	run "$RECORD" --duration=0 -- true
+	[ "$status" -eq 2 ]
+	run "$RECORD" --duration=soon -- true
+	[ "$status" -eq 2 ]
+}
+
 @test "failures leave nothing running: perf failing before it is ready, mt-record terminated while recording" {
 	run --separate-stderr env FAKEPERF_FAIL=3 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31999
 	[ "$status" -eq 3 ]
 	[[ "$stderr" == *"fakeperf: simulated failure"* ]]
 	[[ "$stderr" == *"mt-record: perf record exited with status 3 before it was ready"* ]]
-	! pgrep -f "$TRIGGER 1 31999"
+	! pgrep -f "$TRIGGER 1 31999" || false
 	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
 	# refused before COMMAND starts: no perf; options perf cannot combine
 	run --separate-stderr "$RECORD" --perf=/nonexistent/perf -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
-	[ "$status" -eq 1 ] && [[ "$stderr" == *"/nonexistent/perf: not found, or 'perf --version' failed"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"/nonexistent/perf: not found, or 'perf --version' failed"* ]]
 	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --callgraph=lbr -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"-callgraph-mode is for sampling, not Intel PT"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"-callgraph-mode is for sampling, not Intel PT"* ]]
 	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --sampling --multi-snapshot --trigger=. -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
-	[ "$status" -eq 2 ] && [[ "$stderr" == *"--multi-snapshot is for Intel PT snapshots, not sampling"* ]]
-	! pgrep -f "$TRIGGER 1 31998"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--multi-snapshot is for Intel PT snapshots, not sampling"* ]]
+	! pgrep -f "$TRIGGER 1 31998" || false
 	[ ! -e "$BATS_TEST_TMPDIR/f.data" ]
 	# the hint names the limit an unprivileged user meets first
 	sed -i 's/^privileged=.*/privileged=0/;s/^perf_event_paranoid=.*/perf_event_paranoid=2/;s/^perf_event_mlock_kb=.*/perf_event_mlock_kb=516/' "$BATS_TEST_TMPDIR/caps"
 	run --separate-stderr env FAKEPERF_FAIL=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 10
-	[ "$status" -eq 1 ] && [[ "$stderr" == *"(perf_event_paranoid is 2: run as root, or lower it with sysctl kernel.perf_event_paranoid=1)"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"(perf_event_paranoid is 2: run as root, or lower it with sysctl kernel.perf_event_paranoid=1)"* ]]
 	sed -i 's/^perf_event_paranoid=.*/perf_event_paranoid=1/' "$BATS_TEST_TMPDIR/caps"
 	run --separate-stderr env FAKEPERF_FAIL=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 10
-	[ "$status" -eq 1 ] && [[ "$stderr" == *"perf_event_mlock_kb is 516 KiB"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"perf_event_mlock_kb is 516 KiB"* ]]
 	setup # privileged again
 	# SIGTERM: perf stops (its file written), then COMMAND gets the signal
 	"$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/t.data" -- "$TRIGGER" 1 32999 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
@@ -149,8 +179,8 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
 	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/t.data|exit|" ]
 	sleep 0.2
-	! pgrep -f "$TRIGGER 1 32999"
-	! pgrep -f "fakeperf record"
+	! pgrep -f "$TRIGGER 1 32999" || false
+	! pgrep -f "fakeperf record" || false
 }
 
 @test "sampling for real with a trigger: the hit in the worker thread ends the recording; nothing after it is sampled" {
@@ -159,7 +189,8 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	pid=$(sed -n 's/^mt-record: recording pid \([0-9]*\):.*/\1/p' <<< "$stderr")
 	hit=$(grep '^mt-record: trigger hit:' <<< "$stderr")
 	tid=$(sed -n 's/.* thread \([0-9]*\) .*/\1/p' <<< "$hit")
-	[ -n "$tid" ] && [ "$tid" != "$pid" ]
+	[ -n "$tid" ]
+	[ "$tid" != "$pid" ]
 	hit_time=$(sed -n 's/.*, time \([0-9]*\) ns.*/\1/p' <<< "$hit")
 	"$PT2EVENTS" "$BATS_TEST_TMPDIR/s.data" | "$MT_BIN/mt-symbolize" > "$BATS_TEST_TMPDIR/ev"
 	before=$(grep -c 'frame=[^	]* before_hit+' "$BATS_TEST_TMPDIR/ev")
@@ -219,7 +250,8 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 		*) # the call's line lies inside worker
 			bias=$((0x$addr - 0x$addr % 4096 - (0x$value - 0x$value % 4096)))
 			off=$((0x$addr - bias - 0x$value))
-			[ "$off" -gt 0 ] && [ "$off" -lt "$size" ] ;;
+			[ "$off" -gt 0 ]
+			[ "$off" -lt "$size" ] ;;
 		esac
 	done
 	# auto: hardware breakpoints exactly when mt-caps finds they fire
@@ -229,10 +261,12 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 		[[ "$stderr" == *"every thread, by uprobe (hardware breakpoints do not fire on this machine)"* ]]
 	fi
 	run "$RECORD" --trigger=no_such_function -o "$BATS_TEST_TMPDIR/x.data" -- "$TRIGGER" 1 10
-	[ "$status" -eq 2 ] && [[ "$output" == *"no function 'no_such_function' in $TRIGGER"* ]]
-	! pgrep -f "$TRIGGER 1 10"
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no function 'no_such_function' in $TRIGGER"* ]]
+	! pgrep -f "$TRIGGER 1 10" || false
 	run "$RECORD" --trigger='?' -- true
-	[ "$status" -eq 2 ] && [[ "$output" == *"interactive selection (fzf) is not supported"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"interactive selection (fzf) is not supported"* ]]
 	run "$RECORD" --trigger=x.c:0 -- true
 	[ "$status" -eq 2 ]
 	run "$RECORD" --trigger-via=magic -- true

@@ -49,9 +49,11 @@ RECORD=$MT_BIN/mt-record
 
 @test "bad input: no command, a missing program, a failing perf: clear messages, no file left" {
 	run "$RECORD"
-	[ "$status" -eq 2 ] && [[ "$output" == *"no command given"* ]]
+	[ "$status" -eq 2 ]
+	[[ "$output" == *"no command given"* ]]
 	run "$RECORD" -o "$BATS_TEST_TMPDIR/x.data" -- /nonexistent/prog
-	[ "$status" -eq 1 ] && [[ "$output" == *"/nonexistent/prog: no such executable"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"/nonexistent/prog: no such executable"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/x.data" ]
 	printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "perf version 6.1.0"; exit 0; fi\necho "perf: simulated failure" >&2\nexit 3\n' > "$BATS_TEST_TMPDIR/perf"
 	chmod +x "$BATS_TEST_TMPDIR/perf"
@@ -83,7 +85,8 @@ RECORD=$MT_BIN/mt-record
 	gone=$!
 	wait
 	run "$RECORD" --pid="$gone" -o "$BATS_TEST_TMPDIR/x.data"
-	[ "$status" -eq 1 ] && [[ "$output" == *"no process $gone"* ]]
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"no process $gone"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/x.data" ]
 	run "$RECORD" --pid=1 -- true
 	[ "$status" -eq 2 ]
@@ -104,7 +107,7 @@ RECORD=$MT_BIN/mt-record
 		if [ "$sig" = INT ]; then [ "$st" -eq 0 ]; else [ "$st" -eq 143 ]; fi
 		"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/$sig.data" 2> "$BATS_TEST_TMPDIR/stats" > /dev/null
 		[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 50 ]
-		! pgrep -f "$MT_PROGS/hot 3000" > /dev/null
+		! pgrep -f "$MT_PROGS/hot 3000" > /dev/null || false
 	done
 	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
 }

@@ -39,7 +39,8 @@ load helpers
 	# the libc run went through ld.so and libc, and hit missed single-steps or not:
 	# either way every variant was written
 	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 16 ]
-	[ -s "$MT_FIXTURES/libc/kernel.vmlinux" ] && [ -s "$MT_FIXTURES/libc/kcore.kcore_dir/kcore" ]
+	[ -s "$MT_FIXTURES/libc/kernel.vmlinux" ]
+	[ -s "$MT_FIXTURES/libc/kcore.kcore_dir/kcore" ]
 	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"
 }
 

@@ -71,7 +71,7 @@ perfetto_valid() { # FILE
 	# the project's schema knows every field written: no bare field numbers
 	protoc -I "$BATS_TEST_DIRNAME/../proto" "$BATS_TEST_DIRNAME/../proto/perfetto_trace.proto" \
 		--decode=perfetto.protos.Trace < "$1" > "$BATS_TEST_TMPDIR/decoded"
-	! grep -Eq '^ *[0-9]+:' "$BATS_TEST_TMPDIR/decoded"
+	! grep -Eq '^ *[0-9]+:' "$BATS_TEST_TMPDIR/decoded" || false
 }
 
 @test "Perfetto output of every real magic-trace input passes the checker and protoc --decode" {
@@ -151,7 +151,8 @@ PY
 	run "$TOPERFETTO" --format=xml
 	[ "$status" -eq 2 ]
 	run "$TOPERFETTO" --help
-	[ "$status" -eq 0 ] && [[ "$output" == Usage:* ]]
+	[ "$status" -eq 0 ]
+	[[ "$output" == Usage:* ]]
 	run "$TOPERFETTO" --version
 	[[ "$output" == "mt-toperfetto (mt) "* ]]
 }
@@ -290,7 +291,7 @@ PY
 		"$TOPERFETTO" --format=$f "$BATS_TEST_TMPDIR/ev" > /dev/full 2> "$BATS_TEST_TMPDIR/err" && false
 		grep -q 'No space left on device' "$BATS_TEST_TMPDIR/err"
 	done
-	! "$MT_BIN/mt-symbolize" "$BATS_TEST_TMPDIR/ev" > /dev/full 2>/dev/null
+	! "$MT_BIN/mt-symbolize" "$BATS_TEST_TMPDIR/ev" > /dev/full 2>/dev/null || false
 }
 
 @test "-o onto a fifo writes through it (the node stays); onto a symlink replaces its target, not the link" {
@@ -439,7 +440,7 @@ PY
 	# without the notes (either spelling of the switch) the heuristics close and reopen f
 	for v in MT_NO_OCAML_EXCEPTION_DEBUG_INFO MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO; do
 		env "$v=1" "$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/b"
-		! cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b"
+		! cmp -s "$BATS_TEST_TMPDIR/a" "$BATS_TEST_TMPDIR/b" || false
 		grep -q '^30ns BEGIN f$' "$BATS_TEST_TMPDIR/b"
 	done
 	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/a.pftrace" "$BATS_TEST_TMPDIR/ev"

@@ -19,6 +19,7 @@
 #include <sys/stat.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "bundle.h"
@@ -60,6 +61,8 @@ static void usage(FILE *f)
 "      --multi-snapshot         a snapshot at every trigger hit, recording goes on;\n"
 "                               perf writes FILE.<time> per snapshot (needs -o)\n"
 "      --full-execution         trace everything, no snapshot ring buffer\n"
+"      --duration=SECONDS       end the recording after SECONDS (a snapshot then,\n"
+"                               where one is due); COMMAND runs on\n"
 "      --snapshot-size=BYTES    the Intel PT buffer (4M, 512K, ...; a power of two\n"
 "                               number of pages)\n"
 "      --extra-events=LIST      branch-misses,cache-misses with Intel PT\n"
@@ -254,7 +257,14 @@ static bool process_ended(pid_t pid, int pidfd)
 
 #define MAX_PIDS 64
 
-enum end_reason { END_NONE, END_SIGNAL, END_PERF_EXIT, END_TRACEE_EXIT, END_TRIGGER };
+enum end_reason { END_NONE, END_SIGNAL, END_PERF_EXIT, END_TRACEE_EXIT, END_TRIGGER, END_DURATION };
+
+static long monotonic_ms(void)
+{
+	struct timespec ts;
+	clock_gettime(CLOCK_MONOTONIC, &ts);
+	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
+}
 
 struct recording {
 	struct mt_perfctl perf;
@@ -268,6 +278,7 @@ struct recording {
 	int pidfds[MAX_PIDS];
 	size_t npids;
 	unsigned snapshots, hits;
+	long deadline_ms;           /* --duration: monotonic ms, 0 = none */
 };
 
 static void reap_tracee(struct recording *r, bool block)
@@ -346,7 +357,15 @@ static enum end_reason record_loop(struct recording *r)
 			if (r->pidfds[i] >= 0)
 				fds[n++] = (struct pollfd){.fd = r->pidfds[i], .events = POLLIN};
 		/* a timeout too: processes without a pidfd are polled in /proc */
-		if (poll(fds, n, 250) < 0 && errno != EINTR)
+		int wait_ms = 250;
+		if (r->deadline_ms) {
+			long left = r->deadline_ms - monotonic_ms();
+			if (left <= 0)
+				return END_DURATION;
+			if (left < wait_ms)
+				wait_ms = (int)left;
+		}
+		if (poll(fds, n, wait_ms) < 0 && errno != EINTR)
 			return END_PERF_EXIT;
 		char drain[64];
 		if (fds[0].revents & POLLIN)
@@ -364,6 +383,7 @@ static const char *reason_text(enum end_reason why)
 	case END_PERF_EXIT: return "perf exited";
 	case END_TRACEE_EXIT: return "the traced program exited";
 	case END_TRIGGER: return "trigger hit";
+	case END_DURATION: return "--duration reached";
 	case END_NONE: break;
 	}
 	return "";
@@ -380,6 +400,7 @@ int main(int argc, char **argv)
 		{"trigger-via", required_argument, NULL, 'v'},
 		{"multi-snapshot", no_argument, NULL, 'm'},
 		{"full-execution", no_argument, NULL, 'F'},
+		{"duration", required_argument, NULL, 'd'},
 		{"snapshot-size", required_argument, NULL, 'z'},
 		{"extra-events", required_argument, NULL, 'e'},
 		{"sampling", no_argument, NULL, 's'},
@@ -401,6 +422,7 @@ int main(int argc, char **argv)
 	const char *out = NULL, *bundle = NULL, *trigger = NULL, *caps_path = NULL;
 	enum mt_trigger_via via = MT_TRIGGER_AUTO;
 	bool dry = false, callgraph_given = false;
+	long duration_ms = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -421,6 +443,19 @@ int main(int argc, char **argv)
 			break;
 		case 'm': o.multi_snapshot = true; break;
 		case 'F': o.full_execution = true; break;
+		case 'd': {
+			char *end;
+			errno = 0;
+			double secs = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(secs > 0) || secs > 1e7) {
+				fprintf(stderr, PROG ": bad --duration '%s': seconds, more than 0\n", optarg);
+				return 2;
+			}
+			duration_ms = (long)(secs * 1000 + 0.5);
+			if (!duration_ms)
+				duration_ms = 1;
+			break;
+		}
 		case 'z':
 			if (mt_parse_bytes(optarg, &o.snapshot_size) || !o.snapshot_size) {
 				fprintf(stderr, PROG ": bad --snapshot-size '%s'\n", optarg);
@@ -741,6 +776,8 @@ int main(int argc, char **argv)
 			r.npids > 1 ? "they all exit" : "it exits");
 	}
 
+	if (duration_ms)
+		r.deadline_ms = monotonic_ms() + duration_ms;
 	enum end_reason why = record_loop(&r);
 	int sig = why == END_SIGNAL ? (int)pending_signal : 0;
 	if (trigger && !r.hits)

@@ -1,5 +1,10 @@
 # Shared helpers for the Bats suites. tests/run sets MT_BIN, MT_PROGS and
 # MT_FIXTURES (synthesized traces, made once per run by tests/run).
+#
+# Bats fails a test on a failing line through `set -e`, which ignores a
+# failure before `&&` and a negated command: write one assertion per line
+# (not `[ a ] && [ b ]`) and `! cmd || false` (not a bare `! cmd`);
+# tools.bats checks the suites for both.
 MT_REAL=${MT_REAL:-$BATS_TEST_DIRNAME/../../shared/testdata/real}
 PT2EVENTS=$MT_BIN/mt-pt2events
 SYNTH=$MT_BIN/mt-synth

@@ -40,3 +40,16 @@ tools() {
 		groff -man -ww -z "$p" 2>&1 | { ! grep .; }
 	done
 }
+
+@test "the suites hold no assertion bats would ignore: '[ a ] && [ b ]', a bare '! cmd', 'cmd && cmd' checks" {
+	cd "$BATS_TEST_DIRNAME"
+	# a test bracket before && on a line of its own; a negation without
+	# '|| false'; grep -q chained by &&
+	# (a chain that ends in '|| false' or '|| { ...; false; }' does fail)
+	run grep -nE '^[[:space:]]*\[\[? .* \]\]? && \[' ./*.bats
+	[ -z "$(grep -v '|| ' <<< "$output")" ]
+	run grep -nE '^[[:space:]]*! ' ./*.bats
+	[ -z "$(grep -v '|| false' <<< "$output")" ]
+	run grep -nE '^[[:space:]]*grep -q [^|]* && grep' ./*.bats
+	[ "$status" -eq 1 ]
+}

@@ -190,6 +190,10 @@ int mt_perfctl_snapshot(struct mt_perfctl *p, struct mt_err *err)
 	p->stopping = p->when == MT_SNAP_AT_EXIT && at_least(p, 5, 4);
 	if (mt_perfctl_has_ctlfd(p)) {
 		int r = command(p, p->when == MT_SNAP_AT_EXIT ? "stop" : "snapshot", err);
+		if (r < 0 && p->stopping) {
+			kill(p->pid, SIGTERM); /* an unanswered stop: perf takes SIGTERM as the end too */
+			p->term_sent = true;
+		}
 		return r == 1 ? mt_err_set(err, MT_EIO, "perf record exited: no snapshot") : r;
 	}
 	int sig = p->stopping ? SIGINT : SIGUSR2;
@@ -198,25 +202,39 @@ int mt_perfctl_snapshot(struct mt_perfctl *p, struct mt_err *err)
 	return 0;
 }
 
+/* After mt-record's own SIGTERM: perf writes what it has and exits; one
+ * that does not within a minute is killed, and that is an error. */
+static int wait_after_term(struct mt_perfctl *p, struct mt_err *err)
+{
+	for (int i = 0; i < 60 * 20; i++) {
+		if (mt_perfctl_poll_exit(p))
+			return 0;
+		usleep(50000);
+	}
+	kill(p->pid, SIGKILL);
+	wait_exit(p);
+	return mt_err_set(err, MT_EIO, "perf record did not end within 60 s of SIGTERM: killed");
+}
+
 int mt_perfctl_stop(struct mt_perfctl *p, struct mt_err *err)
 {
 	if (!p->pid)
 		return 0;
+	bool termed = p->term_sent;
 	if (!mt_perfctl_poll_exit(p) && !p->stopping) {
 		p->stopping = true;
-		if (mt_perfctl_has_ctlfd(p)) {
-			int r = command(p, "stop", err);
-			if (r < 0) {
-				/* an unanswered stop: a signal perf also takes as the end */
-				mt_err_clear(err);
-				kill(p->pid, SIGTERM);
-			}
-		} else {
+		int r = mt_perfctl_has_ctlfd(p) ? command(p, "stop", err) : -1;
+		if (r < 0) {
+			/* no control fd, or an unanswered stop: a signal perf also
+			 * takes as the end */
 			kill(p->pid, SIGTERM);
+			termed = true;
 		}
 	}
+	if (termed)
+		return wait_after_term(p, err);
 	wait_exit(p);
-	return 0;
+	return err->code;
 }
 
 void mt_perfctl_kill(struct mt_perfctl *p)

@@ -24,6 +24,7 @@ struct mt_perfctl {
 	int major, minor;           /* perf's version */
 	enum mt_snapshot_when when;
 	bool stopping;              /* told to end (an At_exit snapshot ends it) */
+	bool term_sent;             /* SIGTERM sent for an unanswered stop */
 	bool exited;                /* reaped; status is its wait status */
 	int status;
 	unsigned ack_timeout_ms;    /* 8000, as magic-trace */
@@ -47,7 +48,9 @@ int mt_perfctl_ready(struct mt_perfctl *p, struct mt_err *err);
  * At_exit on perf 5.4-5.9 SIGINT (perf snapshots as it exits). */
 int mt_perfctl_snapshot(struct mt_perfctl *p, struct mt_err *err);
 /* Shuts perf down (`stop`, SIGTERM before 5.10) and waits for it to write
- * its file and exit. A perf already gone is fine. */
+ * its file and exit. A perf already gone is fine. An unanswered `stop` is
+ * followed by SIGTERM (and reported); a perf still there a minute after a
+ * SIGTERM is killed (an error). */
 int mt_perfctl_stop(struct mt_perfctl *p, struct mt_err *err);
 /* Reaps perf without waiting: true once it has exited. */
 bool mt_perfctl_poll_exit(struct mt_perfctl *p);

@@ -139,6 +139,16 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ "$status" -eq 2 ]
 }
 
+@test "a perf that does not answer 'stop': told after MT_PERF_ACK_TIMEOUT, then SIGTERM ends it; its file is whole" {
+	run --separate-stderr env FAKEPERF_WATCH=0 FAKEPERF_DEAF=stop MT_PERF_ACK_TIMEOUT=1 timeout 30 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" \
+		-o "$BATS_TEST_TMPDIR/h.data" -- "$TRIGGER" 1 100
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"perf did not acknowledge 'stop' within 1000 ms"* ]]
+	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|not answered|signal TERM|snapshot 1|wrote $BATS_TEST_TMPDIR/h.data|exit|" ]
+	cmp "$BATS_TEST_TMPDIR/h.data" "$FAKEPERF_DATA"
+	! pgrep -f "fakeperf record" || false
+}
+
 @test "failures leave nothing running: perf failing before it is ready, mt-record terminated while recording" {
 	run --separate-stderr env FAKEPERF_FAIL=3 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31999
 	[ "$status" -eq 3 ]
@@ -177,6 +187,7 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	wait "$rec" || st=$?
 	[ "$st" -eq 143 ]
 	grep -q 'stopped by signal 15; the perf.data is complete' "$BATS_TEST_TMPDIR/err"
+	cat "$FAKEPERF_LOG" "$BATS_TEST_TMPDIR/err" # shown when the test fails
 	[ "$(grep -v '^argv' "$FAKEPERF_LOG" | tr '\n' '|')" = "ctl ping|ctl stop|snapshot 1|wrote $BATS_TEST_TMPDIR/t.data|exit|" ]
 	sleep 0.2
 	! pgrep -f "$TRIGGER 1 32999" || false

@@ -685,6 +685,12 @@ int main(int argc, char **argv)
 		rc = 1;
 		goto fail;
 	}
+	const char *ack_timeout = getenv("MT_PERF_ACK_TIMEOUT");
+	if (ack_timeout && *ack_timeout) {
+		double secs = strtod(ack_timeout, NULL);
+		if (secs > 0 && secs < 3600)
+			r.perf.ack_timeout_ms = (unsigned)(secs * 1000);
+	}
 	o.ctl_fd = perf_ctl;
 	o.ack_fd = perf_ack;
 	o.pids = dry && !o.pids ? "PID" : pidlist;
@@ -789,7 +795,9 @@ int main(int argc, char **argv)
 		else
 			r.snapshots++;
 	}
-	mt_perfctl_stop(&r.perf, &err);
+	mt_err_clear(&err);
+	if (mt_perfctl_stop(&r.perf, &err))
+		fprintf(stderr, PROG ": %s\n", err.msg);
 	mt_perfctl_close(&r.perf);
 	/* after perf: removing a uprobe waits for the kernel's grace periods
 	 * (tens of ms), which perf would go on recording through */

@@ -847,19 +847,6 @@ static int plan_from_trace(struct mt_perfdata *pd, struct plan *p, struct mt_err
 	return 0;
 }
 
-static void warnf(const struct mt_bundle_create_opts *o, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
-static void warnf(const struct mt_bundle_create_opts *o, const char *fmt, ...)
-{
-	if (!o->warn)
-		return;
-	char msg[8400];
-	va_list ap;
-	va_start(ap, fmt);
-	vsnprintf(msg, sizeof msg, fmt, ap);
-	va_end(ap);
-	o->warn(o->warn_ctx, msg);
-}
-
 /* The file with this build-id: at its path, in perf's build-id cache, or
  * in the perf archive given; without a build-id, whatever is at its path. */
 static char *find_source(const struct mt_bundle_create_opts *o, const char *archive_dir, struct object *obj)
@@ -892,10 +879,10 @@ static char *find_source(const struct mt_bundle_create_opts *o, const char *arch
 	if (n >= 0) {
 		char now[41];
 		mt_hex(have, (unsigned)n, now);
-		warnf(o, "warning: %s: build-id %s, but the trace ran build-id %s and no build-id cache holds it: "
+		mt_say(o->warn, o->warn_ctx, "warning: %s: build-id %s, but the trace ran build-id %s and no build-id cache holds it: "
 		      "left out", obj->path, n ? now : "none", id);
 	} else {
-		warnf(o, "warning: %s%s%s: not found on this host%s: left out", obj->path, obj->bidsz ? " (build-id " : "",
+		mt_say(o->warn, o->warn_ctx, "warning: %s%s%s: not found on this host%s: left out", obj->path, obj->bidsz ? " (build-id " : "",
 		      obj->bidsz ? id : "", obj->bidsz ? ")" : "");
 	}
 	return NULL;
@@ -1134,7 +1121,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	size_t manifest_len = 0;
 	int rc = plan_from_trace(&pd, &p, err);
 	if (rc < 0 && pd.truncated) {
-		warnf(o, "warning: %s: %s (archived as it is)", data_path, err->msg);
+		mt_say(o->warn, o->warn_ctx, "warning: %s: %s (archived as it is)", data_path, err->msg);
 		mt_err_clear(err);
 		rc = 0;
 	}
@@ -1178,7 +1165,7 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 				mt_hex(have, (unsigned)n, id);
 			} else {
 				own_len = 0;
-				warnf(o, "warning: [vdso] (build-id %s): not in perf's build-id cache and not this kernel's: "
+				mt_say(o->warn, o->warn_ctx, "warning: [vdso] (build-id %s): not in perf's build-id cache and not this kernel's: "
 				      "left out", p.vdso_bidsz ? id : "unknown");
 			}
 		}

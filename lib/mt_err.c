@@ -34,3 +34,15 @@ const char *mt_err_str(int code)
 	}
 	return "unknown error";
 }
+
+void mt_say(void (*fn)(void *ctx, const char *msg), void *ctx, const char *fmt, ...)
+{
+	if (!fn)
+		return;
+	char msg[8400];
+	va_list ap;
+	va_start(ap, fmt);
+	vsnprintf(msg, sizeof msg, fmt, ap);
+	va_end(ap);
+	fn(ctx, msg);
+}

@@ -28,5 +28,9 @@ int mt_err_set(struct mt_err *err, int code, const char *fmt, ...)
 	__attribute__((format(printf, 3, 4)));
 void mt_err_clear(struct mt_err *err);
 const char *mt_err_str(int code);
+/* Formats a message (up to 8 KiB) and hands it to a library's message
+ * callback, when there is one: warnings and notes the tool prints. */
+void mt_say(void (*fn)(void *ctx, const char *msg), void *ctx, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
 
 #endif

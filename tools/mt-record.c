@@ -1,31 +1,28 @@
 /* mt-record: run a program under perf record the way magic-trace would,
  * with Intel PT where the machine has it, else stack sampling (on the
- * software clock where there is no hardware PMU); snapshots at exit, ^C or
- * a trigger, perf driven through its control fd (perfctl), triggers
- * watched in every thread (trigger). */
+ * software clock where there is no hardware PMU). This file is options,
+ * perf's arguments (perfargs), messages and exit status; the session --
+ * COMMAND held until perf is ready, snapshots, triggers, the end -- is
+ * lib/record (over perfctl and trigger). */
 #define _GNU_SOURCE
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <poll.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/prctl.h>
-#include <sys/ptrace.h>
 #include <sys/stat.h>
-#include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bundle.h"
 #include "caps.h"
 #include "perfargs.h"
 #include "perfctl.h"
+#include "record.h"
 #include "trigger.h"
 #include "version.h"
 
@@ -127,32 +124,16 @@ static bool find_program(const char *name)
 	return false;
 }
 
-/* Signals (and child exits) reach the loop through this pipe. */
-static int signal_pipe[2] = {-1, -1};
-static volatile sig_atomic_t pending_signal;
-
-static void on_signal(int sig)
-{
-	int saved = errno;
-	if (sig != SIGCHLD)
-		pending_signal = sig;
-	if (signal_pipe[1] >= 0 && write(signal_pipe[1], "", 1) < 0) {
-		/* full pipe: the loop wakes up anyway */
-	}
-	errno = saved;
-}
-
-/* A handler, not SIG_IGN: SIG_IGN would be inherited through exec by perf
- * and COMMAND; a write to a perf that is gone then fails with EPIPE. */
-static void on_sigpipe(int sig)
-{
-	(void)sig;
-}
-
 static void warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+/* The session's messages: hits, snapshots, its end. */
+static void say(void *ctx, const char *msg)
+{
+	warn(ctx, msg);
 }
 
 /* Bundles the recorded perf.data; the manifest names the command. */
@@ -162,7 +143,7 @@ static int make_bundle(const char *bundle, const char *data, const struct mt_cap
 	char cmd[8192] = "";
 	size_t n = 0;
 	if (pids)
-		snprintf(cmd, sizeof cmd, "attach --pid=%s", pids);
+		n = (size_t)snprintf(cmd, sizeof cmd, "attach --pid=%s", pids);
 	for (int i = 0; i < argc && n + 2 < sizeof cmd; i++)
 		n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", argv[i]);
 	struct mt_bundle_create_opts bo = {.perf_data = data, .output = bundle, .command = cmd, .caps = caps,
@@ -176,217 +157,6 @@ static int make_bundle(const char *bundle, const char *data, const struct mt_cap
 	}
 	fprintf(stderr, PROG ": wrote %s: %zu objects (%zu missing)\n", bundle, st.objects, st.missing);
 	return 0;
-}
-
-/* COMMAND, stopped at its first instruction (the exec's ptrace stop) so
- * that perf can be attached before it runs, as magic-trace starts it.
- * Its standard output goes to standard error when perf writes to ours. */
-static pid_t spawn_stopped(char **argv, bool stdout_to_stderr)
-{
-	pid_t parent = getpid();
-	pid_t pid = fork();
-	if (pid < 0) {
-		fprintf(stderr, PROG ": fork: %s\n", strerror(errno));
-		return -1;
-	}
-	if (pid == 0) {
-		prctl(PR_SET_PDEATHSIG, SIGKILL);
-		if (getppid() != parent)
-			_exit(127);
-		if (stdout_to_stderr)
-			dup2(2, 1);
-		if (ptrace(PTRACE_TRACEME, 0, NULL, NULL) < 0) {
-			fprintf(stderr, PROG ": ptrace(PTRACE_TRACEME): %s\n", strerror(errno));
-			_exit(126);
-		}
-		execvp(argv[0], argv);
-		fprintf(stderr, PROG ": %s: %s\n", argv[0], strerror(errno));
-		_exit(127);
-	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR) {
-			fprintf(stderr, PROG ": waitpid: %s\n", strerror(errno));
-			return -1;
-		}
-	if (!WIFSTOPPED(st)) {
-		fprintf(stderr, PROG ": %s did not start (%s %d)\n", argv[0], WIFEXITED(st) ? "exit status" : "signal",
-			WIFEXITED(st) ? WEXITSTATUS(st) : WTERMSIG(st));
-		return -1;
-	}
-	return pid;
-}
-
-static void kill_tracee(pid_t pid)
-{
-	int st;
-	kill(pid, SIGKILL);
-	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
-		;
-}
-
-static int pidfd_of(pid_t pid)
-{
-#ifdef SYS_pidfd_open
-	return (int)syscall(SYS_pidfd_open, pid, 0);
-#else
-	(void)pid;
-	return -1;
-#endif
-}
-
-/* Has a process we did not start ended? Its pidfd says so (Linux >= 5.3);
- * else /proc: gone, or a zombie its parent has not reaped. */
-static bool process_ended(pid_t pid, int pidfd)
-{
-	if (pidfd >= 0) {
-		struct pollfd p = {.fd = pidfd, .events = POLLIN};
-		return poll(&p, 1, 0) > 0;
-	}
-	char path[64], buf[512];
-	snprintf(path, sizeof path, "/proc/%d/stat", (int)pid);
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return true;
-	size_t n = fread(buf, 1, sizeof buf - 1, f);
-	fclose(f);
-	buf[n] = 0;
-	const char *paren = strrchr(buf, ')');
-	return !paren || paren[1] != ' ' || paren[2] == 'Z' || paren[2] == 'X';
-}
-
-#define MAX_PIDS 64
-
-enum end_reason { END_NONE, END_SIGNAL, END_PERF_EXIT, END_TRACEE_EXIT, END_TRIGGER, END_DURATION };
-
-static long monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
-struct recording {
-	struct mt_perfctl perf;
-	struct mt_trigger *trigger;
-	const char *trigger_what;
-	bool multi_snapshot;
-	pid_t tracee;               /* run mode: COMMAND, reaped into tracee_status */
-	bool tracee_done;
-	int tracee_status;
-	pid_t pids[MAX_PIDS];       /* attach mode */
-	int pidfds[MAX_PIDS];
-	size_t npids;
-	unsigned snapshots, hits;
-	long deadline_ms;           /* --duration: monotonic ms, 0 = none */
-};
-
-static void reap_tracee(struct recording *r, bool block)
-{
-	if (!r->tracee || r->tracee_done)
-		return;
-	int st;
-	pid_t w;
-	while ((w = waitpid(r->tracee, &st, block ? 0 : WNOHANG)) < 0 && errno == EINTR)
-		;
-	if (w == r->tracee) {
-		r->tracee_done = true;
-		r->tracee_status = st;
-	} else if (w < 0) {
-		r->tracee_done = true;
-	}
-}
-
-static bool all_attached_ended(const struct recording *r)
-{
-	for (size_t i = 0; i < r->npids; i++)
-		if (!process_ended(r->pids[i], r->pidfds[i]))
-			return false;
-	return r->npids > 0;
-}
-
-/* A hit: reported, then a snapshot where the snapshot is the trigger's. */
-static bool handle_hits(struct recording *r)
-{
-	struct mt_trigger_hit hits[64];
-	uint64_t lost = 0;
-	size_t n = mt_trigger_read(r->trigger, hits, 64, &lost);
-	if (lost)
-		fprintf(stderr, PROG ": %" PRIu64 " trigger hits lost (the kernel's buffer was full)\n", lost);
-	for (size_t i = 0; i < n; i++) {
-		r->hits++;
-		fprintf(stderr, PROG ": trigger hit: %s in pid %u thread %u at 0x%" PRIx64 ", time %" PRIu64
-				" ns, args 0x%" PRIx64 " 0x%" PRIx64 "\n",
-			r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0,
-			hits[i].arg1);
-		if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
-			struct mt_err err = {0};
-			if (mt_perfctl_snapshot(&r->perf, &err)) {
-				fprintf(stderr, PROG ": %s\n", err.msg);
-				return true;
-			}
-			r->snapshots++;
-			fprintf(stderr, PROG ": snapshot %u taken\n", r->snapshots);
-		}
-		if (!r->multi_snapshot)
-			return true;
-	}
-	return false;
-}
-
-/* Records until a signal, COMMAND's (or every attached process's) exit, a
- * trigger hit or perf's own end. */
-static enum end_reason record_loop(struct recording *r)
-{
-	for (;;) {
-		if (pending_signal)
-			return END_SIGNAL;
-		if (mt_perfctl_poll_exit(&r->perf))
-			return END_PERF_EXIT;
-		reap_tracee(r, false);
-		if (r->tracee && r->tracee_done)
-			return END_TRACEE_EXIT;
-		if (all_attached_ended(r))
-			return END_TRACEE_EXIT;
-		struct pollfd fds[2 + MAX_PIDS];
-		nfds_t n = 0;
-		fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};
-		if (r->trigger)
-			fds[n++] = (struct pollfd){.fd = mt_trigger_fd(r->trigger), .events = POLLIN};
-		for (size_t i = 0; i < r->npids; i++)
-			if (r->pidfds[i] >= 0)
-				fds[n++] = (struct pollfd){.fd = r->pidfds[i], .events = POLLIN};
-		/* a timeout too: processes without a pidfd are polled in /proc */
-		int wait_ms = 250;
-		if (r->deadline_ms) {
-			long left = r->deadline_ms - monotonic_ms();
-			if (left <= 0)
-				return END_DURATION;
-			if (left < wait_ms)
-				wait_ms = (int)left;
-		}
-		if (poll(fds, n, wait_ms) < 0 && errno != EINTR)
-			return END_PERF_EXIT;
-		char drain[64];
-		if (fds[0].revents & POLLIN)
-			while (read(signal_pipe[0], drain, sizeof drain) == (ssize_t)sizeof drain)
-				;
-		if (r->trigger && handle_hits(r))
-			return END_TRIGGER;
-	}
-}
-
-static const char *reason_text(enum end_reason why)
-{
-	switch (why) {
-	case END_SIGNAL: return "signal";
-	case END_PERF_EXIT: return "perf exited";
-	case END_TRACEE_EXIT: return "the traced program exited";
-	case END_TRIGGER: return "trigger hit";
-	case END_DURATION: return "--duration reached";
-	case END_NONE: break;
-	}
-	return "";
 }
 
 static int perf_status(int status, const struct mt_caps *caps, const char *when);
@@ -532,7 +302,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 2;
 	}
-	pid_t pids[MAX_PIDS];
+	pid_t pids[MT_RECORD_MAX_PIDS];
 	size_t npids = 0;
 	if (o.pids) {
 		/* attach: every pid must exist now (magic-trace would find out later) */
@@ -540,8 +310,8 @@ int main(int argc, char **argv)
 		snprintf(copy, sizeof copy, "%s", o.pids);
 		char *save;
 		for (char *tok = strtok_r(copy, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
-			if (npids == MAX_PIDS) {
-				fprintf(stderr, PROG ": more than %d pids\n", MAX_PIDS);
+			if (npids == MT_RECORD_MAX_PIDS) {
+				fprintf(stderr, PROG ": more than %d pids\n", MT_RECORD_MAX_PIDS);
 				return 2;
 			}
 			pids[npids] = (pid_t)atoi(tok);
@@ -633,44 +403,30 @@ int main(int argc, char **argv)
 		out = isatty(1) ? "perf.data" : "-";
 	bool pipe_mode = !strcmp(out, "-");
 
-	if (pipe(signal_pipe) < 0) {
-		fprintf(stderr, PROG ": pipe: %s\n", strerror(errno));
+	if (!dry && mt_record_catch_signals(&err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 1;
 	}
-	for (int i = 0; i < 2; i++) {
-		fcntl(signal_pipe[i], F_SETFD, FD_CLOEXEC);
-		fcntl(signal_pipe[i], F_SETFL, O_NONBLOCK);
-	}
-	struct sigaction sa = {.sa_handler = on_signal};
-	sigemptyset(&sa.sa_mask);
-	int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGCHLD};
-	if (!dry)
-		for (size_t i = 0; i < sizeof sigs / sizeof *sigs; i++)
-			sigaction(sigs[i], &sa, NULL);
-	sa.sa_handler = on_sigpipe;
-	sigaction(SIGPIPE, &sa, NULL);
-
-	static struct recording r;
+	static struct mt_recording r;
+	mt_recording_init(&r);
 	r.multi_snapshot = o.multi_snapshot;
-	for (size_t i = 0; i < MAX_PIDS; i++)
-		r.pidfds[i] = -1;
+	r.say = say;
 	char pidlist[64 * 12] = "";
 	if (o.pids) {
-		memcpy(r.pids, pids, npids * sizeof *pids);
-		r.npids = npids;
 		snprintf(pidlist, sizeof pidlist, "%s", o.pids);
 	} else if (!dry) {
-		r.tracee = spawn_stopped(argv + optind, pipe_mode);
-		if (r.tracee < 0) {
+		r.command = mt_record_spawn_stopped(argv + optind, pipe_mode, &err);
+		if (r.command < 0) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
 			if (*tmpdir)
 				mt_bundle_remove_tree(tmpdir);
 			return 1;
 		}
-		snprintf(pidlist, sizeof pidlist, "%d", (int)r.tracee);
+		snprintf(pidlist, sizeof pidlist, "%d", (int)r.command);
 	}
 	int rc = 0;
 	struct mt_trigger_site site;
-	if (trigger && !dry && mt_trigger_resolve(&tspec, o.pids ? pids[0] : r.tracee, &site, &err)) {
+	if (trigger && !dry && mt_trigger_resolve(&tspec, npids ? pids[0] : r.command, &site, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		rc = err.code == MT_EUSAGE ? 2 : 1;
 		goto fail;
@@ -728,7 +484,7 @@ int main(int argc, char **argv)
 			shell_quote(stdout, args[i]);
 		}
 		putchar('\n');
-		if (!r.npids) {
+		if (!npids) {
 			printf("# PID: the pid of");
 			for (int i = optind; i < argc; i++) {
 				putchar(' ');
@@ -750,8 +506,7 @@ int main(int argc, char **argv)
 		goto fail;
 	}
 	if (trigger) {
-		pid_t *watch = r.npids ? r.pids : &r.tracee;
-		if (mt_trigger_open(&site, watch, r.npids ? r.npids : 1, via, &r.trigger, &err)) {
+		if (mt_trigger_open(&site, npids ? pids : &r.command, npids ? npids : 1, via, &r.trigger, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			mt_perfctl_stop(&r.perf, &err);
 			rc = 1;
@@ -764,45 +519,26 @@ int main(int argc, char **argv)
 				: via == MT_TRIGGER_UPROBE ? "uprobe"
 							   : "uprobe (hardware breakpoints do not fire on this machine)");
 	}
-	if (r.tracee) {
-		fprintf(stderr, PROG ": recording pid %d:", (int)r.tracee);
+	if (r.command) {
+		fprintf(stderr, PROG ": recording pid %d:", (int)r.command);
 		for (int i = optind; i < argc; i++)
 			fprintf(stderr, " %s", argv[i]);
 		fputc('\n', stderr);
-		if (ptrace(PTRACE_DETACH, r.tracee, NULL, NULL) < 0) {
-			fprintf(stderr, PROG ": ptrace(PTRACE_DETACH): %s\n", strerror(errno));
+		if (mt_recording_release(&r, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
 			mt_perfctl_stop(&r.perf, &err);
 			rc = 1;
 			goto fail;
 		}
 	} else {
-		for (size_t i = 0; i < r.npids; i++)
-			r.pidfds[i] = pidfd_of(r.pids[i]);
+		mt_recording_watch(&r, pids, npids);
 		fprintf(stderr, PROG ": recording pid %s until %s or ^C\n", pidlist,
-			r.npids > 1 ? "they all exit" : "it exits");
+			npids > 1 ? "they all exit" : "it exits");
 	}
 
-	if (duration_ms)
-		r.deadline_ms = monotonic_ms() + duration_ms;
-	enum end_reason why = record_loop(&r);
-	int sig = why == END_SIGNAL ? (int)pending_signal : 0;
-	if (trigger && !r.hits)
-		fprintf(stderr, PROG ": the trigger %s was never hit%s\n", site.what,
-			when == MT_SNAP_FUNCTION_CALL ? ": no snapshot taken" : "");
-	if (when == MT_SNAP_AT_EXIT && why != END_PERF_EXIT && !mt_perfctl_poll_exit(&r.perf)) {
-		if (mt_perfctl_snapshot(&r.perf, &err))
-			fprintf(stderr, PROG ": %s\n", err.msg);
-		else
-			r.snapshots++;
-	}
-	mt_err_clear(&err);
-	if (mt_perfctl_stop(&r.perf, &err))
-		fprintf(stderr, PROG ": %s\n", err.msg);
-	mt_perfctl_close(&r.perf);
-	/* after perf: removing a uprobe waits for the kernel's grace periods
-	 * (tens of ms), which perf would go on recording through */
-	mt_trigger_close(r.trigger);
-	r.trigger = NULL;
+	mt_recording_set_duration(&r, duration_ms);
+	enum mt_record_end why = mt_recording_run(&r);
+	mt_recording_stop(&r, why);
 	int perf_rc = perf_status(r.perf.status, &caps, "");
 	if (pipe_mode) {
 		/* perf's stream is complete: let the reader finish now, not when
@@ -813,60 +549,37 @@ int main(int argc, char **argv)
 			close(null);
 		}
 	}
-	if (why == END_PERF_EXIT && !perf_rc)
+	if (why == MT_END_PERF_EXIT && !perf_rc)
 		fprintf(stderr, PROG ": perf record ended before the recording did\n");
-	if (r.tracee && !r.tracee_done) {
-		if (why == END_SIGNAL) {
-			kill(r.tracee, sig);
-		} else {
-			fprintf(stderr, PROG ": recording ended (%s); waiting for pid %d to exit\n", reason_text(why),
-				(int)r.tracee);
-		}
-		for (;;) {
-			pending_signal = 0;
-			reap_tracee(&r, false);
-			if (r.tracee_done)
-				break;
-			struct pollfd p = {.fd = signal_pipe[0], .events = POLLIN};
-			poll(&p, 1, 250);
-			char drain[64];
-			while (read(signal_pipe[0], drain, sizeof drain) == (ssize_t)sizeof drain)
-				;
-			if (pending_signal) {
-				sig = pending_signal;
-				why = END_SIGNAL;
-				kill(r.tracee, sig);
-			}
-		}
-	}
-	for (size_t i = 0; i < r.npids; i++)
-		if (r.pidfds[i] >= 0)
-			close(r.pidfds[i]);
+	mt_recording_wait_command(&r, why);
+	mt_recording_close(&r);
 	if (o.multi_snapshot)
 		fprintf(stderr, PROG ": %u snapshots; perf writes one file per snapshot: %s.<time>\n", r.snapshots, out);
 
+	int sig = r.signal; /* the end's, or one passed on while COMMAND was waited for */
 	if (perf_rc)
 		rc = perf_rc;
-	else if (why == END_SIGNAL && sig == SIGINT)
+	else if (sig == SIGINT)
 		rc = 0;
-	else if (why == END_SIGNAL) {
+	else if (sig) {
 		fprintf(stderr, PROG ": stopped by signal %d; the perf.data is complete\n", sig);
 		rc = 128 + sig;
-	} else if (r.tracee && r.tracee_done)
-		rc = WIFEXITED(r.tracee_status) ? WEXITSTATUS(r.tracee_status) : 128 + WTERMSIG(r.tracee_status);
+	} else if (r.command && r.command_done)
+		rc = WIFEXITED(r.command_status) ? WEXITSTATUS(r.command_status) : 128 + WTERMSIG(r.command_status);
 	if (bundle) {
 		/* perf wrote a whole perf.data unless it failed to start */
 		struct stat st;
 		if (stat(tmpdata, &st) == 0 && st.st_size > 0 && make_bundle(bundle, tmpdata, &caps, argc - optind,
-									       argv + optind, o.pids ? pidlist : NULL) && !rc)
+									       argv + optind, npids ? pidlist : NULL) && !rc)
 			rc = 1;
 		mt_bundle_remove_tree(tmpdir);
 	}
 	return rc;
 
 fail:
-	if (r.tracee > 0)
-		kill_tracee(r.tracee);
+	if (r.command > 0)
+		mt_record_kill(r.command);
+	mt_recording_close(&r);
 	/* a perf that ran and was stopped for a failure leaves a file that
 	 * recorded nothing the user asked for: not passed off as a recording */
 	if (r.perf.pid && !pipe_mode && !*tmpdir)

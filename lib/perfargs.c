@@ -169,6 +169,12 @@ static int perf_version(const struct mt_caps *c, int *major, int *minor)
 	return v && sscanf(v, "%d.%d", major, minor) == 2 ? 0 : -1;
 }
 
+enum mt_snapshot_when mt_perfargs_snapshot_when(const struct mt_caps *caps, const struct mt_perfargs_opts *o)
+{
+	bool sampling = o->sampling || !cap(caps, "intel_pt");
+	return o->full_execution || sampling ? MT_SNAP_NEVER : o->trigger ? MT_SNAP_FUNCTION_CALL : MT_SNAP_AT_EXIT;
+}
+
 int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts *o, struct mt_perfargs *a,
 		      struct mt_err *err)
 {
@@ -265,15 +271,14 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 	arg(a, "%s", o->pids ? o->pids : "PID");
 	/* snapshots (3.3): Never for -full-execution and sampling, At_exit by
 	 * default, Function_call with a trigger */
-	enum { NEVER, AT_EXIT, FUNCTION_CALL } when = o->full_execution || sampling ? NEVER
-						      : o->trigger ? FUNCTION_CALL : AT_EXIT;
+	enum mt_snapshot_when when = mt_perfargs_snapshot_when(caps, o);
 	if (old54) {
-		if (when != NEVER)
+		if (when != MT_SNAP_NEVER)
 			arg(a, "--snapshot");
 	} else {
-		if (when == AT_EXIT)
+		if (when == MT_SNAP_AT_EXIT)
 			arg(a, "--snapshot=e");
-		else if (when == FUNCTION_CALL)
+		else if (when == MT_SNAP_FUNCTION_CALL)
 			arg(a, "--snapshot");
 		if (ge510)
 			arg(a, "--control=fd:%d,%d", o->ctl_fd, o->ack_fd);

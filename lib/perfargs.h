@@ -15,6 +15,9 @@
 enum mt_resolution { MT_RES_LOW, MT_RES_NORMAL, MT_RES_HIGH, MT_RES_CUSTOM, MT_RES_SAMPLE };
 enum mt_scope { MT_SCOPE_U, MT_SCOPE_K, MT_SCOPE_UK };
 enum mt_callgraph { MT_CG_DEFAULT, MT_CG_LBR, MT_CG_LBR_NO_STITCH, MT_CG_FP, MT_CG_DWARF };
+/* magic-trace's snapshot_when: Never for full execution and sampling,
+ * At_exit for the default trigger, Function_call with a trigger. */
+enum mt_snapshot_when { MT_SNAP_NEVER, MT_SNAP_AT_EXIT, MT_SNAP_FUNCTION_CALL };
 
 struct mt_perfargs_opts {
 	const char *perf;          /* argv[0]; default "perf" */
@@ -42,6 +45,8 @@ struct mt_perfargs {
 	char warn[8][512];
 };
 
+/* When snapshots are taken for these options on this machine (section 3.3). */
+enum mt_snapshot_when mt_perfargs_snapshot_when(const struct mt_caps *caps, const struct mt_perfargs_opts *o);
 /* Options as magic-trace starts: normal resolution, no custom field given. */
 void mt_perfargs_opts_init(struct mt_perfargs_opts *o);
 /* Builds the arguments; MT_EUSAGE with magic-trace's reason for an

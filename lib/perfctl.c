@@ -106,7 +106,7 @@ static void wait_exit(struct mt_perfctl *p)
 	}
 }
 
-static long now_ms(void)
+long mt_monotonic_ms(void)
 {
 	struct timespec ts;
 	clock_gettime(CLOCK_MONOTONIC, &ts);
@@ -130,9 +130,9 @@ static int command(struct mt_perfctl *p, const char *cmd, struct mt_err *err)
 		return mt_err_set(err, MT_EIO, "perf control fd: %s", w < 0 ? strerror(errno) : "short write");
 	char ack[8];
 	size_t got = 0;
-	long deadline = now_ms() + p->ack_timeout_ms;
+	long deadline = mt_monotonic_ms() + p->ack_timeout_ms;
 	while (got < 5) {
-		long left = deadline - now_ms();
+		long left = deadline - mt_monotonic_ms();
 		if (left <= 0)
 			return mt_err_set(err, MT_EIO, "perf did not acknowledge '%s' within %u ms", cmd,
 					  p->ack_timeout_ms);

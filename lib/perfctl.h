@@ -12,10 +12,8 @@
 #include <sys/types.h>
 
 #include "mt_err.h"
+#include "perfargs.h"
 
-/* magic-trace's snapshot_when: Never for full execution and sampling,
- * At_exit for the default trigger, Function_call with a trigger. */
-enum mt_snapshot_when { MT_SNAP_NEVER, MT_SNAP_AT_EXIT, MT_SNAP_FUNCTION_CALL };
 
 struct mt_perfctl {
 	pid_t pid;                  /* perf, 0 before it starts */
@@ -58,5 +56,7 @@ bool mt_perfctl_poll_exit(struct mt_perfctl *p);
 void mt_perfctl_kill(struct mt_perfctl *p);
 /* Closes the pipes. */
 void mt_perfctl_close(struct mt_perfctl *p);
+/* CLOCK_MONOTONIC in milliseconds: the deadlines of commands and sessions. */
+long mt_monotonic_ms(void);
 
 #endif

@@ -13,7 +13,6 @@
 #include <sys/ptrace.h>
 #include <sys/syscall.h>
 #include <sys/wait.h>
-#include <time.h>
 #include <unistd.h>
 
 /* Signals (and child exits) reach the loop through this pipe. */
@@ -135,16 +134,9 @@ int mt_recording_release(struct mt_recording *r, struct mt_err *err)
 	return 0;
 }
 
-static long monotonic_ms(void)
-{
-	struct timespec ts;
-	clock_gettime(CLOCK_MONOTONIC, &ts);
-	return ts.tv_sec * 1000L + ts.tv_nsec / 1000000;
-}
-
 void mt_recording_set_duration(struct mt_recording *r, long ms)
 {
-	r->deadline_ms = ms > 0 ? monotonic_ms() + ms : 0;
+	r->deadline_ms = ms > 0 ? mt_monotonic_ms() + ms : 0;
 }
 
 /* Has a process we did not start ended? Its pidfd says so (Linux >= 5.3);
@@ -243,7 +235,7 @@ enum mt_record_end mt_recording_run(struct mt_recording *r)
 		/* a timeout too: processes without a pidfd are polled in /proc */
 		int wait_ms = 250;
 		if (r->deadline_ms) {
-			long left = r->deadline_ms - monotonic_ms();
+			long left = r->deadline_ms - mt_monotonic_ms();
 			if (left <= 0)
 				return MT_END_DURATION;
 			if (left < wait_ms)

@@ -22,6 +22,7 @@
 #include <unistd.h>
 
 #include "elfsyms.h"
+#include "strtab.h"
 
 /* x86-64 perf register numbers (asm/perf_regs.h): samples carry them in
  * this order, lowest first */
@@ -29,6 +30,14 @@
 #define REG_DI 5
 
 #define RING_PAGES 2 /* data pages per event, after the control page */
+
+/* The ':' before a decimal number that ends s, with something before it;
+ * NULL when s does not end so. */
+static const char *colon_number(const char *s)
+{
+	const char *c = strrchr(s, ':');
+	return c && c > s && c[1] && !c[1 + strspn(c + 1, "0123456789")] ? c : NULL;
+}
 
 int mt_trigger_parse(const char *s, struct mt_trigger_spec *spec, struct mt_err *err)
 {
@@ -52,9 +61,8 @@ int mt_trigger_parse(const char *s, struct mt_trigger_spec *spec, struct mt_err 
 				  "or FILE:LINE", s);
 	if (!*body || strlen(body) >= sizeof spec->name)
 		return mt_err_set(err, MT_EUSAGE, "trigger '%s': empty or too long", s);
-	const char *colon = strrchr(body, ':');
 	bool hex = !strncmp(body, "0x", 2) && body[2] && !body[2 + strspn(body + 2, "0123456789abcdefABCDEF")];
-	bool line = colon && colon > body && colon[1] && !colon[1 + strspn(colon + 1, "0123456789")];
+	bool line = colon_number(body) != NULL;
 	if (form == ADDR || (form == ANY && hex)) {
 		char *end;
 		errno = 0;
@@ -69,17 +77,15 @@ int mt_trigger_parse(const char *s, struct mt_trigger_spec *spec, struct mt_err 
 		 * column is not needed to find the line's first address) */
 		char file[256];
 		snprintf(file, sizeof file, "%s", body);
-		char *c1 = strrchr(file, ':');
-		if (c1 && c1 > file && c1[1] && !c1[1 + strspn(c1 + 1, "0123456789")]) {
-			char *c0 = c1;
-			*c0 = 0;
-			char *c2 = strrchr(file, ':');
-			if (c2 && c2 > file && c2[1] && !c2[1 + strspn(c2 + 1, "0123456789")]) {
-				*c2 = 0; /* FILE:LINE:COL */
-				spec->line = (unsigned)strtoul(c2 + 1, NULL, 10);
-			} else {
-				spec->line = (unsigned)strtoul(c0 + 1, NULL, 10);
+		char *c = (char *)colon_number(file);
+		if (c) {
+			*c = 0;
+			char *col = (char *)colon_number(file);
+			if (col) { /* c was the column's */
+				*col = 0;
+				c = col;
 			}
+			spec->line = (unsigned)strtoul(c + 1, NULL, 10);
 		}
 		if (!spec->line)
 			return mt_err_set(err, MT_EUSAGE, "trigger '%s': expected FILE:LINE", s);
@@ -322,16 +328,10 @@ static int add_thread(struct mt_trigger *t, struct perf_event_attr *a, pid_t tid
 			close(fd);
 			continue;
 		}
-		if (t->n == t->cap) {
-			size_t cap = t->cap ? t->cap * 2 : 16;
-			struct ring *r = realloc(t->rings, cap * sizeof *r);
-			if (!r) {
-				munmap(m, (1 + RING_PAGES) * t->page_size);
-				close(fd);
-				return mt_err_set(err, MT_ENOMEM, "trigger: out of memory");
-			}
-			t->rings = r;
-			t->cap = cap;
+		if (!mt_grow((void **)&t->rings, &t->cap, t->n + 1, sizeof *t->rings)) {
+			munmap(m, (1 + RING_PAGES) * t->page_size);
+			close(fd);
+			return mt_err_set(err, MT_ENOMEM, "trigger: out of memory");
 		}
 		t->rings[t->n++] = (struct ring){.fd = fd, .page = m};
 		struct epoll_event ev = {.events = EPOLLIN};

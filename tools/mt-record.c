@@ -361,8 +361,7 @@ int main(int argc, char **argv)
 			o.multi_thread = true;
 	}
 	o.trigger = trigger != NULL;
-	enum mt_snapshot_when when = o.full_execution || sampling ? MT_SNAP_NEVER
-				     : trigger ? MT_SNAP_FUNCTION_CALL : MT_SNAP_AT_EXIT;
+	enum mt_snapshot_when when = mt_perfargs_snapshot_when(&caps, &o);
 	if (o.multi_snapshot && when != MT_SNAP_FUNCTION_CALL) {
 		fprintf(stderr, PROG ": --multi-snapshot is for Intel PT snapshots, not %s\n",
 			sampling ? "sampling" : "--full-execution");
@@ -407,6 +406,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 1;
 	}
+	int rc = 0;
 	static struct mt_recording r;
 	mt_recording_init(&r);
 	r.multi_snapshot = o.multi_snapshot;
@@ -418,13 +418,11 @@ int main(int argc, char **argv)
 		r.command = mt_record_spawn_stopped(argv + optind, pipe_mode, &err);
 		if (r.command < 0) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
-			if (*tmpdir)
-				mt_bundle_remove_tree(tmpdir);
-			return 1;
+			rc = 1;
+			goto fail;
 		}
 		snprintf(pidlist, sizeof pidlist, "%d", (int)r.command);
 	}
-	int rc = 0;
 	struct mt_trigger_site site;
 	if (trigger && !dry && mt_trigger_resolve(&tspec, npids ? pids[0] : r.command, &site, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);

@@ -71,8 +71,23 @@ enum col { C_TO_SYM, C_FROM_SYM, C_VIA, C_TX, C_TO_FILE, C_TO_LINE, C_TO_OFF, C_
 static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx", "to_file", "to_line", "to_off",
 						"mhz", "event", "frame", "period"};
 
+/* Caches by string pointer while the input's strings are stable (a
+ * binary stream's table, events.h strings_epoch): column keys and symbol
+ * names are then found without comparing or hashing their text. */
+#define KEY_CACHE 16
+#define SYM_CACHE 4096
+struct ptr_cache {
+	uint64_t epoch;           /* 0: nothing cached */
+	const char *key[KEY_CACHE];
+	signed char col[KEY_CACHE];
+	size_t nkeys;
+	struct { const char *s, *name; } sym[SYM_CACHE];
+};
+
 struct mt_cs {
 	const char *col[C_COUNT]; /* the current event's columns (scan_cols) */
+	bool stable;              /* ... and they are the input's stable strings */
+	struct ptr_cache *pc;
 	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
 	size_t ntraps;
 	struct mt_cs_sink sink;
@@ -233,6 +248,12 @@ static void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, con
 /* Spreads the time up to to_time over the batch's calls. */
 static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 {
+	if (t->npending == 1) { /* most batches: one event, no time to spread */
+		t->npending = 0;
+		write_pending(cs, t, t->pending_time, &t->pending[0]);
+		t->pending_time = to_time;
+		return;
+	}
 	int64_t d = (int64_t)(to_time - t->pending_time), offset = 0;
 	int64_t count = 0, k = 0;
 	for (size_t i = 0; i < t->npending; i++)
@@ -448,25 +469,50 @@ static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, ui
 
 /* --- events (5.9) ------------------------------------------------------------------ */
 
+/* The column a key names, or -1. */
+static int col_of_key(const char *k)
+{
+	int c = -1;
+	switch (k[0]) {
+	case 't':
+		c = k[1] == 'x' ? C_TX : k[1] == 'o' && k[2] == '_' ?
+		    (k[3] == 's' ? C_TO_SYM : k[3] == 'f' ? C_TO_FILE : k[3] == 'l' ? C_TO_LINE : C_TO_OFF) : -1;
+		break;
+	case 'f': c = k[1] == 'r' && k[2] == 'o' ? C_FROM_SYM : C_FRAME; break;
+	case 'v': c = C_VIA; break;
+	case 'm': c = C_MHZ; break;
+	case 'e': c = C_EVENT; break;
+	case 'p': c = C_PERIOD; break;
+	default: break;
+	}
+	return c >= 0 && !strcmp(k, col_names[c]) ? c : -1;
+}
+
+static int cached_col_of_key(struct ptr_cache *pc, const char *k)
+{
+	for (size_t i = 0; i < pc->nkeys; i++)
+		if (pc->key[i] == k)
+			return pc->col[i];
+	int c = col_of_key(k);
+	if (pc->nkeys < KEY_CACHE) {
+		pc->key[pc->nkeys] = k;
+		pc->col[pc->nkeys++] = (signed char)c;
+	}
+	return c;
+}
+
 static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 {
 	memset(cs->col, 0, sizeof cs->col);
+	cs->stable = ev->strings_epoch && cs->pc;
+	if (cs->stable && cs->pc->epoch != ev->strings_epoch) {
+		memset(cs->pc, 0, sizeof *cs->pc);
+		cs->pc->epoch = ev->strings_epoch;
+	}
 	for (unsigned i = 0; i < ev->nextra; i++) {
 		const char *k = ev->extra[i].key;
-		int c = -1;
-		switch (k[0]) {
-		case 't':
-			c = k[1] == 'x' ? C_TX : k[1] == 'o' && k[2] == '_' ?
-			    (k[3] == 's' ? C_TO_SYM : k[3] == 'f' ? C_TO_FILE : k[3] == 'l' ? C_TO_LINE : C_TO_OFF) : -1;
-			break;
-		case 'f': c = k[1] == 'r' && k[2] == 'o' ? C_FROM_SYM : C_FRAME; break;
-		case 'v': c = C_VIA; break;
-		case 'm': c = C_MHZ; break;
-		case 'e': c = C_EVENT; break;
-		case 'p': c = C_PERIOD; break;
-		default: break;
-		}
-		if (c < 0 || strcmp(k, col_names[c]) || cs->col[c])
+		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
+		if (c < 0 || cs->col[c])
 			continue;
 		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
 	}
@@ -480,10 +526,22 @@ static const char *extra(const struct mt_cs *cs, enum col c)
 static const char *sym_name(struct mt_cs *cs, enum col key)
 {
 	const char *s = extra(cs, key);
-	const char *n = s && *s ? mt_strtab_intern(&cs->names, s) : cs->n_unknown;
+	if (!s || !*s)
+		return cs->n_unknown;
+	size_t slot = 0;
+	if (cs->stable) {
+		slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (SYM_CACHE - 1);
+		if (cs->pc->sym[slot].s == s)
+			return cs->pc->sym[slot].name;
+	}
+	const char *n = mt_strtab_intern(&cs->names, s);
 	if (!n) {
 		cs->oom = true;
 		return cs->n_unknown;
+	}
+	if (cs->stable) {
+		cs->pc->sym[slot].s = s;
+		cs->pc->sym[slot].name = n;
 	}
 	return n;
 }
@@ -788,6 +846,7 @@ static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
 	if (q->via)
 		kv[ev.nextra++] = (struct mt_kv){"via", q->via};
 	ev.extra = kv;
+	ev.strings_epoch = 0;
 	scan_cols(cs, &ev);
 	return cs_event(cs, &ev, err);
 }
@@ -951,6 +1010,7 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 	cs->sink = *sink;
 	if (opts)
 		cs->opts = *opts;
+	cs->pc = calloc(1, sizeof *cs->pc); /* without it: no caching */
 	cs->n_untraced = mt_strtab_intern(&cs->names, "[untraced]");
 	cs->n_syscall = mt_strtab_intern(&cs->names, "[syscall]");
 	cs->n_returned = mt_strtab_intern(&cs->names, "[returned]");
@@ -1005,6 +1065,7 @@ void mt_cs_free(struct mt_cs *cs)
 	free(cs->threads);
 	free(cs->map);
 	mt_strtab_free(&cs->names);
+	free(cs->pc);
 	free(cs);
 }
 

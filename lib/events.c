@@ -727,6 +727,14 @@ static void arena_free(void *data, void *ptr)
 	(void)ptr;
 }
 
+/* Epochs are unique in the process: a consumer fed by two readers never
+ * mistakes one table's strings for the other's. */
+static uint64_t new_strings_epoch(void)
+{
+	static _Atomic uint64_t last;
+	return ++last;
+}
+
 static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
 {
 	memset(r, 0, sizeof *r);
@@ -738,6 +746,7 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 	if (have == MT_EVENTS_MAGIC_LEN && !memcmp(r->buf, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN)) {
 		r->format = MT_EVENTS_BINARY;
 		r->start = MT_EVENTS_MAGIC_LEN;
+		r->strings_epoch = new_strings_epoch();
 		return 0;
 	}
 	r->format = MT_EVENTS_TEXT;
@@ -799,20 +808,11 @@ static const char *string_id(struct mt_events_reader *r, uint32_t id)
 	return id && id <= r->nstrings ? r->strings[id - 1] : NULL;
 }
 
-/* An Event's fields, from the hand decoder or from protobuf-c. */
-struct evfields {
-	bool has_time_delta, has_cpu, has_offset, has_msg, cond, async;
-	int64_t time_delta;
-	uint32_t pid, tid, kind, cpu, cbr, msg;
-	uint64_t from, to, insn, offset;
-	const uint32_t *extra;
-	size_t n_extra;
-};
-
 /* The fast path for the common record, an Event with the fields mt
- * writers use (tag numbers of proto/mt-events.proto). Returns false for
- * anything else, which protobuf-c then reads (or rejects). */
-static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct evfields *f)
+ * writers use (tag numbers of proto/mt-events.proto), decoded straight
+ * into ev. Returns false for anything else, or anything wrong, which
+ * protobuf-c then reads (or rejects with the message). */
+static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct mt_event *ev)
 {
 	const uint8_t *end = p + n;
 	uint64_t len;
@@ -821,47 +821,81 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	p++;
 	if (!mt_pb_get_varint(&p, end, &len) || len != (uint64_t)(end - p))
 		return false;
-	memset(f, 0, sizeof *f);
+	*ev = (struct mt_event){.cpu = -1, .offset = MT_NO_OFFSET, .extra = r->kv,
+				.strings_epoch = r->strings_epoch};
+	bool has_delta = false, seen_extra = false;
+	uint64_t delta = 0;
 	while (p < end) {
 		uint64_t tag, v;
 		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
-		if ((tag & 7) == 2 && tag >> 3 == 14) { /* extra, packed */
-			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || f->n_extra)
+		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */
+			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || seen_extra)
 				return false;
+			seen_extra = true;
 			const uint8_t *q = p, *qe = p + len;
-			size_t k = 0;
+			unsigned k = 0;
 			while (q < qe) {
-				if (k == 2 * MT_EVENT_MAX_EXTRA + 2 || !mt_pb_get_varint(&q, qe, &v))
+				uint64_t key, val;
+				if (k == MT_EVENT_MAX_EXTRA || !mt_pb_get_varint(&q, qe, &key) ||
+				    !mt_pb_get_varint(&q, qe, &val) || key > UINT32_MAX || val > UINT32_MAX)
 					return false;
-				r->fast_extra[k++] = (uint32_t)v;
+				const char *ks = string_id(r, (uint32_t)key), *vs = NULL;
+				if (!ks || (val && !(vs = string_id(r, (uint32_t)val))))
+					return false;
+				r->kv[k++] = (struct mt_kv){ks, vs};
 			}
-			f->extra = r->fast_extra;
-			f->n_extra = k;
+			ev->nextra = k;
 			p = qe;
 			continue;
 		}
 		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v))
 			return false;
 		switch (tag >> 3) {
-		case 1: f->has_time_delta = true; f->time_delta = (int64_t)(v >> 1) ^ -(int64_t)(v & 1); break;
-		case 2: f->pid = (uint32_t)v; break;
-		case 3: f->tid = (uint32_t)v; break;
-		case 4: f->kind = (uint32_t)v; break;
-		case 5: f->from = v; break;
-		case 6: f->to = v; break;
-		case 7: f->has_cpu = true; f->cpu = (uint32_t)v; break;
-		case 8: f->insn = v; break;
-		case 9: f->has_offset = true; f->offset = v; break;
-		case 10: f->cbr = (uint32_t)v; break;
-		case 11: f->cond = v != 0; break;
-		case 12: f->async = v != 0; break;
-		case 13: f->has_msg = true; f->msg = (uint32_t)v; break;
+		case 1: has_delta = true; delta = (v >> 1) ^ -(v & 1); break;
+		case 2: ev->pid = (uint32_t)v; break;
+		case 3: ev->tid = (uint32_t)v; break;
+		case 4:
+			if (v >= MT_EV_KIND_COUNT)
+				return false;
+			ev->kind = (enum mt_event_kind)v;
+			break;
+		case 5: ev->from = v; break;
+		case 6: ev->to = v; break;
+		case 7:
+			if (v > INT32_MAX)
+				return false;
+			ev->cpu = (int32_t)v;
+			break;
+		case 8: ev->insn = v; break;
+		case 9: ev->offset = v; break;
+		case 10: ev->cbr = (uint32_t)v; break;
+		case 11: ev->cond = v != 0; break;
+		case 12: ev->async = v != 0; break;
+		case 13:
+			if (v > UINT32_MAX || !(ev->msg = string_id(r, (uint32_t)v)))
+				return false;
+			break;
 		default: return false;
 		}
 	}
+	if (has_delta) {
+		r->last_time += delta;
+		ev->time = r->last_time;
+		ev->has_time = true;
+	}
 	return true;
 }
+
+/* An Event's fields as protobuf-c read them. */
+struct evfields {
+	bool has_time_delta, has_cpu, has_offset, has_msg, cond, async;
+	int64_t time_delta;
+	uint32_t pid, tid, kind, cpu, cbr, msg;
+	uint64_t from, to, insn, offset;
+	const uint32_t *extra;
+	size_t n_extra;
+};
 
 static int fill_event(struct mt_events_reader *r, const struct evfields *e, struct mt_event *ev, struct mt_err *err)
 {
@@ -903,12 +937,21 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
 			return bad_record(r, err, "undefined string id");
 	}
 	ev->nextra = (unsigned)(e->n_extra / 2);
+	ev->strings_epoch = r->strings_epoch;
 	return MT_EVENTS_EVENT;
 }
 
 static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
 {
 	for (;;) {
+		/* the common case first: a short record wholly in the buffer */
+		size_t avail = r->end - r->start;
+		const uint8_t *b = (const uint8_t *)r->buf + r->start;
+		if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && decode_event_fast(r, b + 1, b[0], ev)) {
+			r->line++;
+			r->start += (size_t)b[0] + 1;
+			return MT_EVENTS_EVENT;
+		}
 		size_t have = fill(r, 10, err);
 		if (err->code)
 			return err->code;
@@ -925,10 +968,9 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		if (fill(r, hdr + len, err) < hdr + len)
 			return err->code ? err->code : bad_record(r, err, "truncated");
 		p = (const uint8_t *)r->buf + r->start;
-		struct evfields f;
-		if (decode_event_fast(r, p + hdr, len, &f)) {
+		if (decode_event_fast(r, p + hdr, len, ev)) {
 			r->start += hdr + len;
-			return fill_event(r, &f, ev, err);
+			return MT_EVENTS_EVENT;
 		}
 		size_t need = 32 * len + 4096; /* unpacked size is bounded by this */
 		if (need > r->arena_cap) {
@@ -950,6 +992,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			for (size_t k = 0; k < r->nstrings; k++)
 				free(r->strings[k]);
 			r->nstrings = 0;
+			r->strings_epoch = new_strings_epoch();
 			continue;
 		case MT__RECORD__RECORD_STRING_DEF:
 			if (r->nstrings == r->strings_cap) {
@@ -973,7 +1016,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			continue; /* a record kind from a later writer */
 		}
 		const Mt__Event *e = rec->event;
-		f = (struct evfields){.has_time_delta = e->has_time_delta, .time_delta = e->time_delta, .pid = e->pid,
+		struct evfields f = (struct evfields){.has_time_delta = e->has_time_delta, .time_delta = e->time_delta, .pid = e->pid,
 				      .tid = e->tid, .kind = (uint32_t)e->kind, .from = e->from, .to = e->to,
 				      .has_cpu = e->has_cpu, .cpu = e->cpu, .insn = e->insn, .has_offset = e->has_offset,
 				      .offset = e->offset, .cbr = e->cbr, .cond = e->cond, .async = e->async,

@@ -39,6 +39,11 @@ struct mt_event {
 	const char *msg;      /* error: message */
 	const struct mt_kv *extra; /* further columns, in order */
 	unsigned nextra;
+	/* Nonzero: msg and extra's strings are a reader's string table, whose
+	 * strings keep their address and content while this epoch lasts, so a
+	 * consumer may cache what it derived from them by pointer. 0: no such
+	 * promise (text streams, events built or changed by hand). */
+	uint64_t strings_epoch;
 };
 
 struct mt_kv { const char *key, *val; };
@@ -114,8 +119,8 @@ struct mt_events_reader {
 	uint64_t last_time;
 	char **strings;       /* binary: string table, id 1 at index 0 */
 	size_t nstrings, strings_cap;
+	uint64_t strings_epoch; /* binary: changes when the table is reset */
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
-	uint32_t fast_extra[2 * MT_EVENT_MAX_EXTRA + 2]; /* binary: extra ids of the event read */
 	void *arena;          /* binary: unpack memory, reused for every record */
 	size_t arena_cap, arena_used;
 };

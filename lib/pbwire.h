@@ -20,6 +20,17 @@ static inline uint8_t *mt_pb_varint(uint8_t *p, uint64_t v)
 	return p;
 }
 
+/* The bytes mt_pb_varint writes for v. */
+static inline size_t mt_pb_varint_len(uint64_t v)
+{
+	size_t n = 1;
+	while (v >= 0x80) {
+		v >>= 7;
+		n++;
+	}
+	return n;
+}
+
 static inline uint8_t *mt_pb_tag(uint8_t *p, unsigned field, unsigned wire_type)
 {
 	return mt_pb_varint(p, (uint64_t)field << 3 | wire_type);
@@ -43,6 +54,11 @@ static inline uint8_t *mt_pb_bytes(uint8_t *p, unsigned field, const void *b, si
 static inline bool mt_pb_get_varint(const uint8_t **pp, const uint8_t *end, uint64_t *v)
 {
 	const uint8_t *p = *pp;
+	if (p < end && *p < 0x80) { /* most tags and many values: one byte */
+		*v = *p;
+		*pp = p + 1;
+		return true;
+	}
 	uint64_t x = 0;
 	for (unsigned s = 0; p < end && s < 64; s += 7) {
 		uint8_t b = *p++;

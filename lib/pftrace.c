@@ -87,6 +87,7 @@ struct pthread {
 	size_t nitems, capitems;
 	struct open_slice *open;  /* pending slices without their end; ends waiting for their begin */
 	size_t nopen, capopen;
+	size_t nendfirst;         /* ends on open waiting for their begin */
 	struct wframe *ws;        /* written slices still open, outermost first */
 	size_t depth, wdepth, capws; /* wdepth: frames on ws actually written */
 	uint64_t wmapped;         /* mapped time of the last packet written */
@@ -263,7 +264,8 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		}
 	/* magic-trace may end a frame before it writes the frame's inferred
 	 * begin: keep the end (in the item field) until the begin arrives */
-	push_open(pf, t, id | END_FIRST, (size_t)time);
+	if (push_open(pf, t, id | END_FIRST, (size_t)time))
+		t->nendfirst++;
 }
 
 static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
@@ -273,11 +275,12 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 	struct pthread *t = pthread_of(pf, th);
 	if (!t)
 		return;
-	for (size_t i = t->nopen; i-- > 0;) {
+	for (size_t i = t->nendfirst ? t->nopen : 0; i-- > 0;) {
 		if (t->open[i].id != (id | END_FIRST))
 			continue;
 		uint64_t end = (uint64_t)t->open[i].item;
 		t->open[i] = t->open[--t->nopen];
+		t->nendfirst--;
 		s_begin(ctx, th, time, f);
 		if (t->nopen && t->open[t->nopen - 1].id == id) {
 			t->items[t->open[t->nopen - 1].item].end = end;
@@ -934,18 +937,33 @@ static void emit_proto(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEve
 		memcpy(t, &value, 8); /* little-endian hosts only, as x86-64 */
 		t += 8;
 	}
-	uint8_t *p = pk;
-	p = mt_pb_uint(p, 8, time - w->last); /* timestamp, incremental */
+	/* The packet is sized first and encoded straight into the output
+	 * buffer (the staging copy cost a tenth of the time). */
+	size_t tlen = (size_t)(t - te), dlen = (size_t)(d - id);
+	uint64_t dt = time - w->last;
 	w->last = time;
+	size_t plen = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) + 1 + mt_pb_varint_len(tlen) + tlen +
+		      (dlen ? 1 + mt_pb_varint_len(dlen) + dlen : 0) + 2;
+	size_t total = 1 + mt_pb_varint_len(plen) + plen;
+	if (total > sizeof pf->obuf - pf->nobuf)
+		out_flush(pf);
+	bool direct = total <= sizeof pf->obuf;
+	uint8_t *p = direct ? pf->obuf + pf->nobuf : pk; /* pk has room: total < bound */
+	uint8_t *start = p;
+	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), plen); /* Trace.packet */
+	p = mt_pb_uint(p, 8, dt); /* timestamp, incremental */
 	p = mt_pb_uint(p, 10, w->seq);
-	p = mt_pb_bytes(p, 11, te, (size_t)(t - te));
-	if (d != id)
-		p = mt_pb_bytes(p, 12, id, (size_t)(d - id));
+	p = mt_pb_bytes(p, 11, te, tlen);
+	if (dlen)
+		p = mt_pb_bytes(p, 12, id, dlen);
 	p = mt_pb_uint(p, 13, 2); /* SEQ_NEEDS_INCREMENTAL_STATE */
-	/* Trace.packet: the packet after its tag and length, moved into place */
-	uint8_t hdr[11], *h = mt_pb_varint(mt_pb_tag(hdr, 1, MT_PB_LEN), (size_t)(p - pk));
-	out_bytes(pf, hdr, (size_t)(h - hdr));
-	out_bytes(pf, pk, (size_t)(p - pk));
+	if (direct) {
+		pf->nobuf += total;
+		pf->st.bytes += total;
+	} else {
+		out_bytes(pf, start, total);
+	}
+	(void)p;
 	pf->st.packets++;
 }
 
@@ -1006,7 +1024,9 @@ static size_t order_items(struct item *it, size_t n, struct item *late)
 			continue;
 		}
 		maxb = it[i].begin;
-		it[kept++] = it[i];
+		if (kept != i)
+			it[kept] = it[i];
+		kept++;
 	}
 	for (size_t i = 0; i < kept;) {
 		size_t j = i + 1;
@@ -1131,7 +1151,7 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 	for (size_t i = 0; i < t->nopen; i++)
 		if (t->open[i].id & END_FIRST)
 			t->open[n++] = t->open[i];
-	t->nopen = n;
+	t->nopen = t->nendfirst = n;
 	if (!final)
 		return;
 	/* frames still open at the end (there should be none): end them last */

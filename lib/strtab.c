@@ -13,10 +13,8 @@ uint64_t mt_hash_str(const char *s)
 	return h;
 }
 
-bool mt_grow(void **v, size_t *cap, size_t need, size_t elem)
+bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem)
 {
-	if (need <= *cap)
-		return true;
 	size_t nc = *cap ? *cap : 16;
 	while (nc < need)
 		nc *= 2;

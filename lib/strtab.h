@@ -20,8 +20,13 @@ uint64_t mt_hash_str(const char *s);
 /* n bytes (at most 32) as lowercase hex into out (2n+1 bytes): build-ids. */
 void mt_hex(const uint8_t *p, size_t n, char *out);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when
- * out of memory (*v unchanged). */
-bool mt_grow(void **v, size_t *cap, size_t need, size_t elem);
+ * out of memory (*v unchanged). Inline: the hot paths call it per event and
+ * almost always have room. */
+bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem);
+static inline bool mt_grow(void **v, size_t *cap, size_t need, size_t elem)
+{
+	return need <= *cap || mt_grow_slow(v, cap, need, elem);
+}
 
 /* In an array sorted by a uint64_t key at byte offset key_off of each
  * stride-byte element: how many elements have key <= k (so the last of

@@ -237,6 +237,7 @@ int main(int argc, char **argv)
 		}
 		ev.extra = kv;
 		ev.nextra = n;
+		ev.strings_epoch = 0; /* its own columns are not the reader's strings */
 		mt_events_write(&w, &ev);
 	}
 	if (rc < 0) {

@@ -85,7 +85,8 @@ struct ptr_cache {
 };
 
 struct mt_cs {
-	const char *col[C_COUNT]; /* the current event's columns (scan_cols) */
+	const char *col[C_COUNT]; /* the current event's columns (scan_cols) ... */
+	unsigned colset;          /* ... those set (bit per column; the rest are stale) */
 	bool stable;              /* ... and they are the input's stable strings */
 	struct ptr_cache *pc;
 	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
@@ -145,7 +146,7 @@ static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const
 
 /* Every write goes through here: suppressed outside a filter region, held
  * while the region is not yet known to close. */
-static void out(struct mt_cs *cs, struct logrec r)
+static void out(struct mt_cs *cs, const struct logrec *r)
 {
 	if (cs->filter_start && !cs->in_region)
 		return;
@@ -154,53 +155,58 @@ static void out(struct mt_cs *cs, struct logrec r)
 			cs->oom = true;
 			return;
 		}
-		cs->log[cs->nlog++] = r;
+		cs->log[cs->nlog++] = *r;
 		return;
 	}
-	struct mt_cs_thread *th = &r.t->pub;
-	switch (r.k) {
+	struct mt_cs_thread *th = &r->t->pub;
+	switch (r->k) {
 	case L_BEGIN: {
-		struct mt_cs_frame f = {r.name, r.file, r.ip, r.id, r.line, r.inferred};
-		cs->sink.begin(cs->sink.ctx, th, r.time, &f);
+		struct mt_cs_frame f = {r->name, r->file, r->ip, r->id, r->line, r->inferred};
+		cs->sink.begin(cs->sink.ctx, th, r->time, &f);
 		break;
 	}
-	case L_END: cs->sink.end(cs->sink.ctx, th, r.time, r.name, r.id); break;
-	case L_COMPLETE: cs->sink.complete(cs->sink.ctx, th, r.time, r.time2, r.name); break;
-	case L_INSTANT: cs->sink.instant(cs->sink.ctx, th, r.time, r.name); break;
+	case L_END: cs->sink.end(cs->sink.ctx, th, r->time, r->name, r->id); break;
+	case L_COMPLETE: cs->sink.complete(cs->sink.ctx, th, r->time, r->time2, r->name); break;
+	case L_INSTANT: cs->sink.instant(cs->sink.ctx, th, r->time, r->name); break;
 	case L_COUNTER:
 		if (cs->sink.counter)
-			cs->sink.counter(cs->sink.ctx, th, r.time, r.name, r.value);
+			cs->sink.counter(cs->sink.ctx, th, r->time, r->name, r->value);
 		break;
 	case L_SAMPLE:
 		if (cs->sink.event_sample)
-			cs->sink.event_sample(cs->sink.ctx, th, r.time, r.name2, r.ip, r.name, (uint64_t)r.value);
+			cs->sink.event_sample(cs->sink.ctx, th, r->time, r->name2, r->ip, r->name, (uint64_t)r->value);
 		break;
 	}
 }
 
+
+/* Out of line: its buffer would cost every write_now a stack probe. */
+static __attribute__((noinline)) const char *inferred_name(struct mt_cs *cs, const char *name)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s [inferred start time]", name);
+	const char *r = mt_strtab_intern(&cs->names, buf);
+	if (!r)
+		cs->oom = true;
+	return r;
+}
 
 static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
 	switch (ev->k) {
 	case P_CALL: {
 		const char *name = ev->name;
-		if (ev->inferred && cs->opts.annotate_inferred) {
-			char buf[4096];
-			snprintf(buf, sizeof buf, "%s [inferred start time]", ev->name);
-			if (!(name = mt_strtab_intern(&cs->names, buf))) {
-				cs->oom = true;
-				return;
-			}
-		}
-		out(cs, (struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
+		if (ev->inferred && cs->opts.annotate_inferred && !(name = inferred_name(cs, ev->name)))
+			return;
+		out(cs, &(struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
 					.inferred = ev->inferred, .id = ev->id, .file = ev->file, .line = ev->line});
 		break;
 	}
 	case P_RET:
-		out(cs, (struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id});
+		out(cs, &(struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id});
 		break;
 	case P_RET_UNTRACED:
-		out(cs, (struct logrec){.k = L_COMPLETE, .t = t, .time = ev->reset_time, .time2 = time,
+		out(cs, &(struct logrec){.k = L_COMPLETE, .t = t, .time = ev->reset_time, .time2 = time,
 					.name = cs->n_unknown});
 		break;
 	}
@@ -314,7 +320,7 @@ static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
 		add_event(cs, t, time, (struct pev){.k = P_RET_UNTRACED, .reset_time = t->cur.create_time});
 	}
 	/* The Go rule (5.11): gogo switches goroutine stacks. */
-	if (popped && !strcmp(popped, "gogo")) {
+	if (popped && popped[0] == 'g' && !strcmp(popped, "gogo")) {
 		const char *anchor = stack_has(&t->cur, "runtime.mcall") ? "runtime.mcall"
 				     : stack_has(&t->cur, "runtime.morestack.abi0") ? "runtime.morestack.abi0" : NULL;
 		if (!anchor) {
@@ -344,7 +350,8 @@ static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t ti
 		write_pending(cs, t, t->cur.create_time, &ev);
 		return;
 	}
-	if (strcmp(t->cur.v[t->cur.n - 1].name, name)) {
+	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (top != name && strcmp(top, name)) { /* interned: equal pointers, equal names */
 		ret(cs, t, time);
 		call(cs, t, time, ip, name);
 	}
@@ -503,7 +510,7 @@ static int cached_col_of_key(struct ptr_cache *pc, const char *k)
 
 static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 {
-	memset(cs->col, 0, sizeof cs->col);
+	cs->colset = 0;
 	cs->stable = ev->strings_epoch && cs->pc;
 	if (cs->stable && cs->pc->epoch != ev->strings_epoch) {
 		memset(cs->pc, 0, sizeof *cs->pc);
@@ -512,15 +519,16 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 	for (unsigned i = 0; i < ev->nextra; i++) {
 		const char *k = ev->extra[i].key;
 		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
-		if (c < 0 || cs->col[c])
+		if (c < 0 || cs->colset & 1u << c)
 			continue;
+		cs->colset |= 1u << c;
 		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
 	}
 }
 
 static const char *extra(const struct mt_cs *cs, enum col c)
 {
-	return cs->col[c];
+	return cs->colset & 1u << c ? cs->col[c] : NULL;
 }
 
 static const char *sym_name(struct mt_cs *cs, enum col key)
@@ -552,7 +560,7 @@ static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
 	if (!t->cur.n)
 		return;
 	const char *top = t->cur.v[t->cur.n - 1].name;
-	if (strncmp(top, "caml_", 5))
+	if (top[0] != 'c' || strncmp(top, "caml_", 5))
 		return; /* the common case, cheaply */
 	if (!strcmp(top, "caml_next_frame_descriptor") || !strcmp(top, "caml_stash_backtrace")) {
 		t->ocaml_frames++;
@@ -822,7 +830,7 @@ static void leave_region(struct mt_cs *cs)
 	mt_cs_end_of_trace(cs);
 	cs->tentative = false;
 	for (size_t i = 0; i < cs->nlog; i++)
-		out(cs, cs->log[i]);
+		out(cs, &cs->log[i]);
 	cs->nlog = 0;
 	cs->in_region = false;
 }
@@ -948,13 +956,13 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		const char *iname = mt_strtab_intern(&cs->names, name);
 		if (!iname)
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
-		out(cs, (struct logrec){.k = L_INSTANT, .t = t, .time = time, .name = iname});
+		out(cs, &(struct logrec){.k = L_INSTANT, .t = t, .time = time, .name = iname});
 		end_of_thread(cs, t, time, is_kernel_addr(ev->from));
 		break;
 	}
 	case MT_EV_POWER: {
 		const char *mhz = extra(cs, C_MHZ);
-		out(cs, (struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "CPU",
+		out(cs, &(struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "CPU",
 					.value = mhz ? strtod(mhz, NULL) : ev->cbr});
 		break;
 	}
@@ -967,7 +975,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)
 				return mt_err_set(err, MT_ENOMEM, "out of memory");
-			out(cs, (struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, C_FROM_SYM),
+			out(cs, &(struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, C_FROM_SYM),
 						.name2 = ename, .ip = ev->from,
 						.value = period ? (double)strtoull(period, NULL, 10) : 1});
 		}
@@ -992,7 +1000,7 @@ static void new_snapshot(struct mt_cs *cs, uint64_t to_time)
 		end_of_thread(cs, t, t->last_event_time, false);
 		uint64_t at = to_time > t->last_event_time ? to_time : t->last_event_time;
 		t->pending_time = t->last_event_time = t->cur.create_time = at;
-		out(cs, (struct logrec){.k = L_INSTANT, .t = t, .time = at, .name = cs->n_snapshot});
+		out(cs, &(struct logrec){.k = L_INSTANT, .t = t, .time = at, .name = cs->n_snapshot});
 	}
 }
 

@@ -824,9 +824,25 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	*ev = (struct mt_event){.cpu = -1, .offset = MT_NO_OFFSET, .extra = r->kv,
 				.strings_epoch = r->strings_epoch};
 	bool has_delta = false, seen_extra = false;
-	uint64_t delta = 0;
+	uint64_t delta = 0, v;
+	/* mt's writers put the fields in number order: read them so, without
+	 * the loop's dispatch, and leave anything else to the loop */
+#define IN_ORDER(tag_byte, store)                                        \
+	if (p < end && *p == (tag_byte)) {                               \
+		p++;                                                     \
+		if (!mt_pb_get_varint(&p, end, &v))                      \
+			return false;                                    \
+		store;                                                   \
+	}
+	IN_ORDER(1 << 3, has_delta = true; delta = (v >> 1) ^ -(v & 1))
+	IN_ORDER(2 << 3, ev->pid = (uint32_t)v)
+	IN_ORDER(3 << 3, ev->tid = (uint32_t)v)
+	IN_ORDER(4 << 3, if (v >= MT_EV_KIND_COUNT) return false; ev->kind = (enum mt_event_kind)v)
+	IN_ORDER(5 << 3, ev->from = v)
+	IN_ORDER(6 << 3, ev->to = v)
+#undef IN_ORDER
 	while (p < end) {
-		uint64_t tag, v;
+		uint64_t tag;
 		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
 		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */

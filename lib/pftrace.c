@@ -88,6 +88,8 @@ struct pthread {
 	struct open_slice *open;  /* pending slices without their end; ends waiting for their begin */
 	size_t nopen, capopen;
 	size_t nendfirst;         /* ends on open waiting for their begin */
+	uint64_t last_begin;      /* of the last item held */
+	bool unordered, ties;     /* an item held began before / with the one before it */
 	struct wframe *ws;        /* written slices still open, outermost first */
 	size_t depth, wdepth, capws; /* wdepth: frames on ws actually written */
 	uint64_t wmapped;         /* mapped time of the last packet written */
@@ -202,6 +204,12 @@ static struct item *new_item(struct mt_pftrace *pf, struct mt_cs_thread *th, uin
 	struct pthread *t = pthread_of(pf, th);
 	struct item *it = t ? add_item(pf, t) : NULL;
 	if (it) {
+		/* noted now so that a flush in order skips order_items' pass */
+		if (t->nitems > 1) {
+			t->unordered |= begin < t->last_begin;
+			t->ties |= begin == t->last_begin;
+		}
+		t->last_begin = begin;
 		it->kind = kind;
 		it->begin = begin;
 		it->end = end;
@@ -1136,7 +1144,9 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 		pf->oom = true;
 		return;
 	}
-	size_t kept = order_items(t->items, t->nitems, pf->late), nlate = t->nitems - kept;
+	size_t kept = t->unordered || t->ties ? order_items(t->items, t->nitems, pf->late) : t->nitems;
+	size_t nlate = t->nitems - kept;
+	t->unordered = t->ties = false;
 	/* a slice written before its end arrives gets it on the written stack */
 	for (size_t i = 0, j = 0; i < kept || j < nlate;) {
 		if (j == nlate || (i < kept && cmp_item(&t->items[i], &pf->late[j]) <= 0))

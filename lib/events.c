@@ -821,8 +821,20 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	p++;
 	if (!mt_pb_get_varint(&p, end, &len) || len != (uint64_t)(end - p))
 		return false;
-	*ev = (struct mt_event){.cpu = -1, .offset = MT_NO_OFFSET, .extra = r->kv,
-				.strings_epoch = r->strings_epoch};
+	/* field by field: a compound literal became a rep stos, slow to start */
+	ev->time = 0;
+	ev->has_time = false;
+	ev->pid = ev->tid = 0;
+	ev->cpu = -1;
+	ev->kind = MT_EV_CALL;
+	ev->from = ev->to = ev->insn = 0;
+	ev->offset = MT_NO_OFFSET;
+	ev->cbr = 0;
+	ev->cond = ev->async = false;
+	ev->msg = NULL;
+	ev->extra = r->kv;
+	ev->nextra = 0;
+	ev->strings_epoch = r->strings_epoch;
 	bool has_delta = false, seen_extra = false;
 	uint64_t delta = 0, v;
 	/* mt's writers put the fields in number order: read them so, without

@@ -44,6 +44,7 @@ struct item {
 	uint32_t extra;          /* IT_SAMPLE: index of its event track */
 	uint8_t kind;
 	bool inferred;
+	bool late;               /* copied to the late items (order_items) */
 };
 
 struct open_slice {
@@ -1018,35 +1019,44 @@ static int cmp_item(const void *a, const void *b)
 }
 
 /* Puts items in cmp_item order. Almost all arrive in time order; the few
- * that come late (inferred starts, [unknown] slices) are moved to `late`
- * and sorted there, runs with one begin time are ordered in place, and
- * the two are merged while writing (see flush_thread). Returns how many
- * items stay in place (the rest are in late[0..n - kept]). */
-static size_t order_items(struct item *it, size_t n, struct item *late)
+ * that come late (inferred starts, [unknown] slices) are copied to `late`,
+ * sorted there and marked where they were (closing up the rest moved every
+ * item of the window once), runs with one begin time are ordered in place
+ * (ties: with late items among them, the others are first closed up, which
+ * is rare), and the two are merged while writing (see flush_thread).
+ * Returns how many items are late; *n: how many the array holds now. */
+static size_t order_items(struct item *it, size_t *n, struct item *late, bool ties)
 {
-	size_t kept = 0, nlate = 0;
+	size_t nlate = 0;
 	uint64_t maxb = 0;
-	for (size_t i = 0; i < n; i++) {
+	for (size_t i = 0; i < *n; i++) {
 		if (it[i].begin < maxb) {
 			late[nlate++] = it[i];
+			it[i].late = true;
 			continue;
 		}
 		maxb = it[i].begin;
-		if (kept != i)
-			it[kept] = it[i];
-		kept++;
 	}
-	for (size_t i = 0; i < kept;) {
-		size_t j = i + 1;
-		while (j < kept && it[j].begin == it[i].begin)
-			j++;
-		if (j - i > 1)
-			qsort(it + i, j - i, sizeof *it, cmp_item);
-		i = j;
+	if (ties) {
+		if (nlate) {
+			size_t kept = 0;
+			for (size_t i = 0; i < *n; i++)
+				if (!it[i].late)
+					it[kept++] = it[i];
+			*n = kept;
+		}
+		for (size_t i = 0; i < *n;) {
+			size_t j = i + 1;
+			while (j < *n && it[j].begin == it[i].begin)
+				j++;
+			if (j - i > 1)
+				qsort(it + i, j - i, sizeof *it, cmp_item);
+			i = j;
+		}
 	}
 	if (nlate > 1)
 		qsort(late, nlate, sizeof *late, cmp_item);
-	return kept;
+	return nlate;
 }
 
 /* Writes the END of every written frame on top of the stack that ended at
@@ -1144,11 +1154,16 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 		pf->oom = true;
 		return;
 	}
-	size_t kept = t->unordered || t->ties ? order_items(t->items, t->nitems, pf->late) : t->nitems;
-	size_t nlate = t->nitems - kept;
+	size_t kept = t->nitems, nlate = 0;
+	if (t->unordered || t->ties)
+		nlate = order_items(t->items, &kept, pf->late, t->ties);
 	t->unordered = t->ties = false;
 	/* a slice written before its end arrives gets it on the written stack */
 	for (size_t i = 0, j = 0; i < kept || j < nlate;) {
+		if (i < kept && t->items[i].late) {
+			i++;
+			continue;
+		}
 		if (j == nlate || (i < kept && cmp_item(&t->items[i], &pf->late[j]) <= 0))
 			write_item(pf, t, &t->items[i++]);
 		else

@@ -119,6 +119,8 @@ struct mt_pftrace {
 	uint32_t fxt_thread_slot[256]; /* slot -> thread index + 1 */
 	uint16_t fxt_next_thread;
 	struct mt_strtab names;
+	/* FXT's fixed strings, interned once (per event they cost a hash each) */
+	const char *fx_empty, *fx_address, *fx_freq, *fx_file, *fx_line, *fx_cpu;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
 	uint32_t *pids;           /* processes described */
@@ -590,17 +592,17 @@ static uint8_t fxt_thread_ref(struct mt_pftrace *pf, size_t k)
 static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks, uint64_t end, const char *name,
 		      uint64_t ip, bool counter, double value, const char *file, int32_t line)
 {
-	uint16_t nref = fxt_string(pf, name ? name : intern(pf, "")), cref = fxt_string(pf, intern(pf, ""));
+	uint16_t nref = fxt_string(pf, name ? name : pf->fx_empty), cref = fxt_string(pf, pf->fx_empty);
 	uint16_t aref = 0;
 	if (ip)
-		aref = fxt_string(pf, intern(pf, "address"));
+		aref = fxt_string(pf, pf->fx_address);
 	if (counter)
-		aref = fxt_string(pf, intern(pf, "freq (MHz)"));
+		aref = fxt_string(pf, pf->fx_freq);
 	uint16_t fref = 0, fvref = 0, lref = 0;
 	if (file) {
-		fref = fxt_string(pf, intern(pf, "file"));
+		fref = fxt_string(pf, pf->fx_file);
 		fvref = fxt_string(pf, file);
-		lref = fxt_string(pf, intern(pf, "line"));
+		lref = fxt_string(pf, pf->fx_line);
 	}
 	uint8_t tref = fxt_thread_ref(pf, k);
 	uint64_t w[10];
@@ -654,6 +656,12 @@ static void write_head(struct mt_pftrace *pf)
 		static const char head[] = "{\"displayTimeUnit\":\"ns\",\"traceEvents\":[";
 		out_bytes(pf, head, sizeof head - 1);
 	} else if (pf->format == MT_PFTRACE_FXT) {
+		pf->fx_empty = intern(pf, "");
+		pf->fx_address = intern(pf, "address");
+		pf->fx_freq = intern(pf, "freq (MHz)");
+		pf->fx_file = intern(pf, "file");
+		pf->fx_line = intern(pf, "line");
+		pf->fx_cpu = intern(pf, "CPU");
 		fxt_begin_file(pf);
 	}
 }
@@ -990,11 +998,11 @@ static void emit(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEvent__Ty
 			fxt_event(w->pf, w->k, w->end_known ? 4 : 2, ticks, w->json_end - w->base, name, ip, false, 0,
 				  w->file, w->line);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END)
-			fxt_event(w->pf, w->k, 3, ticks, 0, intern(w->pf, ""), 0, false, 0, NULL, 0);
+			fxt_event(w->pf, w->k, 3, ticks, 0, w->pf->fx_empty, 0, false, 0, NULL, 0);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT)
 			fxt_event(w->pf, w->k, 4, ticks, ticks, name, track == w->track ? 0 : ip, false, 0, NULL, 0);
 		else if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER)
-			fxt_event(w->pf, w->k, 1, ticks, 0, intern(w->pf, "CPU"), 0, true, value, NULL, 0);
+			fxt_event(w->pf, w->k, 1, ticks, 0, w->pf->fx_cpu, 0, true, value, NULL, 0);
 		return;
 	}
 	emit_proto(w, time, type, name, track, ip, counter, value);

@@ -205,26 +205,51 @@ static char *put_hex(char *p, uint64_t v)
 	return p;
 }
 
-static char *put_str(char *p, const char *s, size_t max)
+/* n bytes of a value: a TAB or newline would split columns, so each
+ * becomes a space. Rare: after a plain copy, a word at a time looks for
+ * any byte below 11 (TAB is 9, newline 10; memchr per value cost more). */
+static char *put_bytes(char *p, const char *s, size_t n)
 {
-	/* Values never contain TAB or newline: they would split columns. */
-	for (size_t i = 0; s[i] && i < max; i++)
-		*p++ = (s[i] == '\t' || s[i] == '\n') ? ' ' : s[i];
-	return p;
+	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+	memcpy(p, s, n);
+	size_t i = 0;
+	uint64_t low = 0;
+	for (; i + 8 <= n && !low; i += 8) {
+		uint64_t x;
+		memcpy(&x, p + i, 8);
+		low = (x - 11 * ones) & ~x & highs;
+	}
+	for (; i < n && !low; i++)
+		low = (unsigned char)p[i] < 11;
+	if (low)
+		for (i = 0; i < n; i++)
+			if (p[i] == '\t' || p[i] == '\n')
+				p[i] = ' ';
+	return p + n;
 }
 
-static size_t text_size(const struct mt_event *ev)
+static char *put_str(char *p, const char *s, size_t max)
+{
+	return put_bytes(p, s, strnlen(s, max));
+}
+
+/* The bytes write_text may need; the columns' lengths into klen, vlen. */
+static size_t text_size(const struct mt_event *ev, unsigned nx, uint16_t *klen, uint16_t *vlen)
 {
 	size_t n = 256 + (ev->msg ? MSG_MAX + 8 : 0);
-	for (unsigned i = 0; i < ev->nextra; i++)
-		n += strnlen(ev->extra[i].key, EXTRA_KEY_MAX) +
-		     (ev->extra[i].val ? strnlen(ev->extra[i].val, EXTRA_VAL_MAX) : 0) + 2;
+	for (unsigned i = 0; i < nx; i++) {
+		klen[i] = (uint16_t)strnlen(ev->extra[i].key, EXTRA_KEY_MAX);
+		vlen[i] = ev->extra[i].val ? (uint16_t)strnlen(ev->extra[i].val, EXTRA_VAL_MAX) : 0;
+		n += klen[i] + vlen[i] + 2;
+	}
 	return n;
 }
 
 static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 {
-	char *p = reserve(w, text_size(ev)), *start = p;
+	uint16_t klen[MT_EVENT_MAX_EXTRA], vlen[MT_EVENT_MAX_EXTRA]; /* small: no stack probe */
+	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
+	char *p = reserve(w, text_size(ev, nx, klen, vlen)), *start = p;
 	if (!p)
 		return;
 	if (ev->has_time)
@@ -269,12 +294,12 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 		memcpy(p, "\tmsg=", 5);
 		p = put_str(p + 5, ev->msg, MSG_MAX);
 	}
-	for (unsigned i = 0; i < ev->nextra; i++) {
+	for (unsigned i = 0; i < nx; i++) {
 		*p++ = '\t';
-		p = put_str(p, ev->extra[i].key, EXTRA_KEY_MAX);
+		p = put_bytes(p, ev->extra[i].key, klen[i]);
 		if (ev->extra[i].val) {
 			*p++ = '=';
-			p = put_str(p, ev->extra[i].val, EXTRA_VAL_MAX);
+			p = put_bytes(p, ev->extra[i].val, vlen[i]);
 		}
 	}
 	*p++ = '\n';

@@ -176,35 +176,6 @@ static char *reserve(struct mt_events_writer *w, size_t n)
 	return w->buf + w->len;
 }
 
-static char *put_dec(char *p, uint64_t v)
-{
-	char tmp[24];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
-static char *put_hex(char *p, uint64_t v)
-{
-	static const char digits[] = "0123456789abcdef";
-	char tmp[16];
-	int n = 0;
-	*p++ = '0';
-	*p++ = 'x';
-	do {
-		tmp[n++] = digits[v & 15];
-		v >>= 4;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
-}
-
 /* n bytes of a value: a TAB or newline would split columns, so each
  * becomes a space. Rare: after a plain copy, a word at a time looks for
  * any byte below 11 (TAB is 9, newline 10; memchr per value cost more). */
@@ -253,26 +224,26 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 	if (!p)
 		return;
 	if (ev->has_time)
-		p = put_dec(p, ev->time);
+		p = mt_put_dec(p, ev->time);
 	else
 		*p++ = '-';
 	*p++ = '\t';
-	p = put_dec(p, ev->pid);
+	p = mt_put_dec(p, ev->pid);
 	*p++ = '\t';
-	p = put_dec(p, ev->tid);
+	p = mt_put_dec(p, ev->tid);
 	*p++ = '\t';
 	p = put_str(p, mt_event_kind_name(ev->kind), 32);
 	*p++ = '\t';
-	p = put_hex(p, ev->from);
+	p = mt_put_hex(p, ev->from);
 	*p++ = '\t';
-	p = put_hex(p, ev->to);
+	p = mt_put_hex(p, ev->to);
 	if (ev->cpu >= 0) {
 		memcpy(p, "\tcpu=", 5);
-		p = put_dec(p + 5, (uint64_t)ev->cpu);
+		p = mt_put_dec(p + 5, (uint64_t)ev->cpu);
 	}
 	if (ev->insn) {
 		memcpy(p, "\tinsn=", 6);
-		p = put_dec(p + 6, ev->insn);
+		p = mt_put_dec(p + 6, ev->insn);
 	}
 	if (ev->cond) {
 		memcpy(p, "\tcond=1", 7);
@@ -284,11 +255,11 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 	}
 	if (ev->kind == MT_EV_POWER) {
 		memcpy(p, "\tcbr=", 5);
-		p = put_dec(p + 5, ev->cbr);
+		p = mt_put_dec(p + 5, ev->cbr);
 	}
 	if (ev->offset != MT_NO_OFFSET) {
 		memcpy(p, "\toff=", 5);
-		p = put_hex(p + 5, ev->offset);
+		p = mt_put_hex(p + 5, ev->offset);
 	}
 	if (ev->msg) {
 		memcpy(p, "\tmsg=", 5);

@@ -26,6 +26,30 @@ bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
+char *mt_put_hex(char *p, uint64_t v)
+{
+	static const char digits[] = "0123456789abcdef";
+	int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
+	*p++ = '0';
+	*p++ = 'x';
+	for (int i = n - 1; i >= 0; i--, v >>= 4)
+		p[i] = digits[v & 15];
+	return p + n;
+}
+
+char *mt_put_dec(char *p, uint64_t v)
+{
+	char tmp[20];
+	int n = 0;
+	do {
+		tmp[n++] = (char)('0' + v % 10);
+		v /= 10;
+	} while (v);
+	while (n)
+		*p++ = tmp[--n];
+	return p;
+}
+
 const char *mt_strtab_intern(struct mt_strtab *t, const char *s)
 {
 	if ((t->n + 1) * 2 > t->cap) {

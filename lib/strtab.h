@@ -17,6 +17,11 @@ const char *mt_strtab_intern(struct mt_strtab *t, const char *s);
 void mt_strtab_free(struct mt_strtab *t);
 /* FNV-1a, for tables keyed by strings. */
 uint64_t mt_hash_str(const char *s);
+/* v as "0x" and lowercase hex digits (at most 18 bytes, no NUL); returns
+ * the end. For the hot paths that printf's parsing made slow. */
+char *mt_put_hex(char *p, uint64_t v);
+/* v in decimal (at most 20 bytes, no NUL); returns the end. */
+char *mt_put_dec(char *p, uint64_t v);
 /* n bytes (at most 32) as lowercase hex into out (2n+1 bytes): build-ids. */
 void mt_hex(const uint8_t *p, size_t n, char *out);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when

@@ -10,6 +10,7 @@
 #include "bundle.h"
 #include "events.h"
 #include "filterio.h"
+#include "strtab.h"
 #include "symbolize.h"
 #include "version.h"
 
@@ -207,14 +208,17 @@ int main(int argc, char **argv)
 			mt_sym_lookup(sym, ev.pid, side[k].addr, &res[k]);
 			if (res[k].name) {
 				kv[n++] = (struct mt_kv){side[k].sym, res[k].name};
-				snprintf(val[k], sizeof val[k], "0x%" PRIx64, res[k].off);
+				*mt_put_hex(val[k], res[k].off) = '\0';
 				kv[n++] = (struct mt_kv){side[k].off, val[k]};
 			}
 			if (res[k].dso)
 				kv[n++] = (struct mt_kv){side[k].dso, res[k].dso};
 			if (res[k].file) {
 				kv[n++] = (struct mt_kv){side[k].file, res[k].file};
-				snprintf(lineval[k], sizeof lineval[k], "%d", res[k].line);
+				if (res[k].line < 0)
+					snprintf(lineval[k], sizeof lineval[k], "%d", res[k].line);
+				else
+					*mt_put_dec(lineval[k], (uint64_t)res[k].line) = '\0';
 				kv[n++] = (struct mt_kv){side[k].line, lineval[k]};
 			}
 			if (res[k].inlines[0])

@@ -28,7 +28,7 @@ const char *mt_event_kind_name(enum mt_event_kind k)
 int mt_event_kind_parse(const char *s, size_t n)
 {
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
-		if (strlen(kind_names[k]) == n && !memcmp(kind_names[k], s, n))
+		if (kind_names[k][0] == s[0] && !strncmp(kind_names[k], s, n) && !kind_names[k][n])
 			return k;
 	return -1;
 }
@@ -183,15 +183,22 @@ static char *put_bytes(char *p, const char *s, size_t n)
 {
 	const uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
 	memcpy(p, s, n);
+	/* the source is read, not the copy (reading bytes just stored stalls) */
+	uint64_t low = 0, x;
 	size_t i = 0;
-	uint64_t low = 0;
 	for (; i + 8 <= n && !low; i += 8) {
-		uint64_t x;
-		memcpy(&x, p + i, 8);
+		memcpy(&x, s + i, 8);
 		low = (x - 11 * ones) & ~x & highs;
 	}
-	for (; i < n && !low; i++)
-		low = (unsigned char)p[i] < 11;
+	if (i < n && !low) {
+		if (n >= 8) { /* the last 8 bytes, overlapping what was seen */
+			memcpy(&x, s + n - 8, 8);
+			low = (x - 11 * ones) & ~x & highs;
+		} else {
+			for (; i < n && !low; i++)
+				low = (unsigned char)s[i] < 11;
+		}
+	}
 	if (low)
 		for (i = 0; i < n; i++)
 			if (p[i] == '\t' || p[i] == '\n')
@@ -539,9 +546,9 @@ static int parse_u64(const char *s, const char *end, int base, uint64_t *out)
 			d = (unsigned)((*s | 0x20) - 'a' + 10);
 		else
 			return -1;
-		if (v > (UINT64_MAX - d) / (unsigned)base)
+		/* overflow checked without a division per digit */
+		if (__builtin_mul_overflow(v, (uint64_t)base, &v) || __builtin_add_overflow(v, (uint64_t)d, &v))
 			return -1;
-		v = v * (unsigned)base + d;
 	}
 	*out = v;
 	return 0;
@@ -558,50 +565,53 @@ int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, stru
 	ev->cpu = -1;
 	ev->offset = MT_NO_OFFSET;
 	ev->extra = kv;
-	char *col[6];
-	char *p = line;
+	char *col[6], *cend[6]; /* each column and its end (the NUL that was its TAB) */
+	char *p = line, *lend = line + n;
 	for (int i = 0; i < 6; i++) {
 		col[i] = p;
-		p = strchr(p, '\t');
+		p = memchr(p, '\t', (size_t)(lend - p));
 		if (!p && i < 5)
 			return mt_err_set(err, MT_EFORMAT, "event line has %d columns, need 6", i + 1);
+		cend[i] = p ? p : lend;
 		if (p)
 			*p++ = '\0';
 	}
 	uint64_t v;
-	if (strcmp(col[0], "-")) {
-		if (parse_u64(col[0], col[0] + strlen(col[0]), 10, &ev->time))
+	if (col[0][0] != '-' || col[0][1]) {
+		if (parse_u64(col[0], cend[0], 10, &ev->time))
 			return mt_err_set(err, MT_EFORMAT, "bad time '%s'", col[0]);
 		ev->has_time = true;
 	}
-	if (parse_u64(col[1], col[1] + strlen(col[1]), 10, &v) || v > UINT32_MAX)
+	if (parse_u64(col[1], cend[1], 10, &v) || v > UINT32_MAX)
 		return mt_err_set(err, MT_EFORMAT, "bad pid '%s'", col[1]);
 	ev->pid = (uint32_t)v;
-	if (parse_u64(col[2], col[2] + strlen(col[2]), 10, &v) || v > UINT32_MAX)
+	if (parse_u64(col[2], cend[2], 10, &v) || v > UINT32_MAX)
 		return mt_err_set(err, MT_EFORMAT, "bad tid '%s'", col[2]);
 	ev->tid = (uint32_t)v;
-	int k = mt_event_kind_parse(col[3], strlen(col[3]));
+	int k = mt_event_kind_parse(col[3], (size_t)(cend[3] - col[3]));
 	if (k < 0)
 		return mt_err_set(err, MT_EFORMAT, "unknown event kind '%s'", col[3]);
 	ev->kind = (enum mt_event_kind)k;
-	if (strncmp(col[4], "0x", 2) || parse_u64(col[4], col[4] + strlen(col[4]), 16, &ev->from))
+	if (strncmp(col[4], "0x", 2) || parse_u64(col[4], cend[4], 16, &ev->from))
 		return mt_err_set(err, MT_EFORMAT, "bad address '%s'", col[4]);
-	if (strncmp(col[5], "0x", 2) || parse_u64(col[5], col[5] + strlen(col[5]), 16, &ev->to))
+	if (strncmp(col[5], "0x", 2) || parse_u64(col[5], cend[5], 16, &ev->to))
 		return mt_err_set(err, MT_EFORMAT, "bad address '%s'", col[5]);
 	while (p) {
-		char *next = strchr(p, '\t');
+		char *next = memchr(p, '\t', (size_t)(lend - p)), *pend = next ? next : lend;
 		if (next)
 			*next++ = '\0';
 		if (!*p || *p == '=') { /* an empty column or key carries nothing */
 			p = next;
 			continue;
 		}
-		char *eq = strchr(p, '=');
-		const char *val = eq ? eq + 1 : NULL, *vend = val ? val + strlen(val) : NULL;
+		char *eq = memchr(p, '=', (size_t)(pend - p));
+		const char *val = eq ? eq + 1 : NULL, *vend = pend;
 		if (eq)
 			*eq = '\0';
 		int bad = 0;
-		if (!val)
+		/* the columns read here start with one of these letters: most
+		 * extra columns (to_sym...) skip the comparisons */
+		if (!val || !strchr("cioam", *p))
 			goto extra;
 		if (!strcmp(p, "cpu"))
 			bad = parse_u64(val, vend, 10, &v) || v > INT32_MAX, ev->cpu = (int32_t)v;

@@ -309,6 +309,43 @@ static void test_callstack_string_epochs(void)
 	   "call stacks from a binary stream: every name right across string-table resets (600000 calls)");
 }
 
+/* Oracle: the value with each TAB and newline replaced by a space, byte by
+ * byte. The text writer finds them a word at a time: every length and
+ * position, around word boundaries and in the overlapping last word. */
+static void test_text_value_cleaning(void)
+{
+	int good = 1;
+	for (size_t len = 1; len <= 24 && good; len++)
+		for (size_t pos = 0; pos < len && good; pos++)
+			for (int c = 0; c < 3 && good; c++) {
+				char val[32], want[32];
+				for (size_t i = 0; i < len; i++)
+					val[i] = (char)('a' + i);
+				val[len] = '\0';
+				val[pos] = c == 0 ? '\t' : c == 1 ? '\n' : '\x01';
+				memcpy(want, val, len + 1);
+				if (c < 2)
+					want[pos] = ' ';
+				struct mt_kv kv = {"k", val};
+				struct mt_event e = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL,
+						     .offset = MT_NO_OFFSET, .extra = &kv, .nextra = 1};
+				char *buf = NULL;
+				size_t blen = 0;
+				FILE *f = open_memstream(&buf, &blen);
+				struct mt_events_writer w;
+				mt_events_writer_init(&w, f);
+				mt_events_write(&w, &e);
+				struct mt_err err = {0};
+				mt_events_writer_finish(&w, &err);
+				fclose(f);
+				char line[96];
+				snprintf(line, sizeof line, "# mt-events 1\n-\t1\t1\tcall\t0x0\t0x0\tk=%s\n", want);
+				good = !strcmp(buf, line);
+				free(buf);
+			}
+	ok(good, "text writer: every TAB and newline in a value becomes a space, nothing else changes");
+}
+
 /* Oracle: hand-built headers from the format description. */
 static void test_perfdata_headers(void)
 {
@@ -386,6 +423,7 @@ int main(void)
 	test_events_roundtrip();
 	test_events_binary();
 	test_callstack_string_epochs();
+	test_text_value_cleaning();
 	test_perfdata_headers();
 	test_image_specs();
 	printf("1..%d\n", n_test);

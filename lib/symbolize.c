@@ -92,6 +92,20 @@ struct perf_map {
 	struct object obj;    /* its symbols, absolute addresses */
 };
 
+/* A trace hits the same addresses again and again (loops): the last
+ * result of each of a few thousand address slots is kept, so a repeated
+ * address costs a compare instead of two binary searches. Cleared when
+ * mappings or settings change (results are all pointers into the tables,
+ * valid as long as mt_sym). Not with inlines on: that result is a buffer. */
+#define MEMO_SLOTS 4096
+struct lookup_memo {
+	uint64_t addr, off;
+	uint32_t pid;
+	int line;
+	bool valid;
+	const char *name, *dso, *file;
+};
+
 struct mt_sym {
 	char *symfs;
 	char *buildid_dir;          /* set: objects only from there and symfs */
@@ -108,11 +122,18 @@ struct mt_sym {
 	size_t nmaps, capmaps;
 	bool sorted;
 	const struct mapping *last;
+	struct lookup_memo *memo;   /* recent results by address; NULL: none yet */
 	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
 	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
 	bool vdso_tried;
 	bool dclient_failed;
 };
+
+static void forget_lookups(struct mt_sym *s)
+{
+	if (s->memo)
+		memset(s->memo, 0, MEMO_SLOTS * sizeof *s->memo);
+}
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx)
 {
@@ -166,11 +187,13 @@ void mt_sym_free(struct mt_sym *s)
 	free(s->pmaps);
 	free(s->perf_map_dir);
 	free(s->perf_map_file);
+	free(s->memo);
 	free(s);
 }
 
 void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
 {
+	forget_lookups(s);
 	free(s->perf_map_dir);
 	free(s->perf_map_file);
 	s->perf_map_dir = dir ? strdup(dir) : NULL;
@@ -192,33 +215,39 @@ bool mt_kallsyms_usable(const char *path)
 
 void mt_sym_set_symfs(struct mt_sym *s, const char *symfs)
 {
+	forget_lookups(s);
 	free(s->symfs);
 	s->symfs = symfs ? strdup(symfs) : NULL;
 }
 
 void mt_sym_set_buildid_dir(struct mt_sym *s, const char *dir)
 {
+	forget_lookups(s);
 	free(s->buildid_dir);
 	s->buildid_dir = dir ? strdup(dir) : NULL;
 }
 
 void mt_sym_set_demangle(struct mt_sym *s, bool on)
 {
+	forget_lookups(s);
 	s->no_demangle = !on;
 }
 
 void mt_sym_set_inlines(struct mt_sym *s, bool on)
 {
+	forget_lookups(s);
 	s->inlines = on;
 }
 
 void mt_sym_set_lines(struct mt_sym *s, bool on)
 {
+	forget_lookups(s);
 	s->lines = on;
 }
 
 void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms)
 {
+	forget_lookups(s);
 	free(s->vmlinux);
 	free(s->kallsyms);
 	s->vmlinux = vmlinux ? strdup(vmlinux) : NULL;
@@ -266,6 +295,7 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 					       .dso = o->path};
 	s->sorted = false;
 	s->last = NULL;
+	forget_lookups(s);
 	return true;
 }
 
@@ -904,9 +934,40 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	return false;
 }
 
+static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r);
+
 void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
 {
-	memset(r, 0, sizeof *r);
+	/* field by field: clearing the whole result (its inline buffer is 1 KiB)
+	 * was most of a lookup */
+	r->name = r->dso = r->file = NULL;
+	r->off = 0;
+	r->line = 0;
+	r->inlines[0] = '\0';
+	if (s->inlines) {
+		lookup(s, pid, addr, r);
+		return;
+	}
+	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo))) {
+		lookup(s, pid, addr, r);
+		return;
+	}
+	struct lookup_memo *e = &s->memo[(addr ^ addr >> 12 ^ pid) & (MEMO_SLOTS - 1)];
+	if (e->valid && e->addr == addr && e->pid == pid) {
+		r->name = e->name;
+		r->off = e->off;
+		r->dso = e->dso;
+		r->file = e->file;
+		r->line = e->line;
+		return;
+	}
+	lookup(s, pid, addr, r);
+	*e = (struct lookup_memo){.addr = addr, .off = r->off, .pid = pid, .line = r->line, .valid = true,
+				  .name = r->name, .dso = r->dso, .file = r->file};
+}
+
+static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
 	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
 	if (!m) {
 		perf_map_lookup(s, pid, addr, r);

@@ -231,3 +231,27 @@ MAP
 	done < "$BATS_TEST_TMPDIR/mt" > "$BATS_TEST_TMPDIR/a2l"
 	diff <(cut -d' ' -f2 "$BATS_TEST_TMPDIR/mt") "$BATS_TEST_TMPDIR/a2l"
 }
+
+@test "a mapping that arrives mid-stream names the addresses after it; results kept per address do not go stale" {
+	# oracle: nm's name for each function of flow (non-PIE, text at its link address)
+	read -r off vaddr < <(readelf -lW "$MT_PROGS/flow" | awk '$1=="LOAD" && / E / {print $2, $3; exit}')
+	nm "$MT_PROGS/flow" | awk '$2 ~ /^[tT]$/ {print $1, $3}' | head -3 > "$BATS_TEST_TMPDIR/nm"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/nm")" -eq 3 ]
+	{
+		echo "# mt-events 1"
+		for round in 1 2; do
+			# the same addresses twice before the mapping, twice after it
+			[ "$round" = 2 ] && printf '# mmap\t7\t0x%x\t0x1000\t0x%x\t-\t%s\n' "$((vaddr))" "$((off))" "$MT_PROGS/flow"
+			for rep in 1 2; do
+				while read -r addr name; do printf -- '-\t7\t7\tcall\t0x0\t0x%x\n' "$((16#$addr))"; done < "$BATS_TEST_TMPDIR/nm"
+			done
+		done
+	} > "$BATS_TEST_TMPDIR/ev"
+	"$SYMBOLIZE" "$BATS_TEST_TMPDIR/ev" | grep -v '^#' > "$BATS_TEST_TMPDIR/out"
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/out")" -eq 12 ]
+	# before the mapping: nothing named
+	[ "$(head -6 "$BATS_TEST_TMPDIR/out" | grep -c 'to_sym=')" -eq 0 ]
+	# after it: each address by nm's name, both times
+	tail -6 "$BATS_TEST_TMPDIR/out" | awk -F'\t' '{ for (i = 7; i <= NF; i++) if ($i ~ /^to_sym=/) print substr($i, 8) }' > "$BATS_TEST_TMPDIR/names"
+	awk '{print $2}' "$BATS_TEST_TMPDIR/nm" "$BATS_TEST_TMPDIR/nm" | diff - "$BATS_TEST_TMPDIR/names"
+}

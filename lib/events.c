@@ -56,10 +56,21 @@ struct intern_slot {
 	uint64_t hash;
 	uint32_t len, id;
 };
+/* Writers pass the same few strings again and again, mostly from the same
+ * addresses (column names, symbol and object names): the id last found
+ * for an address is tried first, confirmed by comparing the text (so a
+ * buffer reused for other text is simply a miss). */
+#define INTERN_MEMO 256
+struct intern_memo {
+	const char *s;       /* the caller's address */
+	const char *key;     /* the table's copy (NULL: empty) */
+	uint32_t len, id;
+};
 struct mt_intern {
 	struct intern_slot *slots;
 	size_t cap, n;
 	uint32_t next_id;
+	struct intern_memo memo[INTERN_MEMO];
 };
 
 /* A word at a time: the table is probed for a few strings of every event
@@ -85,6 +96,7 @@ static void intern_clear(struct mt_intern *t)
 		free(t->slots[i].key);
 		t->slots[i].key = NULL;
 	}
+	memset(t->memo, 0, sizeof t->memo); /* its keys were the table's */
 	t->n = 0;
 	t->next_id = 1;
 }
@@ -299,7 +311,22 @@ static void put_record(struct mt_events_writer *w, const Mt__Record *rec)
 
 /* The id of s (at most max bytes, TAB/newline as spaces, exactly as the text
  * form would carry it), defining it first if new. 0 when out of memory. */
+static const struct intern_slot *intern_slow(struct mt_events_writer *w, const char *s, size_t max);
+
 static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
+{
+	struct intern_memo *m = &w->strings->memo[((uintptr_t)s >> 3 ^ (uintptr_t)s >> 11) & (INTERN_MEMO - 1)];
+	/* the copy is cleaned of TAB and newline: a string with them misses */
+	if (m->s == s && m->key && !memcmp(m->key, s, m->len) && !s[m->len])
+		return m->id;
+	const struct intern_slot *e = intern_slow(w, s, max);
+	if (!e)
+		return 0;
+	*m = (struct intern_memo){.s = s, .key = e->key, .len = e->len, .id = e->id};
+	return e->id;
+}
+
+static const struct intern_slot *intern_slow(struct mt_events_writer *w, const char *s, size_t max)
 {
 	size_t n = strnlen(s, max);
 	/* the text form's spaces for TAB and newline: a copy only when needed */
@@ -310,28 +337,21 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 		s = tmp;
 	}
 	struct mt_intern *t = w->strings;
-	if (t->n >= INTERN_MAX) {
-		Mt__Record rec = MT__RECORD__INIT;
-		rec.record_case = MT__RECORD__RECORD_STRINGS_RESET;
-		rec.strings_reset = true;
-		put_record(w, &rec);
-		intern_clear(t);
-	}
 	if ((t->n + 1) * 2 > t->cap && intern_grow(t)) {
 		w->failed = true;
 		w->err_no = ENOMEM;
-		return 0;
+		return NULL;
 	}
 	uint64_t h = hash_bytes(s, n);
 	size_t j = h & (t->cap - 1);
 	for (struct intern_slot *e; (e = &t->slots[j])->key; j = (j + 1) & (t->cap - 1))
 		if (e->hash == h && e->len == n && !memcmp(e->key, s, n))
-			return e->id;
+			return e;
 	char *key = malloc(n + 1);
 	if (!key) {
 		w->failed = true;
 		w->err_no = ENOMEM;
-		return 0;
+		return NULL;
 	}
 	memcpy(key, s, n);
 	key[n] = '\0';
@@ -341,7 +361,7 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 	rec.record_case = MT__RECORD__RECORD_STRING_DEF;
 	rec.string_def = key;
 	put_record(w, &rec);
-	return t->slots[j].id;
+	return &t->slots[j];
 }
 
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,
@@ -350,8 +370,18 @@ static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
 static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 {
 	uint32_t extra[2 * MT_EVENT_MAX_EXTRA];
-	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX) : 0;
 	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
+	/* A full table is reset before the event's strings, never between
+	 * them: ids taken before a reset would name other strings after it. */
+	struct mt_intern *t = w->strings;
+	if (t->n + 1 + 2 * nx > INTERN_MAX) {
+		Mt__Record rec = MT__RECORD__INIT;
+		rec.record_case = MT__RECORD__RECORD_STRINGS_RESET;
+		rec.strings_reset = true;
+		put_record(w, &rec);
+		intern_clear(t);
+	}
+	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX) : 0;
 	for (unsigned i = 0; i < nx; i++) {
 		extra[2 * i] = intern(w, ev->extra[i].key, EXTRA_KEY_MAX);
 		/* value id 0: a column with no '=' */

@@ -213,6 +213,48 @@ static void test_events_binary(void)
 	mt_events_reader_close(&r);
 	fclose(f);
 	free(buf);
+
+	/* Several new strings per event: the reset falls before an event's
+	 * strings, never between them (ids taken before it would be stale). */
+	buf = NULL;
+	len = 0;
+	f = open_memstream(&buf, &len);
+	mt_events_writer_init_format(&w, f, MT_EVENTS_BINARY);
+	const int events = 200000;
+	char v1[32], v2[32], v3[32];
+	for (int k = 0; k < events; k++) {
+		snprintf(v1, sizeof v1, "a%d", k);
+		snprintf(v2, sizeof v2, "b%d", k);
+		snprintf(v3, sizeof v3, "c%d", k);
+		struct mt_kv kv[4] = {{"sym", v1}, {"off", v2}, {"dso", "/lib/x"}, {"file", v3}};
+		struct mt_event e = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL, .offset = MT_NO_OFFSET,
+				     .extra = kv, .nextra = 4};
+		mt_events_write(&w, &e);
+	}
+	mt_err_clear(&err);
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	f = fmemopen(buf, len, "r");
+	mt_events_reader_open(&r, f, "mem", &err);
+	good = 1;
+	int resets = 0;
+	uint64_t epoch = 0;
+	for (i = 0; good && mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT; i++) {
+		snprintf(v1, sizeof v1, "a%d", i);
+		snprintf(v2, sizeof v2, "b%d", i);
+		snprintf(v3, sizeof v3, "c%d", i);
+		good = ev.nextra == 4 && !strcmp(ev.extra[0].key, "sym") && !strcmp(ev.extra[0].val, v1) &&
+		       !strcmp(ev.extra[1].key, "off") && !strcmp(ev.extra[1].val, v2) &&
+		       !strcmp(ev.extra[2].key, "dso") && !strcmp(ev.extra[2].val, "/lib/x") &&
+		       !strcmp(ev.extra[3].key, "file") && !strcmp(ev.extra[3].val, v3);
+		resets += i && ev.strings_epoch != epoch;
+		epoch = ev.strings_epoch;
+	}
+	ok(good && i == events && resets >= 1,
+	   "string table resets between events keep every column right (200000 events, 3 new strings each)");
+	mt_events_reader_close(&r);
+	fclose(f);
+	free(buf);
 }
 
 /* Oracle: the names written. mt_cs caches what it derives from a binary

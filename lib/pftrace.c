@@ -444,8 +444,11 @@ static const char *comm_of(const struct mt_pftrace *pf, uint32_t pid, uint32_t t
 
 /* --- Chrome JSON (perfetto-output.md section 8) ----------------------------- */
 
-static void json_str(char *out, size_t cap, const char *s)
+/* s as a JSON string's contents, at most about cap - 8 bytes; returns the
+ * end (no NUL). */
+static char *j_str(char *out, size_t cap, const char *s)
 {
+	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
 	for (; *s && o + 7 < cap; s++) {
 		unsigned char c = (unsigned char)*s;
@@ -453,12 +456,20 @@ static void json_str(char *out, size_t cap, const char *s)
 			out[o++] = '\\';
 			out[o++] = (char)c;
 		} else if (c < 0x20) {
-			o += (size_t)snprintf(out + o, cap - o, "\\u%04x", c);
+			memcpy(out + o, "\\u00", 4);
+			out[o + 4] = hex[c >> 4];
+			out[o + 5] = hex[c & 15];
+			o += 6;
 		} else {
 			out[o++] = (char)c;
 		}
 	}
-	out[o] = '\0';
+	return out + o;
+}
+
+static void json_str(char *out, size_t cap, const char *s)
+{
+	*j_str(out, cap, s) = '\0';
 }
 
 /* ts and dur are microseconds: exactly 3 decimals keep the nanoseconds */
@@ -485,6 +496,20 @@ static void json_us(char *b, size_t cap, uint64_t ns)
 {
 	snprintf(b, cap, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
 }
+
+/* The same by hand; returns the end (no NUL). */
+static char *j_us(char *p, uint64_t ns)
+{
+	unsigned f = (unsigned)(ns % 1000);
+	p = mt_put_dec(p, ns / 1000);
+	*p++ = '.';
+	*p++ = (char)('0' + f / 100);
+	*p++ = (char)('0' + f / 10 % 10);
+	*p++ = (char)('0' + f % 10);
+	return p;
+}
+
+#define J_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
 /* --- FXT (perfetto-output.md section 7) -------------------------------------- */
 
@@ -848,32 +873,55 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 		      uint64_t track, uint64_t ip, double value)
 {
 	struct mt_pftrace *pf = w->pf;
-	char ts[32], dur[32], nm[2048];
+	if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN ||
+	    type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END) {
+		/* most of the file: written by hand, as json_event would */
+		char b[2048 + 1024 + 256], *p = b;
+		if (!pf->json_first)
+			*p++ = ',';
+		pf->json_first = false;
+		*p++ = '\n';
+		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END) {
+			p = J_LIT(p, "{\"ph\":\"E\"");
+		} else if (w->end_known) { /* a complete event when the end is known, else B now and E later */
+			p = J_LIT(p, "{\"ph\":\"X\",\"dur\":");
+			p = j_us(p, w->json_end - time);
+		} else {
+			p = J_LIT(p, "{\"ph\":\"B\"");
+		}
+		p = J_LIT(p, ",\"pid\":");
+		p = mt_put_dec(p, w->pid);
+		p = J_LIT(p, ",\"tid\":");
+		p = mt_put_dec(p, w->tid);
+		p = J_LIT(p, ",\"ts\":");
+		p = j_us(p, time - w->base);
+		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN) {
+			p = J_LIT(p, ",\"name\":\"");
+			p = j_str(p, 2048, name ? name : "");
+			p = J_LIT(p, "\",\"cat\":\"\",\"args\":{\"address\":\"");
+			p = mt_put_hex(p, ip);
+			*p++ = '"';
+			if (w->file) {
+				p = J_LIT(p, ",\"file\":\"");
+				p = j_str(p, 1024, w->file);
+				p = J_LIT(p, "\",\"line\":");
+				if (w->line < 0) {
+					*p++ = '-';
+					p = mt_put_dec(p, (uint64_t)-(int64_t)w->line);
+				} else {
+					p = mt_put_dec(p, (uint64_t)w->line);
+				}
+			}
+			*p++ = '}';
+		}
+		*p++ = '}';
+		out_bytes(pf, b, (size_t)(p - b));
+		return;
+	}
+	char ts[32], nm[2048];
 	json_us(ts, sizeof ts, time - w->base);
 	json_str(nm, sizeof nm, name ? name : "");
 	switch (type) {
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN: {
-		/* a complete event when the end is known, else B now and E later */
-		char ph[48] = "\"ph\":\"B\"";
-		if (w->end_known) {
-			json_us(dur, sizeof dur, w->json_end - time);
-			snprintf(ph, sizeof ph, "\"ph\":\"X\",\"dur\":%s", dur);
-		}
-		if (w->file) {
-			char fl[1024];
-			json_str(fl, sizeof fl, w->file);
-			json_event(pf, "{%s,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"\","
-				   "\"args\":{\"address\":\"0x%" PRIx64 "\",\"file\":\"%s\",\"line\":%d}}",
-				   ph, w->pid, w->tid, ts, nm, ip, fl, (int)w->line);
-		} else {
-			json_event(pf, "{%s,\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"\","
-				   "\"args\":{\"address\":\"0x%" PRIx64 "\"}}", ph, w->pid, w->tid, ts, nm, ip);
-		}
-		break;
-	}
-	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END:
-		json_event(pf, "{\"ph\":\"E\",\"pid\":%u,\"tid\":%u,\"ts\":%s}", w->pid, w->tid, ts);
-		break;
 	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT:
 		json_event(pf, "{\"ph\":\"i\",\"s\":\"t\",\"pid\":%u,\"tid\":%u,\"ts\":%s,\"name\":\"%s\",\"cat\":\"%s\"}",
 			   w->pid, w->tid, ts, nm, track == w->track ? "" : "sample");

@@ -13,6 +13,7 @@
 #include "filterio.h"
 #include "ocamleh.h"
 #include "pftrace.h"
+#include "strtab.h"
 #include "version.h"
 
 #define PROG "mt-toperfetto"
@@ -64,10 +65,11 @@ static void warn(void *ctx, const char *msg)
 /* --- stacks: magic-trace's test harness format ------------------------------ */
 
 /* Core's Time_ns.Span.to_string_hum: ns, us, ms or s, at most 3 decimals,
- * trailing zeros dropped. */
-static void fmt_time(char *buf, size_t n, uint64_t ns)
+ * trailing zeros dropped. Written by hand (printf was most of the time);
+ * returns the end (no NUL). */
+static char *fmt_time(char *p, uint64_t ns)
 {
-	static const struct { uint64_t div; const char *unit; } u[] = {
+	static const struct { uint64_t div; char unit[3]; } u[] = {
 		{1000000000ULL, "s"}, {1000000ULL, "ms"}, {1000ULL, "us"},
 	};
 	for (size_t i = 0; i < 3; i++) {
@@ -75,30 +77,56 @@ static void fmt_time(char *buf, size_t n, uint64_t ns)
 			continue;
 		/* value in thousandths of the unit, rounded to nearest */
 		uint64_t milli = (ns * 1000 + u[i].div / 2) / u[i].div;
-		uint64_t whole = milli / 1000, frac = milli % 1000;
-		if (!frac) {
-			snprintf(buf, n, "%" PRIu64 "%s", whole, u[i].unit);
-			return;
+		p = mt_put_dec(p, milli / 1000);
+		unsigned frac = (unsigned)(milli % 1000);
+		if (frac) {
+			*p++ = '.';
+			*p++ = (char)('0' + frac / 100);
+			if (frac % 100) {
+				*p++ = (char)('0' + frac / 10 % 10);
+				if (frac % 10)
+					*p++ = (char)('0' + frac % 10);
+			}
 		}
-		char f[4];
-		snprintf(f, sizeof f, "%03u", (unsigned)frac);
-		for (int k = 2; k > 0 && f[k] == '0'; k--)
-			f[k] = '\0';
-		snprintf(buf, n, "%" PRIu64 ".%s%s", whole, f, u[i].unit);
-		return;
+		for (const char *q = u[i].unit; *q; q++)
+			*p++ = *q;
+		return p;
 	}
-	snprintf(buf, n, "%" PRIu64 "ns", ns);
+	p = mt_put_dec(p, ns);
+	*p++ = 'n';
+	*p++ = 's';
+	return p;
 }
 
 struct text_out {
 	FILE *f;
 };
 
+/* "<time> <VERB> <name>\n" (time omitted when verb is NULL: "END   name"
+ * of an instant), one write. */
 static void st_line(void *ctx, uint64_t time, const char *verb, const char *name)
 {
-	char t[32];
-	fmt_time(t, sizeof t, time);
-	fprintf(((struct text_out *)ctx)->f, "%s %s %s\n", t, verb, name);
+	size_t n = strlen(name);
+	char small[256], *big = NULL, *b = n + 48 <= sizeof small ? small : (big = malloc(n + 48));
+	if (!b)
+		return;
+	char *p = b;
+	if (verb) {
+		p = fmt_time(p, time);
+		*p++ = ' ';
+		size_t v = strlen(verb);
+		memcpy(p, verb, v);
+		p += v;
+	} else {
+		memcpy(p, "END  ", 5);
+		p += 5;
+	}
+	*p++ = ' ';
+	memcpy(p, name, n);
+	p += n;
+	*p++ = '\n';
+	fwrite_unlocked(b, 1, (size_t)(p - b), ((struct text_out *)ctx)->f);
+	free(big);
 }
 
 static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
@@ -110,9 +138,7 @@ static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const st
 static void st_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
 {
 	(void)th, (void)id;
-	char t[32];
-	fmt_time(t, sizeof t, time);
-	fprintf(((struct text_out *)ctx)->f, "%s END   %s\n", t, name);
+	st_line(ctx, time, "END  ", name);
 }
 
 static void st_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
@@ -125,7 +151,7 @@ static void st_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const 
 {
 	(void)th;
 	st_line(ctx, time, "BEGIN", name);
-	fprintf(((struct text_out *)ctx)->f, "END   %s\n", name);
+	st_line(ctx, 0, NULL, name);
 }
 
 /* From an mmap metadata line: the object's OCaml trap notes, if any. */

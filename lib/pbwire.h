@@ -42,11 +42,30 @@ static inline uint8_t *mt_pb_uint(uint8_t *p, unsigned field, uint64_t v)
 	return mt_pb_varint(mt_pb_tag(p, field, MT_PB_VARINT), v);
 }
 
+/* n bytes: the few-byte copies of the hot records inline (fixed-size
+ * overlapping moves), not a call into libc's memcpy each. */
+static inline void mt_pb_copy(uint8_t *d, const void *src, size_t n)
+{
+	const uint8_t *s = src;
+	if (n >= 8 && n <= 16) {
+		memcpy(d, s, 8);
+		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n >= 4 && n < 8) {
+		memcpy(d, s, 4);
+		memcpy(d + n - 4, s + n - 4, 4);
+	} else if (n < 4) {
+		for (size_t i = 0; i < n; i++)
+			d[i] = s[i];
+	} else {
+		memcpy(d, s, n);
+	}
+}
+
 /* A length-delimited field. */
 static inline uint8_t *mt_pb_bytes(uint8_t *p, unsigned field, const void *b, size_t n)
 {
 	p = mt_pb_varint(mt_pb_tag(p, field, MT_PB_LEN), n);
-	memcpy(p, b, n);
+	mt_pb_copy(p, b, n);
 	return p + n;
 }
 

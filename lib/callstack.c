@@ -275,9 +275,17 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 	t->npending = 0;
 }
 
+/* Events of one time wait for the next time, over which their calls are
+ * spread (5.6); a stream without times never moves on, so a batch this big
+ * is written at its own time instead, keeping memory bounded. Timed traces
+ * do not come near it (a timing packet every few thousand branches at most). */
+#define MAX_BATCH 65536
+
 static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct pev ev)
 {
 	if (time != t->pending_time)
+		flush(cs, t, time);
+	else if (t->npending == MAX_BATCH)
 		flush(cs, t, time);
 	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
 		cs->oom = true;

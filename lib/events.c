@@ -28,7 +28,7 @@ const char *mt_event_kind_name(enum mt_event_kind k)
 int mt_event_kind_parse(const char *s, size_t n)
 {
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
-		if (kind_names[k][0] == s[0] && !strncmp(kind_names[k], s, n) && !kind_names[k][n])
+		if (n && kind_names[k][0] == s[0] && !strncmp(kind_names[k], s, n) && !kind_names[k][n])
 			return k;
 	return -1;
 }

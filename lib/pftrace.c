@@ -876,7 +876,7 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 	if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN ||
 	    type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END) {
 		/* most of the file: written by hand, as json_event would */
-		char b[2048 + 1024 + 256], *p = b;
+		char b[2048 + 1024 + 512], *p = b; /* name, file and under 300 bytes more */
 		if (!pf->json_first)
 			*p++ = ',';
 		pf->json_first = false;

@@ -283,9 +283,7 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 
 static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct pev ev)
 {
-	if (time != t->pending_time)
-		flush(cs, t, time);
-	else if (t->npending == MAX_BATCH)
+	if (time != t->pending_time || t->npending == MAX_BATCH)
 		flush(cs, t, time);
 	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
 		cs->oom = true;

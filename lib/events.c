@@ -844,6 +844,29 @@ static const char *string_id(struct mt_events_reader *r, uint32_t id)
 	return id && id <= r->nstrings ? r->strings[id - 1] : NULL;
 }
 
+/* One varint field of an Event into ev; false for a bad value or a field
+ * the fast path leaves to protobuf-c. */
+static inline bool set_field(struct mt_events_reader *r, struct mt_event *ev, unsigned field, uint64_t v,
+			     bool *has_delta, uint64_t *delta)
+{
+	switch (field) {
+	case 1: *has_delta = true; *delta = (v >> 1) ^ -(v & 1); return true;
+	case 2: ev->pid = (uint32_t)v; return true;
+	case 3: ev->tid = (uint32_t)v; return true;
+	case 4: ev->kind = (enum mt_event_kind)v; return v < MT_EV_KIND_COUNT;
+	case 5: ev->from = v; return true;
+	case 6: ev->to = v; return true;
+	case 7: ev->cpu = (int32_t)v; return v <= INT32_MAX;
+	case 8: ev->insn = v; return true;
+	case 9: ev->offset = v; return true;
+	case 10: ev->cbr = (uint32_t)v; return true;
+	case 11: ev->cond = v != 0; return true;
+	case 12: ev->async = v != 0; return true;
+	case 13: return v <= UINT32_MAX && (ev->msg = string_id(r, (uint32_t)v));
+	default: return false;
+	}
+}
+
 /* The fast path for the common record, an Event with the fields mt
  * writers use (tag numbers of proto/mt-events.proto), decoded straight
  * into ev. Returns false for anything else, or anything wrong, which
@@ -873,22 +896,17 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	ev->strings_epoch = r->strings_epoch;
 	bool has_delta = false, seen_extra = false;
 	uint64_t delta = 0, v;
-	/* mt's writers put the fields in number order: read them so, without
-	 * the loop's dispatch, and leave anything else to the loop */
-#define IN_ORDER(tag_byte, store)                                        \
-	if (p < end && *p == (tag_byte)) {                               \
-		p++;                                                     \
-		if (!mt_pb_get_varint(&p, end, &v))                      \
-			return false;                                    \
-		store;                                                   \
-	}
-	IN_ORDER(1 << 3, has_delta = true; delta = (v >> 1) ^ -(v & 1))
-	IN_ORDER(2 << 3, ev->pid = (uint32_t)v)
-	IN_ORDER(3 << 3, ev->tid = (uint32_t)v)
-	IN_ORDER(4 << 3, if (v >= MT_EV_KIND_COUNT) return false; ev->kind = (enum mt_event_kind)v)
-	IN_ORDER(5 << 3, ev->from = v)
-	IN_ORDER(6 << 3, ev->to = v)
-#undef IN_ORDER
+	/* mt's writers put the fields in number order: the first six are
+	 * matched in that order (no tag decoding, no dispatch), the rest and
+	 * anything out of order by the loop (unrolled: each copy's field is a
+	 * constant, so set_field's switch folds away) */
+#pragma GCC unroll 6
+	for (unsigned field = 1; field <= 6; field++)
+		if (p < end && *p == field << 3) {
+			p++;
+			if (!mt_pb_get_varint(&p, end, &v) || !set_field(r, ev, field, v, &has_delta, &delta))
+				return false;
+		}
 	while (p < end) {
 		uint64_t tag;
 		if (!mt_pb_get_varint(&p, end, &tag))
@@ -913,35 +931,9 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 			p = qe;
 			continue;
 		}
-		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v))
+		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v) || tag >> 3 > UINT32_MAX ||
+		    !set_field(r, ev, (unsigned)(tag >> 3), v, &has_delta, &delta))
 			return false;
-		switch (tag >> 3) {
-		case 1: has_delta = true; delta = (v >> 1) ^ -(v & 1); break;
-		case 2: ev->pid = (uint32_t)v; break;
-		case 3: ev->tid = (uint32_t)v; break;
-		case 4:
-			if (v >= MT_EV_KIND_COUNT)
-				return false;
-			ev->kind = (enum mt_event_kind)v;
-			break;
-		case 5: ev->from = v; break;
-		case 6: ev->to = v; break;
-		case 7:
-			if (v > INT32_MAX)
-				return false;
-			ev->cpu = (int32_t)v;
-			break;
-		case 8: ev->insn = v; break;
-		case 9: ev->offset = v; break;
-		case 10: ev->cbr = (uint32_t)v; break;
-		case 11: ev->cond = v != 0; break;
-		case 12: ev->async = v != 0; break;
-		case 13:
-			if (v > UINT32_MAX || !(ev->msg = string_id(r, (uint32_t)v)))
-				return false;
-			break;
-		default: return false;
-		}
 	}
 	if (has_delta) {
 		r->last_time += delta;

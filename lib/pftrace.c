@@ -472,17 +472,23 @@ static void json_str(char *out, size_t cap, const char *s)
 	*j_str(out, cap, s) = '\0';
 }
 
-/* ts and dur are microseconds: exactly 3 decimals keep the nanoseconds */
+/* What goes before every JSON event: a comma after the first, a newline. */
+static char *json_sep(struct mt_pftrace *pf, char *p)
+{
+	if (!pf->json_first)
+		*p++ = ',';
+	pf->json_first = false;
+	*p++ = '\n';
+	return p;
+}
+
+/* One JSON event through printf (metadata, instants, counters: the rare ones). */
 static void json_event(struct mt_pftrace *pf, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 
 static void json_event(struct mt_pftrace *pf, const char *fmt, ...)
 {
 	char buf[2600];
-	size_t n = 0;
-	if (!pf->json_first)
-		buf[n++] = ',';
-	pf->json_first = false;
-	buf[n++] = '\n';
+	size_t n = (size_t)(json_sep(pf, buf) - buf);
 	va_list ap;
 	va_start(ap, fmt);
 	int m = vsnprintf(buf + n, sizeof buf - n, fmt, ap);
@@ -492,12 +498,8 @@ static void json_event(struct mt_pftrace *pf, const char *fmt, ...)
 	out_bytes(pf, buf, n);
 }
 
-static void json_us(char *b, size_t cap, uint64_t ns)
-{
-	snprintf(b, cap, "%" PRIu64 ".%03u", ns / 1000, (unsigned)(ns % 1000));
-}
-
-/* The same by hand; returns the end (no NUL). */
+/* ns as microseconds, ts and dur: exactly 3 decimals keep the nanoseconds;
+ * returns the end (no NUL). */
 static char *j_us(char *p, uint64_t ns)
 {
 	unsigned f = (unsigned)(ns % 1000);
@@ -510,6 +512,7 @@ static char *j_us(char *p, uint64_t ns)
 }
 
 #define J_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
+
 
 /* --- FXT (perfetto-output.md section 7) -------------------------------------- */
 
@@ -876,11 +879,8 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 	if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN ||
 	    type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END) {
 		/* most of the file: written by hand, as json_event would */
-		char b[2048 + 1024 + 512], *p = b; /* name, file and under 300 bytes more */
-		if (!pf->json_first)
-			*p++ = ',';
-		pf->json_first = false;
-		*p++ = '\n';
+		char b[2048 + 1024 + 512]; /* name, file and under 300 bytes more */
+		char *p = json_sep(pf, b);
 		if (type == PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END) {
 			p = J_LIT(p, "{\"ph\":\"E\"");
 		} else if (w->end_known) { /* a complete event when the end is known, else B now and E later */
@@ -919,7 +919,7 @@ static void emit_json(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEven
 		return;
 	}
 	char ts[32], nm[2048];
-	json_us(ts, sizeof ts, time - w->base);
+	*j_us(ts, time - w->base) = '\0';
 	json_str(nm, sizeof nm, name ? name : "");
 	switch (type) {
 	case PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT:

@@ -1,5 +1,6 @@
 /* strtab: string interning (one stable copy per distinct string, compared by
- * pointer afterwards), and the small array helpers the modules share. */
+ * pointer afterwards), and the small array and number-formatting helpers the
+ * modules share. */
 #ifndef MT_STRTAB_H
 #define MT_STRTAB_H
 

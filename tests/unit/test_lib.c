@@ -123,6 +123,20 @@ static int same_event(const struct mt_event *a, const struct mt_event *b)
 
 /* Oracle: the events written are the events read back, in both forms; the
  * binary reader reports damage instead of inventing events. */
+/* Finishes a writer on the memory stream f (open_memstream of *buf, *len:
+ * both are set when it closes) and opens a reader on what it wrote;
+ * returns the reader's FILE. */
+static FILE *read_back(struct mt_events_writer *w, FILE *f, char **buf, size_t *len, struct mt_events_reader *r,
+		       struct mt_err *err)
+{
+	mt_err_clear(err);
+	mt_events_writer_finish(w, err);
+	fclose(f);
+	f = fmemopen(*buf, *len, "r");
+	mt_events_reader_open(r, f, "mem", err);
+	return f;
+}
+
 static void test_events_binary(void)
 {
 	static const struct mt_kv kv1[] = {{"sym", "main"}, {"flag", NULL}, {"sym_to", ""}};
@@ -197,11 +211,8 @@ static void test_events_binary(void)
 		mt_events_write(&w, &e);
 	}
 	struct mt_err err = {0};
-	mt_events_writer_finish(&w, &err);
-	fclose(f);
-	f = fmemopen(buf, len, "r");
 	struct mt_events_reader r;
-	mt_events_reader_open(&r, f, "mem", &err);
+	f = read_back(&w, f, &buf, &len, &r, &err);
 	struct mt_event ev;
 	const char *meta;
 	int good = 1, i = 0;
@@ -231,11 +242,7 @@ static void test_events_binary(void)
 				     .extra = kv, .nextra = 4};
 		mt_events_write(&w, &e);
 	}
-	mt_err_clear(&err);
-	mt_events_writer_finish(&w, &err);
-	fclose(f);
-	f = fmemopen(buf, len, "r");
-	mt_events_reader_open(&r, f, "mem", &err);
+	f = read_back(&w, f, &buf, &len, &r, &err);
 	good = 1;
 	int resets = 0;
 	uint64_t epoch = 0;
@@ -320,11 +327,8 @@ static void test_callstack_string_epochs(void)
 		mt_events_write(&w, &ret);
 	}
 	struct mt_err err = {0};
-	mt_events_writer_finish(&w, &err);
-	fclose(f);
-	f = fmemopen(buf, len, "r");
 	struct mt_events_reader r;
-	mt_events_reader_open(&r, f, "mem", &err);
+	f = read_back(&w, f, &buf, &len, &r, &err);
 	struct name_check nc = {.good = 1};
 	struct mt_cs_sink sink = {.ctx = &nc, .begin = check_begin, .end = ignore_end, .complete = ignore_complete,
 				  .instant = ignore_instant};

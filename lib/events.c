@@ -59,11 +59,14 @@ struct intern_slot {
 /* Writers pass the same few strings again and again, mostly from the same
  * addresses (column names, symbol and object names): the id last found
  * for an address is tried first, confirmed by comparing the text (so a
- * buffer reused for other text is simply a miss). */
-#define INTERN_MEMO 256
+ * buffer reused for other text is simply a miss) unless the event promises
+ * its strings unchanged (strings_epoch, the epoch the entry was made in). */
+#define INTERN_MEMO_BITS 12
+#define INTERN_MEMO (1u << INTERN_MEMO_BITS)
 struct intern_memo {
 	const char *s;       /* the caller's address */
 	const char *key;     /* the table's copy (NULL: empty) */
+	uint64_t epoch;      /* 0: no promise */
 	uint32_t len, id;
 };
 struct mt_intern {
@@ -313,16 +316,31 @@ static void put_record(struct mt_events_writer *w, const Mt__Record *rec)
  * form would carry it), defining it first if new. 0 when out of memory. */
 static const struct intern_slot *intern_slow(struct mt_events_writer *w, const char *s, size_t max);
 
-static uint32_t intern(struct mt_events_writer *w, const char *s, size_t max)
+static uint32_t intern_memo_miss(struct mt_events_writer *w, struct intern_memo *m, const char *s, size_t max,
+				 uint64_t epoch);
+
+/* Inline: most strings of most events are found here. */
+static inline uint32_t intern(struct mt_events_writer *w, const char *s, size_t max, uint64_t epoch)
 {
-	struct intern_memo *m = &w->strings->memo[((uintptr_t)s >> 3 ^ (uintptr_t)s >> 11) & (INTERN_MEMO - 1)];
-	/* the copy is cleaned of TAB and newline: a string with them misses */
-	if (m->s == s && m->key && !memcmp(m->key, s, m->len) && !s[m->len])
+	/* multiplied: strings a few bytes apart (literals) must not share a slot */
+	struct intern_memo *m = &w->strings->memo[(uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL >> (64 - INTERN_MEMO_BITS)];
+	if (m->s == s && epoch && m->epoch == epoch && m->key)
 		return m->id;
+	return intern_memo_miss(w, m, s, max, epoch);
+}
+
+static uint32_t intern_memo_miss(struct mt_events_writer *w, struct intern_memo *m, const char *s, size_t max,
+				 uint64_t epoch)
+{
+	/* the copy is cleaned of TAB and newline: a string with them misses */
+	if (m->s == s && m->key && !memcmp(m->key, s, m->len) && !s[m->len]) {
+		m->epoch = epoch;
+		return m->id;
+	}
 	const struct intern_slot *e = intern_slow(w, s, max);
 	if (!e)
 		return 0;
-	*m = (struct intern_memo){.s = s, .key = e->key, .len = e->len, .id = e->id};
+	*m = (struct intern_memo){.s = s, .key = e->key, .epoch = epoch, .len = e->len, .id = e->id};
 	return e->id;
 }
 
@@ -381,11 +399,12 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 		put_record(w, &rec);
 		intern_clear(t);
 	}
-	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX) : 0;
+	uint64_t epoch = ev->strings_epoch;
+	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX, epoch) : 0;
 	for (unsigned i = 0; i < nx; i++) {
-		extra[2 * i] = intern(w, ev->extra[i].key, EXTRA_KEY_MAX);
+		extra[2 * i] = intern(w, ev->extra[i].key, EXTRA_KEY_MAX, epoch);
 		/* value id 0: a column with no '=' */
-		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX) : 0;
+		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX, epoch) : 0;
 	}
 	uint8_t body[16 * 11 + 10 * 2 * MT_EVENT_MAX_EXTRA + 16], *p = body;
 	if (ev->has_time) {

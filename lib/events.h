@@ -39,10 +39,12 @@ struct mt_event {
 	const char *msg;      /* error: message */
 	const struct mt_kv *extra; /* further columns, in order */
 	unsigned nextra;
-	/* Nonzero: msg and extra's strings are a reader's string table, whose
-	 * strings keep their address and content while this epoch lasts, so a
-	 * consumer may cache what it derived from them by pointer. 0: no such
-	 * promise (text streams, events built or changed by hand). */
+	/* Nonzero: msg and extra's strings keep their address and content
+	 * while this epoch lasts (a binary reader's string table, until it is
+	 * reset), so a consumer (the call-stack rebuild, a binary writer) may
+	 * cache what it derived from them by pointer. 0: no such promise (text
+	 * streams, events built by hand). A filter that adds strings of its own
+	 * keeps the epoch only when they last at least as long. */
 	uint64_t strings_epoch;
 };
 

@@ -115,3 +115,32 @@ void mt_hex(const uint8_t *p, size_t n, char *out)
 	}
 	out[2 * n] = '\0';
 }
+
+/* Both tables are allocated whole on first use (512 KiB each, calloc's
+ * zero pages: only the numbers used are ever touched). */
+static const char *numstr(char (**tab)[8], uint64_t v, bool hex)
+{
+	if (v >= MT_NUMSTR_MAX || (!*tab && !(*tab = calloc(MT_NUMSTR_MAX, sizeof **tab))))
+		return NULL;
+	char *p = (*tab)[v];
+	if (!p[0])
+		*(hex ? mt_put_hex(p, v) : mt_put_dec(p, v)) = '\0';
+	return p;
+}
+
+const char *mt_numstr_hex(struct mt_numstr *t, uint64_t v)
+{
+	return numstr(&t->hex, v, true);
+}
+
+const char *mt_numstr_dec(struct mt_numstr *t, uint64_t v)
+{
+	return numstr(&t->dec, v, false);
+}
+
+void mt_numstr_free(struct mt_numstr *t)
+{
+	free(t->hex);
+	free(t->dec);
+	t->hex = t->dec = NULL;
+}

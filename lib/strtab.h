@@ -23,6 +23,16 @@ uint64_t mt_hash_str(const char *s);
 char *mt_put_hex(char *p, uint64_t v);
 /* v in decimal (at most 20 bytes, no NUL); returns the end. */
 char *mt_put_dec(char *p, uint64_t v);
+/* Numbers below MT_NUMSTR_MAX as strings that stay at one address for the
+ * table's life (each formatted on first use): for callers that promise
+ * their strings unchanged by address (events.h, strings_epoch). */
+#define MT_NUMSTR_MAX 65536
+struct mt_numstr { char (*hex)[8], (*dec)[8]; };
+/* "0x..." as mt_put_hex writes it; NULL when v is too large or out of memory. */
+const char *mt_numstr_hex(struct mt_numstr *t, uint64_t v);
+/* Decimal; NULL when v is too large or out of memory. */
+const char *mt_numstr_dec(struct mt_numstr *t, uint64_t v);
+void mt_numstr_free(struct mt_numstr *t);
 /* n bytes (at most 32) as lowercase hex into out (2n+1 bytes): build-ids. */
 void mt_hex(const uint8_t *p, size_t n, char *out);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when

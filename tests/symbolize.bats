@@ -255,3 +255,36 @@ MAP
 	tail -6 "$BATS_TEST_TMPDIR/out" | awk -F'\t' '{ for (i = 7; i <= NF; i++) if ($i ~ /^to_sym=/) print substr($i, 8) }' > "$BATS_TEST_TMPDIR/names"
 	awk '{print $2}' "$BATS_TEST_TMPDIR/nm" "$BATS_TEST_TMPDIR/nm" | diff - "$BATS_TEST_TMPDIR/names"
 }
+
+# Offsets below 65536 come from a table of stable strings (a binary writer
+# then knows them by address); larger ones are formatted into a reused
+# buffer, which must be read again each time. Oracle: the perf map's start
+# and each address, by printf.
+@test "offsets small and large, repeated and alternating: binary output equals text output and the arithmetic" {
+	d=$BATS_TEST_TMPDIR
+	echo '7f0000100000 200000 huge_jit_function' > "$d/perf-4243.map"
+	printf '# mt-events 1\n# mmap\t4243\t0x7f0000000000\t0x400000\t0x0\t-\t//anon\n' > "$d/ev"
+	: > "$d/want"
+	for rep in 1 2 3; do
+		for off in 0 ffff 10000 12345 10000 1fffff 12345 3 12346; do
+			printf -- '-\t4243\t4243\tcall\t0x0\t0x%x\n' "$((0x7f0000100000 + 0x$off))" >> "$d/ev"
+			echo "0x$off" >> "$d/want"
+		done
+	done
+	sed -i 's/^0x0*\([0-9a-f]\)/0x\1/' "$d/want"
+	"$SYMBOLIZE" --perf-map-dir="$d" "$d/ev" > "$d/text"
+	grep -v '^#' "$d/text" | grep -o 'to_off=[^	]*' | cut -d= -f2 | diff "$d/want" -
+	[ "$(grep -c 'to_sym=huge_jit_function' "$d/text")" -eq 27 ]
+	"$MT_BIN/mt-events" --output-format=binary "$d/ev" | "$SYMBOLIZE" --perf-map-dir="$d" | "$MT_BIN/mt-events" | cmp - "$d/text"
+}
+
+# Line numbers below 65536 come from the stable table too; inline chains
+# and callchain frames are buffers (the event then promises nothing).
+@test "--lines and --inlines: binary output equals text output" {
+	"$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" > "$BATS_TEST_TMPDIR/ev"
+	for opt in --lines --inlines; do
+		"$SYMBOLIZE" "$opt" "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/text"
+		[ "$(grep -c 'to_line=\|to_inline=' "$BATS_TEST_TMPDIR/text")" -gt 100 ]
+		"$MT_BIN/mt-events" --output-format=binary "$BATS_TEST_TMPDIR/ev" | "$SYMBOLIZE" "$opt" | "$MT_BIN/mt-events" | cmp - "$BATS_TEST_TMPDIR/text"
+	done
+}

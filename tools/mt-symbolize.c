@@ -65,7 +65,7 @@ static void warn(void *ctx, const char *msg)
 static bool has_key(const struct mt_event *ev, const char *key)
 {
 	for (unsigned i = 0; i < ev->nextra; i++)
-		if (!strcmp(ev->extra[i].key, key))
+		if (ev->extra[i].key[0] == key[0] && !strcmp(ev->extra[i].key, key))
 			return true;
 	return false;
 }
@@ -175,6 +175,10 @@ int main(int argc, char **argv)
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char framebuf[MT_EVENT_MAX_EXTRA][600];
 	char val[4][40], lineval[2][16];
+	/* Names, objects and files are the symbolizer's (stable) and the usual
+	 * offsets and lines come from numstr: then the event keeps its reader's
+	 * strings_epoch, and a binary writer knows its strings by address. */
+	struct mt_numstr nums = {0};
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
@@ -202,31 +206,41 @@ int main(int argc, char **argv)
 			{ev.to, "to_sym", "to_off", "to_dso", "to_file", "to_line", "to_inline"},
 		};
 		static struct mt_sym_result res[2];
+		bool stable = true;
 		for (int k = 0; k < 2; k++) {
 			if (!side[k].addr || has_key(&ev, side[k].sym) || has_key(&ev, side[k].dso))
 				continue;
 			mt_sym_lookup(sym, ev.pid, side[k].addr, &res[k]);
 			if (res[k].name) {
 				kv[n++] = (struct mt_kv){side[k].sym, res[k].name};
-				*mt_put_hex(val[k], res[k].off) = '\0';
-				kv[n++] = (struct mt_kv){side[k].off, val[k]};
+				const char *off = mt_numstr_hex(&nums, res[k].off);
+				if (!off) {
+					*mt_put_hex(val[k], res[k].off) = '\0';
+					off = val[k];
+					stable = false;
+				}
+				kv[n++] = (struct mt_kv){side[k].off, off};
 			}
 			if (res[k].dso)
 				kv[n++] = (struct mt_kv){side[k].dso, res[k].dso};
 			if (res[k].file) {
 				kv[n++] = (struct mt_kv){side[k].file, res[k].file};
-				if (res[k].line < 0)
+				const char *line = res[k].line < 0 ? NULL : mt_numstr_dec(&nums, (uint64_t)res[k].line);
+				if (!line) {
 					snprintf(lineval[k], sizeof lineval[k], "%d", res[k].line);
-				else
-					*mt_put_dec(lineval[k], (uint64_t)res[k].line) = '\0';
-				kv[n++] = (struct mt_kv){side[k].line, lineval[k]};
+					line = lineval[k];
+					stable = false;
+				}
+				kv[n++] = (struct mt_kv){side[k].line, line};
 			}
-			if (res[k].inlines[0])
+			if (res[k].inlines[0]) {
 				kv[n++] = (struct mt_kv){side[k].inl, res[k].inlines};
+				stable = false;
+			}
 		}
 		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as perf prints them */
-		for (unsigned k = 0; k < n; k++) {
-			if (strcmp(kv[k].key, "frame") || !kv[k].val || strchr(kv[k].val, ' '))
+		for (unsigned k = 0; k < ev.nextra && k < n; k++) { /* the input's columns: ours are no frames */
+			if (kv[k].key[0] != 'f' || strcmp(kv[k].key, "frame") || !kv[k].val || strchr(kv[k].val, ' '))
 				continue;
 			uint64_t ip = strtoull(kv[k].val, NULL, 16);
 			struct mt_sym_result fr;
@@ -238,10 +252,12 @@ int main(int argc, char **argv)
 			else
 				snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " [unknown] (%s)", ip, fr.dso ? fr.dso : "[unknown]");
 			kv[k].val = buf;
+			stable = false;
 		}
 		ev.extra = kv;
 		ev.nextra = n;
-		ev.strings_epoch = 0; /* its own columns are not the reader's strings */
+		if (!stable)
+			ev.strings_epoch = 0;
 		mt_events_write(&w, &ev);
 	}
 	if (rc < 0) {
@@ -255,6 +271,7 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	mt_sym_free(sym);
+	mt_numstr_free(&nums);
 	if (bundle_open)
 		mt_bundle_close(&bundle);
 	return mt_filterio_close(&io, status, wfail || bundle_failed);

@@ -26,7 +26,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 	struct mt_events_writer w;
 	if (!mt_events_writer_init(&w, fuzz_devnull())) {
 		struct mt_ptdec_config cfg = {.all_branches = true, .want_power = true};
-		struct mt_ptdec_stream s = {data, size, -1, NULL, NULL, sink, &w, NULL, NULL};
+		struct mt_ptdec_stream s = {.data = data, .len = size, .cpu = -1, .sink = sink, .sink_ctx = &w};
 		struct mt_ptdec_stats st = {0};
 		err = (struct mt_err){0};
 		mt_ptdec_decode(&s, &img, &cfg, &st, &err);

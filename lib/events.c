@@ -165,6 +165,8 @@ int mt_events_writer_init(struct mt_events_writer *w, FILE *out)
 
 static void flush(struct mt_events_writer *w)
 {
+	if (!w->out)
+		return; /* a memory writer keeps it all */
 	if (w->len && !w->failed) {
 		if (fwrite(w->buf, 1, w->len, w->out) != w->len) {
 			w->failed = true;
@@ -178,15 +180,16 @@ static char *reserve(struct mt_events_writer *w, size_t n)
 {
 	if (w->len + n > w->cap)
 		flush(w);
-	if (n > w->cap) {
-		char *nb = realloc(w->buf, n);
+	if (w->len + n > w->cap) {
+		size_t nc = w->out ? n : w->cap * 2 > w->len + n ? w->cap * 2 : w->len + n;
+		char *nb = realloc(w->buf, nc);
 		if (!nb) {
 			w->failed = true;
 			w->err_no = ENOMEM;
 			return NULL;
 		}
 		w->buf = nb;
-		w->cap = n;
+		w->cap = nc;
 	}
 	return w->buf + w->len;
 }
@@ -465,8 +468,21 @@ int mt_events_writer_init_piece(struct mt_events_writer *w, FILE *out)
 	return w->buf ? 0 : MT_ENOMEM;
 }
 
+int mt_events_writer_init_memory(struct mt_events_writer *w)
+{
+	return mt_events_writer_init_piece(w, NULL);
+}
+
 void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)
 {
+	if (!w->out) {
+		char *q = reserve(w, n);
+		if (q) {
+			memcpy(q, p, n);
+			w->len += n;
+		}
+		return;
+	}
 	flush(w);
 	if (n && !w->failed && fwrite(p, 1, n, w->out) != n) {
 		w->failed = true;
@@ -565,7 +581,7 @@ bool mt_events_parse_mmap(const char *meta, struct mt_mmap_meta *m)
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 {
 	flush(w);
-	if (!w->failed && fflush(w->out) != 0) {
+	if (!w->failed && w->out && fflush(w->out) != 0) {
 		w->failed = true;
 		w->err_no = errno;
 	}

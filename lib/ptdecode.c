@@ -25,6 +25,7 @@ struct dec {
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;
 	uint64_t insn_since;       /* instructions since the last emitted event */
+	uint64_t insns_at_start;   /* stats->insns when this decode began */
 	uint64_t last_ip;          /* last instruction decoded */
 	/* The branch that ended the previous block, waiting for its target. */
 	bool pending;
@@ -251,6 +252,16 @@ static void resolve_branch(struct dec *d, uint64_t to)
 
 static void handle_event(struct dec *d, const struct pt_event *ev)
 {
+	if ((ev->status_update || ev->type == ptev_enabled || ev->type == ptev_exec_mode) && d->s->mark_insns &&
+	    *d->s->mark_insns == UINT64_MAX) {
+		/* a PSB+'s status, reported at the instruction the PSB was made
+		 * at (after a resync there too); or, when it found tracing off,
+		 * the enable after it */
+		uint64_t off = 0;
+		pt_blk_get_offset(d->blk, &off);
+		if (off > d->s->mark_psb)
+			*d->s->mark_insns = d->stats->insns - d->insns_at_start;
+	}
 	d->use_ev_time = d->cfg->timed && ev->has_tsc;
 	if (d->use_ev_time)
 		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
@@ -322,13 +333,13 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	}
 	stats->pt_bytes += s->len;
 	uint64_t nblocks = 0;
-	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .insns_at_start = stats->insns};
 	d.blk = pt_blk_alloc_decoder(&config);
 	if (!d.blk)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
 	pt_blk_set_image(d.blk, img->image);
 
-	int status = pt_blk_sync_forward(d.blk);
+	int status = s->start ? pt_blk_sync_set(d.blk, s->start) : pt_blk_sync_forward(d.blk);
 	if (status < 0 && status != -pte_eos)
 		emit_error(&d, status, "no PSB to synchronise on");
 	/* A code loop made only of direct branches needs no packets: libipt
@@ -361,6 +372,8 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 				walk_off = off;
 				if (walked > MT_PTDEC_MAX_WALK && status >= 0)
 					status = -pte_bad_context; /* below: an error event, then a resync */
+				if (s->stop_after && off >= s->stop_after)
+					break; /* the next piece decodes from here on */
 				if (block.ninsn) {
 					resolve_pending(&d, block.ip);
 					d.insn_since += block.ninsn;

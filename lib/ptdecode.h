@@ -43,6 +43,9 @@ typedef void mt_ptdec_sink_fn(void *ctx, const struct mt_event *ev);
 struct mt_ptdec_stats {
 	uint64_t pt_bytes, insns, errors;
 	uint64_t by_kind[MT_EV_KIND_COUNT];
+	/* segments cut at PSBs (mt_ptperf): pieces decoded, and pieces
+	 * decoded again because their cut did not stitch */
+	uint64_t pieces, redone;
 };
 
 struct mt_ptdec_stream {
@@ -56,6 +59,14 @@ struct mt_ptdec_stream {
 	/* optional: called now and then with the bytes of data decoded so far */
 	void (*progress)(void *ctx, size_t done);
 	void *progress_ctx;
+	/* A piece of a longer stream (decoded in parallel, then stitched):
+	 * start, when nonzero, is the offset of a PSB to begin at (else the
+	 * first PSB found); stop_after, when nonzero, ends the decode once it
+	 * has read up to that offset. mark_insns, when set and UINT64_MAX,
+	 * receives the instructions decoded before the first PSB after offset
+	 * mark_psb (where the next piece begins). */
+	size_t start, stop_after, mark_psb;
+	uint64_t *mark_insns;
 };
 
 /* Returns 0, or a negative code only for failures outside the trace itself

@@ -785,7 +785,8 @@ static void *pool_worker(void *arg)
 			img_pid = g->wc.pid;
 		}
 		if (!p->text) {
-			struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, evlog_sink, &g->log, NULL, NULL};
+			struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
+						     .sink = evlog_sink, .sink_ctx = &g->log};
 			g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
 			if (!g->rc && g->log.oom)
 				g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
@@ -799,7 +800,8 @@ static void *pool_worker(void *arg)
 			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
 			continue;
 		}
-		struct mt_ptdec_stream st = {g->data, g->len, g->cpu, who, &g->wc, piece_sink, &tw, NULL, NULL};
+		struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
+					     .sink = piece_sink, .sink_ctx = &tw};
 		g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
 		if (!g->rc && g->snapshot_after) {
 			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
@@ -903,6 +905,365 @@ static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *ow
 	if (p->n >= 8 * (size_t)p->jobs || p->bytes >= ((size_t)1 << 20) * p->jobs)
 		return pool_flush(p, w, stats, err);
 	return 0;
+}
+
+/* ---- one long segment split at PSBs ----
+ * A PSB starts the packet stream anew (no IP compression, an empty RET
+ * compression stack, the full time in its TSC), so a decoder can start at
+ * any. A long segment is cut at PSBs into pieces decoded at once, each
+ * going on a little past the next cut (OVERLAP). Stitching: libipt reports
+ * each PSB's status at the instruction it was made at, so the piece before
+ * knows how many instructions it decoded before the next piece's start.
+ * Instruction counts then pair the two pieces' events exactly (PT offsets
+ * cannot: how far libipt has read ahead differs between decoders). Past
+ * the next piece's first events both decoders are in the same state: the
+ * cut goes at the first event where every event both decoded is the same
+ * (STITCH_MIN at least), and the piece before keeps its events before it.
+ * Where that never holds (a decode error at the cut, cycle-accurate timing
+ * still calibrating), the piece before is decoded again through the next
+ * one's range instead: the output is always the sequential decode's. */
+
+#define OVERLAP ((size_t)16 << 10)
+#define STITCH_MIN 32
+#define STITCH_TRIES 8
+
+struct piece {
+	size_t start, stop;         /* from the PSB at start (0: the first PSB) up to stop (0: the end) */
+	size_t next;                /* the next piece's PSB */
+	uint64_t mark;              /* instructions decoded before it (UINT64_MAX: not reached) */
+	struct evlog log;
+	size_t keep_from, keep_to;  /* after stitching: the events that are written */
+	bool absorbed;              /* decoded again as part of the piece before */
+	struct mt_ptdec_stats st;
+	int rc;
+	struct mt_err err;
+	struct mt_events_writer text; /* text output: formatted by a worker, into memory */
+	bool have_text;
+};
+
+struct splitter {
+	const uint8_t *data;
+	size_t len;
+	int32_t cpu;
+	struct who_ctx wc;
+	struct piece **todo;        /* this round's pieces */
+	size_t n, next;
+	bool format;                /* the round formats kept events (text) instead of decoding */
+	pthread_mutex_t mu;
+	struct pool *p;
+	/* each worker's image, kept from round to round (libipt caches
+	 * decoded blocks in it) */
+	struct mt_image img[64];
+	bool have_img[64];
+};
+
+struct split_job { struct splitter *sp; unsigned id; };
+
+static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image *img)
+{
+	struct mt_ptdec_stream st = {.data = sp->data, .len = sp->len, .cpu = sp->cpu, .who = who, .who_ctx = &sp->wc,
+				     .sink = evlog_sink, .sink_ctx = &pc->log, .start = pc->start, .stop_after = pc->stop,
+				     .mark_psb = pc->next, .mark_insns = pc->stop ? &pc->mark : NULL};
+	pc->mark = UINT64_MAX;
+	pc->log.n = pc->log.alen = 0;
+	pc->log.oom = false;
+	memset(&pc->st, 0, sizeof pc->st);
+	pc->rc = mt_ptdec_decode(&st, img, sp->p->cfg, &pc->st, &pc->err);
+	if (!pc->rc && pc->log.oom)
+		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
+}
+
+static struct mt_event *logged_event(struct evlog *l, size_t k)
+{
+	struct logged *e = &l->v[k];
+	e->ev.msg = e->msg ? l->arena + e->msg - 1 : NULL;
+	return &e->ev;
+}
+
+static void piece_format(struct piece *pc)
+{
+	if (!pc->have_text && mt_events_writer_init_memory(&pc->text)) {
+		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory");
+		return;
+	}
+	pc->have_text = true;
+	pc->text.len = 0;
+	for (size_t k = pc->keep_from; k < pc->keep_to; k++)
+		mt_events_write(&pc->text, logged_event(&pc->log, k));
+	if (pc->text.failed)
+		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
+}
+
+static void *split_worker(void *arg)
+{
+	struct splitter *sp = ((struct split_job *)arg)->sp;
+	unsigned id = ((struct split_job *)arg)->id;
+	for (;;) {
+		pthread_mutex_lock(&sp->mu);
+		size_t i = sp->next++;
+		pthread_mutex_unlock(&sp->mu);
+		if (i >= sp->n)
+			break;
+		struct piece *pc = sp->todo[i];
+		if (sp->format) {
+			piece_format(pc);
+			continue;
+		}
+		if (!sp->have_img[id]) {
+			if ((pc->rc = mt_image_init(&sp->img[id], "perf.data", &pc->err)))
+				continue;
+			sp->have_img[id] = true;
+			pthread_mutex_lock(&sp->p->mu);
+			build_image(&sp->img[id], sp->p->pd, sp->p->s, sp->wc.pid, sp->p->o, sp->p->wd);
+			pthread_mutex_unlock(&sp->p->mu);
+		}
+		piece_decode(sp, pc, &sp->img[id]);
+	}
+	return NULL;
+}
+
+/* Runs split_worker over todo[0..n) on the pool's jobs. */
+static void split_round(struct splitter *sp, size_t n, bool format)
+{
+	sp->n = n;
+	sp->format = format;
+	sp->next = 0;
+	unsigned extra = sp->p->jobs - 1 < n ? sp->p->jobs - 1 : (unsigned)(n ? n - 1 : 0);
+	pthread_t th[63];
+	struct split_job job[64];
+	unsigned started = 0;
+	for (unsigned k = 0; k < 64; k++)
+		job[k] = (struct split_job){sp, k};
+	for (; started < extra && started < 63; started++)
+		if (pthread_create(&th[started], NULL, split_worker, &job[started + 1]))
+			break;
+	split_worker(&job[0]);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+}
+
+static bool same_event(const struct logged *a, const char *aa, const struct logged *b, const char *ba)
+{
+	const struct mt_event *x = &a->ev, *y = &b->ev;
+	if (x->time != y->time || x->has_time != y->has_time || x->pid != y->pid || x->tid != y->tid ||
+	    x->cpu != y->cpu || x->kind != y->kind || x->from != y->from || x->to != y->to || x->insn != y->insn ||
+	    x->offset != y->offset || x->cbr != y->cbr || x->cond != y->cond || x->async != y->async ||
+	    !a->msg != !b->msg)
+		return false;
+	return !a->msg || !strcmp(aa + a->msg - 1, ba + b->msg - 1);
+}
+
+/* Cuts between a and b, the piece after it: sets a->keep_to and
+ * b->keep_from, or returns false when they do not agree. */
+static bool stitch(struct piece *a, struct piece *b)
+{
+	if (a->mark == UINT64_MAX)
+		return false;
+	/* b's events by instructions since its PSB (B), a's since a's start (A):
+	 * the same event when A = mark + B. Candidates: b's events with
+	 * instructions of their own (no other has the same count), after its
+	 * first (whose count starts at the PSB, not at the event before). */
+	uint64_t A = 0, B = b->log.n ? b->log.v[0].ev.insn : 0;
+	size_t i = 0;
+	int tries = 0;
+	for (size_t j = 1; j < b->log.n && tries < STITCH_TRIES; j++) {
+		B += b->log.v[j].ev.insn;
+		if (!b->log.v[j].ev.insn)
+			continue;
+		tries++;
+		uint64_t want = a->mark + B;
+		while (i < a->log.n && A + a->log.v[i].ev.insn < want)
+			A += a->log.v[i++].ev.insn;
+		if (i >= a->log.n)
+			return false;
+		if (A + a->log.v[i].ev.insn != want)
+			continue;
+		/* every event a decoded from there on, b decoded the same */
+		size_t k = 0;
+		while (i + k < a->log.n && j + k < b->log.n &&
+		       same_event(&a->log.v[i + k], a->log.arena, &b->log.v[j + k], b->log.arena))
+			k++;
+		if (i + k == a->log.n && k >= STITCH_MIN) {
+			a->keep_to = i;
+			b->keep_from = j;
+			return true;
+		}
+	}
+	return false;
+}
+
+static void piece_free(struct piece *pc)
+{
+	free(pc->log.v);
+	free(pc->log.arena);
+	if (pc->have_text) {
+		struct mt_err e = {0};
+		mt_events_writer_finish(&pc->text, &e);
+	}
+	memset(pc, 0, sizeof *pc);
+}
+
+/* Empty for the next round, keeping its memory: growing the logs and the
+ * text anew each round cost more than decoding (page faults, copies). */
+static void piece_reset(struct piece *pc)
+{
+	struct evlog log = {.v = pc->log.v, .cap = pc->log.cap, .arena = pc->log.arena, .acap = pc->log.acap};
+	struct mt_events_writer text = pc->text;
+	bool have_text = pc->have_text;
+	memset(pc, 0, sizeof *pc);
+	pc->log = log;
+	pc->text = text;
+	pc->have_text = have_text;
+}
+
+/* Where to cut: at a PSB about every `chunk` bytes, never so near the end
+ * that the overlap would not fit. */
+static size_t psb_cuts(const uint8_t *d, size_t len, size_t chunk, size_t **cuts)
+{
+	static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
+	size_t n = 0, cap = 0;
+	*cuts = NULL;
+	for (size_t at = chunk; at + 2 * OVERLAP < len;) {
+		const uint8_t *q = memmem(d + at, len - at, psb, sizeof psb);
+		size_t c = q ? (size_t)(q - d) : len;
+		if (c + 2 * OVERLAP >= len || !mt_grow((void **)cuts, &cap, n + 1, sizeof **cuts))
+			break; /* fewer pieces: still right */
+		(*cuts)[n++] = c;
+		at = c + chunk;
+	}
+	return n;
+}
+
+/* The statistics of what a piece writes; with the trailing instructions
+ * (after its last event) when it decoded to the end. */
+static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
+{
+	uint64_t all = 0;
+	for (size_t k = 0; k < pc->log.n; k++) {
+		const struct mt_event *e = &pc->log.v[k].ev;
+		all += e->insn;
+		if (k < pc->keep_from || k >= pc->keep_to)
+			continue;
+		stats->insns += e->insn;
+		stats->by_kind[e->kind]++;
+		stats->errors += e->kind == MT_EV_ERROR;
+	}
+	if (!pc->stop)
+		stats->insns += pc->st.insns - all;
+}
+
+/* Decodes seg in pieces on the pool's jobs and writes its events in
+ * order, as mt_ptdec_decode would have. */
+static int split_decode(struct pool *p, const uint8_t *seg, size_t seglen, const struct who_ctx *wc, int32_t cpu,
+			struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+{
+	size_t *cuts = NULL, ncuts = psb_cuts(seg, seglen, p->o->split_bytes, &cuts);
+	size_t round = 2 * (size_t)p->jobs;
+	struct splitter sp = {.data = seg, .len = seglen, .cpu = cpu, .wc = *wc, .p = p};
+	/* v[0]: the piece held from the round before (its cut not yet known) */
+	struct piece *v = calloc(round + 1, sizeof *v);
+	sp.todo = calloc(round + 1, sizeof *sp.todo);
+	if (!v || !sp.todo) {
+		free(v);
+		free(sp.todo);
+		free(cuts);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	pthread_mutex_init(&sp.mu, NULL);
+	bool held = false;
+	int rc = 0;
+	size_t done = 0; /* bytes reported to the progress bar */
+	for (size_t k0 = 0; k0 <= ncuts && !rc; k0 += round) {
+		size_t nnew = 0;
+		for (size_t k = k0; k <= ncuts && nnew < round; k++, nnew++) {
+			struct piece *pc = &v[1 + nnew];
+			pc->start = k ? cuts[k - 1] : 0;
+			pc->next = k < ncuts ? cuts[k] : 0;
+			pc->stop = k < ncuts ? cuts[k] + OVERLAP : 0;
+			sp.todo[nnew] = pc;
+		}
+		split_round(&sp, nnew, false);
+		stats->pieces += nnew;
+		for (size_t i = 1; i <= nnew && !rc; i++)
+			if (v[i].rc)
+				rc = mt_err_set(err, v[i].rc, "%s", v[i].err.msg);
+		/* stitch each piece to the last one before it that stays */
+		size_t prev = held ? 0 : SIZE_MAX;
+		for (size_t i = 1; i <= nnew && !rc; i++) {
+			struct piece *b = &v[i];
+			b->keep_to = b->log.n;
+			if (prev == SIZE_MAX) {
+				prev = i;
+				continue;
+			}
+			struct piece *a = &v[prev];
+			if (stitch(a, b)) {
+				prev = i;
+				continue;
+			}
+			if (!sp.have_img[0]) { /* the main thread's (worker 0's) */
+				if ((rc = mt_image_init(&sp.img[0], "perf.data", err)))
+					break;
+				sp.have_img[0] = true;
+				build_image(&sp.img[0], p->pd, p->s, wc->pid, p->o, p->wd);
+			}
+			a->stop = b->stop; /* keep_from stays: the same events from the same start */
+			a->next = b->next;
+			piece_decode(&sp, a, &sp.img[0]);
+			if (a->rc) {
+				rc = mt_err_set(err, a->rc, "%s", a->err.msg);
+				break;
+			}
+			a->keep_to = a->log.n;
+			b->absorbed = true;
+			stats->redone++;
+		}
+		/* written now: every piece that stays but the last, which waits for
+		 * the next round's first (unless it decoded to the end) */
+		size_t last = prev, nout = 0;
+		bool end = last != SIZE_MAX && !v[last].stop;
+		for (size_t i = held ? 0 : 1; i <= nnew && !rc; i++)
+			if (!v[i].absorbed && (i != last || end))
+				sp.todo[nout++] = &v[i];
+		if (!rc && w->format == MT_EVENTS_TEXT)
+			split_round(&sp, nout, true);
+		for (size_t i = 0; i < nout && !rc; i++) {
+			struct piece *pc = sp.todo[i];
+			if (pc->rc) {
+				rc = mt_err_set(err, pc->rc, "%s", pc->err.msg);
+				break;
+			}
+			if (w->format == MT_EVENTS_TEXT)
+				mt_events_write_bytes(w, pc->text.buf, pc->text.len);
+			else
+				for (size_t k = pc->keep_from; k < pc->keep_to; k++)
+					mt_events_write(w, logged_event(&pc->log, k));
+			piece_stats(pc, stats);
+		}
+		size_t upto = k0 + nnew - 1 < ncuts ? cuts[k0 + nnew - 1] : seglen;
+		progress_add(p->progress, upto - done);
+		done = upto;
+		/* the last piece waits in v[0] for the next round */
+		held = !end && last != SIZE_MAX;
+		if (held && last) {
+			struct piece t = v[0];
+			v[0] = v[last];
+			v[last] = t;
+		}
+		for (size_t i = held ? 1 : 0; i <= round; i++)
+			piece_reset(&v[i]);
+	}
+	for (size_t i = 0; i <= round; i++)
+		piece_free(&v[i]);
+	free(v);
+	free(sp.todo);
+	free(cuts);
+	for (unsigned k = 0; k < 64; k++)
+		if (sp.have_img[k])
+			mt_image_fini(&sp.img[k]);
+	pthread_mutex_destroy(&sp.mu);
+	stats->pt_bytes += seglen;
+	return rc;
 }
 
 int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
@@ -1044,21 +1405,30 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			if (b && seglen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
 				skip = snapshot_overlap(seg, &seglen, b->data, b->size);
 			if (!b || (seglen && b->offset != next_off && !skip)) {
-				if (parallel && seglen <= MAX_POOLED_SEGMENT) {
+				bool cut = parallel && o->split_bytes && seglen > 2 * o->split_bytes;
+				if (parallel && !cut && seglen <= MAX_POOLED_SEGMENT) {
 					/* queued; a joined copy goes with it */
 					uint8_t *own = seg == joined ? joined : NULL;
 					if (own)
 						joined = NULL, jcap = 0;
 					rc = pool_add(&pool, seg, seglen, own, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
 						      err);
-				} else if (!parallel || !pool.n || !(rc = pool_flush(&pool, w, stats, err))) {
+				} else if (cut && (!pool.n || !(rc = pool_flush(&pool, w, stats, err)))) {
+					/* a long one: in pieces at once */
+					rc = split_decode(&pool, seg, seglen, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
+							  err);
+					if (seg != joined)
+						release_before(pd, &rel, seg);
+				} else if (!rc && (!parallel || !pool.n || !(rc = pool_flush(&pool, w, stats, err)))) {
 					/* a large segment: its events go straight out */
 					if (!img_built)
 						build_image(&img, pd, &s, wc.pid, o, &wd);
 					img_built = true;
-					struct mt_ptdec_stream st = {seg, seglen, per_cpu ? (int32_t)idx_cpu : -1,
-								     who, &wc, sink, &sc,
-								     o->progress ? segment_progress : NULL, &prog};
+					struct mt_ptdec_stream st = {.data = seg, .len = seglen,
+								     .cpu = per_cpu ? (int32_t)idx_cpu : -1, .who = who,
+								     .who_ctx = &wc, .sink = sink, .sink_ctx = &sc,
+								     .progress = o->progress ? segment_progress : NULL,
+								     .progress_ctx = &prog};
 					rc = mt_ptdec_decode(&st, &img, &cfg, stats, err);
 					progress_add(&prog, seglen);
 					if (seg != joined)
@@ -1091,11 +1461,14 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				size_t nc = jcap ? jcap : 1 << 16;
 				while (nc < need)
 					nc *= 2;
+				bool in_joined = seg == joined && joined; /* the segment moves with it */
 				uint8_t *n = realloc(joined, nc);
 				if (!n) {
 					rc = mt_err_set(err, MT_ENOMEM, "out of memory joining PT buffers");
 					break;
 				}
+				if (in_joined)
+					seg = n;
 				joined = n;
 				jcap = nc;
 			}

@@ -24,6 +24,10 @@ struct mt_ptperf_opts {
 	/* Threads decoding independent segments (queues, or a queue's
 	 * buffers with gaps) at once; the output is the same as with 1. */
 	unsigned jobs;
+	/* With jobs > 1, a segment longer than twice this is cut at PSBs into
+	 * pieces of about this many bytes, decoded at once and stitched (the
+	 * same output); 0: never cut. */
+	size_t split_bytes;
 	/* optional: bytes of PT decoded so far, of total, now and then */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;

@@ -2,6 +2,8 @@
 #define _POSIX_C_SOURCE 200809L
 #include "strtab.h"
 
+#include <ctype.h>
+#include <errno.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -143,4 +145,26 @@ void mt_numstr_free(struct mt_numstr *t)
 	free(t->hex);
 	free(t->dec);
 	t->hex = t->dec = NULL;
+}
+
+int mt_parse_count(const char *s, bool suffixed, uint64_t *out)
+{
+	char *end;
+	if (!isdigit((unsigned char)s[0]))
+		return -1;
+	errno = 0;
+	unsigned long long v = strtoull(s, &end, 10);
+	unsigned shift = 0;
+	if (suffixed && *end) {
+		const char *units = "KMG";
+		const char *u = strchr(units, *end);
+		if (!u || end[1])
+			return -1;
+		shift = 10 * (unsigned)(u - units + 1);
+		end++;
+	}
+	if (errno || *end || v > (UINT64_MAX >> shift))
+		return -1;
+	*out = (uint64_t)v << shift;
+	return 0;
 }

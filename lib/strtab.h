@@ -33,6 +33,9 @@ const char *mt_numstr_hex(struct mt_numstr *t, uint64_t v);
 /* Decimal; NULL when v is too large or out of memory. */
 const char *mt_numstr_dec(struct mt_numstr *t, uint64_t v);
 void mt_numstr_free(struct mt_numstr *t);
+/* A decimal count for an option, with K, M or G (powers of 1024) after it
+ * where suffixed; -1 when it is not one or overflows. */
+int mt_parse_count(const char *s, bool suffixed, uint64_t *out);
 /* n bytes (at most 32) as lowercase hex into out (2n+1 bytes): build-ids. */
 void mt_hex(const uint8_t *p, size_t n, char *out);
 /* Makes *v hold at least need elements of elem bytes (doubling); false when

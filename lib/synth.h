@@ -123,9 +123,11 @@ struct mt_synth_opts {
 	 * each its own per-thread queue. The perf.data is streamed to `data`;
 	 * the truth is the one run's (each buffer decodes to it, with the tid
 	 * of its thread). Per-thread, timeless variants without snapshot,
-	 * wrap, kernel or pipe only. */
+	 * wrap, kernel or pipe only. contiguous: a thread's copies follow one
+	 * another in its AUX area (one long segment, as a long recording). */
 	uint64_t repeat;
 	unsigned threads;
+	bool contiguous;
 };
 
 /* Writes perf.data for the variant to `data` and the true events to

@@ -17,6 +17,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "tsc", .timing = MT_SYNTH_TSC},
 	{.name = "mtc", .timing = MT_SYNTH_MTC, .long_tnt = true},
 	{.name = "psb", .timing = MT_SYNTH_TSC, .psb_every = 3000},
+	{.name = "psb-timeless", .psb_every = 1000}, /* repeatable: long traces to cut at PSBs */
 	{.name = "wrap", .psb_every = 1000, .wrap_at_psb = 2},
 	{.name = "pipe", .pipe = true},
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
@@ -879,10 +880,11 @@ static void feature_table(struct out *f, uint64_t data_end, uint64_t n)
  * ids, the records before split, `repeat` copies of block (each with its
  * AUX offset, reference, queue and thread), the rest, the feature table
  * and the AUXTRACE index. Copy j goes to thread j % nthr; a thread's
- * copies sit one page apart in its AUX area, so each decodes alone. */
+ * copies sit one page apart in its AUX area, so each decodes alone, or
+ * (contiguous) one after the other, one long segment. */
 static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const uint64_t *ids, const struct out *d,
 			   size_t split, const struct out *block, size_t block_auxtrace, uint64_t repeat, unsigned nthr,
-			   uint32_t pid)
+			   bool contiguous, uint32_t pid)
 {
 	uint64_t data_size = d->n + repeat * block->n;
 	struct out h = {0};
@@ -895,7 +897,7 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 	memcpy(copy, block->b, block->n);
 	uint64_t psize = mt_rd64(block->b + block_auxtrace + 8);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
-		uint64_t aux_off = (j / nthr) * (psize + 4096);
+		uint64_t aux_off = (j / nthr) * (psize + (contiguous ? 0 : 4096));
 		uint32_t th = (uint32_t)(j % nthr);
 		memcpy(copy + 8, &aux_off, 8);                         /* AUX aux_offset */
 		uint8_t *a = copy + block_auxtrace + 8;
@@ -1282,7 +1284,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	}
 	bool ok;
 	if (block.n) {
-		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, &block, block_auxtrace, repeat, nthr, run->pid);
+		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, &block, block_auxtrace, repeat, nthr,
+				    opts && opts->contiguous, run->pid);
 		free(block.b);
 		res->pt_bytes = payload * repeat;
 		res->insns_traced *= repeat;

@@ -78,6 +78,70 @@ bats_require_minimum_version 1.5.0
 	run --separate-stderr "$PT2EVENTS" -j 0 x
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "mt-pt2events: bad --jobs '0': expected 1 to 64" ]
+	for bad in 1000 64 1X -1 2T; do
+		run --separate-stderr "$PT2EVENTS" --split-size=$bad x
+		[ "$status" -eq 2 ]
+		[ "$stderr" = "mt-pt2events: bad --split-size '$bad': expected 0, or 64K to 1T" ]
+	done
+}
+
+# One long segment (a thread's copies back to back in its AUX area, as perf
+# records a long run) cut at PSBs into pieces decoded at once. Oracles: the
+# one-run truth for every copy, and the sequential decode, byte for byte.
+# psb-timeless has a PSB every 1000 instructions (cuts in running code);
+# plain only at each copy's start (cuts where tracing is off).
+@test "one long segment cut at PSBs: every piece stitched, the output the sequential one's" {
+	local t=$BATS_TEST_TMPDIR
+	for v in psb-timeless plain; do
+		"$SYNTH" -q -o "$t" --variants=$v --repeat=60 --contiguous -- "$MT_PROGS/libc_flow" > "$t/gen" 2>/dev/null
+		"$PT2EVENTS" --info "$t/$v.data" | grep -c '^buffer' | grep -qx 60
+		"$PT2EVENTS" -j 1 --all-branches "$t/$v.data" > "$t/one"
+		for i in $(seq 60); do grep -v '^#' "$t/$v.truth"; done | cut -f2- > "$t/want"
+		diff "$t/want" <(grep -v '^#' "$t/one" | cut -f2-)
+		for j in 2 3; do
+			"$PT2EVENTS" -j $j --split-size=64K --all-branches --stats "$t/$v.data" 2> "$t/stats" | cmp - "$t/one"
+			[ "$(stat_field pieces "$t/stats")" -ge 6 ]
+			[ "$(stat_field redone "$t/stats")" -eq 0 ]
+			[ "$(stat_field insns "$t/stats")" -eq "$(sed -n 's/.* insns=\([0-9]*\).*/\1/p' "$t/gen")" ]
+		done
+		"$PT2EVENTS" -j 1 --output-format=binary "$t/$v.data" > "$t/b1"
+		"$PT2EVENTS" -j 2 --split-size=64K --output-format=binary "$t/$v.data" | cmp - "$t/b1"
+		# --split-size=0: never cut
+		"$PT2EVENTS" -j 2 --split-size=0 --stats "$t/$v.data" 2> "$t/stats" > /dev/null
+		! grep -q pieces= "$t/stats" || false
+	done
+}
+
+# Damaged long segments. Bytes flipped after some PSBs: both decoders meet
+# the damage alike and resynchronise at the same PSB, so the cuts still
+# stitch. Every PSB+'s FUP in the second half made to point nowhere: no
+# piece can begin at such a PSB, so from there on no cut stitches and each
+# piece is decoded again with the one before (itself stitched to its own
+# predecessor). Oracle, both times: the sequential decode.
+@test "a damaged long segment: stitched where both pieces agree, decoded again where not; the output the sequential one's" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --variants=psb-timeless --repeat=60 --contiguous -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+	LC_ALL=C grep -obUaP '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82' "$t/psb-timeless.data" |
+		cut -d: -f1 > "$t/psbs"
+	[ "$(wc -l < "$t/psbs")" -ge 6000 ]
+	# PSB (16 bytes), MODE.EXEC (2), FUP (header, 6 IP bytes): +24 is the IP's top byte
+	n=$(wc -l < "$t/psbs")
+	for damage in 'NR % 50 == 0 { print $1 + 40 }' "NR > $n / 2 { print \$1 + 24 }"; do
+		cp "$t/psb-timeless.data" "$t/bad.data"
+		awk "$damage" "$t/psbs" | while read -r at; do
+			printf '\x5a' | dd of="$t/bad.data" bs=1 seek="$at" conv=notrunc status=none
+		done
+		"$PT2EVENTS" -j 1 --stats "$t/bad.data" 2> "$t/stats1" > "$t/one"
+		[ "$(stat_field errors "$t/stats1")" -gt 100 ]
+		for j in 2 3; do
+			"$PT2EVENTS" -j $j --split-size=64K --stats "$t/bad.data" 2> "$t/stats" | cmp - "$t/one"
+			[ "$(stat_field insns "$t/stats")" -eq "$(stat_field insns "$t/stats1")" ]
+			[ "$(stat_field pieces "$t/stats")" -ge 6 ]
+		done
+	done
+	# the second damage: the pieces in the damaged half decoded again, not the others
+	[ "$(stat_field redone "$t/stats")" -ge 3 ]
+	[ "$(stat_field redone "$t/stats")" -le $(($(stat_field pieces "$t/stats") / 2 + 1)) ]
 }
 
 @test "perf script text of a timeless trace (no time column): the same calls and returns as the perf.data" {

@@ -21,6 +21,7 @@
 #include "perfscript.h"
 #include "ptdecode.h"
 #include "ptperf.h"
+#include "strtab.h"
 #include "version.h"
 
 #define PROG "mt-pt2events"
@@ -54,6 +55,10 @@ static void usage(FILE *f)
 "  -j, --jobs=N             decode independent segments (queues, buffers after\n"
 "                           a gap) on N threads; the output is the same for any\n"
 "                           N (default: the number of cores)\n"
+"      --split-size=SIZE    with N > 1, a segment longer than twice SIZE is cut\n"
+"                           at PSB packets into pieces of about SIZE decoded at\n"
+"                           once and stitched: the same output (K, M, G\n"
+"                           suffixes; default 1M; 0: never cut)\n"
 "      --input=FORMAT       perf-data, perf-script (the text of perf script with\n"
 "                           magic-trace's fields), or auto (default: by content)\n"
 "      --pt=FILE            decode raw PT bytes from FILE instead of a perf.data\n"
@@ -88,7 +93,10 @@ static void print_stats(const struct mt_ptdec_stats *st)
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 		if (st->by_kind[k])
 			fprintf(stderr, " %s=%" PRIu64, mt_event_kind_name((enum mt_event_kind)k), st->by_kind[k]);
-	fprintf(stderr, " errors=%" PRIu64 "\n", st->errors);
+	fprintf(stderr, " errors=%" PRIu64, st->errors);
+	if (st->pieces)
+		fprintf(stderr, " pieces=%" PRIu64 " redone=%" PRIu64, st->pieces, st->redone);
+	fputc('\n', stderr);
 }
 
 static int decode_raw(const char *ptpath, char **images, int nimages, char **pages, int npages,
@@ -120,7 +128,7 @@ static int decode_raw(const char *ptpath, char **images, int nimages, char **pag
 		mt_events_write_fact(w, "format", "raw PT, %zu image sections", img.nsections);
 		mt_events_write_fact(w, "time", "timeless");
 		struct sink sk = {w};
-		struct mt_ptdec_stream s = {m, (size_t)sb.st_size, -1, NULL, NULL, sink, &sk, NULL, NULL};
+		struct mt_ptdec_stream s = {.data = m, .len = (size_t)sb.st_size, .cpu = -1, .sink = sink, .sink_ctx = &sk};
 		rc = mt_ptdec_decode(&s, &img, cfg, st, err);
 	}
 	if (m != MAP_FAILED)
@@ -263,6 +271,7 @@ int main(int argc, char **argv)
 		{"pt", required_argument, NULL, 't'},
 		{"input", required_argument, NULL, 'n'},
 		{"jobs", required_argument, NULL, 'j'},
+		{"split-size", required_argument, NULL, 'z'},
 		{"progress", optional_argument, NULL, 'G'},
 		{"image", required_argument, NULL, 'I'},
 		{"pages", required_argument, NULL, 'g'},
@@ -283,6 +292,7 @@ int main(int argc, char **argv)
 	int progress = -1;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	po.jobs = cores > 0 ? (unsigned)(cores > 64 ? 64 : cores) : 1;
+	po.split_bytes = (size_t)1 << 20;
 	while ((c = getopt_long(argc, argv, "o:j:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': out = optarg; break;
@@ -294,6 +304,16 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			po.jobs = (unsigned)n;
+			break;
+		}
+		case 'z': {
+			uint64_t n;
+			/* below a few PSB periods pieces would be mostly overlap */
+			if (mt_parse_count(optarg, true, &n) || (n && n < 65536) || n > ((uint64_t)1 << 40)) {
+				fprintf(stderr, PROG ": bad --split-size '%s': expected 0, or 64K to 1T\n", optarg);
+				return EXIT_USAGE;
+			}
+			po.split_bytes = (size_t)n;
 			break;
 		}
 		case 'G':

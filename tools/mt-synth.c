@@ -16,6 +16,7 @@
 
 #include "elfsyms.h"
 #include "outfile.h"
+#include "strtab.h"
 #include "synth.h"
 #include "version.h"
 
@@ -44,6 +45,9 @@ static void usage(FILE *f)
 "      --size=BYTES[K|M|G]  as --repeat, with N making at least BYTES of PT\n"
 "      --threads=T          (with --repeat) the buffers spread round robin over\n"
 "                           T threads (tids PID..PID+T-1), one queue each\n"
+"      --contiguous         (with --repeat) a thread's buffers follow one another\n"
+"                           in its AUX area: one long segment, as perf records\n"
+"                           a long run (decoded in pieces cut at PSBs)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -127,29 +131,6 @@ static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
 	return 0;
 }
 
-/* A positive count, with K, M or G (powers of 1024) where suffixed. */
-static int parse_count(const char *s, bool suffixed, uint64_t *out)
-{
-	char *end;
-	if (!isdigit((unsigned char)s[0]))
-		return -1;
-	errno = 0;
-	unsigned long long v = strtoull(s, &end, 10);
-	unsigned shift = 0;
-	if (suffixed && *end) {
-		const char *units = "KMG";
-		const char *u = strchr(units, *end);
-		if (!u || end[1])
-			return -1;
-		shift = 10 * (unsigned)(u - units + 1);
-		end++;
-	}
-	if (errno || *end || v > (UINT64_MAX >> shift))
-		return -1;
-	*out = (uint64_t)v << shift;
-	return 0;
-}
-
 static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v,
 			 const struct mt_synth_opts *so, const char *dir)
 {
@@ -196,6 +177,7 @@ int main(int argc, char **argv)
 		{"repeat", required_argument, NULL, 'R'},
 		{"size", required_argument, NULL, 'Z'},
 		{"threads", required_argument, NULL, 'T'},
+		{"contiguous", no_argument, NULL, 'C'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -203,18 +185,20 @@ int main(int argc, char **argv)
 	const char *dir = ".", *variants = "plain", *hit = NULL;
 	bool quiet = false;
 	uint64_t repeat = 0, size = 0, threads = 0;
+	bool contiguous = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'o': dir = optarg; break;
 		case 'v': variants = optarg; break;
 		case 'q': quiet = true; break;
+		case 'C': contiguous = true; break;
 		case 'H': hit = optarg; break;
 		case 'R':
 		case 'Z':
 		case 'T': {
 			uint64_t *to = c == 'R' ? &repeat : c == 'Z' ? &size : &threads;
-			if (parse_count(optarg, c == 'Z', to) || !*to || (c == 'T' && *to > 4096)) {
+			if (mt_parse_count(optarg, c == 'Z', to) || !*to || (c == 'T' && *to > 4096)) {
 				fprintf(stderr, PROG ": bad --%s '%s'\n", c == 'R' ? "repeat" : c == 'Z' ? "size" : "threads",
 					optarg);
 				return 2;
@@ -274,7 +258,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
 		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
-	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads};
+	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous};
 	if (threads && !repeat && !size)
 		so.repeat = threads;
 	if (size) {

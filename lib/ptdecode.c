@@ -111,6 +111,7 @@ static void emit_error(struct dec *d, int errcode, const char *what)
 			 pt_errstr(pt_errcode(errcode)));
 	struct mt_event ev = {.kind = MT_EV_ERROR, .from = d->last_ip, .msg = msg};
 	pt_blk_get_offset(d->blk, &ev.offset);
+	ev.offset += d->s->offset_base;
 	d->stats->errors++;
 	deliver(d, &ev);
 	d->pending = false;

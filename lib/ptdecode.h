@@ -67,6 +67,9 @@ struct mt_ptdec_stream {
 	 * mark_psb (where the next piece begins). */
 	size_t start, stop_after, mark_psb;
 	uint64_t *mark_insns;
+	/* added to the offsets error events report: where data lies in a
+	 * longer stream held in memory only in part */
+	uint64_t offset_base;
 };
 
 /* Returns 0, or a negative code only for failures outside the trace itself

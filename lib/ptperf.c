@@ -685,7 +685,16 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
  * the logs are written in segment order, so the output is the sequential
  * one. Used when no other event's samples interleave with the trace. */
 
-struct logged { struct mt_event ev; size_t msg; };  /* msg: arena offset + 1, 0 none */
+/* An event held in memory, packed: the fields a decoder sets, in 64 bytes
+ * (struct mt_event takes 104; a round of pieces holds millions). */
+struct logged {
+	uint64_t time, from, to, insn, offset;
+	uint32_t pid, tid, cbr;
+	uint32_t msg;               /* arena offset + 1, 0: none */
+	int32_t cpu;
+	uint8_t kind, flags;
+};
+enum { LOG_HAS_TIME = 1, LOG_COND = 2, LOG_ASYNC = 4 };
 struct evlog {
 	struct logged *v;
 	size_t n, cap;
@@ -704,20 +713,31 @@ static void evlog_sink(void *ctx, const struct mt_event *ev)
 		return;
 	}
 	struct logged *e = &l->v[l->n++];
-	e->ev = *ev;
-	e->ev.extra = NULL;
-	e->ev.nextra = 0;
-	e->msg = 0;
+	*e = (struct logged){.time = ev->time, .from = ev->from, .to = ev->to, .insn = ev->insn, .offset = ev->offset,
+			     .pid = ev->pid, .tid = ev->tid, .cbr = ev->cbr, .cpu = ev->cpu, .kind = (uint8_t)ev->kind,
+			     .flags = (uint8_t)((ev->has_time ? LOG_HAS_TIME : 0) | (ev->cond ? LOG_COND : 0) |
+						(ev->async ? LOG_ASYNC : 0))};
 	if (ev->msg) {
 		size_t k = strlen(ev->msg) + 1;
-		if (!mt_grow((void **)&l->arena, &l->acap, l->alen + k, 1)) {
+		if (l->alen + k >= UINT32_MAX || !mt_grow((void **)&l->arena, &l->acap, l->alen + k, 1)) {
 			l->oom = true;
 			return;
 		}
 		memcpy(l->arena + l->alen, ev->msg, k);
-		e->msg = l->alen + 1;
+		e->msg = (uint32_t)l->alen + 1;
 		l->alen += k;
 	}
+}
+
+/* Event k of the log, unpacked into *ev. */
+static const struct mt_event *logged_event(const struct evlog *l, size_t k, struct mt_event *ev)
+{
+	const struct logged *e = &l->v[k];
+	*ev = (struct mt_event){.time = e->time, .has_time = e->flags & LOG_HAS_TIME, .pid = e->pid, .tid = e->tid,
+				.cpu = e->cpu, .kind = (enum mt_event_kind)e->kind, .from = e->from, .to = e->to,
+				.insn = e->insn, .offset = e->offset, .cbr = e->cbr, .cond = e->flags & LOG_COND,
+				.async = e->flags & LOG_ASYNC, .msg = e->msg ? l->arena + e->msg - 1 : NULL};
+	return ev;
 }
 
 struct pseg {
@@ -859,9 +879,8 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 			mt_events_write_bytes(w, g->text, g->text_len);
 		free(g->text);
 		for (size_t k = 0; !rc && k < g->log.n; k++) {
-			struct logged *e = &g->log.v[k];
-			e->ev.msg = e->msg ? g->log.arena + e->msg - 1 : NULL;
-			mt_events_write(w, &e->ev);
+			struct mt_event ev;
+			mt_events_write(w, logged_event(&g->log, k, &ev));
 		}
 		if (!rc && g->snapshot_after && !p->text) {
 			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
@@ -889,6 +908,11 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 /* Larger segments are decoded in order by the main thread: their events
  * would cost too much memory to hold. */
 #define MAX_POOLED_SEGMENT ((size_t)4 << 20)
+
+/* A segment of contiguous buffers is joined into a copy (libipt decodes
+ * from one buffer); past this many pieces' worth it is decoded in pieces
+ * as it comes, so memory stays bounded whatever the trace's length. */
+#define STREAM_PIECES 16
 
 /* Queues a segment; the batch is decoded when it holds enough work. */
 static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *owned, const struct who_ctx *wc,
@@ -941,16 +965,24 @@ struct piece {
 	bool have_text;
 };
 
+/* A segment decoded in pieces, fed as it arrives: data[0..len) is what is
+ * in memory of it now, data[0] its byte base. */
 struct splitter {
 	const uint8_t *data;
 	size_t len;
+	uint64_t base;
 	int32_t cpu;
 	struct who_ctx wc;
+	struct pool *p;
+	size_t round;               /* pieces decoded at once: 2 per job */
+	struct piece *v;            /* v[0]: the piece held from the round before (its cut not yet known) */
+	bool held;
+	size_t pos;                 /* where the next new piece starts */
+	bool ended;                 /* a piece has decoded to the end */
 	struct piece **todo;        /* this round's pieces */
 	size_t n, next;
 	bool format;                /* the round formats kept events (text) instead of decoding */
 	pthread_mutex_t mu;
-	struct pool *p;
 	/* each worker's image, kept from round to round (libipt caches
 	 * decoded blocks in it) */
 	struct mt_image img[64];
@@ -963,7 +995,8 @@ static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image 
 {
 	struct mt_ptdec_stream st = {.data = sp->data, .len = sp->len, .cpu = sp->cpu, .who = who, .who_ctx = &sp->wc,
 				     .sink = evlog_sink, .sink_ctx = &pc->log, .start = pc->start, .stop_after = pc->stop,
-				     .mark_psb = pc->next, .mark_insns = pc->stop ? &pc->mark : NULL};
+				     .mark_psb = pc->next, .mark_insns = pc->stop ? &pc->mark : NULL,
+				     .offset_base = sp->base};
 	pc->mark = UINT64_MAX;
 	pc->log.n = pc->log.alen = 0;
 	pc->log.oom = false;
@@ -973,12 +1006,6 @@ static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image 
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
-static struct mt_event *logged_event(struct evlog *l, size_t k)
-{
-	struct logged *e = &l->v[k];
-	e->ev.msg = e->msg ? l->arena + e->msg - 1 : NULL;
-	return &e->ev;
-}
 
 static void piece_format(struct piece *pc)
 {
@@ -988,8 +1015,10 @@ static void piece_format(struct piece *pc)
 	}
 	pc->have_text = true;
 	pc->text.len = 0;
-	for (size_t k = pc->keep_from; k < pc->keep_to; k++)
-		mt_events_write(&pc->text, logged_event(&pc->log, k));
+	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
+		struct mt_event ev;
+		mt_events_write(&pc->text, logged_event(&pc->log, k, &ev));
+	}
 	if (pc->text.failed)
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
@@ -1042,15 +1071,13 @@ static void split_round(struct splitter *sp, size_t n, bool format)
 		pthread_join(th[k], NULL);
 }
 
-static bool same_event(const struct logged *a, const char *aa, const struct logged *b, const char *ba)
+static bool same_event(const struct logged *x, const char *xa, const struct logged *y, const char *ya)
 {
-	const struct mt_event *x = &a->ev, *y = &b->ev;
-	if (x->time != y->time || x->has_time != y->has_time || x->pid != y->pid || x->tid != y->tid ||
-	    x->cpu != y->cpu || x->kind != y->kind || x->from != y->from || x->to != y->to || x->insn != y->insn ||
-	    x->offset != y->offset || x->cbr != y->cbr || x->cond != y->cond || x->async != y->async ||
-	    !a->msg != !b->msg)
+	if (x->time != y->time || x->from != y->from || x->to != y->to || x->insn != y->insn ||
+	    x->offset != y->offset || x->pid != y->pid || x->tid != y->tid || x->cbr != y->cbr || x->cpu != y->cpu ||
+	    x->kind != y->kind || x->flags != y->flags || !x->msg != !y->msg)
 		return false;
-	return !a->msg || !strcmp(aa + a->msg - 1, ba + b->msg - 1);
+	return !x->msg || !strcmp(xa + x->msg - 1, ya + y->msg - 1);
 }
 
 /* Cuts between a and b, the piece after it: sets a->keep_to and
@@ -1063,20 +1090,20 @@ static bool stitch(struct piece *a, struct piece *b)
 	 * the same event when A = mark + B. Candidates: b's events with
 	 * instructions of their own (no other has the same count), after its
 	 * first (whose count starts at the PSB, not at the event before). */
-	uint64_t A = 0, B = b->log.n ? b->log.v[0].ev.insn : 0;
+	uint64_t A = 0, B = b->log.n ? b->log.v[0].insn : 0;
 	size_t i = 0;
 	int tries = 0;
 	for (size_t j = 1; j < b->log.n && tries < STITCH_TRIES; j++) {
-		B += b->log.v[j].ev.insn;
-		if (!b->log.v[j].ev.insn)
+		B += b->log.v[j].insn;
+		if (!b->log.v[j].insn)
 			continue;
 		tries++;
 		uint64_t want = a->mark + B;
-		while (i < a->log.n && A + a->log.v[i].ev.insn < want)
-			A += a->log.v[i++].ev.insn;
+		while (i < a->log.n && A + a->log.v[i].insn < want)
+			A += a->log.v[i++].insn;
 		if (i >= a->log.n)
 			return false;
-		if (A + a->log.v[i].ev.insn != want)
+		if (A + a->log.v[i].insn != want)
 			continue;
 		/* every event a decoded from there on, b decoded the same */
 		size_t k = 0;
@@ -1116,22 +1143,16 @@ static void piece_reset(struct piece *pc)
 	pc->have_text = have_text;
 }
 
-/* Where to cut: at a PSB about every `chunk` bytes, never so near the end
- * that the overlap would not fit. */
-static size_t psb_cuts(const uint8_t *d, size_t len, size_t chunk, size_t **cuts)
+/* The next cut: the first PSB at least `chunk` bytes after `from`, with
+ * room after it for the overlap and more; SIZE_MAX when there is none in
+ * data[0..len). */
+static size_t next_cut(const uint8_t *d, size_t len, size_t from, size_t chunk)
 {
 	static const uint8_t psb[16] = {2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82, 2, 0x82};
-	size_t n = 0, cap = 0;
-	*cuts = NULL;
-	for (size_t at = chunk; at + 2 * OVERLAP < len;) {
-		const uint8_t *q = memmem(d + at, len - at, psb, sizeof psb);
-		size_t c = q ? (size_t)(q - d) : len;
-		if (c + 2 * OVERLAP >= len || !mt_grow((void **)cuts, &cap, n + 1, sizeof **cuts))
-			break; /* fewer pieces: still right */
-		(*cuts)[n++] = c;
-		at = c + chunk;
-	}
-	return n;
+	if (from + chunk + 2 * OVERLAP >= len)
+		return SIZE_MAX;
+	const uint8_t *q = memmem(d + from + chunk, len - from - chunk, psb, sizeof psb);
+	return q && (size_t)(q - d) + 2 * OVERLAP < len ? (size_t)(q - d) : SIZE_MAX;
 }
 
 /* The statistics of what a piece writes; with the trailing instructions
@@ -1140,7 +1161,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 {
 	uint64_t all = 0;
 	for (size_t k = 0; k < pc->log.n; k++) {
-		const struct mt_event *e = &pc->log.v[k].ev;
+		const struct logged *e = &pc->log.v[k];
 		all += e->insn;
 		if (k < pc->keep_from || k >= pc->keep_to)
 			continue;
@@ -1152,43 +1173,74 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 		stats->insns += pc->st.insns - all;
 }
 
-/* Decodes seg in pieces on the pool's jobs and writes its events in
- * order, as mt_ptdec_decode would have. */
-static int split_decode(struct pool *p, const uint8_t *seg, size_t seglen, const struct who_ctx *wc, int32_t cpu,
-			struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,
+		       struct mt_err *err)
 {
-	size_t *cuts = NULL, ncuts = psb_cuts(seg, seglen, p->o->split_bytes, &cuts);
-	size_t round = 2 * (size_t)p->jobs;
-	struct splitter sp = {.data = seg, .len = seglen, .cpu = cpu, .wc = *wc, .p = p};
-	/* v[0]: the piece held from the round before (its cut not yet known) */
-	struct piece *v = calloc(round + 1, sizeof *v);
-	sp.todo = calloc(round + 1, sizeof *sp.todo);
-	if (!v || !sp.todo) {
-		free(v);
-		free(sp.todo);
-		free(cuts);
+	memset(sp, 0, sizeof *sp);
+	sp->p = p;
+	sp->wc = *wc;
+	sp->cpu = cpu;
+	sp->round = 2 * (size_t)p->jobs;
+	sp->v = calloc(sp->round + 1, sizeof *sp->v);
+	sp->todo = calloc(sp->round + 1, sizeof *sp->todo);
+	if (!sp->v || !sp->todo) {
+		free(sp->v);
+		free(sp->todo);
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	}
-	pthread_mutex_init(&sp.mu, NULL);
-	bool held = false;
+	pthread_mutex_init(&sp->mu, NULL);
+	return 0;
+}
+
+static void split_end(struct splitter *sp)
+{
+	for (size_t i = 0; i <= sp->round; i++)
+		piece_free(&sp->v[i]);
+	free(sp->v);
+	free(sp->todo);
+	for (unsigned k = 0; k < 64; k++)
+		if (sp->have_img[k])
+			mt_image_fini(&sp->img[k]);
+	pthread_mutex_destroy(&sp->mu);
+}
+
+/* Decodes the rounds of pieces data[0..len) holds and writes their events
+ * in order; final: data ends the segment, so everything. *keep: the bytes
+ * from which on the next call needs the data again (before them it may be
+ * dropped, see split_drop). */
+static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool final, struct mt_events_writer *w,
+		      struct mt_ptdec_stats *stats, size_t *keep, struct mt_err *err)
+{
+	struct pool *p = sp->p;
+	struct piece *v = sp->v;
+	sp->data = data;
+	sp->len = len;
 	int rc = 0;
-	size_t done = 0; /* bytes reported to the progress bar */
-	for (size_t k0 = 0; k0 <= ncuts && !rc; k0 += round) {
-		size_t nnew = 0;
-		for (size_t k = k0; k <= ncuts && nnew < round; k++, nnew++) {
+	while (!rc && !sp->ended) {
+		/* the next round: pieces from cut to cut, the last to the end */
+		size_t nnew = 0, at = sp->pos;
+		while (nnew < sp->round) {
+			size_t c = next_cut(data, len, at, p->o->split_bytes);
+			if (c == SIZE_MAX && !final)
+				break;
 			struct piece *pc = &v[1 + nnew];
-			pc->start = k ? cuts[k - 1] : 0;
-			pc->next = k < ncuts ? cuts[k] : 0;
-			pc->stop = k < ncuts ? cuts[k] + OVERLAP : 0;
-			sp.todo[nnew] = pc;
+			sp->todo[nnew++] = pc;
+			pc->start = at;
+			pc->next = c == SIZE_MAX ? 0 : c;
+			pc->stop = c == SIZE_MAX ? 0 : c + OVERLAP;
+			if (c == SIZE_MAX)
+				break;
+			at = c;
 		}
-		split_round(&sp, nnew, false);
+		if (!nnew || (!final && nnew < sp->round))
+			break; /* more data first */
+		split_round(sp, nnew, false);
 		stats->pieces += nnew;
 		for (size_t i = 1; i <= nnew && !rc; i++)
 			if (v[i].rc)
 				rc = mt_err_set(err, v[i].rc, "%s", v[i].err.msg);
 		/* stitch each piece to the last one before it that stays */
-		size_t prev = held ? 0 : SIZE_MAX;
+		size_t prev = sp->held ? 0 : SIZE_MAX;
 		for (size_t i = 1; i <= nnew && !rc; i++) {
 			struct piece *b = &v[i];
 			b->keep_to = b->log.n;
@@ -1201,15 +1253,15 @@ static int split_decode(struct pool *p, const uint8_t *seg, size_t seglen, const
 				prev = i;
 				continue;
 			}
-			if (!sp.have_img[0]) { /* the main thread's (worker 0's) */
-				if ((rc = mt_image_init(&sp.img[0], "perf.data", err)))
+			if (!sp->have_img[0]) { /* the main thread's (worker 0's) */
+				if ((rc = mt_image_init(&sp->img[0], "perf.data", err)))
 					break;
-				sp.have_img[0] = true;
-				build_image(&sp.img[0], p->pd, p->s, wc->pid, p->o, p->wd);
+				sp->have_img[0] = true;
+				build_image(&sp->img[0], p->pd, p->s, sp->wc.pid, p->o, p->wd);
 			}
 			a->stop = b->stop; /* keep_from stays: the same events from the same start */
 			a->next = b->next;
-			piece_decode(&sp, a, &sp.img[0]);
+			piece_decode(sp, a, &sp->img[0]);
 			if (a->rc) {
 				rc = mt_err_set(err, a->rc, "%s", a->err.msg);
 				break;
@@ -1221,14 +1273,14 @@ static int split_decode(struct pool *p, const uint8_t *seg, size_t seglen, const
 		/* written now: every piece that stays but the last, which waits for
 		 * the next round's first (unless it decoded to the end) */
 		size_t last = prev, nout = 0;
-		bool end = last != SIZE_MAX && !v[last].stop;
-		for (size_t i = held ? 0 : 1; i <= nnew && !rc; i++)
-			if (!v[i].absorbed && (i != last || end))
-				sp.todo[nout++] = &v[i];
+		sp->ended = last != SIZE_MAX && !v[last].stop;
+		for (size_t i = sp->held ? 0 : 1; i <= nnew && !rc; i++)
+			if (!v[i].absorbed && (i != last || sp->ended))
+				sp->todo[nout++] = &v[i];
 		if (!rc && w->format == MT_EVENTS_TEXT)
-			split_round(&sp, nout, true);
+			split_round(sp, nout, true);
 		for (size_t i = 0; i < nout && !rc; i++) {
-			struct piece *pc = sp.todo[i];
+			struct piece *pc = sp->todo[i];
 			if (pc->rc) {
 				rc = mt_err_set(err, pc->rc, "%s", pc->err.msg);
 				break;
@@ -1236,34 +1288,42 @@ static int split_decode(struct pool *p, const uint8_t *seg, size_t seglen, const
 			if (w->format == MT_EVENTS_TEXT)
 				mt_events_write_bytes(w, pc->text.buf, pc->text.len);
 			else
-				for (size_t k = pc->keep_from; k < pc->keep_to; k++)
-					mt_events_write(w, logged_event(&pc->log, k));
+				for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
+					struct mt_event ev;
+					mt_events_write(w, logged_event(&pc->log, k, &ev));
+				}
 			piece_stats(pc, stats);
 		}
-		size_t upto = k0 + nnew - 1 < ncuts ? cuts[k0 + nnew - 1] : seglen;
-		progress_add(p->progress, upto - done);
-		done = upto;
+		progress_add(p->progress, (sp->ended ? len : at) - sp->pos);
+		sp->pos = at;
 		/* the last piece waits in v[0] for the next round */
-		held = !end && last != SIZE_MAX;
-		if (held && last) {
+		sp->held = !sp->ended && last != SIZE_MAX;
+		if (sp->held && last) {
 			struct piece t = v[0];
 			v[0] = v[last];
 			v[last] = t;
 		}
-		for (size_t i = held ? 1 : 0; i <= round; i++)
+		for (size_t i = sp->held ? 1 : 0; i <= sp->round; i++)
 			piece_reset(&v[i]);
 	}
-	for (size_t i = 0; i <= round; i++)
-		piece_free(&v[i]);
-	free(v);
-	free(sp.todo);
-	free(cuts);
-	for (unsigned k = 0; k < 64; k++)
-		if (sp.have_img[k])
-			mt_image_fini(&sp.img[k]);
-	pthread_mutex_destroy(&sp.mu);
-	stats->pt_bytes += seglen;
+	*keep = sp->held ? v[0].start : sp->pos;
+	if (final)
+		stats->pt_bytes += sp->base + len;
 	return rc;
+}
+
+/* The caller dropped the first n bytes of the data (n <= split_feed's
+ * *keep): positions move back, the base forward. */
+static void split_drop(struct splitter *sp, size_t n)
+{
+	sp->base += n;
+	sp->pos -= n;
+	if (sp->held) {
+		struct piece *h = &sp->v[0];
+		h->start -= n;
+		h->next -= n;
+		h->stop -= n;
+	}
 }
 
 int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
@@ -1349,8 +1409,9 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
 			    .o = o, .cfg = &cfg, .wd = &wd, .progress = &prog};
 	bool parallel = o->jobs > 1 && !sc.norder;
-	if (parallel)
-		pthread_mutex_init(&pool.mu, NULL);
+	/* long segments can be decoded in pieces (one job or more) */
+	bool streamable = !sc.norder && o->split_bytes && !s.priv[PRIV_SNAPSHOT_MODE];
+	pthread_mutex_init(&pool.mu, NULL);
 	for (size_t qi = 0; qi < s.bufs.n && !rc; qi++) {
 		if (done[qi])
 			continue;
@@ -1396,6 +1457,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		size_t jcap = 0;
 		const uint8_t *seg = NULL;
 		size_t seglen = 0;
+		struct splitter sp;
+		bool splitting = false;
 		uint64_t next_off = first->offset;
 		for (size_t bi = qi; bi <= s.bufs.n && !rc; bi++) {
 			const struct auxbuf *b = bi < s.bufs.n ? &s.bufs.v[bi] : NULL;
@@ -1405,7 +1468,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			if (b && seglen && b->offset != next_off && s.priv[PRIV_SNAPSHOT_MODE])
 				skip = snapshot_overlap(seg, &seglen, b->data, b->size);
 			if (!b || (seglen && b->offset != next_off && !skip)) {
-				bool cut = parallel && o->split_bytes && seglen > 2 * o->split_bytes;
+				bool cut = splitting || (parallel && o->split_bytes && seglen > 2 * o->split_bytes);
 				if (parallel && !cut && seglen <= MAX_POOLED_SEGMENT) {
 					/* queued; a joined copy goes with it */
 					uint8_t *own = seg == joined ? joined : NULL;
@@ -1413,10 +1476,14 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 						joined = NULL, jcap = 0;
 					rc = pool_add(&pool, seg, seglen, own, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
 						      err);
-				} else if (cut && (!pool.n || !(rc = pool_flush(&pool, w, stats, err)))) {
-					/* a long one: in pieces at once */
-					rc = split_decode(&pool, seg, seglen, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
-							  err);
+				} else if (cut && (splitting || ((!pool.n || !(rc = pool_flush(&pool, w, stats, err))) &&
+								 !(rc = split_begin(&sp, &pool, &wc,
+										    per_cpu ? (int32_t)idx_cpu : -1, err))))) {
+					/* a long one: in pieces */
+					size_t keep;
+					rc = split_feed(&sp, seg, seglen, true, w, stats, &keep, err);
+					split_end(&sp);
+					splitting = false;
 					if (seg != joined)
 						release_before(pd, &rel, seg);
 				} else if (!rc && (!parallel || !pool.n || !(rc = pool_flush(&pool, w, stats, err)))) {
@@ -1481,7 +1548,24 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			release_before(pd, &rel, b->data);
 			seglen = need;
 			next_off = b->offset + b->size;
+			if (streamable && seglen >= STREAM_PIECES * o->split_bytes) {
+				/* a segment too long to hold: decoded in pieces as it comes,
+				 * what they no longer need dropped */
+				if (!splitting && (!pool.n || !(rc = pool_flush(&pool, w, stats, err))) &&
+				    !(rc = split_begin(&sp, &pool, &wc, per_cpu ? (int32_t)idx_cpu : -1, err)))
+					splitting = true;
+				size_t keep = 0;
+				if (!rc)
+					rc = split_feed(&sp, joined, seglen, false, w, stats, &keep, err);
+				if (!rc && keep) {
+					memmove(joined, joined + keep, seglen - keep);
+					seglen -= keep;
+					split_drop(&sp, keep);
+				}
+			}
 		}
+		if (splitting) /* left by an error */
+			split_end(&sp);
 		free(joined);
 		mt_image_fini(&img);
 		if (!rc)
@@ -1493,8 +1577,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		for (size_t i = 0; i < pool.n; i++) /* left by an error */
 			free(pool.v[i].owned), free(pool.v[i].text);
 		free(pool.v);
-		pthread_mutex_destroy(&pool.mu);
 	}
+	pthread_mutex_destroy(&pool.mu);
 	free(done);
 	/* samples of threads or CPUs without trace */
 	for (size_t k = 0; k < sc.norder && !rc; k++)

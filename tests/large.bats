@@ -174,6 +174,34 @@ bats_require_minimum_version 1.5.0
 	[ "$status" -eq 2 ]
 }
 
+# A long recording is one segment of contiguous buffers: joined into one
+# copy it would take memory in proportion; past 16 pieces' worth it is
+# decoded in pieces as it comes. Oracle for the output: the whole segment
+# decoded at once (--split-size=0).
+@test "a long segment is decoded in pieces as it comes: memory flat as it grows, the output the whole one's" {
+	local t=$BATS_TEST_TMPDIR
+	export ASAN_OPTIONS=quarantine_size_mb=1
+	for size in 2M 16M; do
+		mkdir -p "$t/$size"
+		"$SYNTH" -q -o "$t/$size" --variants=psb-timeless --size=$size --contiguous -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+		/usr/bin/time -f %M -o "$t/$size.whole" "$PT2EVENTS" -j 1 --split-size=0 "$t/$size/psb-timeless.data" > "$t/whole"
+		for j in 1 2; do
+			/usr/bin/time -f %M -o "$t/$size.$j" "$PT2EVENTS" -j $j --split-size=64K --stats "$t/$size/psb-timeless.data" \
+				2> "$t/stats" | cmp - "$t/whole"
+			[ "$(stat_field redone "$t/stats")" -eq 0 ]
+		done
+	done
+	for j in whole 1 2; do
+		small=$(tail -1 "$t/2M.$j") large=$(tail -1 "$t/16M.$j")
+		echo "$j: $small KB for 2 MB of PT, $large KB for 16 MB"
+		if [ $j = whole ]; then
+			[ "$large" -gt $((small + 12288)) ] # the copy grows with the segment
+		else
+			[ "$large" -lt $((small + 4096)) ]
+		fi
+	done
+}
+
 @test "peak memory stays flat as the trace grows (8x the PT, under 8 MB more)" {
 	local t=$BATS_TEST_TMPDIR
 	# (under ASan its quarantine of freed memory would grow with the work)

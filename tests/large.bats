@@ -53,11 +53,13 @@ bats_require_minimum_version 1.5.0
 @test "--jobs: the same output for any number of jobs (repeated, per-cpu, snapshot, real traces)" {
 	local t=$BATS_TEST_TMPDIR
 	"$SYNTH" -q -o "$t" --repeat=40 --threads=3 -- "$MT_PROGS/flow" > /dev/null 2>&1
-	for f in "$t/plain.data" "$MT_FIXTURES/threads/per-cpu.data" "$MT_FIXTURES/flow/snapshot.data" \
+	for f in "$t/plain.data" "$MT_FIXTURES/threads/per-cpu.data" "$MT_FIXTURES/threads/per-cpu-mtc.data" "$MT_FIXTURES/flow/snapshot.data" \
 		"$MT_FIXTURES/flow/snapshot-gap.data" "$MT_FIXTURES/libc/plain.data" "$MT_REAL/quipper/perf.data.intel_pt-4.14"; do
 		"$PT2EVENTS" -j 1 --all-branches "$f" > "$t/one" 2>/dev/null || true
 		for j in 2 3 8; do
 			"$PT2EVENTS" -j $j --all-branches "$f" 2>/dev/null | cmp - "$t/one"
+			# and with segments over 128K cut at PSBs (per-cpu-mtc's, timed)
+			"$PT2EVENTS" -j $j --split-size=64K --all-branches "$f" 2>/dev/null | cmp - "$t/one"
 		done
 	done
 	# and in binary form

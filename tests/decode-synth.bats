@@ -43,6 +43,10 @@ check_perf() { # PROG VARIANT [pipe|OPTION...]
 @test "libc tsc: equals the ground truth" { check_truth libc tsc; }
 @test "libc mtc: equals the ground truth" { check_truth libc mtc; }
 @test "libc psb: equals the ground truth" { check_truth libc psb; }
+@test "flow, libc psb-timeless (a PSB every 1000 instructions, no timing): equal the truth" {
+	check_truth flow psb-timeless
+	check_truth libc psb-timeless
+}
 @test "libc wrap: equals the ground truth" { check_truth libc wrap; }
 @test "libc pipe: equals the ground truth" { check_truth libc pipe; }
 @test "libc per-cpu: equals the ground truth" { check_truth libc per-cpu; }
@@ -83,6 +87,7 @@ check_gap() { # PROG
 @test "flow long-tnt: calls and returns equal perf script" { check_perf flow long-tnt; }
 @test "flow noretcomp: calls and returns equal perf script" { check_perf flow noretcomp; }
 @test "flow wrap: calls and returns equal perf script" { check_perf flow wrap; }
+@test "libc psb-timeless: calls and returns equal perf script" { check_perf libc psb-timeless; }
 @test "flow pipe: calls and returns equal perf script (through a pipe)" { check_perf flow pipe pipe; }
 @test "libc plain: calls and returns equal perf script" { check_perf libc plain; }
 @test "libc noretcomp: calls and returns equal perf script" { check_perf libc noretcomp; }

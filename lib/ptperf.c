@@ -687,6 +687,8 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
 
 /* An event held in memory, packed: the fields a decoder sets, in 64 bytes
  * (struct mt_event takes 104; a round of pieces holds millions). */
+#define MAX_JOBS 64 /* mt_ptperf_opts.jobs at most */
+
 struct logged {
 	uint64_t time, from, to, insn, offset;
 	uint32_t pid, tid, cbr;
@@ -757,10 +759,14 @@ struct pseg {
 
 struct pool {
 	struct pseg *v;
-	size_t n, cap, next, bytes;
+	size_t n, cap, bytes;
 	unsigned jobs;
 	bool text;                  /* the output is text: workers format it */
-	pthread_mutex_t mu;         /* next, and building images (warnings) */
+	pthread_mutex_t mu;         /* building images (warnings) */
+	/* each worker's image during a batch, and the process it is of */
+	struct mt_image img[MAX_JOBS];
+	bool have_img[MAX_JOBS];
+	uint32_t img_pid[MAX_JOBS];
 	struct mt_perfdata *pd;
 	const struct side *s;
 	const struct mt_ptperf_opts *o;
@@ -778,65 +784,99 @@ static void piece_sink(void *ctx, const struct mt_event *ev)
 	mt_events_write(ctx, ev);
 }
 
-static void *pool_worker(void *arg)
+/* Items 0..n-1 shared by up to `jobs` workers (worker 0 is the calling
+ * thread): each takes the next item until none is left. */
+struct jobs {
+	pthread_mutex_t mu;
+	size_t n, next;
+	void (*fn)(void *ctx, unsigned worker, size_t item);
+	void *ctx;
+};
+struct job_arg { struct jobs *j; unsigned worker; };
+
+static void *job_worker(void *arg)
 {
-	struct pool *p = arg;
-	struct mt_image img;
-	bool have = false;
-	uint32_t img_pid = 0;
+	struct job_arg *a = arg;
+	struct jobs *j = a->j;
 	for (;;) {
-		pthread_mutex_lock(&p->mu);
-		size_t i = p->next++;
-		pthread_mutex_unlock(&p->mu);
-		if (i >= p->n)
+		pthread_mutex_lock(&j->mu);
+		size_t i = j->next++;
+		pthread_mutex_unlock(&j->mu);
+		if (i >= j->n)
 			break;
-		struct pseg *g = &p->v[i];
-		if (!have || img_pid != g->wc.pid) {
-			if (have)
-				mt_image_fini(&img);
-			have = !mt_image_init(&img, "perf.data", &g->err);
-			if (!have) {
-				g->rc = g->err.code;
-				continue;
-			}
-			pthread_mutex_lock(&p->mu);
-			build_image(&img, p->pd, p->s, g->wc.pid, p->o, p->wd);
-			pthread_mutex_unlock(&p->mu);
-			img_pid = g->wc.pid;
-		}
-		if (!p->text) {
-			struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
-						     .sink = evlog_sink, .sink_ctx = &g->log};
-			g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
-			if (!g->rc && g->log.oom)
-				g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
-			continue;
-		}
-		FILE *m = open_memstream(&g->text, &g->text_len);
-		struct mt_events_writer tw;
-		if (!m || mt_events_writer_init_piece(&tw, m)) {
-			if (m)
-				fclose(m);
-			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
-			continue;
-		}
-		struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
-					     .sink = piece_sink, .sink_ctx = &tw};
-		g->rc = mt_ptdec_decode(&st, &img, p->cfg, &g->st, &g->err);
-		if (!g->rc && g->snapshot_after) {
-			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
-					       .offset = MT_NO_OFFSET};
-			mt_events_write(&tw, &sev);
-		}
-		struct mt_err we = {0};
-		if (mt_events_writer_finish(&tw, &we) && !g->rc)
-			g->rc = mt_err_set(&g->err, MT_ENOMEM, "%s", we.msg);
-		if (fclose(m) && !g->rc)
-			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
+		j->fn(j->ctx, a->worker, i);
 	}
-	if (have)
-		mt_image_fini(&img);
 	return NULL;
+}
+
+static void run_jobs(unsigned jobs, size_t n, void (*fn)(void *ctx, unsigned worker, size_t item), void *ctx)
+{
+	struct jobs j = {.n = n, .fn = fn, .ctx = ctx};
+	pthread_mutex_init(&j.mu, NULL);
+	unsigned extra = jobs - 1 < n ? jobs - 1 : (unsigned)(n ? n - 1 : 0);
+	pthread_t th[MAX_JOBS];
+	struct job_arg arg[MAX_JOBS];
+	unsigned started = 0;
+	for (unsigned k = 0; k < MAX_JOBS; k++)
+		arg[k] = (struct job_arg){&j, k};
+	for (; started < extra && started + 1 < MAX_JOBS; started++)
+		if (pthread_create(&th[started], NULL, job_worker, &arg[started + 1]))
+			break;
+	job_worker(&arg[0]);
+	for (unsigned k = 0; k < started; k++)
+		pthread_join(th[k], NULL);
+	pthread_mutex_destroy(&j.mu);
+}
+
+/* One segment of the batch, by worker `worker` (its image is kept for the
+ * next segment of the same process). */
+static void pool_item(void *ctx, unsigned worker, size_t i)
+{
+	struct pool *p = ctx;
+	struct pseg *g = &p->v[i];
+	struct mt_image *img = &p->img[worker];
+	if (!p->have_img[worker] || p->img_pid[worker] != g->wc.pid) {
+		if (p->have_img[worker])
+			mt_image_fini(img);
+		p->have_img[worker] = !mt_image_init(img, "perf.data", &g->err);
+		if (!p->have_img[worker]) {
+			g->rc = g->err.code;
+			return;
+		}
+		pthread_mutex_lock(&p->mu);
+		build_image(img, p->pd, p->s, g->wc.pid, p->o, p->wd);
+		pthread_mutex_unlock(&p->mu);
+		p->img_pid[worker] = g->wc.pid;
+	}
+	if (!p->text) {
+		struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
+					     .sink = evlog_sink, .sink_ctx = &g->log};
+		g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
+		if (!g->rc && g->log.oom)
+			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
+		return;
+	}
+	FILE *m = open_memstream(&g->text, &g->text_len);
+	struct mt_events_writer tw;
+	if (!m || mt_events_writer_init_piece(&tw, m)) {
+		if (m)
+			fclose(m);
+		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
+		return;
+	}
+	struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
+				     .sink = piece_sink, .sink_ctx = &tw};
+	g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
+	if (!g->rc && g->snapshot_after) {
+		struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
+				       .offset = MT_NO_OFFSET};
+		mt_events_write(&tw, &sev);
+	}
+	struct mt_err we = {0};
+	if (mt_events_writer_finish(&tw, &we) && !g->rc)
+		g->rc = mt_err_set(&g->err, MT_ENOMEM, "%s", we.msg);
+	if (fclose(m) && !g->rc)
+		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
 /* Progress of the whole decode: bytes of the segments done before, plus
@@ -860,16 +900,12 @@ static void progress_add(struct progress *pr, uint64_t bytes)
 static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
 {
 	uint64_t batch_bytes = p->bytes;
-	p->next = 0;
-	unsigned extra = p->jobs - 1 < p->n ? p->jobs - 1 : (unsigned)(p->n ? p->n - 1 : 0);
-	pthread_t th[64];
-	unsigned started = 0;
-	for (; started < extra && started < 64; started++)
-		if (pthread_create(&th[started], NULL, pool_worker, p))
-			break;
-	pool_worker(p);
-	for (unsigned k = 0; k < started; k++)
-		pthread_join(th[k], NULL);
+	run_jobs(p->jobs, p->n, pool_item, p);
+	for (unsigned k = 0; k < MAX_JOBS; k++)
+		if (p->have_img[k]) {
+			mt_image_fini(&p->img[k]);
+			p->have_img[k] = false;
+		}
 	int rc = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		struct pseg *g = &p->v[i];
@@ -980,16 +1016,12 @@ struct splitter {
 	size_t pos;                 /* where the next new piece starts */
 	bool ended;                 /* a piece has decoded to the end */
 	struct piece **todo;        /* this round's pieces */
-	size_t n, next;
 	bool format;                /* the round formats kept events (text) instead of decoding */
-	pthread_mutex_t mu;
 	/* each worker's image, kept from round to round (libipt caches
 	 * decoded blocks in it) */
-	struct mt_image img[64];
-	bool have_img[64];
+	struct mt_image img[MAX_JOBS];
+	bool have_img[MAX_JOBS];
 };
-
-struct split_job { struct splitter *sp; unsigned id; };
 
 static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image *img)
 {
@@ -1023,52 +1055,32 @@ static void piece_format(struct piece *pc)
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
-static void *split_worker(void *arg)
+/* Piece i of the round, by worker `worker`: decoded, or its kept events
+ * formatted. */
+static void split_item(void *ctx, unsigned worker, size_t i)
 {
-	struct splitter *sp = ((struct split_job *)arg)->sp;
-	unsigned id = ((struct split_job *)arg)->id;
-	for (;;) {
-		pthread_mutex_lock(&sp->mu);
-		size_t i = sp->next++;
-		pthread_mutex_unlock(&sp->mu);
-		if (i >= sp->n)
-			break;
-		struct piece *pc = sp->todo[i];
-		if (sp->format) {
-			piece_format(pc);
-			continue;
-		}
-		if (!sp->have_img[id]) {
-			if ((pc->rc = mt_image_init(&sp->img[id], "perf.data", &pc->err)))
-				continue;
-			sp->have_img[id] = true;
-			pthread_mutex_lock(&sp->p->mu);
-			build_image(&sp->img[id], sp->p->pd, sp->p->s, sp->wc.pid, sp->p->o, sp->p->wd);
-			pthread_mutex_unlock(&sp->p->mu);
-		}
-		piece_decode(sp, pc, &sp->img[id]);
+	struct splitter *sp = ctx;
+	struct piece *pc = sp->todo[i];
+	if (sp->format) {
+		piece_format(pc);
+		return;
 	}
-	return NULL;
+	if (!sp->have_img[worker]) {
+		if ((pc->rc = mt_image_init(&sp->img[worker], "perf.data", &pc->err)))
+			return;
+		sp->have_img[worker] = true;
+		pthread_mutex_lock(&sp->p->mu);
+		build_image(&sp->img[worker], sp->p->pd, sp->p->s, sp->wc.pid, sp->p->o, sp->p->wd);
+		pthread_mutex_unlock(&sp->p->mu);
+	}
+	piece_decode(sp, pc, &sp->img[worker]);
 }
 
-/* Runs split_worker over todo[0..n) on the pool's jobs. */
+/* Runs split_item over todo[0..n) on the pool's jobs. */
 static void split_round(struct splitter *sp, size_t n, bool format)
 {
-	sp->n = n;
 	sp->format = format;
-	sp->next = 0;
-	unsigned extra = sp->p->jobs - 1 < n ? sp->p->jobs - 1 : (unsigned)(n ? n - 1 : 0);
-	pthread_t th[63];
-	struct split_job job[64];
-	unsigned started = 0;
-	for (unsigned k = 0; k < 64; k++)
-		job[k] = (struct split_job){sp, k};
-	for (; started < extra && started < 63; started++)
-		if (pthread_create(&th[started], NULL, split_worker, &job[started + 1]))
-			break;
-	split_worker(&job[0]);
-	for (unsigned k = 0; k < started; k++)
-		pthread_join(th[k], NULL);
+	run_jobs(sp->p->jobs, n, split_item, sp);
 }
 
 static bool same_event(const struct logged *x, const char *xa, const struct logged *y, const char *ya)
@@ -1188,7 +1200,6 @@ static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx
 		free(sp->todo);
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	}
-	pthread_mutex_init(&sp->mu, NULL);
 	return 0;
 }
 
@@ -1198,10 +1209,9 @@ static void split_end(struct splitter *sp)
 		piece_free(&sp->v[i]);
 	free(sp->v);
 	free(sp->todo);
-	for (unsigned k = 0; k < 64; k++)
+	for (unsigned k = 0; k < MAX_JOBS; k++)
 		if (sp->have_img[k])
 			mt_image_fini(&sp->img[k]);
-	pthread_mutex_destroy(&sp->mu);
 }
 
 /* Decodes the rounds of pieces data[0..len) holds and writes their events
@@ -1406,7 +1416,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	struct releaser rel = {0};
 	for (size_t i = 0; i < s.bufs.n; i++)
 		prog.total += s.bufs.v[i].size;
-	struct pool pool = {.jobs = o->jobs > 64 ? 64 : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
+	struct pool pool = {.jobs = o->jobs > MAX_JOBS ? MAX_JOBS : o->jobs, .text = w->format == MT_EVENTS_TEXT, .pd = pd, .s = &s,
 			    .o = o, .cfg = &cfg, .wd = &wd, .progress = &prog};
 	bool parallel = o->jobs > 1 && !sc.norder;
 	/* long segments can be decoded in pieces (one job or more) */

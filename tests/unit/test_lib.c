@@ -123,6 +123,17 @@ static int same_event(const struct mt_event *a, const struct mt_event *b)
 
 /* Oracle: the events written are the events read back, in both forms; the
  * binary reader reports damage instead of inventing events. */
+/* A writer of the given form into a memory stream of *buf, *len (both set
+ * when it closes); returns the stream, for read_back. */
+static FILE *write_to_memory(struct mt_events_writer *w, enum mt_events_format fmt, char **buf, size_t *len)
+{
+	*buf = NULL;
+	*len = 0;
+	FILE *f = open_memstream(buf, len);
+	mt_events_writer_init_format(w, f, fmt);
+	return f;
+}
+
 /* Finishes a writer on the memory stream f (open_memstream of *buf, *len:
  * both are set when it closes) and opens a reader on what it wrote;
  * returns the reader's FILE. */
@@ -153,11 +164,10 @@ static void test_events_binary(void)
 	};
 	const int n = (int)(sizeof in / sizeof in[0]);
 	for (int fmt = 0; fmt < 2; fmt++) {
-		char *buf = NULL;
-		size_t len = 0;
-		FILE *f = open_memstream(&buf, &len);
+		char *buf;
+		size_t len;
 		struct mt_events_writer w;
-		mt_events_writer_init_format(&w, f, fmt ? MT_EVENTS_BINARY : MT_EVENTS_TEXT);
+		FILE *f = write_to_memory(&w, fmt ? MT_EVENTS_BINARY : MT_EVENTS_TEXT, &buf, &len);
 		mt_events_write_comm(&w, 7, 8, "app");
 		for (int i = 0; i < n; i++)
 			mt_events_write(&w, &in[i]);
@@ -198,11 +208,10 @@ static void test_events_binary(void)
 	}
 
 	/* More distinct strings than the writer keeps: the reset keeps ids right. */
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf;
+	size_t len;
 	struct mt_events_writer w;
-	mt_events_writer_init_format(&w, f, MT_EVENTS_BINARY);
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
 	char msg[32];
 	const int many = 300000;
 	for (int i = 0; i < many; i++) {
@@ -227,10 +236,7 @@ static void test_events_binary(void)
 
 	/* Several new strings per event: the reset falls before an event's
 	 * strings, never between them (ids taken before it would be stale). */
-	buf = NULL;
-	len = 0;
-	f = open_memstream(&buf, &len);
-	mt_events_writer_init_format(&w, f, MT_EVENTS_BINARY);
+	f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
 	const int events = 200000;
 	char v1[32], v2[32], v3[32];
 	for (int k = 0; k < events; k++) {
@@ -306,11 +312,10 @@ static void ignore_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, co
 
 static void test_callstack_string_epochs(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf;
+	size_t len;
 	struct mt_events_writer w;
-	mt_events_writer_init_format(&w, f, MT_EVENTS_BINARY);
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
 	const long many = 600000; /* past the writer's 2^18 strings twice */
 	char name[32];
 	for (long i = 0; i < many; i++) {
@@ -361,11 +366,10 @@ static void test_callstack_string_epochs(void)
  * promise (0), under one epoch after another, and kept under one epoch. */
 static void test_writer_string_epochs(void)
 {
-	char *buf = NULL;
-	size_t len = 0;
-	FILE *f = open_memstream(&buf, &len);
+	char *buf;
+	size_t len;
 	struct mt_events_writer w;
-	mt_events_writer_init_format(&w, f, MT_EVENTS_BINARY);
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
 	static const struct { uint64_t epoch; const char *val; } step[] = {
 		{7, "aaa"}, {7, "aaa"}, {0, "bbb"}, {0, "ccc"}, {7, "ccc"}, {8, "ddd"}, {8, "ddd"}, {0, "ddd"},
 		{9, "aaa"}, {0, "eee\tf"}, {10, "eee\tf"}, {10, "eee\tf"}, {11, "ggg"},

@@ -458,19 +458,13 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 	w->len += (size_t)(o - out);
 }
 
-int mt_events_writer_init_piece(struct mt_events_writer *w, FILE *out)
+int mt_events_writer_init_memory(struct mt_events_writer *w)
 {
 	memset(w, 0, sizeof *w);
-	w->out = out;
 	w->format = MT_EVENTS_TEXT;
 	w->cap = 1 << 16;
 	w->buf = malloc(w->cap);
 	return w->buf ? 0 : MT_ENOMEM;
-}
-
-int mt_events_writer_init_memory(struct mt_events_writer *w)
-{
-	return mt_events_writer_init_piece(w, NULL);
 }
 
 void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)

@@ -76,14 +76,12 @@ struct mt_events_writer {
 int mt_events_format_parse(const char *s);
 int mt_events_writer_init(struct mt_events_writer *w, FILE *out);
 int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_events_format format);
-/* A text writer for a piece of a stream that another writer's output will
- * carry (mt_events_write_bytes): no version line. */
-int mt_events_writer_init_piece(struct mt_events_writer *w, FILE *out);
-/* A piece writer into memory (out NULL): the text stays in buf[0..len),
- * which grows as needed; setting len to 0 empties it, keeping its memory.
- * Out of memory sets failed. */
+/* A text writer into memory for a piece of a stream that another writer's
+ * output will carry (mt_events_write_bytes): no version line, no FILE (out
+ * NULL); the text stays in buf[0..len), which grows as needed; setting len
+ * to 0 empties it, keeping its memory. Out of memory sets failed. */
 int mt_events_writer_init_memory(struct mt_events_writer *w);
-/* Appends bytes written by a piece writer, as they are. */
+/* Appends bytes written by a memory writer, as they are. */
 void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n);
 /* Metadata: the version line is written by init. */
 void mt_events_write_comm(struct mt_events_writer *w, uint32_t pid, uint32_t tid, const char *comm);

@@ -685,10 +685,10 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
  * the logs are written in segment order, so the output is the sequential
  * one. Used when no other event's samples interleave with the trace. */
 
-/* An event held in memory, packed: the fields a decoder sets, in 64 bytes
- * (struct mt_event takes 104; a round of pieces holds millions). */
 #define MAX_JOBS 64 /* mt_ptperf_opts.jobs at most */
 
+/* An event held in memory, packed: the fields a decoder sets, in 64 bytes
+ * (struct mt_event takes 104; a round of pieces holds millions). */
 struct logged {
 	uint64_t time, from, to, insn, offset;
 	uint32_t pid, tid, cbr;
@@ -750,8 +750,7 @@ struct pseg {
 	int32_t cpu;
 	bool snapshot_after;
 	struct evlog log;           /* binary output: events, written by the main thread */
-	char *text;                 /* text output: formatted by the worker */
-	size_t text_len;
+	struct mt_events_writer text; /* text output: formatted by the worker, into memory */
 	struct mt_ptdec_stats st;
 	int rc;
 	struct mt_err err;
@@ -763,7 +762,7 @@ struct pool {
 	unsigned jobs;
 	bool text;                  /* the output is text: workers format it */
 	pthread_mutex_t mu;         /* building images (warnings) */
-	/* each worker's image during a batch, and the process it is of */
+	/* each worker's image, and the process it is of (worker_image) */
 	struct mt_image img[MAX_JOBS];
 	bool have_img[MAX_JOBS];
 	uint32_t img_pid[MAX_JOBS];
@@ -828,25 +827,45 @@ static void run_jobs(unsigned jobs, size_t n, void (*fn)(void *ctx, unsigned wor
 	pthread_mutex_destroy(&j.mu);
 }
 
-/* One segment of the batch, by worker `worker` (its image is kept for the
- * next segment of the same process). */
+/* Worker `worker`'s image of process pid: kept from one segment or piece
+ * to the next (libipt caches decoded blocks in it), built again only for
+ * another process. NULL with err set when out of memory. Worker 0 is the
+ * main thread, which also uses it between rounds. */
+static struct mt_image *worker_image(struct pool *p, unsigned worker, uint32_t pid, struct mt_err *err)
+{
+	struct mt_image *img = &p->img[worker];
+	if (p->have_img[worker] && p->img_pid[worker] == pid)
+		return img;
+	if (p->have_img[worker])
+		mt_image_fini(img);
+	p->have_img[worker] = !mt_image_init(img, "perf.data", err);
+	if (!p->have_img[worker])
+		return NULL;
+	pthread_mutex_lock(&p->mu);
+	build_image(img, p->pd, p->s, pid, p->o, p->wd);
+	pthread_mutex_unlock(&p->mu);
+	p->img_pid[worker] = pid;
+	return img;
+}
+
+static void pool_free_images(struct pool *p)
+{
+	for (unsigned k = 0; k < MAX_JOBS; k++)
+		if (p->have_img[k]) {
+			mt_image_fini(&p->img[k]);
+			p->have_img[k] = false;
+		}
+}
+
+/* One segment of the batch, by worker `worker`. */
 static void pool_item(void *ctx, unsigned worker, size_t i)
 {
 	struct pool *p = ctx;
 	struct pseg *g = &p->v[i];
-	struct mt_image *img = &p->img[worker];
-	if (!p->have_img[worker] || p->img_pid[worker] != g->wc.pid) {
-		if (p->have_img[worker])
-			mt_image_fini(img);
-		p->have_img[worker] = !mt_image_init(img, "perf.data", &g->err);
-		if (!p->have_img[worker]) {
-			g->rc = g->err.code;
-			return;
-		}
-		pthread_mutex_lock(&p->mu);
-		build_image(img, p->pd, p->s, g->wc.pid, p->o, p->wd);
-		pthread_mutex_unlock(&p->mu);
-		p->img_pid[worker] = g->wc.pid;
+	struct mt_image *img = worker_image(p, worker, g->wc.pid, &g->err);
+	if (!img) {
+		g->rc = g->err.code;
+		return;
 	}
 	if (!p->text) {
 		struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
@@ -856,26 +875,19 @@ static void pool_item(void *ctx, unsigned worker, size_t i)
 			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
 		return;
 	}
-	FILE *m = open_memstream(&g->text, &g->text_len);
-	struct mt_events_writer tw;
-	if (!m || mt_events_writer_init_piece(&tw, m)) {
-		if (m)
-			fclose(m);
+	if (mt_events_writer_init_memory(&g->text)) {
 		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
 		return;
 	}
 	struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
-				     .sink = piece_sink, .sink_ctx = &tw};
+				     .sink = piece_sink, .sink_ctx = &g->text};
 	g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
 	if (!g->rc && g->snapshot_after) {
 		struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
 				       .offset = MT_NO_OFFSET};
-		mt_events_write(&tw, &sev);
+		mt_events_write(&g->text, &sev);
 	}
-	struct mt_err we = {0};
-	if (mt_events_writer_finish(&tw, &we) && !g->rc)
-		g->rc = mt_err_set(&g->err, MT_ENOMEM, "%s", we.msg);
-	if (fclose(m) && !g->rc)
+	if (!g->rc && g->text.failed)
 		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
@@ -901,19 +913,14 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
 {
 	uint64_t batch_bytes = p->bytes;
 	run_jobs(p->jobs, p->n, pool_item, p);
-	for (unsigned k = 0; k < MAX_JOBS; k++)
-		if (p->have_img[k]) {
-			mt_image_fini(&p->img[k]);
-			p->have_img[k] = false;
-		}
 	int rc = 0;
 	for (size_t i = 0; i < p->n; i++) {
 		struct pseg *g = &p->v[i];
 		if (!rc && g->rc)
 			rc = mt_err_set(err, g->rc, "%s", g->err.msg);
-		if (!rc && g->text)
-			mt_events_write_bytes(w, g->text, g->text_len);
-		free(g->text);
+		if (!rc && g->text.buf)
+			mt_events_write_bytes(w, g->text.buf, g->text.len);
+		free(g->text.buf);
 		for (size_t k = 0; !rc && k < g->log.n; k++) {
 			struct mt_event ev;
 			mt_events_write(w, logged_event(&g->log, k, &ev));
@@ -997,8 +1004,7 @@ struct piece {
 	struct mt_ptdec_stats st;
 	int rc;
 	struct mt_err err;
-	struct mt_events_writer text; /* text output: formatted by a worker, into memory */
-	bool have_text;
+	struct mt_events_writer text; /* text output: formatted by a worker, into memory (buf NULL: not yet) */
 };
 
 /* A segment decoded in pieces, fed as it arrives: data[0..len) is what is
@@ -1017,10 +1023,6 @@ struct splitter {
 	bool ended;                 /* a piece has decoded to the end */
 	struct piece **todo;        /* this round's pieces */
 	bool format;                /* the round formats kept events (text) instead of decoding */
-	/* each worker's image, kept from round to round (libipt caches
-	 * decoded blocks in it) */
-	struct mt_image img[MAX_JOBS];
-	bool have_img[MAX_JOBS];
 };
 
 static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image *img)
@@ -1038,14 +1040,12 @@ static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image 
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
-
 static void piece_format(struct piece *pc)
 {
-	if (!pc->have_text && mt_events_writer_init_memory(&pc->text)) {
+	if (!pc->text.buf && mt_events_writer_init_memory(&pc->text)) {
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory");
 		return;
 	}
-	pc->have_text = true;
 	pc->text.len = 0;
 	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
 		struct mt_event ev;
@@ -1065,15 +1065,12 @@ static void split_item(void *ctx, unsigned worker, size_t i)
 		piece_format(pc);
 		return;
 	}
-	if (!sp->have_img[worker]) {
-		if ((pc->rc = mt_image_init(&sp->img[worker], "perf.data", &pc->err)))
-			return;
-		sp->have_img[worker] = true;
-		pthread_mutex_lock(&sp->p->mu);
-		build_image(&sp->img[worker], sp->p->pd, sp->p->s, sp->wc.pid, sp->p->o, sp->p->wd);
-		pthread_mutex_unlock(&sp->p->mu);
+	struct mt_image *img = worker_image(sp->p, worker, sp->wc.pid, &pc->err);
+	if (!img) {
+		pc->rc = pc->err.code;
+		return;
 	}
-	piece_decode(sp, pc, &sp->img[worker]);
+	piece_decode(sp, pc, img);
 }
 
 /* Runs split_item over todo[0..n) on the pool's jobs. */
@@ -1135,10 +1132,7 @@ static void piece_free(struct piece *pc)
 {
 	free(pc->log.v);
 	free(pc->log.arena);
-	if (pc->have_text) {
-		struct mt_err e = {0};
-		mt_events_writer_finish(&pc->text, &e);
-	}
+	free(pc->text.buf);
 	memset(pc, 0, sizeof *pc);
 }
 
@@ -1148,11 +1142,9 @@ static void piece_reset(struct piece *pc)
 {
 	struct evlog log = {.v = pc->log.v, .cap = pc->log.cap, .arena = pc->log.arena, .acap = pc->log.acap};
 	struct mt_events_writer text = pc->text;
-	bool have_text = pc->have_text;
 	memset(pc, 0, sizeof *pc);
 	pc->log = log;
 	pc->text = text;
-	pc->have_text = have_text;
 }
 
 /* The next cut: the first PSB at least `chunk` bytes after `from`, with
@@ -1171,18 +1163,18 @@ static size_t next_cut(const uint8_t *d, size_t len, size_t from, size_t chunk)
  * (after its last event) when it decoded to the end. */
 static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 {
-	uint64_t all = 0;
-	for (size_t k = 0; k < pc->log.n; k++) {
+	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
 		const struct logged *e = &pc->log.v[k];
-		all += e->insn;
-		if (k < pc->keep_from || k >= pc->keep_to)
-			continue;
 		stats->insns += e->insn;
 		stats->by_kind[e->kind]++;
 		stats->errors += e->kind == MT_EV_ERROR;
 	}
-	if (!pc->stop)
-		stats->insns += pc->st.insns - all;
+	if (!pc->stop) { /* the decoder counted them all: less its events' */
+		uint64_t trailing = pc->st.insns;
+		for (size_t k = 0; k < pc->log.n; k++)
+			trailing -= pc->log.v[k].insn;
+		stats->insns += trailing;
+	}
 }
 
 static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,
@@ -1209,9 +1201,6 @@ static void split_end(struct splitter *sp)
 		piece_free(&sp->v[i]);
 	free(sp->v);
 	free(sp->todo);
-	for (unsigned k = 0; k < MAX_JOBS; k++)
-		if (sp->have_img[k])
-			mt_image_fini(&sp->img[k]);
 }
 
 /* Decodes the rounds of pieces data[0..len) holds and writes their events
@@ -1263,15 +1252,14 @@ static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool
 				prev = i;
 				continue;
 			}
-			if (!sp->have_img[0]) { /* the main thread's (worker 0's) */
-				if ((rc = mt_image_init(&sp->img[0], "perf.data", err)))
-					break;
-				sp->have_img[0] = true;
-				build_image(&sp->img[0], p->pd, p->s, sp->wc.pid, p->o, p->wd);
+			struct mt_image *img = worker_image(p, 0, sp->wc.pid, err); /* the main thread's */
+			if (!img) {
+				rc = err->code;
+				break;
 			}
 			a->stop = b->stop; /* keep_from stays: the same events from the same start */
 			a->next = b->next;
-			piece_decode(sp, a, &sp->img[0]);
+			piece_decode(sp, a, img);
 			if (a->rc) {
 				rc = mt_err_set(err, a->rc, "%s", a->err.msg);
 				break;
@@ -1585,9 +1573,10 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		if (!rc && pool.n)
 			rc = pool_flush(&pool, w, stats, err);
 		for (size_t i = 0; i < pool.n; i++) /* left by an error */
-			free(pool.v[i].owned), free(pool.v[i].text);
+			free(pool.v[i].owned), free(pool.v[i].text.buf);
 		free(pool.v);
 	}
+	pool_free_images(&pool);
 	pthread_mutex_destroy(&pool.mu);
 	free(done);
 	/* samples of threads or CPUs without trace */

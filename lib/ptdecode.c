@@ -43,10 +43,10 @@ struct dec {
 	bool use_ev_time;
 	/* Branch instructions already classified (the same few recur in any
 	 * loop): reading them again goes through libipt's locked image cache. */
-	struct { uint64_t ip; int isid; uint8_t cls, len; } seen[1024];
+	struct { uint64_t ip; int isid; uint8_t cls, len; } seen[4096];
 	/* functions of recent jump sources (by address bits): most jumps
 	 * stay inside one; not known: a gap no function holds */
-	struct { uint64_t start, end; bool known; } fn[256];
+	struct { uint64_t start, end; bool known; } fn[1024];
 };
 
 static uint64_t now(struct dec *d, bool *has)
@@ -124,7 +124,7 @@ static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_
 
 static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, unsigned *len)
 {
-	size_t k = (ip ^ (ip >> 10)) & 1023;
+	size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 52);
 	if (d->seen[k].ip == ip && d->seen[k].isid == isid && ip) {
 		*len = d->seen[k].len;
 		return (enum pt_insn_class)d->seen[k].cls;
@@ -194,7 +194,7 @@ static void resolve_branch(struct dec *d, uint64_t to);
 /* The cache slot describing addr's function (or the gap around it). */
 static size_t fn_slot(struct dec *d, uint64_t addr)
 {
-	size_t k = (addr >> 6) & 255;
+	size_t k = (size_t)(((addr >> 4) * 0x9e3779b97f4a7c15u) >> 54);
 	if (addr < d->fn[k].start || addr >= d->fn[k].end)
 		d->fn[k].known = mt_image_func_range(d->img, addr, &d->fn[k].start, &d->fn[k].end);
 	return k;
@@ -231,17 +231,19 @@ static void resolve_branch(struct dec *d, uint64_t to)
 	case ptic_far_jump:
 	case ptic_cond_jump: {
 		bool cond = d->pend_class == ptic_cond_jump;
+		if (!d->cfg->all_branches) {
+			/* inside one known function, or in no known function at all;
+			 * asked first because it settles most conditional branches,
+			 * taken or not, without reading their bytes */
+			size_t k = fn_slot(d, from);
+			if (d->fn[k].known ? to >= d->fn[k].start && to < d->fn[k].end : !d->fn[fn_slot(d, to)].known)
+				return;
+		}
 		if (cond) {
 			unsigned len;
 			classify_branch(d, d->pend_isid, from, &len);
 			if (len && to == from + len)
 				return; /* not taken */
-		}
-		if (!d->cfg->all_branches) {
-			/* inside one known function, or in no known function at all */
-			size_t k = fn_slot(d, from);
-			if (d->fn[k].known ? to >= d->fn[k].start && to < d->fn[k].end : !d->fn[fn_slot(d, to)].known)
-				return;
 		}
 		emit_ev(d, MT_EV_JUMP, from, to, cond ? EMIT_COND : 0, 0);
 		break;

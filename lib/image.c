@@ -3,6 +3,7 @@
 #include "elfsyms.h"
 #include "strtab.h"
 
+#include <capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -38,7 +39,36 @@ void mt_image_fini(struct mt_image *img)
 	if (img->iscache)
 		pt_iscache_free(img->iscache);
 	free(img->funcs);
+	free(img->secs);
+	free(img->blocks);
+	free(img->offs);
+	if (img->csh) {
+		csh h = img->csh;
+		cs_close(&h);
+	}
 	memset(img, 0, sizeof *img);
+}
+
+/* Notes a section added to the image; blocks decoded before may now read
+ * other bytes, so the block cache starts afresh. */
+static int add_section(struct mt_image *img, int isid, uint64_t vaddr, uint64_t size)
+{
+	if (img->nsections == img->capsecs) {
+		size_t cap = img->capsecs ? 2 * img->capsecs : 16;
+		void *n = realloc(img->secs, cap * sizeof *img->secs);
+		if (!n)
+			return MT_ENOMEM;
+		img->secs = n;
+		img->capsecs = cap;
+	}
+	img->secs[img->nsections++] = (struct mt_image_section){vaddr, size, isid};
+	img->last_sec = img->nsections - 1;
+	if (img->nblocks) {
+		memset(img->blocks, 0, img->capblocks * sizeof *img->blocks);
+		img->nblocks = 0;
+		img->noffs = 0;
+	}
+	return 0;
 }
 
 int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
@@ -58,7 +88,8 @@ int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
 	int rc = pt_image_add_cached(img->image, img->iscache, isid, NULL);
 	if (rc < 0)
 		return mt_err_set(err, MT_EIO, "%s: cannot add to image: %s", path, pt_errstr(pt_errcode(rc)));
-	img->nsections++;
+	if (add_section(img, isid, vaddr, size))
+		return mt_err_set(err, MT_ENOMEM, "out of memory adding %s to an image", path);
 	return 0;
 }
 
@@ -119,11 +150,11 @@ int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err
 			break;
 		}
 		int isid = pt_iscache_add_file(img->iscache, dpath, i * 4096, 4096, addr);
-		if (isid < 0 || pt_image_add_cached(img->image, img->iscache, isid, NULL) < 0) {
+		if (isid < 0 || pt_image_add_cached(img->image, img->iscache, isid, NULL) < 0 ||
+		    add_section(img, isid, addr, 4096)) {
 			rc = mt_err_set(err, MT_EIO, "%s: cannot add page %" PRIu64 " at 0x%" PRIx64, dpath, i, addr);
 			break;
 		}
-		img->nsections++;
 		i++;
 	}
 	fclose(f);
@@ -357,4 +388,278 @@ int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, 
 	if (isid <= 0)
 		return -1;
 	return pt_iscache_read(img->iscache, buf, size, isid, vaddr);
+}
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len)
+{
+	*direct = false;
+	*disp = 0;
+	*len = 0;
+	size_t i = 0;
+	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
+			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
+			 b[i] == 0xf2 || b[i] == 0xf3))
+		i++;
+	if (i < n && (b[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= n)
+		return ptic_error;
+	uint8_t op = b[i];
+	/* rel8 forms: jcc, loop/jcxz, jmp short */
+	if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) || op == 0xeb) {
+		if (i + 2 > n)
+			return ptic_error;
+		*direct = true;
+		*disp = (int8_t)b[i + 1];
+		*len = (unsigned)i + 2;
+		return op == 0xeb ? ptic_jump : ptic_cond_jump;
+	}
+	switch (op) {
+	case 0xe8: case 0xe9:
+		if (i + 5 > n)
+			return ptic_error;
+		*direct = true;
+		*disp = (int32_t)le32(b + i + 1);
+		*len = (unsigned)i + 5;
+		return op == 0xe8 ? ptic_call : ptic_jump;
+	case 0xc2: case 0xc3: return ptic_return;
+	case 0xca: case 0xcb: case 0xcf: return ptic_far_return;
+	case 0xcc: case 0xcd: case 0xce: return ptic_far_call;
+	case 0xff:
+		if (i + 1 < n) {
+			unsigned reg = (b[i + 1] >> 3) & 7;
+			if (reg == 2) return ptic_call;
+			if (reg == 3) return ptic_far_call;
+			if (reg == 4) return ptic_jump;
+			if (reg == 5) return ptic_far_jump;
+		}
+		return ptic_other;
+	case 0x0f:
+		if (i + 1 >= n)
+			return ptic_error;
+		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {
+			if (i + 6 > n)
+				return ptic_error;
+			*direct = true;
+			*disp = (int32_t)le32(b + i + 2);
+			*len = (unsigned)i + 6;
+			return ptic_cond_jump;
+		}
+		if (b[i + 1] == 0x05 || b[i + 1] == 0x34)
+			return ptic_far_call;
+		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
+			return ptic_far_return;
+		return ptic_other;
+	}
+	return ptic_other;
+}
+
+/* The newest section holding vaddr, or -1. */
+static ptrdiff_t section_at(struct mt_image *img, uint64_t vaddr)
+{
+	const struct mt_image_section *s = &img->secs[img->last_sec];
+	if (img->nsections && vaddr - s->vaddr < s->size && img->last_sec == img->nsections - 1)
+		return (ptrdiff_t)img->last_sec;
+	for (size_t i = img->nsections; i-- > 0;) {
+		s = &img->secs[i];
+		if (vaddr - s->vaddr < s->size) {
+			img->last_sec = i;
+			return (ptrdiff_t)i;
+		}
+	}
+	return -1;
+}
+
+/* Reads up to size bytes of code at vaddr, across adjacent sections;
+ * returns how many it read (0: none mapped). */
+static size_t read_code(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t size)
+{
+	size_t got = 0;
+	while (got < size) {
+		ptrdiff_t k = section_at(img, vaddr + got);
+		if (k < 0)
+			break;
+		int n = pt_iscache_read(img->iscache, buf + got, size - got, img->secs[k].isid, vaddr + got);
+		if (n <= 0)
+			break;
+		got += (size_t)n;
+	}
+	return got;
+}
+
+enum { BLOCK_BYTES = 512, BLOCK_MAX_INSNS = 256 };
+
+/* The length of a VEX or EVEX instruction at b (64-bit mode), 0 if b holds
+ * none: capstone 4 does not know every AVX-512 instruction glibc uses
+ * (VPTESTNMB, ...), and their length follows from the encoding alone. */
+static unsigned vex_length(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
+			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65))
+		i++;
+	if (i + 2 > n)
+		return 0;
+	unsigned map;
+	if (b[i] == 0xc5) {
+		map = 1;
+		i += 2;
+	} else if (b[i] == 0xc4) {
+		map = b[i + 1] & 0x1f;
+		i += 3;
+	} else if (b[i] == 0x62) {
+		map = b[i + 1] & 0x7;
+		i += 4;
+	} else {
+		return 0;
+	}
+	if (i + 1 > n || map == 0 || map > 7)
+		return 0;
+	uint8_t op = b[i++];
+	if (map == 1 && op == 0x77)
+		return (unsigned)i; /* vzeroupper, vzeroall: no ModRM */
+	if (i + 1 > n)
+		return 0;
+	uint8_t modrm = b[i++];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	if (mod != 3 && rm == 4) {
+		if (i + 1 > n)
+			return 0;
+		if (mod == 0 && (b[i] & 7) == 5)
+			i += 4;
+		i++;
+	}
+	if (mod == 1)
+		i += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		i += 4;
+	if (map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6))))
+		i += 1;
+	return i <= n && i <= 15 ? (unsigned)i : 0;
+}
+
+static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *b, uint16_t *offs)
+{
+	if (!img->csh) {
+		csh h;
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
+			return -pte_nomem;
+		img->csh = h;
+	}
+	uint8_t buf[BLOCK_BYTES];
+	size_t have = read_code(img, ip, buf, sizeof buf);
+	if (!have)
+		return -pte_nomap;
+	cs_insn *insn = cs_malloc((csh)img->csh);
+	if (!insn)
+		return -pte_nomem;
+	*b = (struct mt_code_block){.ip = ip, .cls = ptic_other};
+	size_t off = 0;
+	int rc = 0;
+	for (;;) {
+		const uint8_t *code = buf + off;
+		size_t left = have - off;
+		uint64_t addr = ip + off;
+		if (have == sizeof buf && left < 16)
+			break; /* an instruction may go on past what was read: the next block */
+		if (!cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn)) {
+			unsigned vlen = vex_length(buf + off, have - off);
+			if (vlen) {
+				/* newer AVX-512 than capstone knows: never a branch */
+				offs[b->ninsn++] = (uint16_t)off;
+				b->end_ip = ip + off;
+				b->len = (uint8_t)vlen;
+				off += vlen;
+				if (b->ninsn == BLOCK_MAX_INSNS || off >= have)
+					break;
+				continue;
+			}
+			/* bytes that end early at the end of the code are no code */
+			if (!b->ninsn)
+				rc = have - off < 15 ? -pte_nomap : -pte_bad_insn;
+			break;
+		}
+		bool direct;
+		int64_t disp;
+		unsigned dlen;
+		int cls = mt_insn_classify(buf + off, insn->size, &direct, &disp, &dlen);
+		offs[b->ninsn++] = (uint16_t)off;
+		b->end_ip = ip + off;
+		b->len = (uint8_t)insn->size;
+		off += insn->size;
+		if (cls != ptic_other && cls != ptic_error) {
+			b->cls = (uint8_t)cls;
+			b->direct = direct;
+			b->target = direct ? ip + off + (uint64_t)disp : 0;
+			break;
+		}
+		if (b->ninsn == BLOCK_MAX_INSNS || off >= have)
+			break;
+	}
+	cs_free(insn, 1);
+	return rc;
+}
+
+const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, int *err)
+{
+	size_t mask = img->capblocks - 1;
+	if (img->capblocks) {
+		for (size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 40) & mask;; k = (k + 1) & mask) {
+			const struct mt_code_block *b = &img->blocks[k];
+			if (b->ip == ip && b->ninsn)
+				return b;
+			if (!b->ninsn)
+				break;
+		}
+	}
+	if (2 * (img->nblocks + 1) > img->capblocks) {
+		/* grow (or start) the table at half full */
+		size_t cap = img->capblocks ? 2 * img->capblocks : 4096;
+		struct mt_code_block *nb = calloc(cap, sizeof *nb);
+		if (!nb) {
+			*err = -pte_nomem;
+			return NULL;
+		}
+		for (size_t i = 0; i < img->capblocks; i++) {
+			if (!img->blocks[i].ninsn)
+				continue;
+			size_t k = (size_t)((img->blocks[i].ip * 0x9e3779b97f4a7c15u) >> 40) & (cap - 1);
+			while (nb[k].ninsn)
+				k = (k + 1) & (cap - 1);
+			nb[k] = img->blocks[i];
+		}
+		free(img->blocks);
+		img->blocks = nb;
+		img->capblocks = cap;
+		mask = cap - 1;
+	}
+	if (img->capoffs - img->noffs < BLOCK_MAX_INSNS) {
+		size_t cap = img->capoffs ? 2 * img->capoffs : 65536;
+		uint16_t *no = realloc(img->offs, cap * sizeof *no);
+		if (!no) {
+			*err = -pte_nomem;
+			return NULL;
+		}
+		img->offs = no;
+		img->capoffs = cap;
+	}
+	struct mt_code_block b;
+	int rc = build_block(img, ip, &b, img->offs + img->noffs);
+	if (rc < 0) {
+		*err = rc;
+		return NULL;
+	}
+	b.offs = (uint32_t)img->noffs;
+	img->noffs += b.ninsn;
+	size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 40) & mask;
+	while (img->blocks[k].ninsn)
+		k = (k + 1) & mask;
+	img->blocks[k] = b;
+	img->nblocks++;
+	return &img->blocks[k];
 }

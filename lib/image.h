@@ -20,6 +20,25 @@ struct mt_func_range {
 	uint64_t start, end;
 };
 
+/* A section of the image, as libipt numbers it (isid) in the cache. */
+struct mt_image_section {
+	uint64_t vaddr, size;
+	int isid;
+};
+
+/* A block of code: the instructions from ip up to and including the next
+ * branch, in one straight line -- what a trace walk passes in one step. */
+struct mt_code_block {
+	uint64_t ip;               /* the first instruction */
+	uint64_t end_ip;           /* the last: the branch (or where the block was cut) */
+	uint64_t target;           /* a direct branch's target */
+	uint32_t ninsn;            /* 0: an empty slot of the cache */
+	uint32_t offs;             /* where its instructions' offsets from ip lie (mt_image.offs) */
+	uint8_t cls;               /* enum pt_insn_class of the last instruction; ptic_other: no branch, cut */
+	uint8_t len;               /* the last instruction's length */
+	bool direct;               /* a branch with its target in the instruction */
+};
+
 struct mt_image {
 	struct pt_image_section_cache *iscache;
 	struct pt_image *image;
@@ -27,6 +46,17 @@ struct mt_image {
 	size_t nfuncs, capfuncs;
 	bool funcs_sorted;
 	size_t nsections;
+	/* the sections in the order added: a later one hides an earlier one
+	 * where they overlap, as in libipt's image */
+	struct mt_image_section *secs;
+	size_t capsecs, last_sec;
+	/* blocks decoded so far (open addressing by ip), emptied whenever
+	 * a section is added; offs: each block's instruction offsets */
+	struct mt_code_block *blocks;
+	size_t capblocks, nblocks;
+	uint16_t *offs;
+	size_t noffs, capoffs;
+	size_t csh;                /* capstone's handle, opened on first use */
 };
 
 int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err);
@@ -66,6 +96,14 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr);
  * no known function does, and then [*start, *end) is the gap around addr
  * that no function starts in. */
 bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
+/* The block of code starting at ip (decoded on first use and kept, so the
+ * pointer holds until the next call); NULL with *err -pte_nomap where no
+ * section holds ip, -pte_bad_insn where its bytes are no instruction. */
+const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, int *err);
+/* The class of the instruction in b[0..n) (enum pt_insn_class); for direct
+ * branches *direct is set and *disp, *len give the displacement and length
+ * of the encoding that holds it (0 when not direct). */
+int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len);
 /* Reads code bytes of section isid (as reported by libipt) at vaddr. */
 int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size);
 

@@ -23,7 +23,8 @@ struct dec {
 	const struct mt_ptdec_config *cfg;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
-	struct pt_block_decoder *blk;
+	struct pt_block_decoder *blk;   /* libipt's walk, or */
+	struct pt_query_decoder *qry;   /* mt's walk over libipt's packets */
 	uint64_t insn_since;       /* instructions since the last emitted event */
 	uint64_t insns_at_start;   /* stats->insns when this decode began */
 	uint64_t last_ip;          /* last instruction decoded */
@@ -37,6 +38,15 @@ struct dec {
 	uint64_t pend_time;
 	bool pend_has_time, use_pend_time;
 	int pend_isid;
+	uint8_t pend_len;          /* its length when known (0: read it) */
+	/* mt's walk: the next instruction, whether tracing is on, the
+	 * return addresses of calls for compressed returns (64, the oldest
+	 * overwritten, as in hardware), instructions since the last packet */
+	uint64_t ip;
+	bool enabled, too_long;
+	uint64_t rs[64];
+	unsigned rs_top, rs_n;
+	uint64_t walked;
 	/* libipt stamps some events (enable, disable, ...) with the time of
 	 * their own packet, which is better than the decoder's current time. */
 	uint64_t ev_time;
@@ -49,6 +59,16 @@ struct dec {
 	struct { uint64_t start, end; bool known; } fn[1024];
 };
 
+static uint64_t trace_offset(struct dec *d)
+{
+	uint64_t off = 0;
+	if (d->qry)
+		pt_qry_get_offset(d->qry, &off);
+	else
+		pt_blk_get_offset(d->blk, &off);
+	return off;
+}
+
 static uint64_t now(struct dec *d, bool *has)
 {
 	*has = false;
@@ -56,7 +76,7 @@ static uint64_t now(struct dec *d, bool *has)
 		return 0;
 	uint64_t tsc;
 	uint32_t lost_mtc, lost_cyc;
-	int rc = pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
+	int rc = d->qry ? pt_qry_time(d->qry, &tsc, &lost_mtc, &lost_cyc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
 	if (rc < 0)
 		return 0; /* no timing packet seen yet */
 	*has = true;
@@ -110,8 +130,7 @@ static void emit_error(struct dec *d, int errcode, const char *what)
 		snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
 			 pt_errstr(pt_errcode(errcode)));
 	struct mt_event ev = {.kind = MT_EV_ERROR, .from = d->last_ip, .msg = msg};
-	pt_blk_get_offset(d->blk, &ev.offset);
-	ev.offset += d->s->offset_base;
+	ev.offset = trace_offset(d) + d->s->offset_base;
 	d->stats->errors++;
 	deliver(d, &ev);
 	d->pending = false;
@@ -144,49 +163,9 @@ static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_
 	int n = mt_image_read(d->img, isid, ip, b, sizeof b);
 	if (n <= 0)
 		return ptic_error;
-	int i = 0;
-	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
-			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
-			 b[i] == 0xf2 || b[i] == 0xf3))
-		i++;
-	if (i < n && (b[i] & 0xf0) == 0x40)
-		i++;
-	if (i >= n)
-		return ptic_error;
-	uint8_t op = b[i];
-	if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3)) {
-		*len = (unsigned)i + 2;
-		return ptic_cond_jump;
-	}
-	switch (op) {
-	case 0xe8: return ptic_call;
-	case 0xe9: case 0xeb: return ptic_jump;
-	case 0xc2: case 0xc3: return ptic_return;
-	case 0xca: case 0xcb: case 0xcf: return ptic_far_return;
-	case 0xcc: case 0xcd: case 0xce: return ptic_far_call;
-	case 0xff:
-		if (i + 1 < n) {
-			unsigned reg = (b[i + 1] >> 3) & 7;
-			if (reg == 2) return ptic_call;
-			if (reg == 3) return ptic_far_call;
-			if (reg == 4) return ptic_jump;
-			if (reg == 5) return ptic_far_jump;
-		}
-		return ptic_other;
-	case 0x0f:
-		if (i + 1 >= n)
-			return ptic_error;
-		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {
-			*len = (unsigned)i + 6;
-			return ptic_cond_jump;
-		}
-		if (b[i + 1] == 0x05 || b[i + 1] == 0x34)
-			return ptic_far_call;
-		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
-			return ptic_far_return;
-		return ptic_other;
-	}
-	return ptic_other;
+	bool direct;
+	int64_t disp;
+	return (enum pt_insn_class)mt_insn_classify(b, (size_t)n, &direct, &disp, len);
 }
 
 static void resolve_branch(struct dec *d, uint64_t to);
@@ -240,8 +219,9 @@ static void resolve_branch(struct dec *d, uint64_t to)
 				return;
 		}
 		if (cond) {
-			unsigned len;
-			classify_branch(d, d->pend_isid, from, &len);
+			unsigned len = d->pend_len;
+			if (!len)
+				classify_branch(d, d->pend_isid, from, &len);
 			if (len && to == from + len)
 				return; /* not taken */
 		}
@@ -253,18 +233,19 @@ static void resolve_branch(struct dec *d, uint64_t to)
 	}
 }
 
-static void handle_event(struct dec *d, const struct pt_event *ev)
+/* Notes the instructions decoded before the next piece's first PSB: at its
+ * status, reported at the instruction the PSB was made at (after a resync
+ * there too); or, when it found tracing off, at the enable after it. */
+static void note_psb(struct dec *d, const struct pt_event *ev)
 {
 	if ((ev->status_update || ev->type == ptev_enabled || ev->type == ptev_exec_mode) && d->s->mark_insns &&
-	    *d->s->mark_insns == UINT64_MAX) {
-		/* a PSB+'s status, reported at the instruction the PSB was made
-		 * at (after a resync there too); or, when it found tracing off,
-		 * the enable after it */
-		uint64_t off = 0;
-		pt_blk_get_offset(d->blk, &off);
-		if (off > d->s->mark_psb)
-			*d->s->mark_insns = d->stats->insns - d->insns_at_start;
-	}
+	    *d->s->mark_insns == UINT64_MAX && trace_offset(d) > d->s->mark_psb)
+		*d->s->mark_insns = d->stats->insns - d->insns_at_start;
+}
+
+static void handle_event(struct dec *d, const struct pt_event *ev)
+{
+	note_psb(d, ev);
 	d->use_ev_time = d->cfg->timed && ev->has_tsc;
 	if (d->use_ev_time)
 		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
@@ -311,6 +292,345 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	d->use_ev_time = false;
 }
 
+
+/* ---- mt's walk: libipt's query decoder reads the packets (taken or not,
+ * where to, events, time); the code is walked a block at a time from the
+ * image's block cache. It reports what the block-decoder loop below does:
+ * every branch with its target, instructions counted up to it, events at
+ * the instruction they bind to. ---- */
+
+static void rs_push(struct dec *d, uint64_t ret)
+{
+	d->rs[d->rs_top] = ret;
+	d->rs_top = (d->rs_top + 1) & 63;
+	if (d->rs_n < 64)
+		d->rs_n++;
+}
+
+static bool rs_pop(struct dec *d, uint64_t *ret)
+{
+	if (!d->rs_n)
+		return false;
+	d->rs_top = (d->rs_top - 1) & 63;
+	d->rs_n--;
+	*ret = d->rs[d->rs_top];
+	return true;
+}
+
+/* Instructions executed, the last at `last`. */
+static void pass(struct dec *d, uint32_t n, uint64_t last)
+{
+	d->insn_since += n;
+	d->stats->insns += n;
+	d->walked += n;
+	d->last_ip = last;
+}
+
+/* Block b's branch went to `to`: report it as resolve_branch does. */
+static void walk_branch(struct dec *d, const struct mt_code_block *b, uint64_t to)
+{
+	d->pend_class = (enum pt_insn_class)b->cls;
+	d->pend_from = b->end_ip;
+	d->pend_len = b->len;
+	resolve_branch(d, to);
+}
+
+/* A direct call pushes its return address, but not a call to the next
+ * instruction (position-independent code reading its own address). */
+static void walk_call(struct dec *d, const struct mt_code_block *b, uint64_t to)
+{
+	uint64_t next = b->end_ip + b->len;
+	if (b->cls == ptic_call && (!b->direct || to != next))
+		rs_push(d, next);
+}
+
+enum { WALK_TOO_LONG = -1000 };
+
+static const struct mt_code_block *walk_block(struct dec *d, int *err)
+{
+	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
+	if (b) {
+		pass(d, b->ninsn, b->end_ip);
+		if (d->walked > MT_PTDEC_MAX_WALK) {
+			*err = WALK_TOO_LONG;
+			return NULL;
+		}
+	}
+	return b;
+}
+
+/* Executes the instructions from d->ip up to x, not x itself. An event is
+ * pending, so every branch before x was reported: those met must need no
+ * trace (direct jumps and calls). */
+static int walk_to(struct dec *d, uint64_t x)
+{
+	while (d->ip != x) {
+		int err;
+		const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
+		if (!b)
+			return err;
+		if (x > b->ip && x <= b->end_ip) {
+			const uint16_t *o = d->img->offs + b->offs;
+			uint32_t k = 1;
+			while (k < b->ninsn && b->ip + o[k] < x)
+				k++;
+			if (k < b->ninsn && b->ip + o[k] == x) {
+				pass(d, k, b->ip + o[k - 1]);
+				d->ip = x;
+				return 0;
+			}
+		}
+		if (!(b = walk_block(d, &err)))
+			return err;
+		uint64_t next = b->end_ip + b->len;
+		if (b->cls == ptic_other) {
+			d->ip = next;
+			continue;
+		}
+		if (!b->direct || b->cls == ptic_cond_jump)
+			return -pte_bad_query; /* the trace says nothing happens before x */
+		walk_call(d, b, b->target);
+		walk_branch(d, b, b->target);
+		d->ip = b->target;
+	}
+	return 0;
+}
+
+/* Walks to the branch that disabled tracing (the next one that needs trace,
+ * or a direct one to the disable's address); copies its block to *out. */
+static int walk_to_disable(struct dec *d, const struct pt_event *ev, struct mt_code_block *out)
+{
+	for (;;) {
+		int err;
+		const struct mt_code_block *b = walk_block(d, &err);
+		if (!b)
+			return err;
+		uint64_t next = b->end_ip + b->len;
+		if (b->cls == ptic_other) {
+			d->ip = next;
+			continue;
+		}
+		if (b->direct && b->cls != ptic_cond_jump &&
+		    (ev->ip_suppressed || b->target != ev->variant.disabled.ip)) {
+			walk_call(d, b, b->target);
+			walk_branch(d, b, b->target);
+			d->ip = b->target;
+			continue;
+		}
+		*out = *b;
+		return 0;
+	}
+}
+
+/* One event from the query decoder: walk to where it binds, then report it
+ * as handle_event does for the block decoder. */
+static int walk_event(struct dec *d, const struct pt_event *ev)
+{
+	int rc = 0;
+	struct mt_code_block brk = {0};
+	switch (ev->type) {
+	case ptev_exec_mode:
+		if (d->enabled && !ev->ip_suppressed)
+			rc = walk_to(d, ev->variant.exec_mode.ip);
+		break;
+	case ptev_async_disabled:
+		if (d->enabled)
+			rc = walk_to(d, ev->variant.async_disabled.at);
+		break;
+	case ptev_async_branch:
+		if (d->enabled)
+			rc = walk_to(d, ev->variant.async_branch.from);
+		break;
+	case ptev_disabled:
+		if (d->enabled)
+			rc = walk_to_disable(d, ev, &brk);
+		break;
+	default:
+		break;
+	}
+	if (rc < 0)
+		return rc;
+	note_psb(d, ev);
+	d->use_ev_time = d->cfg->timed && ev->has_tsc;
+	if (d->use_ev_time)
+		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
+	switch (ev->type) {
+	case ptev_enabled:
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.enabled.ip);
+		d->enabled = true;
+		d->ip = ev->variant.enabled.ip;
+		break;
+	case ptev_disabled:
+		if (!d->enabled)
+			break;
+		if (brk.cls == ptic_far_call) {
+			/* into untraced (kernel) code: the syscall's target is unknown */
+			emit(d, MT_EV_SYSCALL, brk.end_ip, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
+		} else {
+			/* a branch out of the traced range: report it, then the end */
+			if (!ev->ip_suppressed)
+				walk_branch(d, &brk, ev->variant.disabled.ip);
+			emit(d, MT_EV_TRACE_END, d->last_ip, 0);
+		}
+		d->enabled = false;
+		break;
+	case ptev_async_disabled:
+		emit_ev(d, MT_EV_TRACE_END, ev->variant.async_disabled.at,
+			ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip, EMIT_ASYNC, 0);
+		d->enabled = false;
+		break;
+	case ptev_async_branch:
+		emit(d, MT_EV_INTERRUPT, ev->variant.async_branch.from, ev->variant.async_branch.to);
+		d->ip = ev->variant.async_branch.to;
+		break;
+	case ptev_overflow:
+		emit_error(d, 0, "trace overflow, packets lost");
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
+		d->enabled = !ev->ip_suppressed;
+		d->ip = ev->variant.overflow.ip;
+		break;
+	case ptev_exec_mode:
+		if (ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown)
+			rc = -pte_not_supported;
+		break;
+	case ptev_cbr:
+		if (d->cfg->want_power)
+			emit_ev(d, MT_EV_POWER, 0, 0, 0, ev->variant.cbr.ratio);
+		break;
+	default:
+		break;
+	}
+	d->use_ev_time = false;
+	d->walked = 0;
+	return rc;
+}
+
+/* One block: its instructions, then its branch, asking the trace where
+ * a conditional or indirect one went. Returns the query status. */
+static int walk_step(struct dec *d, int status)
+{
+	int err;
+	const struct mt_code_block *b = walk_block(d, &err);
+	if (!b)
+		return err;
+	uint64_t next = b->end_ip + b->len, to;
+	int taken;
+	switch (b->cls) {
+	case ptic_other:
+		d->ip = next;
+		return status;
+	case ptic_cond_jump:
+		status = pt_qry_cond_branch(d->qry, &taken);
+		if (status < 0)
+			return status;
+		d->walked = 0;
+		if (!taken) {
+			d->ip = next;
+			return status;
+		}
+		to = b->target;
+		break;
+	case ptic_return:
+		/* a compressed return is a taken bit; otherwise a TIP */
+		status = pt_qry_cond_branch(d->qry, &taken);
+		if (status >= 0) {
+			d->walked = 0;
+			if (!taken)
+				return -pte_bad_retcomp;
+			if (!rs_pop(d, &to))
+				return -pte_retstack_empty;
+			break;
+		}
+		if (status != -pte_bad_query)
+			return status;
+		/* fall through */
+	case ptic_call:
+	case ptic_jump:
+		if (b->direct) {
+			to = b->target;
+			break;
+		}
+		/* fall through */
+	default:
+		status = pt_qry_indirect_branch(d->qry, &to);
+		if (status < 0)
+			return status;
+		d->walked = 0;
+		if (status & pts_ip_suppressed)
+			return -pte_noip;
+		break;
+	}
+	walk_call(d, b, to);
+	walk_branch(d, b, to);
+	d->ip = to;
+	return status;
+}
+
+static void walk_synced(struct dec *d, int status, uint64_t ip)
+{
+	d->enabled = !(status & pts_ip_suppressed);
+	d->ip = ip;
+	d->rs_n = 0;
+	d->walked = 0;
+}
+
+static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
+{
+	const struct mt_ptdec_stream *s = d->s;
+	d->qry = pt_qry_alloc_decoder(config);
+	if (!d->qry)
+		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
+	uint64_t ip = 0, nsteps = 0;
+	int status = s->start ? pt_qry_sync_set(d->qry, &ip, s->start) : pt_qry_sync_forward(d->qry, &ip);
+	if (status < 0 && status != -pte_eos)
+		emit_error(d, status, "no PSB to synchronise on");
+	if (status >= 0)
+		walk_synced(d, status, ip);
+	while (status >= 0) {
+		if (status & pts_event_pending) {
+			struct pt_event ev;
+			status = pt_qry_event(d->qry, &ev, sizeof ev);
+			if (status >= 0) {
+				int rc = walk_event(d, &ev);
+				if (rc < 0)
+					status = rc;
+			}
+		} else if (!d->enabled) {
+			status = status & pts_eos ? -pte_eos : -pte_no_enable;
+		} else {
+			if ((s->progress || s->stop_after) && !(++nsteps & 0xff)) {
+				uint64_t off = trace_offset(d);
+				if (s->stop_after && off >= s->stop_after)
+					break; /* the next piece decodes from here on */
+				if (s->progress && !(nsteps & 0xffff))
+					s->progress(s->progress_ctx, (size_t)off);
+			}
+			status = walk_step(d, status);
+		}
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			if (status == WALK_TOO_LONG) {
+				char what[112];
+				snprintf(what, sizeof what, "no packet for over %u instructions (a loop of direct "
+					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
+				emit_error(d, 0, what);
+			} else {
+				emit_error(d, status, NULL);
+			}
+			status = pt_qry_sync_forward(d->qry, &ip);
+			if (status < 0) {
+				if (status != -pte_eos)
+					emit_error(d, status, "resync failed");
+				break;
+			}
+			walk_synced(d, status, ip);
+		}
+	}
+	pt_qry_free_decoder(d->qry);
+	return 0;
+}
+
 int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
 		    struct mt_err *err)
@@ -337,6 +657,8 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	stats->pt_bytes += s->len;
 	uint64_t nblocks = 0;
 	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .insns_at_start = stats->insns};
+	if (!cfg->libipt_blocks)
+		return walk_decode(&d, &config, err);
 	d.blk = pt_blk_alloc_decoder(&config);
 	if (!d.blk)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");

@@ -1,4 +1,4 @@
-/* ptdecode: Intel PT → mt events, with libipt's block decoder.
+/* ptdecode: Intel PT → mt events: libipt reads the packets, mt walks the code.
  *
  * Decodes one PT stream (a "queue": one CPU or one thread) against an image
  * and hands events to a sink. Decode errors never stop the walk: each becomes
@@ -33,6 +33,10 @@ struct mt_ptdec_config {
 	uint8_t nom_freq;          /* max non-turbo ratio */
 	bool all_branches;         /* every taken branch; else only calls, returns and jumps that leave a function */
 	bool want_power;           /* CBR changes as power events */
+	/* walk the code with libipt's block decoder instead of mt's own walk
+	 * (libipt's query decoder for the packets, the image's block cache
+	 * for the code): slower, kept to compare and for 16/32-bit code */
+	bool libipt_blocks;
 };
 
 /* Thread attribution: called with the current perf time (0 if timeless)

@@ -1370,6 +1370,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		cfg.nom_freq = (uint8_t)s.priv[PRIV_MAX_NONTURBO_RATIO];
 	cfg.all_branches = o->all_branches;
 	cfg.want_power = o->power;
+	cfg.libipt_blocks = o->libipt_blocks;
 	cpu_of(pd, &cfg);
 	bool per_cpu = s.priv[PRIV_PER_CPU_MMAPS] != 0;
 	if (s.switches.n)

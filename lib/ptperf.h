@@ -21,6 +21,7 @@ struct mt_ptperf_opts {
 	const char *kcore_dir;      /* perf record --kcore's copy: kcore + kallsyms */
 	bool all_branches;
 	bool power;
+	bool libipt_blocks;         /* mt_ptdec_config.libipt_blocks */
 	/* Threads decoding independent segments (queues, or a queue's
 	 * buffers with gaps) at once; the output is the same as with 1. */
 	unsigned jobs;

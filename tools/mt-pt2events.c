@@ -47,6 +47,8 @@ static void usage(FILE *f)
 "      --all-branches       emit every taken branch (default: calls, returns,\n"
 "                           syscalls, trace start/end, errors, and jumps that\n"
 "                           leave their function)\n"
+"      --decoder=mt|libipt  who walks the code: mt's block walk (default), or\n"
+"                           libipt's block decoder (slower; 16/32-bit code)\n"
 "      --power              emit CBR (core:bus ratio) changes as power events\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
@@ -268,6 +270,7 @@ int main(int argc, char **argv)
 		{"kcore", required_argument, NULL, 'K'},
 		{"all-branches", no_argument, NULL, 'a'},
 		{"power", no_argument, NULL, 'P'},
+		{"decoder", required_argument, NULL, 'D'},
 		{"info", no_argument, NULL, 'i'},
 		{"stats", no_argument, NULL, 'S'},
 		{"pt", required_argument, NULL, 't'},
@@ -335,6 +338,13 @@ int main(int argc, char **argv)
 		case 'K': po.kcore_dir = optarg; break;
 		case 'a': cfg.all_branches = po.all_branches = true; break;
 		case 'P': cfg.want_power = po.power = true; break;
+		case 'D':
+			if (!strcmp(optarg, "mt") || !strcmp(optarg, "libipt")) {
+				cfg.libipt_blocks = po.libipt_blocks = !strcmp(optarg, "libipt");
+				break;
+			}
+			fprintf(stderr, PROG ": bad --decoder '%s': expected mt or libipt\n", optarg);
+			return EXIT_USAGE;
 		case 'i': info = true; break;
 		case 'S': stats = true; break;
 		case 't': ptpath = optarg; break;

@@ -383,12 +383,6 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 	return mt_image_func_range(img, addr, &start, &end) ? start : 0;
 }
 
-int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size)
-{
-	if (isid <= 0)
-		return -1;
-	return pt_iscache_read(img->iscache, buf, size, isid, vaddr);
-}
 
 static uint32_t le32(const uint8_t *p)
 {
@@ -475,9 +469,7 @@ static ptrdiff_t section_at(struct mt_image *img, uint64_t vaddr)
 	return -1;
 }
 
-/* Reads up to size bytes of code at vaddr, across adjacent sections;
- * returns how many it read (0: none mapped). */
-static size_t read_code(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t size)
+size_t mt_image_read(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t size)
 {
 	size_t got = 0;
 	while (got < size) {
@@ -552,7 +544,7 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 		img->csh = h;
 	}
 	uint8_t buf[BLOCK_BYTES];
-	size_t have = read_code(img, ip, buf, sizeof buf);
+	size_t have = mt_image_read(img, ip, buf, sizeof buf);
 	if (!have)
 		return -pte_nomap;
 	cs_insn *insn = cs_malloc((csh)img->csh);

@@ -104,7 +104,9 @@ const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, in
  * branches *direct is set and *disp, *len give the displacement and length
  * of the encoding that holds it (0 when not direct). */
 int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len);
-/* Reads code bytes of section isid (as reported by libipt) at vaddr. */
-int mt_image_read(struct mt_image *img, int isid, uint64_t vaddr, uint8_t *buf, size_t size);
+/* Reads up to size bytes of code at vaddr, across adjacent sections (an
+ * instruction may straddle two pages of a page-image set); returns how
+ * many it read, 0 where nothing is mapped. */
+size_t mt_image_read(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t size);
 
 #endif

@@ -158,14 +158,15 @@ static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, 
 
 static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_t ip, unsigned *len)
 {
+	(void)isid; /* the newest section at ip is the one libipt read */
 	uint8_t b[15];
 	*len = 0;
-	int n = mt_image_read(d->img, isid, ip, b, sizeof b);
-	if (n <= 0)
+	size_t n = mt_image_read(d->img, ip, b, sizeof b);
+	if (!n)
 		return ptic_error;
 	bool direct;
 	int64_t disp;
-	return (enum pt_insn_class)mt_insn_classify(b, (size_t)n, &direct, &disp, len);
+	return (enum pt_insn_class)mt_insn_classify(b, n, &direct, &disp, len);
 }
 
 static void resolve_branch(struct dec *d, uint64_t to);
@@ -326,13 +327,16 @@ static void pass(struct dec *d, uint32_t n, uint64_t last)
 	d->last_ip = last;
 }
 
-/* Block b's branch went to `to`: report it as resolve_branch does. */
-static void walk_branch(struct dec *d, const struct mt_code_block *b, uint64_t to)
+/* Block b ended at its branch, taken: it is reported once the block it went
+ * to is found, as the block-decoder loop does (a branch into unmapped code
+ * becomes just the error), with the time it was decoded at. */
+static void walk_pend(struct dec *d, const struct mt_code_block *b)
 {
+	d->pending = true;
 	d->pend_class = (enum pt_insn_class)b->cls;
 	d->pend_from = b->end_ip;
 	d->pend_len = b->len;
-	resolve_branch(d, to);
+	d->pend_time = now(d, &d->pend_has_time);
 }
 
 /* A direct call pushes its return address, but not a call to the next
@@ -350,6 +354,7 @@ static const struct mt_code_block *walk_block(struct dec *d, int *err)
 {
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
 	if (b) {
+		resolve_pending(d, b->ip);
 		pass(d, b->ninsn, b->end_ip);
 		if (d->walked > MT_PTDEC_MAX_WALK) {
 			*err = WALK_TOO_LONG;
@@ -375,6 +380,7 @@ static int walk_to(struct dec *d, uint64_t x)
 			while (k < b->ninsn && b->ip + o[k] < x)
 				k++;
 			if (k < b->ninsn && b->ip + o[k] == x) {
+				resolve_pending(d, b->ip);
 				pass(d, k, b->ip + o[k - 1]);
 				d->ip = x;
 				return 0;
@@ -390,15 +396,15 @@ static int walk_to(struct dec *d, uint64_t x)
 		if (!b->direct || b->cls == ptic_cond_jump)
 			return -pte_bad_query; /* the trace says nothing happens before x */
 		walk_call(d, b, b->target);
-		walk_branch(d, b, b->target);
+		walk_pend(d, b);
 		d->ip = b->target;
 	}
 	return 0;
 }
 
 /* Walks to the branch that disabled tracing (the next one that needs trace,
- * or a direct one to the disable's address); copies its block to *out. */
-static int walk_to_disable(struct dec *d, const struct pt_event *ev, struct mt_code_block *out)
+ * or a direct one to the disable's address), which is left pending. */
+static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 {
 	for (;;) {
 		int err;
@@ -410,14 +416,13 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev, struct mt_c
 			d->ip = next;
 			continue;
 		}
+		walk_call(d, b, b->target);
+		walk_pend(d, b);
 		if (b->direct && b->cls != ptic_cond_jump &&
 		    (ev->ip_suppressed || b->target != ev->variant.disabled.ip)) {
-			walk_call(d, b, b->target);
-			walk_branch(d, b, b->target);
 			d->ip = b->target;
 			continue;
 		}
-		*out = *b;
 		return 0;
 	}
 }
@@ -427,82 +432,44 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev, struct mt_c
 static int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
-	struct mt_code_block brk = {0};
-	switch (ev->type) {
-	case ptev_exec_mode:
-		if (d->enabled && !ev->ip_suppressed)
+	if (d->enabled) {
+		if (ev->type == ptev_exec_mode && !ev->ip_suppressed)
 			rc = walk_to(d, ev->variant.exec_mode.ip);
-		break;
-	case ptev_async_disabled:
-		if (d->enabled)
+		else if (ev->type == ptev_async_disabled)
 			rc = walk_to(d, ev->variant.async_disabled.at);
-		break;
-	case ptev_async_branch:
-		if (d->enabled)
+		else if (ev->type == ptev_async_branch)
 			rc = walk_to(d, ev->variant.async_branch.from);
-		break;
-	case ptev_disabled:
-		if (d->enabled)
-			rc = walk_to_disable(d, ev, &brk);
-		break;
-	default:
-		break;
+		else if (ev->type == ptev_disabled)
+			rc = walk_to_disable(d, ev);
 	}
 	if (rc < 0)
 		return rc;
-	note_psb(d, ev);
-	d->use_ev_time = d->cfg->timed && ev->has_tsc;
-	if (d->use_ev_time)
-		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
+	handle_event(d, ev);
+	d->walked = 0;
 	switch (ev->type) {
 	case ptev_enabled:
-		emit(d, MT_EV_TRACE_START, 0, ev->variant.enabled.ip);
 		d->enabled = true;
 		d->ip = ev->variant.enabled.ip;
 		break;
 	case ptev_disabled:
-		if (!d->enabled)
-			break;
-		if (brk.cls == ptic_far_call) {
-			/* into untraced (kernel) code: the syscall's target is unknown */
-			emit(d, MT_EV_SYSCALL, brk.end_ip, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
-		} else {
-			/* a branch out of the traced range: report it, then the end */
-			if (!ev->ip_suppressed)
-				walk_branch(d, &brk, ev->variant.disabled.ip);
-			emit(d, MT_EV_TRACE_END, d->last_ip, 0);
-		}
-		d->enabled = false;
-		break;
 	case ptev_async_disabled:
-		emit_ev(d, MT_EV_TRACE_END, ev->variant.async_disabled.at,
-			ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip, EMIT_ASYNC, 0);
 		d->enabled = false;
 		break;
 	case ptev_async_branch:
-		emit(d, MT_EV_INTERRUPT, ev->variant.async_branch.from, ev->variant.async_branch.to);
 		d->ip = ev->variant.async_branch.to;
 		break;
 	case ptev_overflow:
-		emit_error(d, 0, "trace overflow, packets lost");
-		emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
 		d->enabled = !ev->ip_suppressed;
 		d->ip = ev->variant.overflow.ip;
 		break;
 	case ptev_exec_mode:
 		if (ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown)
-			rc = -pte_not_supported;
-		break;
-	case ptev_cbr:
-		if (d->cfg->want_power)
-			emit_ev(d, MT_EV_POWER, 0, 0, 0, ev->variant.cbr.ratio);
+			return -pte_not_supported; /* 16/32-bit code: --decoder=libipt */
 		break;
 	default:
 		break;
 	}
-	d->use_ev_time = false;
-	d->walked = 0;
-	return rc;
+	return 0;
 }
 
 /* One block: its instructions, then its branch, asking the trace where
@@ -561,13 +528,14 @@ static int walk_step(struct dec *d, int status)
 		break;
 	}
 	walk_call(d, b, to);
-	walk_branch(d, b, to);
+	walk_pend(d, b);
 	d->ip = to;
 	return status;
 }
 
 static void walk_synced(struct dec *d, int status, uint64_t ip)
 {
+	d->pending = false;
 	d->enabled = !(status & pts_ip_suppressed);
 	d->ip = ip;
 	d->rs_n = 0;

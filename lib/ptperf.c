@@ -576,13 +576,15 @@ static int cmp_sample_time(const void *a, const void *b)
 	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
 }
 
-static void write_meta(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w, bool timed)
+static void write_meta(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w, bool timed,
+		       bool libipt_blocks)
 {
 	mt_events_write_fact(w, "source", "%s", pd->name);
 	mt_events_write_fact(w, "format", "perf.data %s mode", pd->pipe_mode ? "pipe" : "file");
 	if (s->have_info)
-		mt_events_write_fact(w, "decoder", "libipt %d.%d.%d block", pt_library_version().major,
-				     pt_library_version().minor, pt_library_version().patch);
+		mt_events_write_fact(w, "decoder", "libipt %d.%d.%d %s", pt_library_version().major,
+				     pt_library_version().minor, pt_library_version().patch,
+				     libipt_blocks ? "block" : "query, mt code walk");
 	else
 		mt_events_write_fact(w, "decoder", "stack samples (no Intel PT in this perf.data)");
 	if (timed)
@@ -1344,11 +1346,11 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	bool timed = decode_is_timed(pd, &s);
 	if (!s.have_info) {
 		/* no Intel PT: a sampling recording, its stack samples are the events */
-		write_meta(pd, &s, w, false);
+		write_meta(pd, &s, w, false, false);
 		emit_samples(pd, &s, w, stats);
 		goto damage;
 	}
-	write_meta(pd, &s, w, timed);
+	write_meta(pd, &s, w, timed, o->libipt_blocks);
 
 	struct mt_ptdec_config cfg = {0};
 	cfg.timed = timed;

@@ -83,3 +83,16 @@ X=$MT_REAL/libxdc
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -q 'stats: pt_bytes=2097648 insns=[1-9]'
 }
+
+@test "libxdc traces (real hardware): mt's code walk gives exactly the events of libipt's block decoder" {
+	local t=$BATS_TEST_TMPDIR
+	for tr in foo/trace:foo/data mruby/trace:mruby/data Unzip/trace:Unzip/data qemu/trace1:qemu/page_cache; do
+		for dec in mt libipt; do
+			"$PT2EVENTS" --decoder=$dec --all-branches --stats --pt "$X/${tr%%:*}" --pages "$X/${tr##*:}" \
+				-o "$t/$dec" 2> "$t/$dec.stats"
+		done
+		cmp "$t/mt" "$t/libipt"
+		cmp "$t/mt.stats" "$t/libipt.stats"
+		grep -q ' insns=[1-9][0-9]\{4,\} ' "$t/mt.stats"
+	done
+}

@@ -314,3 +314,30 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/perf")" -eq 30 ]
 	diff "$BATS_TEST_TMPDIR/perf" "$BATS_TEST_TMPDIR/mt"
 }
+
+# mt walks the code itself (libipt's query decoder reads the packets);
+# libipt's block decoder, kept as --decoder=libipt, is the oracle: the same
+# events, instruction counts, errors and offsets, on every fixture. Times
+# may differ by when each samples the decoder's clock around a branch (mt's
+# walk right after the branch's packet; the timestamp tests above hold mt
+# to the truth's tolerance).
+@test "every fixture: mt's code walk gives exactly the events of libipt's block decoder" {
+	local t=$BATS_TEST_TMPDIR n=0
+	for data in "$MT_FIXTURES"/*/*.data; do
+		local v=${data%.data} extra=()
+		[ -e "$v.vmlinux" ] && extra=(--vmlinux="$v.vmlinux")
+		[ -d "$v.kcore_dir" ] && extra=(--kcore="$v.kcore_dir")
+		for mode in --all-branches --power; do
+			run "$PT2EVENTS" -j 1 $mode "${extra[@]}" --stats -o "$t/mt" "$data"
+			local st=$status walked=${output##*stats: }
+			run "$PT2EVENTS" -j 1 --decoder=libipt $mode "${extra[@]}" --stats -o "$t/ipt" "$data"
+			[ "$status" -eq "$st" ]
+			[ "${output##*stats: }" = "$walked" ]
+			diff <(grep -v '^# fact	decoder' "$t/ipt" | cut -f2-) <(grep -v '^# fact	decoder' "$t/mt" | cut -f2-)
+		done
+		n=$((n + 1))
+	done
+	[ "$n" -ge 40 ]
+	grep -q '^# fact	decoder	libipt .* query, mt code walk$' "$t/mt"
+	grep -q '^# fact	decoder	libipt .* block$' "$t/ipt"
+}

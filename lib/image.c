@@ -49,6 +49,15 @@ void mt_image_fini(struct mt_image *img)
 	memset(img, 0, sizeof *img);
 }
 
+static void flush_blocks(struct mt_image *img)
+{
+	if (img->nblocks) {
+		memset(img->blocks, 0, img->capblocks * sizeof *img->blocks);
+		img->nblocks = 0;
+		img->noffs = 0;
+	}
+}
+
 /* Notes a section added to the image; blocks decoded before may now read
  * other bytes, so the block cache starts afresh. */
 static int add_section(struct mt_image *img, int isid, uint64_t vaddr, uint64_t size)
@@ -63,11 +72,7 @@ static int add_section(struct mt_image *img, int isid, uint64_t vaddr, uint64_t 
 	}
 	img->secs[img->nsections++] = (struct mt_image_section){vaddr, size, isid};
 	img->last_sec = img->nsections - 1;
-	if (img->nblocks) {
-		memset(img->blocks, 0, img->capblocks * sizeof *img->blocks);
-		img->nblocks = 0;
-		img->noffs = 0;
-	}
+	flush_blocks(img);
 	return 0;
 }
 
@@ -214,6 +219,7 @@ static int add_func(struct mt_image *img, uint64_t start, uint64_t end)
 	}
 	img->funcs[img->nfuncs++] = (struct mt_func_range){start, end};
 	img->funcs_sorted = false;
+	flush_blocks(img); /* their `stays` may change */
 	return 0;
 }
 
@@ -588,6 +594,12 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 			b->cls = (uint8_t)cls;
 			b->direct = direct;
 			b->target = direct ? ip + off + (uint64_t)disp : 0;
+			if (direct && (cls == ptic_jump || cls == ptic_cond_jump)) {
+				uint64_t fs, fe, ts, te;
+				b->stays = mt_image_func_range(img, b->end_ip, &fs, &fe)
+						   ? b->target >= fs && b->target < fe
+						   : !mt_image_func_range(img, b->target, &ts, &te);
+			}
 			break;
 		}
 		if (b->ninsn == BLOCK_MAX_INSNS || off >= have)
@@ -597,11 +609,11 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 	return rc;
 }
 
-const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, int *err)
+const struct mt_code_block *mt_image_block_new(struct mt_image *img, uint64_t ip, int *err)
 {
 	size_t mask = img->capblocks - 1;
 	if (img->capblocks) {
-		for (size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 40) & mask;; k = (k + 1) & mask) {
+		for (size_t k = mt_image_block_slot(ip) & mask;; k = (k + 1) & mask) {
 			const struct mt_code_block *b = &img->blocks[k];
 			if (b->ip == ip && b->ninsn)
 				return b;
@@ -609,8 +621,9 @@ const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, in
 				break;
 		}
 	}
-	if (2 * (img->nblocks + 1) > img->capblocks) {
-		/* grow (or start) the table at half full */
+	if (4 * (img->nblocks + 1) > img->capblocks) {
+		/* grow (or start) the table at a quarter full: most blocks at
+		 * their first slot, which the inline lookup reads */
 		size_t cap = img->capblocks ? 2 * img->capblocks : 4096;
 		struct mt_code_block *nb = calloc(cap, sizeof *nb);
 		if (!nb) {
@@ -620,7 +633,7 @@ const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, in
 		for (size_t i = 0; i < img->capblocks; i++) {
 			if (!img->blocks[i].ninsn)
 				continue;
-			size_t k = (size_t)((img->blocks[i].ip * 0x9e3779b97f4a7c15u) >> 40) & (cap - 1);
+			size_t k = mt_image_block_slot(img->blocks[i].ip) & (cap - 1);
 			while (nb[k].ninsn)
 				k = (k + 1) & (cap - 1);
 			nb[k] = img->blocks[i];
@@ -648,7 +661,7 @@ const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, in
 	}
 	b.offs = (uint32_t)img->noffs;
 	img->noffs += b.ninsn;
-	size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 40) & mask;
+	size_t k = mt_image_block_slot(ip) & mask;
 	while (img->blocks[k].ninsn)
 		k = (k + 1) & mask;
 	img->blocks[k] = b;

@@ -37,6 +37,9 @@ struct mt_code_block {
 	uint8_t cls;               /* enum pt_insn_class of the last instruction; ptic_other: no branch, cut */
 	uint8_t len;               /* the last instruction's length */
 	bool direct;               /* a branch with its target in the instruction */
+	/* a direct jump (conditional or not) to its own function, or from
+	 * no known function to none: never reported but with every branch */
+	bool stays;
 };
 
 struct mt_image {
@@ -97,9 +100,26 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr);
  * that no function starts in. */
 bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, uint64_t *end);
 /* The block of code starting at ip (decoded on first use and kept, so the
- * pointer holds until the next call); NULL with *err -pte_nomap where no
+ * pointer holds until the next lookup); mt_image_block_new looks further
+ * than the first slot, and decodes the block if it must. NULL with *err -pte_nomap where no
  * section holds ip, -pte_bad_insn where its bytes are no instruction. */
-const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, int *err);
+const struct mt_code_block *mt_image_block_new(struct mt_image *img, uint64_t ip, int *err);
+
+static inline size_t mt_image_block_slot(uint64_t ip)
+{
+	return (size_t)((ip * 0x9e3779b97f4a7c15u) >> 40);
+}
+
+/* The fast path inline: a block seen before, at its first slot. */
+static inline const struct mt_code_block *mt_image_block(struct mt_image *img, uint64_t ip, int *err)
+{
+	if (img->capblocks) {
+		const struct mt_code_block *b = &img->blocks[mt_image_block_slot(ip) & (img->capblocks - 1)];
+		if (b->ip == ip && b->ninsn)
+			return b;
+	}
+	return mt_image_block_new(img, ip, err);
+}
 /* The class of the instruction in b[0..n) (enum pt_insn_class); for direct
  * branches *direct is set and *disp, *len give the displacement and length
  * of the encoding that holds it (0 when not direct). */

@@ -496,6 +496,10 @@ static int walk_step(struct dec *d, int status)
 			return status;
 		}
 		to = b->target;
+		if (b->stays && !d->cfg->all_branches) {
+			d->ip = to; /* nothing to report: not even pending */
+			return status;
+		}
 		break;
 	case ptic_return:
 		/* a compressed return is a taken bit; otherwise a TIP */
@@ -515,6 +519,10 @@ static int walk_step(struct dec *d, int status)
 	case ptic_jump:
 		if (b->direct) {
 			to = b->target;
+			if (b->stays && !d->cfg->all_branches) {
+				d->ip = to;
+				return status;
+			}
 			break;
 		}
 		/* fall through */

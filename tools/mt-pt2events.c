@@ -4,6 +4,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <malloc.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -263,6 +264,12 @@ static void bundle_meta_line(char *out, size_t n, const char *path)
 
 int main(int argc, char **argv)
 {
+	/* Decoded events are held in buffers of megabytes, allocated and freed
+	 * round after round: returned to the kernel each time, every round
+	 * would fault its pages in afresh (a quarter of the CPU time with two
+	 * jobs). Keep freed memory for reuse. */
+	mallopt(M_MMAP_THRESHOLD, 256 << 20);
+	mallopt(M_TRIM_THRESHOLD, 512 << 20);
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"symfs", required_argument, NULL, 's'},

@@ -253,11 +253,23 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 	else
 		*p++ = '-';
 	*p++ = '\t';
-	p = mt_put_dec(p, ev->pid);
-	*p++ = '\t';
-	p = mt_put_dec(p, ev->tid);
-	*p++ = '\t';
-	p = put_str(p, mt_event_kind_name(ev->kind), 32);
+	if (!w->thr_len || ev->pid != w->thr_pid || ev->tid != w->thr_tid) {
+		/* a thread's events come in runs: its columns formatted once a run */
+		char *t = mt_put_dec(w->thr, ev->pid);
+		*t++ = '\t';
+		t = mt_put_dec(t, ev->tid);
+		*t++ = '\t';
+		w->thr_len = (uint8_t)(t - w->thr);
+		w->thr_pid = ev->pid;
+		w->thr_tid = ev->tid;
+	}
+	memcpy(p, w->thr, w->thr_len);
+	p += w->thr_len;
+	/* our own short names: no TAB cleaning needed */
+	const char *kn = mt_event_kind_name(ev->kind);
+	size_t kl = strlen(kn);
+	memcpy(p, kn, kl);
+	p += kl;
 	*p++ = '\t';
 	p = mt_put_hex(p, ev->from);
 	*p++ = '\t';

@@ -70,6 +70,10 @@ struct mt_events_writer {
 	int err_no;
 	struct mt_intern *strings; /* binary: strings already defined */
 	uint64_t last_time;   /* binary: base of the next time delta */
+	/* text: the last event's "PID\tTID\t", reused while they repeat */
+	uint32_t thr_pid, thr_tid;
+	uint8_t thr_len;      /* 0: none yet */
+	char thr[24];
 };
 
 /* Parses "text" or "binary"; returns -1 for anything else. */

@@ -28,28 +28,55 @@ bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem)
 	return true;
 }
 
+/* Two characters a byte (hex) and two digits a step (decimal): half the
+ * loop trips of one at a time, on the text writer's hottest path. */
+static const char hex_pairs[513] =
+	"000102030405060708090a0b0c0d0e0f101112131415161718191a1b1c1d1e1f"
+	"202122232425262728292a2b2c2d2e2f303132333435363738393a3b3c3d3e3f"
+	"404142434445464748494a4b4c4d4e4f505152535455565758595a5b5c5d5e5f"
+	"606162636465666768696a6b6c6d6e6f707172737475767778797a7b7c7d7e7f"
+	"808182838485868788898a8b8c8d8e8f909192939495969798999a9b9c9d9e9f"
+	"a0a1a2a3a4a5a6a7a8a9aaabacadaeafb0b1b2b3b4b5b6b7b8b9babbbcbdbebf"
+	"c0c1c2c3c4c5c6c7c8c9cacbcccdcecfd0d1d2d3d4d5d6d7d8d9dadbdcdddedf"
+	"e0e1e2e3e4e5e6e7e8e9eaebecedeeeff0f1f2f3f4f5f6f7f8f9fafbfcfdfeff";
+static const char dec_pairs[201] =
+	"00010203040506070809101112131415161718192021222324252627282930313233343536373839"
+	"40414243444546474849505152535455565758596061626364656667686970717273747576777879"
+	"8081828384858687888990919293949596979899";
+
 char *mt_put_hex(char *p, uint64_t v)
 {
-	static const char digits[] = "0123456789abcdef";
 	int n = (64 - __builtin_clzll(v | 1) + 3) / 4;
 	*p++ = '0';
 	*p++ = 'x';
-	for (int i = n - 1; i >= 0; i--, v >>= 4)
-		p[i] = digits[v & 15];
-	return p + n;
+	char *e = p + n, *q = e;
+	for (; n >= 2; n -= 2, v >>= 8) {
+		q -= 2;
+		memcpy(q, hex_pairs + 2 * (v & 0xff), 2);
+	}
+	if (n)
+		q[-1] = hex_pairs[2 * (v & 15) + 1];
+	return e;
 }
 
 char *mt_put_dec(char *p, uint64_t v)
 {
-	char tmp[20];
-	int n = 0;
-	do {
-		tmp[n++] = (char)('0' + v % 10);
-		v /= 10;
-	} while (v);
-	while (n)
-		*p++ = tmp[--n];
-	return p;
+	int n = 1;
+	for (uint64_t t = v; t >= 10; t /= 10)
+		n++;
+	char *e = p + n, *q = e;
+	while (v >= 100) {
+		q -= 2;
+		memcpy(q, dec_pairs + 2 * (v % 100), 2);
+		v /= 100;
+	}
+	if (v >= 10) {
+		q -= 2;
+		memcpy(q, dec_pairs + 2 * v, 2);
+	} else {
+		q[-1] = (char)('0' + v);
+	}
+	return e;
 }
 
 const char *mt_strtab_intern(struct mt_strtab *t, const char *s)

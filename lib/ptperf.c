@@ -1036,6 +1036,11 @@ static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image 
 	pc->mark = UINT64_MAX;
 	pc->log.n = pc->log.alen = 0;
 	pc->log.oom = false;
+	/* room for an event every 4 bytes of PT at once (pages are touched
+	 * only as used): growing by doubling copied the log several times */
+	size_t bytes = (pc->stop ? pc->stop : sp->len) - pc->start;
+	if (pc->log.cap < bytes / 4 && !mt_grow((void **)&pc->log.v, &pc->log.cap, bytes / 4, sizeof *pc->log.v))
+		pc->log.oom = true;
 	memset(&pc->st, 0, sizeof pc->st);
 	pc->rc = mt_ptdec_decode(&st, img, sp->p->cfg, &pc->st, &pc->err);
 	if (!pc->rc && pc->log.oom)

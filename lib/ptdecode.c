@@ -43,7 +43,7 @@ struct dec {
 	 * return addresses of calls for compressed returns (64, the oldest
 	 * overwritten, as in hardware), instructions since the last packet */
 	uint64_t ip;
-	bool enabled, too_long;
+	bool enabled;
 	uint64_t rs[64];
 	unsigned rs_top, rs_n;
 	uint64_t walked;
@@ -293,7 +293,6 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	d->use_ev_time = false;
 }
 
-
 /* ---- mt's walk: libipt's query decoder reads the packets (taken or not,
  * where to, events, time); the code is walked a block at a time from the
  * image's block cache. It reports what the block-decoder loop below does:
@@ -348,7 +347,8 @@ static void walk_call(struct dec *d, const struct mt_code_block *b, uint64_t to)
 		rs_push(d, next);
 }
 
-enum { WALK_TOO_LONG = -1000 };
+/* walk errors of mt's own, beside libipt's negative pte_ codes */
+enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
 
 static const struct mt_code_block *walk_block(struct dec *d, int *err)
 {
@@ -464,7 +464,7 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 		break;
 	case ptev_exec_mode:
 		if (ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown)
-			return -pte_not_supported; /* 16/32-bit code: --decoder=libipt */
+			return WALK_NOT_64BIT;
 		break;
 	default:
 		break;
@@ -591,6 +591,9 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 				snprintf(what, sizeof what, "no packet for over %u instructions (a loop of direct "
 					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
 				emit_error(d, 0, what);
+			} else if (status == WALK_NOT_64BIT) {
+				emit_error(d, 0, "16- or 32-bit code, which mt's walk does not decode "
+					   "(--decoder=libipt does)");
 			} else {
 				emit_error(d, status, NULL);
 			}

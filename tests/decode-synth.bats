@@ -3,6 +3,7 @@
 # the same run (mt-synth) and against perf script, an independent decoder.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 check_truth() { # PROG VARIANT [OPTION...]
 	local d=$MT_FIXTURES/$1
@@ -340,4 +341,27 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	[ "$n" -ge 40 ]
 	grep -q '^# fact	decoder	libipt .* query, mt code walk$' "$t/mt"
 	grep -q '^# fact	decoder	libipt .* block$' "$t/ipt"
+}
+
+# Raw PT by hand: PSB, MODE.EXEC with CS.D set (32-bit code), FUP 0x1000,
+# PSBEND; at 0x1000: nop, nop, ret. libipt's block decoder walks the two
+# nops and the ret (whose target the trace does not hold); mt's walk knows
+# only 64-bit code and says so, once, rather than misreading it.
+@test "32-bit code: mt's walk reports it as an error naming --decoder=libipt, which decodes it" {
+	local t=$BATS_TEST_TMPDIR
+	printf '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x99\x02\x7d\x00\x10\x00\x00\x00\x00\x02\x23' > "$t/m32.pt"
+	printf '\x90\x90\xc3' > "$t/code"
+	run --separate-stderr "$PT2EVENTS" --stats --pt "$t/m32.pt" --image "$t/code@0x1000"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -c '	error	')" -eq 1 ]
+	echo "$output" | grep -q 'msg=16- or 32-bit code, which mt.s walk does not decode (--decoder=libipt does)$'
+	run --separate-stderr "$PT2EVENTS" --decoder=libipt --stats --pt "$t/m32.pt" --image "$t/code@0x1000"
+	[ "$status" -eq 0 ]
+	[ "$stderr" = "mt-pt2events: stats: pt_bytes=27 insns=3 errors=0" ]
+}
+
+@test "--decoder: a bad value is a usage error" {
+	run --separate-stderr "$PT2EVENTS" --decoder=xed "$MT_FIXTURES/flow/plain.data"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "mt-pt2events: bad --decoder 'xed': expected mt or libipt" ]
 }

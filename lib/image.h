@@ -120,10 +120,6 @@ static inline const struct mt_code_block *mt_image_block(struct mt_image *img, u
 	}
 	return mt_image_block_new(img, ip, err);
 }
-/* The class of the instruction in b[0..n) (enum pt_insn_class); for direct
- * branches *direct is set and *disp, *len give the displacement and length
- * of the encoding that holds it (0 when not direct). */
-int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len);
 /* Reads up to size bytes of code at vaddr, across adjacent sections (an
  * instruction may straddle two pages of a page-image set); returns how
  * many it read, 0 where nothing is mapped. */

@@ -1,4 +1,5 @@
 #include "ptdecode.h"
+#include "x86.h"
 
 #include <inttypes.h>
 #include <intel-pt.h>
@@ -40,12 +41,11 @@ struct dec {
 	int pend_isid;
 	uint8_t pend_len;          /* its length when known (0: read it) */
 	/* mt's walk: the next instruction, whether tracing is on, the
-	 * return addresses of calls for compressed returns (64, the oldest
-	 * overwritten, as in hardware), instructions since the last packet */
+	 * return addresses of calls for compressed returns, instructions
+	 * since the last packet */
 	uint64_t ip;
 	bool enabled;
-	uint64_t rs[64];
-	unsigned rs_top, rs_n;
+	struct mt_retstack rs;
 	uint64_t walked;
 	/* libipt stamps some events (enable, disable, ...) with the time of
 	 * their own packet, which is better than the decoder's current time. */
@@ -299,24 +299,6 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
  * every branch with its target, instructions counted up to it, events at
  * the instruction they bind to. ---- */
 
-static void rs_push(struct dec *d, uint64_t ret)
-{
-	d->rs[d->rs_top] = ret;
-	d->rs_top = (d->rs_top + 1) & 63;
-	if (d->rs_n < 64)
-		d->rs_n++;
-}
-
-static bool rs_pop(struct dec *d, uint64_t *ret)
-{
-	if (!d->rs_n)
-		return false;
-	d->rs_top = (d->rs_top - 1) & 63;
-	d->rs_n--;
-	*ret = d->rs[d->rs_top];
-	return true;
-}
-
 /* Instructions executed, the last at `last`. */
 static void pass(struct dec *d, uint32_t n, uint64_t last)
 {
@@ -344,7 +326,7 @@ static void walk_call(struct dec *d, const struct mt_code_block *b, uint64_t to)
 {
 	uint64_t next = b->end_ip + b->len;
 	if (b->cls == ptic_call && (!b->direct || to != next))
-		rs_push(d, next);
+		mt_retstack_push(&d->rs, next);
 }
 
 /* walk errors of mt's own, beside libipt's negative pte_ codes */
@@ -508,7 +490,7 @@ static int walk_step(struct dec *d, int status)
 			d->walked = 0;
 			if (!taken)
 				return -pte_bad_retcomp;
-			if (!rs_pop(d, &to))
+			if (!mt_retstack_pop(&d->rs, &to))
 				return -pte_retstack_empty;
 			break;
 		}
@@ -546,7 +528,7 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->pending = false;
 	d->enabled = !(status & pts_ip_suppressed);
 	d->ip = ip;
-	d->rs_n = 0;
+	d->rs.n = 0;
 	d->walked = 0;
 }
 

@@ -1,6 +1,7 @@
 /* synth: recording the ground truth (ptrace) and classifying instructions. */
 #define _GNU_SOURCE
 #include "synth.h"
+#include "x86.h"
 
 #include <capstone.h>
 #include <errno.h>
@@ -453,44 +454,6 @@ static const struct mt_synth_map *map_of(const struct mt_synth_run *run, uint64_
 	return NULL;
 }
 
-/* Length of a VEX- or EVEX-encoded instruction (AVX, AVX-512, mask ops),
- * some of which Capstone 4 does not know. Neither encoding is ever a
- * branch, so the length is all the synthesizer needs. 0: not VEX/EVEX. */
-static unsigned vex_len(const uint8_t *c, size_t avail)
-{
-	if (avail < 8)
-		return 0;
-	unsigned p, map;
-	if (c[0] == 0xc5) {
-		p = 2;
-		map = 1;
-	} else if (c[0] == 0xc4) {
-		p = 3;
-		map = c[1] & 0x1f;
-	} else if (c[0] == 0x62) {
-		p = 4;
-		map = c[1] & 3;
-	} else {
-		return 0;
-	}
-	if (map < 1 || map > 3)
-		return 0;
-	uint8_t op = c[p], modrm = c[p + 1];
-	unsigned mod = modrm >> 6, rm = modrm & 7, n = p + 2;
-	if (mod != 3 && rm == 4) {
-		if (mod == 0 && (c[p + 2] & 7) == 5)
-			n += 4;
-		n++;
-	}
-	if (mod == 1)
-		n += 1;
-	else if (mod == 2 || (mod == 0 && rm == 5))
-		n += 4;
-	if (map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6))))
-		n += 1;
-	return n;
-}
-
 static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct mt_synth_insn *out)
 {
 	const struct mt_synth_map *m = map_of(run, ip);
@@ -501,7 +464,7 @@ static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct 
 	cs_insn *insn;
 	size_t n = cs_disasm(cs, code, avail < 16 ? avail : 16, ip, 1, &insn);
 	if (n != 1) {
-		unsigned len = vex_len(code, avail);
+		unsigned len = mt_vex_length(code, avail < 15 ? avail : 15);
 		if (!len)
 			return -1;
 		memset(out, 0, sizeof *out);

@@ -1,6 +1,7 @@
 /* synth: encoding the recorded flow as Intel PT and writing perf.data. */
 #define _GNU_SOURCE
 #include "synth.h"
+#include "x86.h"
 
 #include <intel-pt.h>
 #include <inttypes.h>
@@ -57,9 +58,7 @@ struct enc {
 	size_t cap;
 	uint64_t tnt;
 	int ntnt;
-	uint64_t rs[64];
-	int rs_n;            /* entries, newest at rs[(rs_head-1)&63] */
-	int rs_head;
+	struct mt_retstack rs;
 	int err;
 	uint64_t tsc, last_ctc;
 	uint64_t last_cyc;   /* TSC at the last CYC packet (cycles = ticks) */
@@ -241,26 +240,9 @@ static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_
 	}
 	simple(x, ppt_psbend);
 	x->in_psb = false;
-	x->rs_n = 0; /* a decoder starting here knows no earlier calls */
+	x->rs.n = 0; /* a decoder starting here knows no earlier calls */
 }
 
-static void rs_push(struct enc *x, uint64_t ret)
-{
-	x->rs[x->rs_head] = ret;
-	x->rs_head = (x->rs_head + 1) & 63;
-	if (x->rs_n < 64)
-		x->rs_n++;
-}
-
-static bool rs_pop(struct enc *x, uint64_t *top)
-{
-	if (!x->rs_n)
-		return false;
-	x->rs_head = (x->rs_head - 1) & 63;
-	x->rs_n--;
-	*top = x->rs[x->rs_head];
-	return true;
-}
 
 /* --- truth ---------------------------------------------------------------- */
 
@@ -388,7 +370,7 @@ static void kstep(struct enc *x, struct truth *t, enum mt_event_kind k, unsigned
 static void kernel_path(struct enc *x, struct truth *t, uint64_t user_next, bool timed)
 {
 	kstep(x, t, K_PLAIN, K_ENTRY, 0, false, timed);                 /* nop */
-	rs_push(x, KB + K_JMP);
+	mt_retstack_push(&x->rs, KB + K_JMP);
 	kstep(x, t, MT_EV_CALL, K_CALL, KB + K_HANDLER, false, timed);  /* call */
 	kstep(x, t, K_PLAIN, K_HANDLER, 0, false, timed);               /* mov */
 	for (int i = 3; i > 0; i--) {
@@ -397,7 +379,7 @@ static void kernel_path(struct enc *x, struct truth *t, uint64_t user_next, bool
 		kstep(x, t, i > 1 ? MT_EV_JUMP : K_PLAIN, K_JNZ, KB + K_DEC, true, timed);
 	}
 	uint64_t top;
-	if (rs_pop(x, &top) && top == KB + K_JMP && !x->v->noretcomp) {
+	if (mt_retstack_pop(&x->rs, &top) && top == KB + K_JMP && !x->v->noretcomp) {
 		tnt_bit(x, 1);
 	} else {
 		flush_tnt(x);
@@ -624,7 +606,7 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 			break;
 		case MT_IC_CALL:
 		case MT_IC_CALL_IND:
-			rs_push(x, ft);
+			mt_retstack_push(&x->rs, ft);
 			if (in->cls == MT_IC_CALL_IND) {
 				flush_tnt(x);
 				ip_packet(x, ppt_tip, next, false);
@@ -634,7 +616,7 @@ static int encode(const struct mt_synth_run *run, const struct mt_synth_variant 
 			break;
 		case MT_IC_RET: {
 			uint64_t top;
-			bool had = rs_pop(x, &top);
+			bool had = mt_retstack_pop(&x->rs, &top);
 			if (!v->noretcomp && had && top == next) {
 				tnt_bit(x, 1);
 			} else {

@@ -1,0 +1,47 @@
+/* x86: facts about x86-64 code and Intel PT that both the decoder's code
+ * walk (image) and the trace synthesizer (synth) need: the class of a
+ * branch instruction from its bytes, the length of VEX/EVEX instructions
+ * (capstone 4 does not know every AVX-512 one glibc uses), and the
+ * 64-entry return stack behind PT's return compression. */
+#ifndef MT_X86_H
+#define MT_X86_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* The class of the instruction in b[0..n) (enum pt_insn_class); for direct
+ * branches *direct is set and *disp, *len give the displacement and the
+ * length of the encoding that holds it (0 when not direct). */
+int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len);
+
+/* The length of a VEX or EVEX instruction at b (64-bit mode), 0 when b
+ * holds none. Neither encoding is ever a branch. */
+unsigned mt_vex_length(const uint8_t *b, size_t n);
+
+/* The calls whose returns a PT encoder may compress: 64, the oldest
+ * overwritten when full; a decoder starting at a PSB knows none. */
+struct mt_retstack {
+	uint64_t v[64];
+	unsigned top, n;
+};
+
+static inline void mt_retstack_push(struct mt_retstack *r, uint64_t ret)
+{
+	r->v[r->top] = ret;
+	r->top = (r->top + 1) & 63;
+	if (r->n < 64)
+		r->n++;
+}
+
+static inline bool mt_retstack_pop(struct mt_retstack *r, uint64_t *ret)
+{
+	if (!r->n)
+		return false;
+	r->top = (r->top - 1) & 63;
+	r->n--;
+	*ret = r->v[r->top];
+	return true;
+}
+
+#endif

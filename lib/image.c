@@ -390,12 +390,13 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 	return mt_image_func_range(img, addr, &start, &end) ? start : 0;
 }
 
-
 /* The newest section holding vaddr, or -1. */
 static ptrdiff_t section_at(struct mt_image *img, uint64_t vaddr)
 {
+	if (!img->nsections)
+		return -1; /* an image with no code (secs NULL) */
 	const struct mt_image_section *s = &img->secs[img->last_sec];
-	if (img->nsections && vaddr - s->vaddr < s->size && img->last_sec == img->nsections - 1)
+	if (vaddr - s->vaddr < s->size && img->last_sec == img->nsections - 1)
 		return (ptrdiff_t)img->last_sec;
 	for (size_t i = img->nsections; i-- > 0;) {
 		s = &img->secs[i];

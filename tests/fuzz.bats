@@ -16,7 +16,7 @@ replay() { # NAME [INPUT...]
 	[[ "$output" != *"ERROR: AddressSanitizer"* && "$output" != *"runtime error"* ]]
 }
 
-@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a TSC shift of 4145; a queue with no data; a data size that wraps the feature table offset)" {
+@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a TSC shift of 4145; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections)" {
 	replay perfdata "$BATS_TEST_DIRNAME/../fuzz/regress/perfdata" "$MT_FIXTURES"/flow/*.data \
 		"$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14
 }

@@ -38,7 +38,6 @@ struct dec {
 	 * packets past the branch by then. */
 	uint64_t pend_time;
 	bool pend_has_time, use_pend_time;
-	int pend_isid;
 	uint8_t pend_len;          /* its length when known (0: read it) */
 	/* mt's walk: the next instruction, whether tracing is on, the
 	 * return addresses of calls for compressed returns, instructions
@@ -51,9 +50,6 @@ struct dec {
 	 * their own packet, which is better than the decoder's current time. */
 	uint64_t ev_time;
 	bool use_ev_time;
-	/* Branch instructions already classified (the same few recur in any
-	 * loop): reading them again goes through libipt's locked image cache. */
-	struct { uint64_t ip; int isid; uint8_t cls, len; } seen[4096];
 	/* functions of recent jump sources (by address bits): most jumps
 	 * stay inside one; not known: a gap no function holds */
 	struct { uint64_t start, end; bool known; } fn[1024];
@@ -136,37 +132,21 @@ static void emit_error(struct dec *d, int errcode, const char *what)
 	d->pending = false;
 }
 
-/* Decodes the branch at ip from its bytes: its class and, for conditional
- * branches, its length. libipt's block cache leaves iclass as ptic_error for
- * some blocks, and never gives the length, which a not-taken branch needs. */
-static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_t ip, unsigned *len);
-
-static enum pt_insn_class classify_branch(struct dec *d, int isid, uint64_t ip, unsigned *len)
+/* The class of the branch at ip and its length, from the image's block
+ * cache (the block starting at ip ends at ip when ip is a branch). libipt's
+ * block decoder leaves iclass as ptic_error for some blocks, and never
+ * gives the length, which a not-taken branch needs. */
+static enum pt_insn_class classify_branch(struct dec *d, uint64_t ip, unsigned *len)
 {
-	size_t k = (size_t)((ip * 0x9e3779b97f4a7c15u) >> 52);
-	if (d->seen[k].ip == ip && d->seen[k].isid == isid && ip) {
-		*len = d->seen[k].len;
-		return (enum pt_insn_class)d->seen[k].cls;
-	}
-	enum pt_insn_class c = classify_branch_bytes(d, isid, ip, len);
-	d->seen[k].ip = ip;
-	d->seen[k].isid = isid;
-	d->seen[k].cls = (uint8_t)c;
-	d->seen[k].len = (uint8_t)*len;
-	return c;
-}
-
-static enum pt_insn_class classify_branch_bytes(struct dec *d, int isid, uint64_t ip, unsigned *len)
-{
-	(void)isid; /* the newest section at ip is the one libipt read */
-	uint8_t b[15];
+	int err;
+	const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
 	*len = 0;
-	size_t n = mt_image_read(d->img, ip, b, sizeof b);
-	if (!n)
+	if (!b)
 		return ptic_error;
-	bool direct;
-	int64_t disp;
-	return (enum pt_insn_class)mt_insn_classify(b, n, &direct, &disp, len);
+	if (b->end_ip != ip)
+		return ptic_other;
+	*len = b->len;
+	return (enum pt_insn_class)b->cls;
 }
 
 static void resolve_branch(struct dec *d, uint64_t to);
@@ -222,7 +202,7 @@ static void resolve_branch(struct dec *d, uint64_t to)
 		if (cond) {
 			unsigned len = d->pend_len;
 			if (!len)
-				classify_branch(d, d->pend_isid, from, &len);
+				classify_branch(d, from, &len);
 			if (len && to == from + len)
 				return; /* not taken */
 		}
@@ -669,11 +649,10 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 					d.pend_class = block.iclass;
 					if (block.iclass == ptic_error) {
 						unsigned len;
-						d.pend_class = classify_branch(&d, block.isid, block.end_ip, &len);
+						d.pend_class = classify_branch(&d, block.end_ip, &len);
 					}
 					d.pend_from = block.end_ip;
 					d.pend_time = now(&d, &d.pend_has_time);
-					d.pend_isid = block.isid;
 				}
 			}
 		}

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "image.h"
+#include "workq.h"
 
 /* AUXTRACE_INFO priv indexes (tools/perf/util/intel-pt.h) */
 enum {
@@ -687,7 +688,7 @@ static void emit_samples(const struct mt_perfdata *pd, const struct side *s, str
  * the logs are written in segment order, so the output is the sequential
  * one. Used when no other event's samples interleave with the trace. */
 
-#define MAX_JOBS 64 /* mt_ptperf_opts.jobs at most */
+#define MAX_JOBS MT_WORKQ_MAX_THREADS /* mt_ptperf_opts.jobs at most */
 
 /* An event held in memory, packed: the fields a decoder sets, in 64 bytes
  * (struct mt_event takes 104; a round of pieces holds millions). */
@@ -744,13 +745,50 @@ static const struct mt_event *logged_event(const struct evlog *l, size_t k, stru
 	return ev;
 }
 
+/* An empty memory writer for the next group or piece, keeping its memory
+ * up to `keep` bytes (one that grew past it is given back). */
+static int text_reset(struct mt_events_writer *t, size_t keep)
+{
+	if (t->buf && t->cap > keep) {
+		free(t->buf);
+		t->buf = NULL;
+	}
+	if (!t->buf)
+		return mt_events_writer_init_memory(t);
+	t->len = 0;
+	t->failed = false;
+	t->thr_len = 0;
+	return 0;
+}
+
+static void evlog_reset(struct evlog *l, size_t keep)
+{
+	if (l->cap * sizeof *l->v > keep) {
+		free(l->v);
+		l->v = NULL;
+		l->cap = 0;
+	}
+	l->n = l->alen = 0;
+	l->oom = false;
+}
+
 struct pseg {
 	const uint8_t *data;
 	size_t len;
 	uint8_t *owned;             /* a joined copy, freed after */
 	struct who_ctx wc;
 	int32_t cpu;
-	bool snapshot_after;
+	bool snapshot_after;        /* a snapshot event follows it */
+};
+
+/* Segments decoded by one worker in one go (a task per segment of a few
+ * KB cost more in thread wake-ups than decoding them), written in order by
+ * the main thread. */
+struct pgroup {
+	struct mt_workq_task task;  /* first: the task is the group */
+	struct pool *p;
+	struct pseg *seg;
+	size_t nseg, cap, bytes;
 	struct evlog log;           /* binary output: events, written by the main thread */
 	struct mt_events_writer text; /* text output: formatted by the worker, into memory */
 	struct mt_ptdec_stats st;
@@ -758,16 +796,29 @@ struct pseg {
 	struct mt_err err;
 };
 
+/* A group is handed to the workers once it holds this much PT or this
+ * many segments. */
+#define GROUP_BYTES ((size_t)256 << 10)
+#define GROUP_SEGMENTS 256
+/* Memory a group keeps for its output between uses. */
+#define GROUP_KEEP ((size_t)8 << 20)
+
+/* The decode's workers and the groups in flight: a ring of `window`,
+ * v[head] the oldest of the n handed to the workers, v[head + n] the one
+ * being filled. The main thread reads the trace and writes the oldest
+ * group when it is decoded, while the workers decode the next ones. */
 struct pool {
-	struct pseg *v;
-	size_t n, cap, bytes;
+	struct pgroup *v;
+	size_t window, head, n, bytes, max_bytes;
 	unsigned jobs;
 	bool text;                  /* the output is text: workers format it */
+	struct mt_workq q;          /* no threads with one job: tasks run in the main thread */
 	pthread_mutex_t mu;         /* building images (warnings) */
-	/* each worker's image, and the process it is of (worker_image) */
-	struct mt_image img[MAX_JOBS];
-	bool have_img[MAX_JOBS];
-	uint32_t img_pid[MAX_JOBS];
+	/* each worker's image, and the process it is of (worker_image);
+	 * worker 0 is the main thread */
+	struct mt_image img[MAX_JOBS + 1];
+	bool have_img[MAX_JOBS + 1];
+	uint32_t img_pid[MAX_JOBS + 1];
 	struct mt_perfdata *pd;
 	const struct side *s;
 	const struct mt_ptperf_opts *o;
@@ -785,54 +836,9 @@ static void piece_sink(void *ctx, const struct mt_event *ev)
 	mt_events_write(ctx, ev);
 }
 
-/* Items 0..n-1 shared by up to `jobs` workers (worker 0 is the calling
- * thread): each takes the next item until none is left. */
-struct jobs {
-	pthread_mutex_t mu;
-	size_t n, next;
-	void (*fn)(void *ctx, unsigned worker, size_t item);
-	void *ctx;
-};
-struct job_arg { struct jobs *j; unsigned worker; };
-
-static void *job_worker(void *arg)
-{
-	struct job_arg *a = arg;
-	struct jobs *j = a->j;
-	for (;;) {
-		pthread_mutex_lock(&j->mu);
-		size_t i = j->next++;
-		pthread_mutex_unlock(&j->mu);
-		if (i >= j->n)
-			break;
-		j->fn(j->ctx, a->worker, i);
-	}
-	return NULL;
-}
-
-static void run_jobs(unsigned jobs, size_t n, void (*fn)(void *ctx, unsigned worker, size_t item), void *ctx)
-{
-	struct jobs j = {.n = n, .fn = fn, .ctx = ctx};
-	pthread_mutex_init(&j.mu, NULL);
-	unsigned extra = jobs - 1 < n ? jobs - 1 : (unsigned)(n ? n - 1 : 0);
-	pthread_t th[MAX_JOBS];
-	struct job_arg arg[MAX_JOBS];
-	unsigned started = 0;
-	for (unsigned k = 0; k < MAX_JOBS; k++)
-		arg[k] = (struct job_arg){&j, k};
-	for (; started < extra && started + 1 < MAX_JOBS; started++)
-		if (pthread_create(&th[started], NULL, job_worker, &arg[started + 1]))
-			break;
-	job_worker(&arg[0]);
-	for (unsigned k = 0; k < started; k++)
-		pthread_join(th[k], NULL);
-	pthread_mutex_destroy(&j.mu);
-}
-
 /* Worker `worker`'s image of process pid: kept from one segment or piece
- * to the next (libipt caches decoded blocks in it), built again only for
- * another process. NULL with err set when out of memory. Worker 0 is the
- * main thread, which also uses it between rounds. */
+ * to the next (its block cache with it), built again only for another
+ * process. NULL with err set when out of memory. */
 static struct mt_image *worker_image(struct pool *p, unsigned worker, uint32_t pid, struct mt_err *err)
 {
 	struct mt_image *img = &p->img[worker];
@@ -852,44 +858,40 @@ static struct mt_image *worker_image(struct pool *p, unsigned worker, uint32_t p
 
 static void pool_free_images(struct pool *p)
 {
-	for (unsigned k = 0; k < MAX_JOBS; k++)
+	for (unsigned k = 0; k <= MAX_JOBS; k++)
 		if (p->have_img[k]) {
 			mt_image_fini(&p->img[k]);
 			p->have_img[k] = false;
 		}
 }
 
-/* One segment of the batch, by worker `worker`. */
-static void pool_item(void *ctx, unsigned worker, size_t i)
+/* One group, by worker `worker`: its segments one after the other. */
+static void pool_item(struct mt_workq_task *t, unsigned worker)
 {
-	struct pool *p = ctx;
-	struct pseg *g = &p->v[i];
-	struct mt_image *img = worker_image(p, worker, g->wc.pid, &g->err);
-	if (!img) {
-		g->rc = g->err.code;
-		return;
-	}
-	if (!p->text) {
-		struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
-					     .sink = evlog_sink, .sink_ctx = &g->log};
-		g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
-		if (!g->rc && g->log.oom)
-			g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
-		return;
-	}
-	if (mt_events_writer_init_memory(&g->text)) {
+	struct pgroup *g = (struct pgroup *)t;
+	struct pool *p = g->p;
+	if (p->text ? text_reset(&g->text, GROUP_KEEP) : (evlog_reset(&g->log, GROUP_KEEP), 0)) {
 		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory");
 		return;
 	}
-	struct mt_ptdec_stream st = {.data = g->data, .len = g->len, .cpu = g->cpu, .who = who, .who_ctx = &g->wc,
-				     .sink = piece_sink, .sink_ctx = &g->text};
-	g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
-	if (!g->rc && g->snapshot_after) {
-		struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
-				       .offset = MT_NO_OFFSET};
-		mt_events_write(&g->text, &sev);
+	for (size_t i = 0; i < g->nseg && !g->rc; i++) {
+		struct pseg *s = &g->seg[i];
+		struct mt_image *img = worker_image(p, worker, s->wc.pid, &g->err);
+		if (!img) {
+			g->rc = g->err.code;
+			break;
+		}
+		struct mt_ptdec_stream st = {.data = s->data, .len = s->len, .cpu = s->cpu, .who = who, .who_ctx = &s->wc,
+					     .sink = p->text ? piece_sink : evlog_sink,
+					     .sink_ctx = p->text ? (void *)&g->text : (void *)&g->log};
+		g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
+		if (!g->rc && s->snapshot_after) {
+			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = s->wc.pid, .tid = s->wc.tid, .cpu = s->cpu,
+					       .offset = MT_NO_OFFSET};
+			st.sink(st.sink_ctx, &sev);
+		}
 	}
-	if (!g->rc && g->text.failed)
+	if (!g->rc && (g->log.oom || g->text.failed))
 		g->rc = mt_err_set(&g->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
@@ -910,44 +912,121 @@ static void progress_add(struct progress *pr, uint64_t bytes)
 		pr->o->progress(pr->o->progress_ctx, pr->base, pr->total);
 }
 
-/* Decodes the batch, then writes it in order. */
-static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+static int pool_start(struct pool *p, struct mt_err *err)
 {
-	uint64_t batch_bytes = p->bytes;
-	run_jobs(p->jobs, p->n, pool_item, p);
-	int rc = 0;
-	for (size_t i = 0; i < p->n; i++) {
-		struct pseg *g = &p->v[i];
-		if (!rc && g->rc)
-			rc = mt_err_set(err, g->rc, "%s", g->err.msg);
-		if (!rc && g->text.buf)
+	p->window = 2 * (size_t)p->jobs + 2;
+	/* bytes of PT in flight: their events are held until written */
+	p->max_bytes = ((size_t)1 << 20) * (p->jobs + 1);
+	p->v = calloc(p->window, sizeof *p->v);
+	if (!p->v || pthread_mutex_init(&p->mu, NULL)) {
+		free(p->v);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < p->window; i++) {
+		p->v[i].p = p;
+		p->v[i].task.run = pool_item;
+	}
+	if (mt_workq_start(&p->q, p->jobs > 1 ? p->jobs : 0)) {
+		pthread_mutex_destroy(&p->mu);
+		free(p->v);
+		return mt_err_set(err, MT_ENOMEM, "cannot start the decode's threads");
+	}
+	return 0;
+}
+
+/* Waits for the oldest group in flight and writes it (nothing more once rc
+ * is set: then it is only released). */
+static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, int rc,
+			     struct mt_err *err)
+{
+	struct pgroup *g = &p->v[p->head];
+	mt_workq_wait(&p->q, &g->task);
+	if (!rc && g->rc)
+		rc = mt_err_set(err, g->rc, "%s", g->err.msg);
+	if (!rc) {
+		if (p->text)
 			mt_events_write_bytes(w, g->text.buf, g->text.len);
-		free(g->text.buf);
-		for (size_t k = 0; !rc && k < g->log.n; k++) {
+		for (size_t k = 0; !p->text && k < g->log.n; k++) {
 			struct mt_event ev;
 			mt_events_write(w, logged_event(&g->log, k, &ev));
-		}
-		if (!rc && g->snapshot_after && !p->text) {
-			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = g->wc.pid, .tid = g->wc.tid, .cpu = g->cpu,
-					       .offset = MT_NO_OFFSET};
-			mt_events_write(w, &sev);
 		}
 		stats->pt_bytes += g->st.pt_bytes;
 		stats->insns += g->st.insns;
 		stats->errors += g->st.errors;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
-		if (g->owned)
-			free(g->owned);
+	}
+	for (size_t i = 0; i < g->nseg; i++) {
+		if (g->seg[i].owned)
+			free(g->seg[i].owned);
 		else
-			release_before(p->pd, &p->rel, g->data);
+			release_before(p->pd, &p->rel, g->seg[i].data);
+	}
+	p->head = (p->head + 1) % p->window;
+	p->n--;
+	p->bytes -= g->bytes;
+	progress_add(p->progress, g->bytes);
+	g->nseg = g->bytes = 0;
+	g->task.queued = false;
+	return rc;
+}
+
+/* Hands the group being filled to the workers; then, while too much is in
+ * flight, writes the oldest. */
+static int pool_submit(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+{
+	struct pgroup *g = &p->v[(p->head + p->n) % p->window];
+	if (!g->nseg)
+		return 0;
+	memset(&g->st, 0, sizeof g->st);
+	g->rc = 0;
+	g->err = (struct mt_err){0};
+	p->n++;
+	p->bytes += g->bytes;
+	mt_workq_submit(&p->q, &g->task, false);
+	int rc = 0;
+	while (!rc && (p->n == p->window || (p->n > 1 && p->bytes > p->max_bytes)))
+		rc = pool_write_oldest(p, w, stats, rc, err);
+	return rc;
+}
+
+/* Writes every segment queued, in order. */
+static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+{
+	int rc = pool_submit(p, w, stats, err);
+	while (p->n)
+		rc = pool_write_oldest(p, w, stats, rc, err);
+	return rc;
+}
+
+/* Whether segments wait to be written. */
+static bool pool_busy(const struct pool *p)
+{
+	return p->n || p->v[(p->head + p->n) % p->window].nseg;
+}
+
+/* Waits for what is in flight without writing it (after an error), ends
+ * the workers and frees the groups' memory. */
+static void pool_end(struct pool *p)
+{
+	while (p->n) {
+		struct mt_err ignored;
+		struct mt_ptdec_stats none;
+		pool_write_oldest(p, NULL, &none, 1, &ignored);
+	}
+	mt_workq_stop(&p->q);
+	for (size_t i = 0; i < p->window; i++) {
+		struct pgroup *g = &p->v[i];
+		for (size_t k = 0; k < g->nseg; k++) /* the one being filled */
+			free(g->seg[k].owned);
+		free(g->seg);
 		free(g->log.v);
 		free(g->log.arena);
+		free(g->text.buf);
 	}
-	p->n = 0;
-	p->bytes = 0;
-	progress_add(p->progress, batch_bytes);
-	return rc;
+	free(p->v);
+	pool_free_images(p);
+	pthread_mutex_destroy(&p->mu);
 }
 
 /* Larger segments are decoded in order by the main thread: their events
@@ -959,20 +1038,22 @@ static int pool_flush(struct pool *p, struct mt_events_writer *w, struct mt_ptde
  * as it comes, so memory stays bounded whatever the trace's length. */
 #define STREAM_PIECES 16
 
-/* Queues a segment; the batch is decoded when it holds enough work. */
+/* Queues a segment for the workers. owned: a copy of the data, freed once
+ * written; snapshot_after: a snapshot event follows it. */
 static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *owned, const struct who_ctx *wc,
-		    int32_t cpu, struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_err *err)
+		    int32_t cpu, bool snapshot_after, struct mt_events_writer *w, struct mt_ptdec_stats *stats,
+		    struct mt_err *err)
 {
-	if (!mt_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v)) {
+	struct pgroup *g = &p->v[(p->head + p->n) % p->window];
+	if (!mt_grow((void **)&g->seg, &g->cap, g->nseg + 1, sizeof *g->seg)) {
 		free(owned);
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	}
-	p->v[p->n++] = (struct pseg){.data = data, .len = len, .owned = owned, .wc = *wc, .cpu = cpu};
-	p->bytes += len;
-	/* enough segments to keep every job busy, or enough bytes that
-	 * holding their events would cost too much memory */
-	if (p->n >= 8 * (size_t)p->jobs || p->bytes >= ((size_t)1 << 20) * p->jobs)
-		return pool_flush(p, w, stats, err);
+	g->seg[g->nseg++] = (struct pseg){.data = data, .len = len, .owned = owned, .wc = *wc, .cpu = cpu,
+					  .snapshot_after = snapshot_after};
+	g->bytes += len;
+	if (g->bytes >= GROUP_BYTES || g->nseg >= GROUP_SEGMENTS)
+		return pool_submit(p, w, stats, err);
 	return 0;
 }
 
@@ -980,65 +1061,78 @@ static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *ow
  * A PSB starts the packet stream anew (no IP compression, an empty RET
  * compression stack, the full time in its TSC), so a decoder can start at
  * any. A long segment is cut at PSBs into pieces decoded at once, each
- * going on a little past the next cut (OVERLAP). Stitching: libipt reports
- * each PSB's status at the instruction it was made at, so the piece before
- * knows how many instructions it decoded before the next piece's start.
- * Instruction counts then pair the two pieces' events exactly (PT offsets
- * cannot: how far libipt has read ahead differs between decoders). Past
- * the next piece's first events both decoders are in the same state: the
- * cut goes at the first event where every event both decoded is the same
- * (STITCH_MIN at least), and the piece before keeps its events before it.
- * Where that never holds (a decode error at the cut, cycle-accurate timing
- * still calibrating), the piece before is decoded again through the next
- * one's range instead: the output is always the sequential decode's. */
+ * going on a little past the next cut (OVERLAP). Stitching: the decoder
+ * reports each PSB's status at the instruction it was made at, so the
+ * piece before knows how many instructions it decoded before the next
+ * piece's start. Instruction counts then pair the two pieces' events
+ * exactly (PT offsets cannot: how far the decoder has read ahead differs).
+ * Past the next piece's first events both decoders are in the same state:
+ * the cut goes at the first event where every event both decoded is the
+ * same (STITCH_MIN at least), and the piece before keeps its events before
+ * it. Where that never holds (a decode error at the cut, cycle-accurate
+ * timing still calibrating), the piece before is decoded again through the
+ * next one's range instead: the output is always the sequential decode's.
+ *
+ * Pieces go through a ring: decoded by the workers in order, stitched by
+ * the main thread as soon as a piece and the next are decoded, formatted
+ * (text) by a worker ahead of any decode, and written in order - while
+ * later pieces decode. Each piece decodes a copy of its bytes, so the
+ * caller may move or drop the segment's data meanwhile. */
 
 #define OVERLAP ((size_t)16 << 10)
+/* Memory a piece keeps for its events and text between uses: a piece of
+ * split_bytes of PT needs about 16 times as much. */
+#define PIECE_KEEP ((size_t)64 << 20)
 #define STITCH_MIN 32
 #define STITCH_TRIES 8
 
 struct piece {
-	size_t start, stop;         /* from the PSB at start (0: the first PSB) up to stop (0: the end) */
-	size_t next;                /* the next piece's PSB */
-	uint64_t mark;              /* instructions decoded before it (UINT64_MAX: not reached) */
+	struct mt_workq_task task;  /* first: the task is the piece */
+	struct splitter *sp;
+	/* positions in the segment: the PSB it starts at (0: the first PSB),
+	 * the next piece's PSB and where to stop decoding (0: to the end) */
+	uint64_t start, next, stop;
+	uint8_t *buf;               /* the segment's bytes from start on */
+	size_t blen, bcap;
+	uint64_t mark;              /* instructions decoded before next (UINT64_MAX: not reached) */
 	struct evlog log;
 	size_t keep_from, keep_to;  /* after stitching: the events that are written */
-	bool absorbed;              /* decoded again as part of the piece before */
+	bool stitched;              /* keep_to is known */
+	bool formatting;            /* its task formats its kept events (text) */
 	struct mt_ptdec_stats st;
 	int rc;
 	struct mt_err err;
-	struct mt_events_writer text; /* text output: formatted by a worker, into memory (buf NULL: not yet) */
+	struct mt_events_writer text; /* text output: formatted by a worker, into memory */
 };
 
-/* A segment decoded in pieces, fed as it arrives: data[0..len) is what is
- * in memory of it now, data[0] its byte base. */
+/* A segment decoded in pieces, fed as it arrives. */
 struct splitter {
-	const uint8_t *data;
-	size_t len;
-	uint64_t base;
+	struct pool *p;
 	int32_t cpu;
 	struct who_ctx wc;
-	struct pool *p;
-	size_t round;               /* pieces decoded at once: 2 per job */
-	struct piece *v;            /* v[0]: the piece held from the round before (its cut not yet known) */
-	bool held;
-	size_t pos;                 /* where the next new piece starts */
-	bool ended;                 /* a piece has decoded to the end */
-	struct piece **todo;        /* this round's pieces */
-	bool format;                /* the round formats kept events (text) instead of decoding */
+	uint64_t base;              /* the position of split_feed's data[0] */
+	uint64_t pos;               /* where the next new piece starts */
+	bool cut_end;               /* the last piece (to the end) is made */
+	bool ended;                 /* and written */
+	struct piece *v;            /* `ring` pieces: */
+	struct piece **order;       /* those in flight, oldest first (n) */
+	struct piece **spare;       /* and the others (nspare) */
+	size_t ring, n, nspare;
 };
 
-static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image *img)
+static void piece_decode(struct piece *pc, struct mt_image *img)
 {
-	struct mt_ptdec_stream st = {.data = sp->data, .len = sp->len, .cpu = sp->cpu, .who = who, .who_ctx = &sp->wc,
-				     .sink = evlog_sink, .sink_ctx = &pc->log, .start = pc->start, .stop_after = pc->stop,
-				     .mark_psb = pc->next, .mark_insns = pc->stop ? &pc->mark : NULL,
-				     .offset_base = sp->base};
+	struct splitter *sp = pc->sp;
+	struct mt_ptdec_stream st = {.data = pc->buf, .len = pc->blen, .cpu = sp->cpu, .who = who, .who_ctx = &sp->wc,
+				     .sink = evlog_sink, .sink_ctx = &pc->log,
+				     .stop_after = pc->stop ? (size_t)(pc->stop - pc->start) : 0,
+				     .mark_psb = pc->next ? (size_t)(pc->next - pc->start) : 0,
+				     .mark_insns = pc->stop ? &pc->mark : NULL, .offset_base = pc->start};
 	pc->mark = UINT64_MAX;
-	pc->log.n = pc->log.alen = 0;
-	pc->log.oom = false;
+	evlog_reset(&pc->log, PIECE_KEEP);
 	/* room for an event every 4 bytes of PT at once (pages are touched
 	 * only as used): growing by doubling copied the log several times */
-	size_t bytes = (pc->stop ? pc->stop : sp->len) - pc->start;
+	size_t bytes = pc->stop ? (size_t)(pc->stop - pc->start) : pc->blen;
 	if (pc->log.cap < bytes / 4 && !mt_grow((void **)&pc->log.v, &pc->log.cap, bytes / 4, sizeof *pc->log.v))
 		pc->log.oom = true;
 	memset(&pc->st, 0, sizeof pc->st);
@@ -1049,11 +1143,10 @@ static void piece_decode(struct splitter *sp, struct piece *pc, struct mt_image 
 
 static void piece_format(struct piece *pc)
 {
-	if (!pc->text.buf && mt_events_writer_init_memory(&pc->text)) {
+	if (text_reset(&pc->text, PIECE_KEEP)) {
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory");
 		return;
 	}
-	pc->text.len = 0;
 	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
 		struct mt_event ev;
 		mt_events_write(&pc->text, logged_event(&pc->log, k, &ev));
@@ -1062,29 +1155,21 @@ static void piece_format(struct piece *pc)
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
-/* Piece i of the round, by worker `worker`: decoded, or its kept events
+/* A piece's task, by worker `worker`: decoded, or its kept events
  * formatted. */
-static void split_item(void *ctx, unsigned worker, size_t i)
+static void piece_run(struct mt_workq_task *t, unsigned worker)
 {
-	struct splitter *sp = ctx;
-	struct piece *pc = sp->todo[i];
-	if (sp->format) {
+	struct piece *pc = (struct piece *)t;
+	if (pc->formatting) {
 		piece_format(pc);
 		return;
 	}
-	struct mt_image *img = worker_image(sp->p, worker, sp->wc.pid, &pc->err);
+	struct mt_image *img = worker_image(pc->sp->p, worker, pc->sp->wc.pid, &pc->err);
 	if (!img) {
 		pc->rc = pc->err.code;
 		return;
 	}
-	piece_decode(sp, pc, img);
-}
-
-/* Runs split_item over todo[0..n) on the pool's jobs. */
-static void split_round(struct splitter *sp, size_t n, bool format)
-{
-	sp->format = format;
-	run_jobs(sp->p->jobs, n, split_item, sp);
+	piece_decode(pc, img);
 }
 
 static bool same_event(const struct logged *x, const char *xa, const struct logged *y, const char *ya)
@@ -1137,21 +1222,25 @@ static bool stitch(struct piece *a, struct piece *b)
 
 static void piece_free(struct piece *pc)
 {
+	free(pc->buf);
 	free(pc->log.v);
 	free(pc->log.arena);
 	free(pc->text.buf);
 	memset(pc, 0, sizeof *pc);
 }
 
-/* Empty for the next round, keeping its memory: growing the logs and the
- * text anew each round cost more than decoding (page faults, copies). */
+/* Empty for the next piece, keeping its memory: growing the logs and the
+ * text anew for each cost more than decoding (page faults, copies). */
 static void piece_reset(struct piece *pc)
 {
-	struct evlog log = {.v = pc->log.v, .cap = pc->log.cap, .arena = pc->log.arena, .acap = pc->log.acap};
-	struct mt_events_writer text = pc->text;
+	struct piece keep = *pc;
 	memset(pc, 0, sizeof *pc);
-	pc->log = log;
-	pc->text = text;
+	pc->sp = keep.sp;
+	pc->task.run = piece_run;
+	pc->buf = keep.buf;
+	pc->bcap = keep.bcap;
+	pc->log = keep.log;
+	pc->text = keep.text;
 }
 
 /* The next cut: the first PSB at least `chunk` bytes after `from`, with
@@ -1191,106 +1280,182 @@ static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx
 	sp->p = p;
 	sp->wc = *wc;
 	sp->cpu = cpu;
-	sp->round = 2 * (size_t)p->jobs;
-	sp->v = calloc(sp->round + 1, sizeof *sp->v);
-	sp->todo = calloc(sp->round + 1, sizeof *sp->todo);
-	if (!sp->v || !sp->todo) {
+	/* a piece being written, one waiting for the next to stitch, and two
+	 * a job decoding */
+	sp->ring = 2 * (size_t)p->jobs + 1;
+	sp->v = calloc(sp->ring, sizeof *sp->v);
+	sp->order = calloc(sp->ring, sizeof *sp->order);
+	sp->spare = calloc(sp->ring, sizeof *sp->spare);
+	if (!sp->v || !sp->order || !sp->spare) {
 		free(sp->v);
-		free(sp->todo);
+		free(sp->order);
+		free(sp->spare);
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < sp->ring; i++) {
+		sp->v[i].sp = sp;
+		sp->v[i].task.run = piece_run;
+		sp->spare[sp->nspare++] = &sp->v[i];
 	}
 	return 0;
 }
 
+/* Waits for the pieces in flight (after an error) and frees them. */
 static void split_end(struct splitter *sp)
 {
-	for (size_t i = 0; i <= sp->round; i++)
+	for (size_t i = 0; i < sp->ring; i++) {
+		mt_workq_wait(&sp->p->q, &sp->v[i].task);
 		piece_free(&sp->v[i]);
+	}
 	free(sp->v);
-	free(sp->todo);
+	free(sp->order);
+	free(sp->spare);
 }
 
-/* Decodes the rounds of pieces data[0..len) holds and writes their events
- * in order; final: data ends the segment, so everything. *keep: the bytes
- * from which on the next call needs the data again (before them it may be
- * dropped, see split_drop). */
+/* Piece k of those in flight leaves them (written, or decoded again as
+ * part of the one before), its memory kept for a next one. */
+static void piece_done(struct splitter *sp, size_t k)
+{
+	struct piece *pc = sp->order[k];
+	piece_reset(pc);
+	memmove(sp->order + k, sp->order + k + 1, (sp->n - k - 1) * sizeof *sp->order);
+	sp->n--;
+	sp->spare[sp->nspare++] = pc;
+}
+
+/* The first piece not yet stitched, at k or after; NULL when none. */
+static struct piece *unstitched(struct splitter *sp, size_t *k)
+{
+	for (; *k < sp->n; ++*k)
+		if (!sp->order[*k]->stitched)
+			return sp->order[*k];
+	return NULL;
+}
+
+static void stitched(struct splitter *sp, struct piece *pc)
+{
+	pc->stitched = true;
+	if (sp->p->text) { /* formatted ahead of any decode: the output waits for it */
+		pc->formatting = true;
+		mt_workq_submit(&sp->p->q, &pc->task, true);
+	}
+}
+
+/* Stitches the pieces decoded so far, each to the next; *moved when any. */
+static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool *moved, struct mt_err *err)
+{
+	struct pool *p = sp->p;
+	size_t k = 0;
+	struct piece *a;
+	while ((a = unstitched(sp, &k))) {
+		if (!mt_workq_done(&p->q, &a->task))
+			return 0;
+		if (a->rc)
+			return mt_err_set(err, a->rc, "%s", a->err.msg);
+		if (!a->stop) { /* the last: all it decoded */
+			a->keep_to = a->log.n;
+			stitched(sp, a);
+			*moved = true;
+			continue;
+		}
+		if (k + 1 == sp->n)
+			return 0;
+		struct piece *b = sp->order[k + 1];
+		if (!mt_workq_done(&p->q, &b->task))
+			return 0;
+		if (b->rc)
+			return mt_err_set(err, b->rc, "%s", b->err.msg);
+		*moved = true;
+		if (stitch(a, b)) {
+			stitched(sp, a);
+			continue;
+		}
+		/* a again, through b's range (keep_from stays: the same events
+		 * from the same start), by the main thread */
+		struct mt_image *img = worker_image(p, 0, sp->wc.pid, err);
+		if (!img)
+			return err->code;
+		size_t head = (size_t)(b->start - a->start);
+		if (!mt_grow((void **)&a->buf, &a->bcap, head + b->blen, 1))
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		memcpy(a->buf + head, b->buf, b->blen);
+		a->blen = head + b->blen;
+		a->stop = b->stop;
+		a->next = b->next;
+		piece_decode(a, img);
+		if (a->rc)
+			return mt_err_set(err, a->rc, "%s", a->err.msg);
+		piece_done(sp, k + 1);
+		stats->redone++;
+	}
+	return 0;
+}
+
+/* What the output waits for: the oldest piece's format, or the decode of
+ * the first piece not stitched or of the one after it. */
+static struct mt_workq_task *split_blocker(struct splitter *sp)
+{
+	size_t k = 0;
+	if (sp->n && sp->order[0]->stitched)
+		return &sp->order[0]->task;
+	struct piece *a = unstitched(sp, &k);
+	if (!a)
+		return NULL;
+	if (!mt_workq_done(&sp->p->q, &a->task))
+		return &a->task;
+	return k + 1 < sp->n ? &sp->order[k + 1]->task : NULL;
+}
+
+/* Decodes the pieces data[0..len) holds and writes their events in order;
+ * final: data ends the segment, so everything. Pieces not yet written stay
+ * in flight for the next call. *keep: the bytes from which on the next
+ * call needs the data again (before them it may be dropped, see
+ * split_drop). */
 static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool final, struct mt_events_writer *w,
 		      struct mt_ptdec_stats *stats, size_t *keep, struct mt_err *err)
 {
 	struct pool *p = sp->p;
-	struct piece *v = sp->v;
-	sp->data = data;
-	sp->len = len;
 	int rc = 0;
-	while (!rc && !sp->ended) {
-		/* the next round: pieces from cut to cut, the last to the end */
-		size_t nnew = 0, at = sp->pos;
-		while (nnew < sp->round) {
-			size_t c = next_cut(data, len, at, p->o->split_bytes);
+	while (!rc) {
+		bool moved = false;
+		/* new pieces, cut to cut, the last to the end, while there is room */
+		while (!sp->cut_end && sp->n < sp->ring) {
+			size_t from = (size_t)(sp->pos - sp->base);
+			size_t c = next_cut(data, len, from, p->o->split_bytes);
 			if (c == SIZE_MAX && !final)
 				break;
-			struct piece *pc = &v[1 + nnew];
-			sp->todo[nnew++] = pc;
-			pc->start = at;
-			pc->next = c == SIZE_MAX ? 0 : c;
-			pc->stop = c == SIZE_MAX ? 0 : c + OVERLAP;
-			if (c == SIZE_MAX)
+			size_t to = c == SIZE_MAX ? len : c + 2 * OVERLAP;
+			struct piece *pc = sp->spare[sp->nspare - 1];
+			if (!mt_grow((void **)&pc->buf, &pc->bcap, to - from, 1)) {
+				rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 				break;
-			at = c;
+			}
+			memcpy(pc->buf, data + from, to - from);
+			pc->blen = to - from;
+			pc->start = sp->pos;
+			pc->next = c == SIZE_MAX ? 0 : sp->base + c;
+			pc->stop = c == SIZE_MAX ? 0 : pc->next + OVERLAP;
+			sp->cut_end = c == SIZE_MAX;
+			if (!sp->cut_end)
+				sp->pos = pc->next;
+			sp->nspare--;
+			sp->order[sp->n++] = pc;
+			stats->pieces++;
+			mt_workq_submit(&p->q, &pc->task, false);
+			moved = true;
 		}
-		if (!nnew || (!final && nnew < sp->round))
-			break; /* more data first */
-		split_round(sp, nnew, false);
-		stats->pieces += nnew;
-		for (size_t i = 1; i <= nnew && !rc; i++)
-			if (v[i].rc)
-				rc = mt_err_set(err, v[i].rc, "%s", v[i].err.msg);
-		/* stitch each piece to the last one before it that stays */
-		size_t prev = sp->held ? 0 : SIZE_MAX;
-		for (size_t i = 1; i <= nnew && !rc; i++) {
-			struct piece *b = &v[i];
-			b->keep_to = b->log.n;
-			if (prev == SIZE_MAX) {
-				prev = i;
-				continue;
-			}
-			struct piece *a = &v[prev];
-			if (stitch(a, b)) {
-				prev = i;
-				continue;
-			}
-			struct mt_image *img = worker_image(p, 0, sp->wc.pid, err); /* the main thread's */
-			if (!img) {
-				rc = err->code;
+		if (!rc)
+			rc = split_stitch(sp, stats, &moved, err);
+		/* the oldest pieces, written once stitched (and formatted) */
+		while (!rc && sp->n) {
+			struct piece *pc = sp->order[0];
+			if (!pc->stitched || (pc->formatting && !mt_workq_done(&p->q, &pc->task)))
 				break;
-			}
-			a->stop = b->stop; /* keep_from stays: the same events from the same start */
-			a->next = b->next;
-			piece_decode(sp, a, img);
-			if (a->rc) {
-				rc = mt_err_set(err, a->rc, "%s", a->err.msg);
-				break;
-			}
-			a->keep_to = a->log.n;
-			b->absorbed = true;
-			stats->redone++;
-		}
-		/* written now: every piece that stays but the last, which waits for
-		 * the next round's first (unless it decoded to the end) */
-		size_t last = prev, nout = 0;
-		sp->ended = last != SIZE_MAX && !v[last].stop;
-		for (size_t i = sp->held ? 0 : 1; i <= nnew && !rc; i++)
-			if (!v[i].absorbed && (i != last || sp->ended))
-				sp->todo[nout++] = &v[i];
-		if (!rc && w->format == MT_EVENTS_TEXT)
-			split_round(sp, nout, true);
-		for (size_t i = 0; i < nout && !rc; i++) {
-			struct piece *pc = sp->todo[i];
 			if (pc->rc) {
 				rc = mt_err_set(err, pc->rc, "%s", pc->err.msg);
 				break;
 			}
-			if (w->format == MT_EVENTS_TEXT)
+			if (p->text)
 				mt_events_write_bytes(w, pc->text.buf, pc->text.len);
 			else
 				for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
@@ -1298,37 +1463,32 @@ static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool
 					mt_events_write(w, logged_event(&pc->log, k, &ev));
 				}
 			piece_stats(pc, stats);
+			progress_add(p->progress, (pc->next ? pc->next : pc->start + pc->blen) - pc->start);
+			piece_done(sp, 0);
+			moved = true;
 		}
-		progress_add(p->progress, (sp->ended ? len : at) - sp->pos);
-		sp->pos = at;
-		/* the last piece waits in v[0] for the next round */
-		sp->held = !sp->ended && last != SIZE_MAX;
-		if (sp->held && last) {
-			struct piece t = v[0];
-			v[0] = v[last];
-			v[last] = t;
-		}
-		for (size_t i = sp->held ? 1 : 0; i <= sp->round; i++)
-			piece_reset(&v[i]);
+		if (rc || moved)
+			continue;
+		if (!sp->n || (!final && !sp->cut_end && sp->n < sp->ring))
+			break; /* done, or more data first */
+		struct mt_workq_task *t = split_blocker(sp);
+		if (!t) /* cannot happen: never leave pieces unwritten silently */
+			rc = mt_err_set(err, MT_EFORMAT, "pieces of a split segment left unwritten (a bug in mt)");
+		else
+			mt_workq_wait(&p->q, t);
 	}
-	*keep = sp->held ? v[0].start : sp->pos;
-	if (final)
+	sp->ended = !rc && sp->cut_end && !sp->n;
+	*keep = (size_t)(sp->pos - sp->base);
+	if (final && !rc)
 		stats->pt_bytes += sp->base + len;
 	return rc;
 }
 
 /* The caller dropped the first n bytes of the data (n <= split_feed's
- * *keep): positions move back, the base forward. */
+ * *keep): the data's base moves forward. */
 static void split_drop(struct splitter *sp, size_t n)
 {
 	sp->base += n;
-	sp->pos -= n;
-	if (sp->held) {
-		struct piece *h = &sp->v[0];
-		h->start -= n;
-		h->next -= n;
-		h->stop -= n;
-	}
 }
 
 int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
@@ -1417,7 +1577,12 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	bool parallel = o->jobs > 1 && !sc.norder;
 	/* long segments can be decoded in pieces (one job or more) */
 	bool streamable = !sc.norder && o->split_bytes && !s.priv[PRIV_SNAPSHOT_MODE];
-	pthread_mutex_init(&pool.mu, NULL);
+	if (pool.jobs < 1)
+		pool.jobs = 1;
+	if ((rc = pool_start(&pool, err))) {
+		free(done);
+		goto out;
+	}
 	for (size_t qi = 0; qi < s.bufs.n && !rc; qi++) {
 		if (done[qi])
 			continue;
@@ -1475,14 +1640,15 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				skip = snapshot_overlap(seg, &seglen, b->data, b->size);
 			if (!b || (seglen && b->offset != next_off && !skip)) {
 				bool cut = splitting || (parallel && o->split_bytes && seglen > 2 * o->split_bytes);
-				if (parallel && !cut && seglen <= MAX_POOLED_SEGMENT) {
+				bool pooled = parallel && !cut && seglen <= MAX_POOLED_SEGMENT;
+				if (pooled) {
 					/* queued; a joined copy goes with it */
 					uint8_t *own = seg == joined ? joined : NULL;
 					if (own)
 						joined = NULL, jcap = 0;
-					rc = pool_add(&pool, seg, seglen, own, &wc, per_cpu ? (int32_t)idx_cpu : -1, w, stats,
-						      err);
-				} else if (cut && (splitting || ((!pool.n || !(rc = pool_flush(&pool, w, stats, err))) &&
+					rc = pool_add(&pool, seg, seglen, own, &wc, per_cpu ? (int32_t)idx_cpu : -1,
+						      s.priv[PRIV_SNAPSHOT_MODE] && b, w, stats, err);
+				} else if (cut && (splitting || ((!pool_busy(&pool) || !(rc = pool_flush(&pool, w, stats, err))) &&
 								 !(rc = split_begin(&sp, &pool, &wc,
 										    per_cpu ? (int32_t)idx_cpu : -1, err))))) {
 					/* a long one: in pieces */
@@ -1492,7 +1658,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 					splitting = false;
 					if (seg != joined)
 						release_before(pd, &rel, seg);
-				} else if (!rc && (!parallel || !pool.n || !(rc = pool_flush(&pool, w, stats, err)))) {
+				} else if (!rc && (!parallel || !pool_busy(&pool) || !(rc = pool_flush(&pool, w, stats, err)))) {
 					/* a large segment: its events go straight out */
 					if (!img_built)
 						build_image(&img, pd, &s, wc.pid, o, &wd);
@@ -1511,9 +1677,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				seg = NULL;
 				if (!b || rc)
 					break;
-				if (s.priv[PRIV_SNAPSHOT_MODE] && parallel && pool.n) {
-					pool.v[pool.n - 1].snapshot_after = true; /* marked when written */
-				} else if (s.priv[PRIV_SNAPSHOT_MODE]) {
+				if (s.priv[PRIV_SNAPSHOT_MODE] && !pooled) {
 					/* the next snapshot does not continue this one */
 					struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = wc.pid, .tid = wc.tid,
 							       .cpu = per_cpu ? (int32_t)idx_cpu : -1,
@@ -1557,7 +1721,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			if (streamable && seglen >= STREAM_PIECES * o->split_bytes) {
 				/* a segment too long to hold: decoded in pieces as it comes,
 				 * what they no longer need dropped */
-				if (!splitting && (!pool.n || !(rc = pool_flush(&pool, w, stats, err))) &&
+				if (!splitting && (!pool_busy(&pool) || !(rc = pool_flush(&pool, w, stats, err))) &&
 				    !(rc = split_begin(&sp, &pool, &wc, per_cpu ? (int32_t)idx_cpu : -1, err)))
 					splitting = true;
 				size_t keep = 0;
@@ -1577,15 +1741,9 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		if (!rc)
 			queue_samples(&sc, UINT64_MAX); /* the rest of this queue's samples */
 	}
-	if (parallel) {
-		if (!rc && pool.n)
-			rc = pool_flush(&pool, w, stats, err);
-		for (size_t i = 0; i < pool.n; i++) /* left by an error */
-			free(pool.v[i].owned), free(pool.v[i].text.buf);
-		free(pool.v);
-	}
-	pool_free_images(&pool);
-	pthread_mutex_destroy(&pool.mu);
+	if (!rc && pool_busy(&pool))
+		rc = pool_flush(&pool, w, stats, err);
+	pool_end(&pool); /* what an error left in flight, too */
 	free(done);
 	/* samples of threads or CPUs without trace */
 	for (size_t k = 0; k < sc.norder && !rc; k++)

@@ -97,6 +97,7 @@ const struct mt_synth_variant *mt_synth_variant_find(const char *name);
 struct mt_synth_result {
 	uint64_t pt_bytes, psbs, insns_traced, hits;
 	uint64_t first_insn;  /* index of the first instruction in the trace (wrap) */
+	uint64_t cpu_period;  /* repeated per-cpu: the time between one CPU's copies */
 };
 
 /* The synthetic kernel of the kernel variants: a code blob at
@@ -124,11 +125,23 @@ struct mt_synth_opts {
 	 * the truth is the one run's (each buffer decodes to it, with the tid
 	 * of its thread). Per-thread, timeless variants without snapshot,
 	 * wrap, kernel or pipe only. contiguous: a thread's copies follow one
-	 * another in its AUX area (one long segment, as a long recording). */
+	 * another in its AUX area (one long segment, as a long recording).
+	 * cpus (the per-cpu variant, a single-threaded run): the copies spread
+	 * round robin over that many CPUs, each CPU's AUX area its own queue;
+	 * copy j runs on CPU j % cpus as thread j % threads (threads: at least
+	 * cpus), its times (TSC packets and records) moved by (j / cpus) *
+	 * mt_synth_cpu_period(the run's TSC ticks), the CPU switching to it and back to
+	 * idle around it (CPU-wide switch records): each decodes to the one-run
+	 * truth with that thread, CPU and time shift. */
 	uint64_t repeat;
 	unsigned threads;
 	bool contiguous;
+	unsigned cpus;
 };
+
+/* The TSC ticks between one CPU's copies of a per-cpu run lasting `ticks`:
+ * the run and a gap, rounded up to a power of ten (times stay readable). */
+uint64_t mt_synth_cpu_period(uint64_t ticks);
 
 /* Writes perf.data for the variant to `data` and the true events to
  * `truth` (either may be NULL). */

@@ -903,6 +903,157 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 	return ok;
 }
 
+uint64_t mt_synth_cpu_period(uint64_t ticks)
+{
+	uint64_t p = 1000;
+	while (p < ticks + 1000)
+		p *= 10;
+	return p;
+}
+
+/* The offsets of the TSC packets in pt[0..n): per-cpu copies move them in
+ * time. Returns 0, or -1 when out of memory. */
+static int tsc_offsets(const uint8_t *pt, size_t n, uint64_t **at, size_t *nat)
+{
+	*at = NULL;
+	*nat = 0;
+	struct pt_config cfg;
+	pt_config_init(&cfg);
+	cfg.begin = (uint8_t *)pt;
+	cfg.end = (uint8_t *)pt + n;
+	struct pt_packet_decoder *pd = pt_pkt_alloc_decoder(&cfg);
+	if (!pd)
+		return -1;
+	size_t cap = 0;
+	int rc = 0;
+	if (pt_pkt_sync_forward(pd) >= 0) {
+		for (;;) {
+			uint64_t off;
+			struct pt_packet p;
+			if (pt_pkt_get_offset(pd, &off) < 0 || pt_pkt_next(pd, &p, sizeof p) < 0)
+				break; /* the end (the encoder wrote it: no damage) */
+			if (p.type != ppt_tsc)
+				continue;
+			if (*nat == cap) {
+				size_t nc = cap ? 2 * cap : 64;
+				uint64_t *na = realloc(*at, nc * sizeof *na);
+				if (!na) {
+					rc = -1;
+					break;
+				}
+				*at = na;
+				cap = nc;
+			}
+			(*at)[(*nat)++] = off;
+		}
+	}
+	pt_pkt_free_decoder(pd);
+	return rc;
+}
+
+/* Repeated per-cpu: what every copy's records and PT are made from. */
+struct cpu_copies {
+	struct rec_ctx ctx;         /* pid, sample types */
+	uint64_t repeat;
+	unsigned cpus, threads;
+	uint64_t period;            /* TSC between a CPU's copies */
+	uint64_t start, end;        /* the run's first and last TSC */
+	bool contiguous;
+	uint8_t *pt;                /* the run's PT */
+	size_t ptlen;
+	uint64_t *tsc_at;           /* its TSC packets */
+	size_t ntsc;
+};
+
+/* Copy j's records into o (emptied first): the CPU switching from idle to
+ * its thread, its AUX and AUXTRACE records with the PT (TSC packets moved
+ * by its time shift), the switch back to idle. *auxtrace_at: where the
+ * AUXTRACE record starts in o. */
+static void cpu_copy(struct out *o, const struct cpu_copies *cc, uint64_t j, size_t *auxtrace_at)
+{
+	uint32_t cpu = (uint32_t)(j % cc->cpus);
+	uint64_t slot = j / cc->cpus, shift = slot * cc->period;
+	uint64_t psize = (cc->ptlen + 7) & ~7ULL;
+	uint64_t aux_off = slot * (psize + (cc->contiguous ? 0 : 4096));
+	struct rec_ctx c = cc->ctx;
+	c.cpu = cpu;
+	c.tid = c.pid + (uint32_t)(j % cc->threads);
+	c.time = cc->start + shift;
+	o->n = 0;
+	size_t at = rec_begin(o, MT_REC_SWITCH_CPU_WIDE, 0); /* IN: from idle (pid/tid 0) */
+	u32(o, 0);
+	u32(o, 0);
+	trailer(o, &c, c.dummy_st, 2);
+	rec_end(o, at);
+	at = rec_begin(o, MT_REC_AUX, 0);
+	u64(o, aux_off);
+	u64(o, psize);
+	u64(o, 0);
+	trailer(o, &c, c.pt_st, 1);
+	rec_end(o, at);
+	at = rec_begin(o, MT_REC_FINISHED_ROUND, 0);
+	rec_end(o, at);
+	*auxtrace_at = o->n;
+	at = rec_begin(o, MT_REC_AUXTRACE, 0);
+	u64(o, psize);
+	u64(o, aux_off);
+	u64(o, j);   /* reference */
+	u32(o, cpu); /* idx: a queue per CPU */
+	u32(o, c.tid);
+	u32(o, cpu);
+	u32(o, 0);
+	rec_end(o, at);
+	size_t pt_at = o->n;
+	emit_bytes(o, cc->pt, cc->ptlen);
+	static const uint8_t zero[8];
+	emit_bytes(o, zero, psize - cc->ptlen);
+	if (!o->oom)
+		for (size_t k = 0; k < cc->ntsc; k++) {
+			uint8_t *q = o->b + pt_at + cc->tsc_at[k] + 1; /* 0x19, then 7 bytes */
+			uint64_t tsc = 0;
+			memcpy(&tsc, q, 7);
+			tsc += shift;
+			memcpy(q, &tsc, 7);
+		}
+	c.time = cc->end + shift;
+	at = rec_begin(o, MT_REC_SWITCH_CPU_WIDE, MT_MISC_SWITCH_OUT); /* OUT: to idle */
+	u32(o, 0);
+	u32(o, 0);
+	trailer(o, &c, c.dummy_st, 2);
+	rec_end(o, at);
+}
+
+/* The file-mode perf.data of a repeated per-cpu trace, streamed as
+ * write_repeated does, each copy's records made as it is written. */
+static bool write_cpu_copies(FILE *f, const struct out *attrs, int nattrs, const uint64_t *ids, const struct out *d,
+			     size_t split, const struct cpu_copies *cc)
+{
+	struct out b = {0};
+	size_t auxtrace_at = 0;
+	cpu_copy(&b, cc, 0, &auxtrace_at); /* every copy's records are as long */
+	uint64_t block_n = b.n;
+	uint64_t data_size = d->n + cc->repeat * block_n;
+	struct out h = {0};
+	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size);
+	bool ok = !b.oom && !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
+	free(h.b);
+	for (uint64_t j = 0; ok && j < cc->repeat; j++) {
+		cpu_copy(&b, cc, j, &auxtrace_at);
+		ok = !b.oom && b.n == block_n && fwrite(b.b, b.n, 1, f) == 1;
+	}
+	free(b.b);
+	struct out t = {0};
+	emit_bytes(&t, d->b + split, d->n - split);
+	feature_table(&t, data_off + data_size, cc->repeat);
+	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
+	free(t.b);
+	for (uint64_t j = 0; ok && j < cc->repeat; j++) {
+		uint64_t idx[2] = {data_off + split + j * block_n + auxtrace_at, 48};
+		ok = fwrite(idx, sizeof idx, 1, f) == 1;
+	}
+	return ok;
+}
+
 int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
 		   const struct mt_synth_opts *opts, FILE *data, FILE *truth, struct mt_synth_result *res,
 		   struct mt_err *err)
@@ -917,12 +1068,20 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 				  "(per-thread buffers are not synthesized)", v->name, run->nthreads);
 	uint64_t repeat = opts && opts->repeat > 1 ? opts->repeat : 1;
 	unsigned nthr = opts && opts->threads > 1 ? opts->threads : 1;
-	if ((repeat > 1 || nthr > 1) && (v->per_cpu || v->snapshot || v->wrap_at_psb || v->kernel || v->pipe ||
-					 v->timing != MT_SYNTH_TIMELESS || (opts && opts->hit_ip)))
-		return mt_err_set(err, MT_EUSAGE, "variant %s: repeated traces take per-thread, timeless variants "
-				  "without snapshot, wrap, kernel, pipe or hits", v->name);
-	if (nthr > 1 && run->nthreads > 1)
-		return mt_err_set(err, MT_EUSAGE, "repeated traces over several threads take a single-threaded run");
+	unsigned ncpu = opts && opts->cpus > 1 ? opts->cpus : 1;
+	bool repeated = repeat > 1 || nthr > 1 || ncpu > 1;
+	/* repeated per-cpu: copies moved in time (TSC packets only: no MTC, CYC) */
+	bool cpu_copies = repeated && v->per_cpu;
+	if (repeated && (v->snapshot || v->wrap_at_psb || v->kernel || v->pipe || (opts && opts->hit_ip) ||
+			 (v->per_cpu ? v->timing != MT_SYNTH_TSC || v->cyc : v->timing != MT_SYNTH_TIMELESS)))
+		return mt_err_set(err, MT_EUSAGE, "variant %s: repeated traces take per-thread, timeless variants, or "
+				  "per-cpu with TSC only, without snapshot, wrap, kernel, pipe or hits", v->name);
+	if (ncpu > 1 && !v->per_cpu)
+		return mt_err_set(err, MT_EUSAGE, "variant %s: --cpus takes a per-cpu variant", v->name);
+	if (repeated && run->nthreads > 1)
+		return mt_err_set(err, MT_EUSAGE, "repeated traces take a single-threaded run");
+	if (nthr < ncpu)
+		nthr = ncpu; /* a thread runs on one CPU at a time */
 	/* Pass 1 finds the PSB offsets (for the wrap cut); pass 2 writes truth. */
 	struct enc x = {0};
 	uint64_t hit_ip = opts ? opts->hit_ip : 0;
@@ -1112,16 +1271,19 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		rec_end(&d, at);
 		comm_record(&d, &ct, 0, run->comm);
 	}
-	for (unsigned th = 0; th < nthr; th++) {
+	/* tracing starts for each thread; per cpu, with the first on each */
+	for (unsigned th = 0; th < (cpu_copies ? ncpu : nthr); th++) {
 		struct rec_ctx ct = c;
 		ct.tid = run->pid + th;
+		if (cpu_copies)
+			ct.cpu = th;
 		at = rec_begin(&d, MT_REC_ITRACE_START, 0);
 		u32(&d, run->pid);
 		u32(&d, run->pid + th);
 		trailer(&d, &ct, c.pt_st, 1);
 		rec_end(&d, at);
 	}
-	if (v->per_cpu) {
+	if (v->per_cpu && !cpu_copies) {
 		at = rec_begin(&d, MT_REC_SWITCH, 0); /* switch IN of our task on cpu 0 */
 		trailer(&d, &c, c.dummy_st, 2);
 		rec_end(&d, at);
@@ -1195,7 +1357,11 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	size_t split = 0;
 	struct out block = {0};
 	size_t block_auxtrace = 0;
-	if (repeat > 1 || nthr > 1) {
+	uint64_t period = cpu_copies ? mt_synth_cpu_period(x.tsc - MT_SYNTH_TSC0) : 0;
+	if (cpu_copies) {
+		split = d.n; /* each copy's records are made as it is written */
+		npieces = 0;
+	} else if (repeated) {
 		uint64_t psize = (payload + 7) & ~7ULL;
 		split = d.n;
 		at = rec_begin(&block, MT_REC_AUX, 0);
@@ -1248,7 +1414,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		emit_bytes(&d, zero, psize - plen);
 	}
 	(void)padded;
-	c.time = x.tsc + 1;
+	c.time = x.tsc + 1 + (cpu_copies ? (repeat - 1) / ncpu * period : 0);
 	at = rec_begin(&d, MT_REC_EXIT, 0);
 	u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid); u32(&d, run->pid);
 	u64(&d, c.time);
@@ -1256,6 +1422,19 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	rec_end(&d, at);
 	at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
 	rec_end(&d, at);
+	struct cpu_copies cc = {.ctx = c, .repeat = repeat, .cpus = ncpu, .threads = nthr, .period = period,
+				.start = MT_SYNTH_TSC0 - 1, .end = x.tsc + 1, .contiguous = opts && opts->contiguous};
+	if (cpu_copies && tsc_offsets(x.buf, ptlen, &cc.tsc_at, &cc.ntsc)) {
+		enc_free(&x);
+		free(d.b);
+		free(attrs.b);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	if (cpu_copies) {
+		cc.pt = x.buf; /* freed after the copies are written */
+		cc.ptlen = ptlen;
+		x.buf = NULL;
+	}
 	enc_free(&x);
 
 	if (d.oom || attrs.oom || block.oom) {
@@ -1265,7 +1444,15 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		return mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
 	}
 	bool ok;
-	if (block.n) {
+	if (cpu_copies) {
+		ok = write_cpu_copies(data, &attrs, nattrs, ids, &d, split, &cc);
+		free(cc.pt);
+		free(cc.tsc_at);
+		res->pt_bytes = payload * repeat;
+		res->insns_traced *= repeat;
+		res->psbs *= repeat;
+		res->cpu_period = period;
+	} else if (block.n) {
 		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, &block, block_auxtrace, repeat, nthr,
 				    opts && opts->contiguous, run->pid);
 		free(block.b);

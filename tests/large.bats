@@ -67,6 +67,63 @@ bats_require_minimum_version 1.5.0
 	"$PT2EVENTS" -j 4 --output-format=binary "$t/plain.data" | cmp - "$t/b1"
 }
 
+# A per-CPU recording at scale (perf record -a): copies of a per-cpu run
+# over 2 CPUs and 3 threads, each moved in time, the CPU switching from idle
+# to the copy's thread and back. Oracle: the one-run truth, each copy with
+# its thread, CPU and time shift (cpu_period, printed by mt-synth); times
+# within the TSC tolerance of check_times (decode-synth.bats). Equal for any
+# number of jobs, and with each CPU's copies one long segment cut at PSBs.
+# The expected stream of `mt-synth --variants=per-cpu --repeat=N --cpus=2
+# --threads=3` from its one-run truth: CPU 0's copies (0, 2, 4, ...), then
+# CPU 1's (1, 3, ...); copy j as thread j % 3, j / 2 periods later.
+cpu_copies_want() { # DIR PERIOD N
+	local pid c j
+	pid=$(grep -v '^#' "$1/per-cpu.truth" | head -1 | cut -f2)
+	for c in 0 1; do
+		for j in $(seq $c 2 $(($3 - 1))); do
+			grep -v '^#' "$1/per-cpu.truth" |
+				awk -F'\t' -v OFS='\t' -v tid=$((pid + j % 3)) -v cpu=$c -v shift=$((j / 2 * $2)) '
+					{ $1 = sprintf("%d", $1 + shift); $3 = tid
+					  for (i = 7; i <= NF; i++) if ($i == "cpu=0") $i = "cpu=" cpu
+					  print }'
+		done
+	done
+}
+
+@test "--cpus: a per-cpu recording over CPUs and threads, moved in time: each copy the truth with its thread, CPU and time" {
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu --repeat=7 --cpus=2 --threads=3 -- "$MT_PROGS/libc_flow"
+	[ "$status" -eq 0 ]
+	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
+	[ "$period" -ge 1000 ]
+	"$PT2EVENTS" --info "$t/per-cpu.data" | grep -c '^buffer' | grep -qx 7
+	cpu_copies_want "$t" "$period" 7 > "$t/want"
+	[ "$(cut -f3 "$t/want" | sort -u | wc -l)" -eq 3 ]
+	"$PT2EVENTS" --all-branches -j 1 "$t/per-cpu.data" > "$t/one"
+	diff <(cut -f2- "$t/want") <(grep -v '^#' "$t/one" | cut -f2-)
+	# each event's time: not before its copy's trace start, at most 1025 ticks late
+	paste <(cut -f1,4 "$t/want") <(grep -v '^#' "$t/one" | cut -f1) | awk -F'\t' '
+		{ if ($2 == "trace-start") start = $1
+		  if ($3 < start || $3 > $1 + 1025) { print "line " NR ": truth " $1 " mt " $3; bad = 1 } }
+		END { exit bad }'
+	for j in 2 3; do
+		"$PT2EVENTS" --all-branches -j $j "$t/per-cpu.data" | cmp - "$t/one"
+	done
+	# contiguous: each CPU's copies one long segment (20 copies, about 160 KB),
+	# cut at PSBs (each copy starts with one)
+	mkdir "$t/long"
+	run --separate-stderr "$SYNTH" -q -o "$t/long" --variants=per-cpu --repeat=40 --cpus=2 --threads=3 --contiguous -- \
+		"$MT_PROGS/libc_flow"
+	[ "$status" -eq 0 ]
+	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
+	"$PT2EVENTS" --all-branches -j 1 "$t/long/per-cpu.data" > "$t/long1"
+	diff <(cpu_copies_want "$t/long" "$period" 40 | cut -f2-) <(grep -v '^#' "$t/long1" | cut -f2-)
+	"$PT2EVENTS" --all-branches -j 2 --split-size=64K --stats "$t/long/per-cpu.data" 2> "$t/stats" | cmp - "$t/long1"
+	[ "$(stat_field pieces "$t/stats")" -ge 4 ]
+	[ "$(stat_field redone "$t/stats")" -eq 0 ]
+	"$PT2EVENTS" --all-branches -j 1 --split-size=64K "$t/long/per-cpu.data" | cmp - "$t/long1"
+}
+
 @test "bad --repeat, --size, --threads, --jobs" {
 	run "$SYNTH" --repeat=0 -- true
 	[ "$status" -eq 2 ]
@@ -77,6 +134,14 @@ bats_require_minimum_version 1.5.0
 	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=tsc --repeat=2 -- "$MT_PROGS/flow"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"repeated traces take per-thread, timeless variants"* ]]
+	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=plain --repeat=2 --cpus=2 -- "$MT_PROGS/flow"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"--cpus takes a per-cpu variant"* ]]
+	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=per-cpu-mtc --repeat=2 --cpus=2 -- "$MT_PROGS/flow"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"or per-cpu with TSC only"* ]]
+	run "$SYNTH" --cpus=0 -- true
+	[ "$status" -eq 2 ]
 	run --separate-stderr "$PT2EVENTS" -j 0 x
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "mt-pt2events: bad --jobs '0': expected 1 to 64" ]

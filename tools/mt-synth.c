@@ -48,10 +48,16 @@ static void usage(FILE *f)
 "      --contiguous         (with --repeat) a thread's buffers follow one another\n"
 "                           in its AUX area: one long segment, as perf records\n"
 "                           a long run (decoded in pieces cut at PSBs)\n"
+"      --cpus=C             (with --repeat, variant per-cpu) the copies spread\n"
+"                           round robin over C CPUs (perf record -a): copy J on\n"
+"                           CPU J mod C as thread J mod T (T: --threads, at\n"
+"                           least C), moved in time by J/C times cpu_period\n"
+"                           (printed), the CPU-wide switches around it\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
-"One line per variant goes to standard output: NAME insns=N pt_bytes=N psbs=N.\n"
+"One line per variant goes to standard output: NAME insns=N pt_bytes=N psbs=N\n"
+"first_insn=N (and hits=N, cpu_period=N where they apply).\n"
 "Exit status: 0 success; 1 the run or a file failed; 2 usage.\n");
 }
 
@@ -162,6 +168,8 @@ static int write_variant(const struct mt_synth_run *run, const struct mt_synth_v
 	       res.insns_traced, res.pt_bytes, res.psbs, res.first_insn);
 	if (so->hit_ip)
 		printf(" hits=%" PRIu64, res.hits);
+	if (res.cpu_period)
+		printf(" cpu_period=%" PRIu64, res.cpu_period);
 	printf("\n");
 	return 0;
 }
@@ -178,13 +186,14 @@ int main(int argc, char **argv)
 		{"size", required_argument, NULL, 'Z'},
 		{"threads", required_argument, NULL, 'T'},
 		{"contiguous", no_argument, NULL, 'C'},
+		{"cpus", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	const char *dir = ".", *variants = "plain", *hit = NULL;
 	bool quiet = false;
-	uint64_t repeat = 0, size = 0, threads = 0;
+	uint64_t repeat = 0, size = 0, threads = 0, cpus = 0;
 	bool contiguous = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
@@ -196,11 +205,12 @@ int main(int argc, char **argv)
 		case 'H': hit = optarg; break;
 		case 'R':
 		case 'Z':
-		case 'T': {
-			uint64_t *to = c == 'R' ? &repeat : c == 'Z' ? &size : &threads;
-			if (mt_parse_count(optarg, c == 'Z', to) || !*to || (c == 'T' && *to > 4096)) {
-				fprintf(stderr, PROG ": bad --%s '%s'\n", c == 'R' ? "repeat" : c == 'Z' ? "size" : "threads",
-					optarg);
+		case 'T':
+		case 'P': {
+			uint64_t *to = c == 'R' ? &repeat : c == 'Z' ? &size : c == 'T' ? &threads : &cpus;
+			if (mt_parse_count(optarg, c == 'Z', to) || !*to || ((c == 'T' || c == 'P') && *to > 4096)) {
+				fprintf(stderr, PROG ": bad --%s '%s'\n",
+					c == 'R' ? "repeat" : c == 'Z' ? "size" : c == 'T' ? "threads" : "cpus", optarg);
 				return 2;
 			}
 			break;
@@ -258,9 +268,10 @@ int main(int argc, char **argv)
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
 		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
-	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous};
-	if (threads && !repeat && !size)
-		so.repeat = threads;
+	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous,
+				   .cpus = (unsigned)cpus};
+	if ((threads || cpus) && !repeat && !size)
+		so.repeat = threads > cpus ? threads : cpus;
 	if (size) {
 		/* one run's PT size, without writing, sets the count */
 		struct mt_synth_result one;

@@ -536,8 +536,10 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		} else if (!d->enabled) {
 			status = status & pts_eos ? -pte_eos : -pte_no_enable;
 		} else {
-			if ((s->progress || s->stop_after) && !(++nsteps & 0xff)) {
+			if ((s->progress || s->stop_after || s->head_end) && !(++nsteps & 0xff)) {
 				uint64_t off = trace_offset(d);
+				if (s->head_end && off >= s->head_end)
+					*s->head_passed = true;
 				if (s->stop_after && off >= s->stop_after)
 					break; /* the next piece decodes from here on */
 				if (s->progress && !(nsteps & 0xffff))
@@ -638,6 +640,8 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 				walk_off = off;
 				if (walked > MT_PTDEC_MAX_WALK && status >= 0)
 					status = -pte_bad_context; /* below: an error event, then a resync */
+				if (s->head_end && off >= s->head_end)
+					*s->head_passed = true;
 				if (s->stop_after && off >= s->stop_after)
 					break; /* the next piece decodes from here on */
 				if (block.ninsn) {

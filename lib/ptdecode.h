@@ -71,6 +71,10 @@ struct mt_ptdec_stream {
 	 * mark_psb (where the next piece begins). */
 	size_t start, stop_after, mark_psb;
 	uint64_t *mark_insns;
+	/* head_end, when nonzero: *head_passed is set once the decode has
+	 * read up to that offset (checked every 256 blocks, as stop_after) */
+	size_t head_end;
+	bool *head_passed;
 	/* added to the offsets error events report: where data lies in a
 	 * longer stream held in memory only in part */
 	uint64_t offset_base;

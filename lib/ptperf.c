@@ -1073,18 +1073,32 @@ static int pool_add(struct pool *p, const uint8_t *data, size_t len, uint8_t *ow
  * timing still calibrating), the piece before is decoded again through the
  * next one's range instead: the output is always the sequential decode's.
  *
- * Pieces go through a ring: decoded by the workers in order, stitched by
- * the main thread as soon as a piece and the next are decoded, formatted
- * (text) by a worker ahead of any decode, and written in order - while
- * later pieces decode. Each piece decodes a copy of its bytes, so the
- * caller may move or drop the segment's data meanwhile. */
+ * Pieces are in flight at once: decoded by the workers in order, each
+ * from its own copy of its bytes (the caller may move or drop the
+ * segment's data meanwhile), stitched by the main thread as soon as a piece
+ * and the next are decoded, and written in order while later ones decode.
+ * A piece's text is formatted as it decodes; only the events stitching
+ * compares are held as events: those of its head (the first HEAD_BYTES of
+ * PT, where the piece before overlaps it) and those after its mark (where
+ * it overlaps the next). Binary output holds them all (the main thread
+ * writes them). */
 
 #define OVERLAP ((size_t)16 << 10)
+/* A piece's head: longer than the piece before reads past its cut (the
+ * overlap, and at most 256 blocks before it checks where it is). */
+#define HEAD_BYTES (2 * OVERLAP)
 /* Memory a piece keeps for its events and text between uses: a piece of
  * split_bytes of PT needs about 16 times as much. */
 #define PIECE_KEEP ((size_t)64 << 20)
 #define STITCH_MIN 32
 #define STITCH_TRIES 8
+
+/* A held event's place among all its piece decoded. */
+struct logpos {
+	uint64_t idx;               /* the piece's event number */
+	uint64_t before;            /* instructions the piece decoded before it */
+	size_t text;                /* where its text starts in the piece's */
+};
 
 struct piece {
 	struct mt_workq_task task;  /* first: the task is the piece */
@@ -1095,14 +1109,19 @@ struct piece {
 	uint8_t *buf;               /* the segment's bytes from start on */
 	size_t blen, bcap;
 	uint64_t mark;              /* instructions decoded before next (UINT64_MAX: not reached) */
-	struct evlog log;
-	size_t keep_from, keep_to;  /* after stitching: the events that are written */
+	bool head_passed;           /* the decode has read HEAD_BYTES */
+	struct evlog log;           /* the events held (see above) */
+	struct logpos *pos;         /* and where each lies (pcap >= log.cap) */
+	size_t pcap;
+	size_t tail;                /* the first held after the mark (SIZE_MAX: none yet) */
+	/* every event decoded: how many, their instructions, by kind */
+	uint64_t nev, ev_insns, kinds[MT_EV_KIND_COUNT];
+	size_t keep_from, keep_to;  /* after stitching: the held events the output starts and ends at */
 	bool stitched;              /* keep_to is known */
-	bool formatting;            /* its task formats its kept events (text) */
 	struct mt_ptdec_stats st;
 	int rc;
 	struct mt_err err;
-	struct mt_events_writer text; /* text output: formatted by a worker, into memory */
+	struct mt_events_writer text; /* text output, formatted as it decodes */
 };
 
 /* A segment decoded in pieces, fed as it arrives. */
@@ -1120,50 +1139,67 @@ struct splitter {
 	size_t ring, n, nspare;
 };
 
+static void piece_event(void *ctx, const struct mt_event *ev)
+{
+	struct piece *pc = ctx;
+	bool text = pc->sp->p->text;
+	bool marked = pc->mark != UINT64_MAX;
+	if (!text || !pc->head_passed || marked) {
+		size_t k = pc->log.n;
+		if (marked && pc->tail == SIZE_MAX)
+			pc->tail = k;
+		evlog_sink(&pc->log, ev);
+		if (pc->log.n == k + 1 && pc->pcap < pc->log.cap &&
+		    !mt_grow((void **)&pc->pos, &pc->pcap, pc->log.cap, sizeof *pc->pos))
+			pc->log.oom = true;
+		if (!pc->log.oom)
+			pc->pos[k] = (struct logpos){.idx = pc->nev, .before = pc->ev_insns, .text = pc->text.len};
+	}
+	pc->nev++;
+	pc->ev_insns += ev->insn;
+	pc->kinds[ev->kind]++;
+	if (text)
+		mt_events_write(&pc->text, ev);
+}
+
 static void piece_decode(struct piece *pc, struct mt_image *img)
 {
 	struct splitter *sp = pc->sp;
+	bool text = sp->p->text;
 	struct mt_ptdec_stream st = {.data = pc->buf, .len = pc->blen, .cpu = sp->cpu, .who = who, .who_ctx = &sp->wc,
-				     .sink = evlog_sink, .sink_ctx = &pc->log,
+				     .sink = piece_event, .sink_ctx = pc,
 				     .stop_after = pc->stop ? (size_t)(pc->stop - pc->start) : 0,
 				     .mark_psb = pc->next ? (size_t)(pc->next - pc->start) : 0,
-				     .mark_insns = pc->stop ? &pc->mark : NULL, .offset_base = pc->start};
+				     .mark_insns = pc->stop ? &pc->mark : NULL, .offset_base = pc->start,
+				     .head_end = text ? HEAD_BYTES : 0, .head_passed = &pc->head_passed};
 	pc->mark = UINT64_MAX;
+	pc->head_passed = false;
+	pc->tail = SIZE_MAX;
+	pc->nev = pc->ev_insns = 0;
+	memset(pc->kinds, 0, sizeof pc->kinds);
 	evlog_reset(&pc->log, PIECE_KEEP);
-	/* room for an event every 4 bytes of PT at once (pages are touched
-	 * only as used): growing by doubling copied the log several times */
-	size_t bytes = pc->stop ? (size_t)(pc->stop - pc->start) : pc->blen;
-	if (pc->log.cap < bytes / 4 && !mt_grow((void **)&pc->log.v, &pc->log.cap, bytes / 4, sizeof *pc->log.v))
-		pc->log.oom = true;
-	memset(&pc->st, 0, sizeof pc->st);
-	pc->rc = mt_ptdec_decode(&st, img, sp->p->cfg, &pc->st, &pc->err);
-	if (!pc->rc && pc->log.oom)
-		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
-}
-
-static void piece_format(struct piece *pc)
-{
-	if (text_reset(&pc->text, PIECE_KEEP)) {
+	if (text && text_reset(&pc->text, PIECE_KEEP)) {
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory");
 		return;
 	}
-	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
-		struct mt_event ev;
-		mt_events_write(&pc->text, logged_event(&pc->log, k, &ev));
-	}
-	if (pc->text.failed)
+	/* binary: room for an event every 4 bytes of PT at once (pages are
+	 * touched only as used): growing by doubling copied the log several times */
+	size_t bytes = pc->stop ? (size_t)(pc->stop - pc->start) : pc->blen;
+	if (!text && pc->log.cap < bytes / 4 &&
+	    !mt_grow((void **)&pc->log.v, &pc->log.cap, bytes / 4, sizeof *pc->log.v))
+		pc->log.oom = true;
+	memset(&pc->st, 0, sizeof pc->st);
+	pc->rc = mt_ptdec_decode(&st, img, sp->p->cfg, &pc->st, &pc->err);
+	if (pc->tail == SIZE_MAX)
+		pc->tail = pc->log.n;
+	if (!pc->rc && (pc->log.oom || pc->text.failed))
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory holding decoded events");
 }
 
-/* A piece's task, by worker `worker`: decoded, or its kept events
- * formatted. */
+/* A piece's task, by worker `worker`. */
 static void piece_run(struct mt_workq_task *t, unsigned worker)
 {
 	struct piece *pc = (struct piece *)t;
-	if (pc->formatting) {
-		piece_format(pc);
-		return;
-	}
 	struct mt_image *img = worker_image(pc->sp->p, worker, pc->sp->wc.pid, &pc->err);
 	if (!img) {
 		pc->rc = pc->err.code;
@@ -1187,28 +1223,31 @@ static bool stitch(struct piece *a, struct piece *b)
 {
 	if (a->mark == UINT64_MAX)
 		return false;
-	/* b's events by instructions since its PSB (B), a's since a's start (A):
-	 * the same event when A = mark + B. Candidates: b's events with
+	/* b's events by instructions since its PSB (B), a's since a's start
+	 * (A): the same event when A = mark + B. Candidates: b's events with
 	 * instructions of their own (no other has the same count), after its
-	 * first (whose count starts at the PSB, not at the event before). */
-	uint64_t A = 0, B = b->log.n ? b->log.v[0].insn : 0;
-	size_t i = 0;
+	 * first (whose count starts at the PSB, not at the event before), in
+	 * its head (held from its first event on). a's is among those after
+	 * its mark (the instructions up to it are before the mark). */
+	uint64_t B = b->log.n ? b->log.v[0].insn : 0;
+	size_t i = a->tail;
 	int tries = 0;
-	for (size_t j = 1; j < b->log.n && tries < STITCH_TRIES; j++) {
+	for (size_t j = 1; j < b->log.n && b->pos[j].idx == j && tries < STITCH_TRIES; j++) {
 		B += b->log.v[j].insn;
 		if (!b->log.v[j].insn)
 			continue;
 		tries++;
 		uint64_t want = a->mark + B;
-		while (i < a->log.n && A + a->log.v[i].insn < want)
-			A += a->log.v[i++].insn;
+		while (i < a->log.n && a->pos[i].before + a->log.v[i].insn < want)
+			i++;
 		if (i >= a->log.n)
 			return false;
-		if (A + a->log.v[i].insn != want)
+		if (a->pos[i].before + a->log.v[i].insn != want)
 			continue;
-		/* every event a decoded from there on, b decoded the same */
+		/* every event a decoded from there on, b decoded the same (a holds
+		 * all after its mark; b's must be of its head, one after another) */
 		size_t k = 0;
-		while (i + k < a->log.n && j + k < b->log.n &&
+		while (i + k < a->log.n && j + k < b->log.n && b->pos[j + k].idx == j + k &&
 		       same_event(&a->log.v[i + k], a->log.arena, &b->log.v[j + k], b->log.arena))
 			k++;
 		if (i + k == a->log.n && k >= STITCH_MIN) {
@@ -1223,6 +1262,7 @@ static bool stitch(struct piece *a, struct piece *b)
 static void piece_free(struct piece *pc)
 {
 	free(pc->buf);
+	free(pc->pos);
 	free(pc->log.v);
 	free(pc->log.arena);
 	free(pc->text.buf);
@@ -1239,6 +1279,8 @@ static void piece_reset(struct piece *pc)
 	pc->task.run = piece_run;
 	pc->buf = keep.buf;
 	pc->bcap = keep.bcap;
+	pc->pos = keep.pos;
+	pc->pcap = keep.pcap;
 	pc->log = keep.log;
 	pc->text = keep.text;
 }
@@ -1255,22 +1297,30 @@ static size_t next_cut(const uint8_t *d, size_t len, size_t from, size_t chunk)
 	return q && (size_t)(q - d) + 2 * OVERLAP < len ? (size_t)(q - d) : SIZE_MAX;
 }
 
-/* The statistics of what a piece writes; with the trailing instructions
- * (after its last event) when it decoded to the end. */
+static void unlog(const struct piece *pc, size_t k, uint64_t *insns, uint64_t *kinds)
+{
+	*insns -= pc->log.v[k].insn;
+	kinds[pc->log.v[k].kind]--;
+}
+
+/* The statistics of what a piece writes: all it decoded, less its events
+ * before keep_from and from keep_to on (held: of its head, after its
+ * mark); with the trailing instructions (after its last event) when it
+ * decoded to the end. */
 static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 {
-	for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
-		const struct logged *e = &pc->log.v[k];
-		stats->insns += e->insn;
-		stats->by_kind[e->kind]++;
-		stats->errors += e->kind == MT_EV_ERROR;
-	}
-	if (!pc->stop) { /* the decoder counted them all: less its events' */
-		uint64_t trailing = pc->st.insns;
-		for (size_t k = 0; k < pc->log.n; k++)
-			trailing -= pc->log.v[k].insn;
-		stats->insns += trailing;
-	}
+	uint64_t insns = pc->ev_insns, kinds[MT_EV_KIND_COUNT];
+	memcpy(kinds, pc->kinds, sizeof kinds);
+	for (size_t k = 0; k < pc->keep_from; k++)
+		unlog(pc, k, &insns, kinds);
+	for (size_t k = pc->keep_to; pc->stop && k < pc->log.n; k++)
+		unlog(pc, k, &insns, kinds);
+	if (!pc->stop)
+		insns += pc->st.insns - pc->ev_insns;
+	stats->insns += insns;
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+		stats->by_kind[k] += kinds[k];
+	stats->errors += kinds[MT_EV_ERROR];
 }
 
 static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,
@@ -1332,15 +1382,6 @@ static struct piece *unstitched(struct splitter *sp, size_t *k)
 	return NULL;
 }
 
-static void stitched(struct splitter *sp, struct piece *pc)
-{
-	pc->stitched = true;
-	if (sp->p->text) { /* formatted ahead of any decode: the output waits for it */
-		pc->formatting = true;
-		mt_workq_submit(&sp->p->q, &pc->task, true);
-	}
-}
-
 /* Stitches the pieces decoded so far, each to the next; *moved when any. */
 static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool *moved, struct mt_err *err)
 {
@@ -1354,7 +1395,7 @@ static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool 
 			return mt_err_set(err, a->rc, "%s", a->err.msg);
 		if (!a->stop) { /* the last: all it decoded */
 			a->keep_to = a->log.n;
-			stitched(sp, a);
+			a->stitched = true;
 			*moved = true;
 			continue;
 		}
@@ -1367,7 +1408,7 @@ static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool 
 			return mt_err_set(err, b->rc, "%s", b->err.msg);
 		*moved = true;
 		if (stitch(a, b)) {
-			stitched(sp, a);
+			a->stitched = true;
 			continue;
 		}
 		/* a again, through b's range (keep_from stays: the same events
@@ -1391,13 +1432,11 @@ static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool 
 	return 0;
 }
 
-/* What the output waits for: the oldest piece's format, or the decode of
- * the first piece not stitched or of the one after it. */
+/* What the output waits for: the decode of the first piece not stitched
+ * or of the one after it. */
 static struct mt_workq_task *split_blocker(struct splitter *sp)
 {
 	size_t k = 0;
-	if (sp->n && sp->order[0]->stitched)
-		return &sp->order[0]->task;
 	struct piece *a = unstitched(sp, &k);
 	if (!a)
 		return NULL;
@@ -1449,15 +1488,13 @@ static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool
 		/* the oldest pieces, written once stitched (and formatted) */
 		while (!rc && sp->n) {
 			struct piece *pc = sp->order[0];
-			if (!pc->stitched || (pc->formatting && !mt_workq_done(&p->q, &pc->task)))
+			if (!pc->stitched)
 				break;
-			if (pc->rc) {
-				rc = mt_err_set(err, pc->rc, "%s", pc->err.msg);
-				break;
-			}
-			if (p->text)
-				mt_events_write_bytes(w, pc->text.buf, pc->text.len);
-			else
+			if (p->text) {
+				size_t from = pc->keep_from ? pc->pos[pc->keep_from].text : 0;
+				size_t to = pc->stop ? pc->pos[pc->keep_to].text : pc->text.len;
+				mt_events_write_bytes(w, pc->text.buf + from, to - from);
+			} else
 				for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
 					struct mt_event ev;
 					mt_events_write(w, logged_event(&pc->log, k, &ev));

@@ -831,7 +831,7 @@ struct pool {
 static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 			const struct mt_ptperf_opts *o, struct warned *wd);
 
-static void piece_sink(void *ctx, const struct mt_event *ev)
+static void text_sink(void *ctx, const struct mt_event *ev)
 {
 	mt_events_write(ctx, ev);
 }
@@ -882,7 +882,7 @@ static void pool_item(struct mt_workq_task *t, unsigned worker)
 			break;
 		}
 		struct mt_ptdec_stream st = {.data = s->data, .len = s->len, .cpu = s->cpu, .who = who, .who_ctx = &s->wc,
-					     .sink = p->text ? piece_sink : evlog_sink,
+					     .sink = p->text ? text_sink : evlog_sink,
 					     .sink_ctx = p->text ? (void *)&g->text : (void *)&g->log};
 		g->rc = mt_ptdec_decode(&st, img, p->cfg, &g->st, &g->err);
 		if (!g->rc && s->snapshot_after) {
@@ -1132,7 +1132,6 @@ struct splitter {
 	uint64_t base;              /* the position of split_feed's data[0] */
 	uint64_t pos;               /* where the next new piece starts */
 	bool cut_end;               /* the last piece (to the end) is made */
-	bool ended;                 /* and written */
 	struct piece *v;            /* `ring` pieces: */
 	struct piece **order;       /* those in flight, oldest first (n) */
 	struct piece **spare;       /* and the others (nspare) */
@@ -1485,7 +1484,7 @@ static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool
 		}
 		if (!rc)
 			rc = split_stitch(sp, stats, &moved, err);
-		/* the oldest pieces, written once stitched (and formatted) */
+		/* the oldest pieces, written once stitched */
 		while (!rc && sp->n) {
 			struct piece *pc = sp->order[0];
 			if (!pc->stitched)
@@ -1514,7 +1513,6 @@ static int split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool
 		else
 			mt_workq_wait(&p->q, t);
 	}
-	sp->ended = !rc && sp->cut_end && !sp->n;
 	*keep = (size_t)(sp->pos - sp->base);
 	if (final && !rc)
 		stats->pt_bytes += sp->base + len;

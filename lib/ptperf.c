@@ -1614,10 +1614,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	bool streamable = !sc.norder && o->split_bytes && !s.priv[PRIV_SNAPSHOT_MODE];
 	if (pool.jobs < 1)
 		pool.jobs = 1;
-	if ((rc = pool_start(&pool, err))) {
-		free(done);
-		goto out;
-	}
+	bool pool_started = !(rc = pool_start(&pool, err));
 	for (size_t qi = 0; qi < s.bufs.n && !rc; qi++) {
 		if (done[qi])
 			continue;
@@ -1778,7 +1775,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	}
 	if (!rc && pool_busy(&pool))
 		rc = pool_flush(&pool, w, stats, err);
-	pool_end(&pool); /* what an error left in flight, too */
+	if (pool_started)
+		pool_end(&pool); /* what an error left in flight, too */
 	free(done);
 	/* samples of threads or CPUs without trace */
 	for (size_t k = 0; k < sc.norder && !rc; k++)

@@ -10,6 +10,7 @@
 
 #include "events.h"
 #include "perfdata.h"
+#include "strtab.h"
 
 const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "plain"},
@@ -858,49 +859,72 @@ static void feature_table(struct out *f, uint64_t data_end, uint64_t n)
 	u64(f, n);
 }
 
+/* Makes copy j's records in o (emptied first): every copy's are as long;
+ * *auxtrace_at: where its AUXTRACE record starts in o. */
+typedef void copy_records_fn(struct out *o, const void *ctx, uint64_t j, size_t *auxtrace_at);
+
 /* The file-mode perf.data of a repeated trace, streamed: header, attrs,
- * ids, the records before split, `repeat` copies of block (each with its
- * AUX offset, reference, queue and thread), the rest, the feature table
- * and the AUXTRACE index. Copy j goes to thread j % nthr; a thread's
- * copies sit one page apart in its AUX area, so each decodes alone, or
- * (contiguous) one after the other, one long segment. */
+ * ids, the records before split, `repeat` copies' records, the rest, the
+ * feature table and the AUXTRACE index. */
 static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const uint64_t *ids, const struct out *d,
-			   size_t split, const struct out *block, size_t block_auxtrace, uint64_t repeat, unsigned nthr,
-			   bool contiguous, uint32_t pid)
+			   size_t split, uint64_t repeat, copy_records_fn *copy, const void *ctx)
 {
-	uint64_t data_size = d->n + repeat * block->n;
+	struct out b = {0};
+	size_t auxtrace_at = 0;
+	copy(&b, ctx, 0, &auxtrace_at);
+	uint64_t block_n = b.n;
+	uint64_t data_size = d->n + repeat * block_n;
 	struct out h = {0};
 	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size);
-	bool ok = !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
+	bool ok = !b.oom && !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
 	free(h.b);
-	uint8_t *copy = malloc(block->n);
-	if (!copy)
-		return false;
-	memcpy(copy, block->b, block->n);
-	uint64_t psize = mt_rd64(block->b + block_auxtrace + 8);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
-		uint64_t aux_off = (j / nthr) * (psize + (contiguous ? 0 : 4096));
-		uint32_t th = (uint32_t)(j % nthr);
-		memcpy(copy + 8, &aux_off, 8);                         /* AUX aux_offset */
-		uint8_t *a = copy + block_auxtrace + 8;
-		memcpy(a + 8, &aux_off, 8);
-		memcpy(a + 16, &j, 8);
-		memcpy(a + 24, &th, 4);                                /* idx */
-		uint32_t tid = pid + th;
-		memcpy(a + 28, &tid, 4);
-		ok = fwrite(copy, block->n, 1, f) == 1;
+		copy(&b, ctx, j, &auxtrace_at);
+		ok = !b.oom && b.n == block_n && fwrite(b.b, b.n, 1, f) == 1;
 	}
-	free(copy);
+	free(b.b);
 	struct out t = {0};
 	emit_bytes(&t, d->b + split, d->n - split);
 	feature_table(&t, data_off + data_size, repeat);
 	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
 	free(t.b);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
-		uint64_t idx[2] = {data_off + split + j * block->n + block_auxtrace, 48};
+		uint64_t idx[2] = {data_off + split + j * block_n + auxtrace_at, 48};
 		ok = fwrite(idx, sizeof idx, 1, f) == 1;
 	}
 	return ok;
+}
+
+/* Repeated per-thread: one block of records (AUX, FINISHED_ROUND,
+ * AUXTRACE + payload) patched per copy with its AUX offset, reference,
+ * queue and thread. Copy j goes to thread j % threads; a thread's copies
+ * sit one page apart in its AUX area, so each decodes alone, or
+ * (contiguous) one after the other, one long segment. */
+struct thread_copies {
+	const struct out *block;
+	size_t auxtrace_at;
+	unsigned threads;
+	bool contiguous;
+	uint32_t pid;
+};
+
+static void thread_copy(struct out *o, const void *ctx, uint64_t j, size_t *auxtrace_at)
+{
+	const struct thread_copies *tc = ctx;
+	o->n = 0;
+	emit_bytes(o, tc->block->b, tc->block->n);
+	*auxtrace_at = tc->auxtrace_at;
+	if (o->oom)
+		return;
+	uint8_t *a = o->b + tc->auxtrace_at + 8;
+	uint64_t psize = mt_rd64(a);
+	uint64_t aux_off = (j / tc->threads) * (psize + (tc->contiguous ? 0 : 4096));
+	uint32_t th = (uint32_t)(j % tc->threads), tid = tc->pid + th;
+	memcpy(o->b + 8, &aux_off, 8); /* AUX aux_offset */
+	memcpy(a + 8, &aux_off, 8);
+	memcpy(a + 16, &j, 8);
+	memcpy(a + 24, &th, 4);        /* idx */
+	memcpy(a + 28, &tid, 4);
 }
 
 uint64_t mt_synth_cpu_period(uint64_t ticks)
@@ -934,15 +958,9 @@ static int tsc_offsets(const uint8_t *pt, size_t n, uint64_t **at, size_t *nat)
 				break; /* the end (the encoder wrote it: no damage) */
 			if (p.type != ppt_tsc)
 				continue;
-			if (*nat == cap) {
-				size_t nc = cap ? 2 * cap : 64;
-				uint64_t *na = realloc(*at, nc * sizeof *na);
-				if (!na) {
-					rc = -1;
-					break;
-				}
-				*at = na;
-				cap = nc;
+			if (!mt_grow((void **)at, &cap, *nat + 1, sizeof **at)) {
+				rc = -1;
+				break;
 			}
 			(*at)[(*nat)++] = off;
 		}
@@ -954,7 +972,6 @@ static int tsc_offsets(const uint8_t *pt, size_t n, uint64_t **at, size_t *nat)
 /* Repeated per-cpu: what every copy's records and PT are made from. */
 struct cpu_copies {
 	struct rec_ctx ctx;         /* pid, sample types */
-	uint64_t repeat;
 	unsigned cpus, threads;
 	uint64_t period;            /* TSC between a CPU's copies */
 	uint64_t start, end;        /* the run's first and last TSC */
@@ -969,8 +986,9 @@ struct cpu_copies {
  * its thread, its AUX and AUXTRACE records with the PT (TSC packets moved
  * by its time shift), the switch back to idle. *auxtrace_at: where the
  * AUXTRACE record starts in o. */
-static void cpu_copy(struct out *o, const struct cpu_copies *cc, uint64_t j, size_t *auxtrace_at)
+static void cpu_copy(struct out *o, const void *ctx, uint64_t j, size_t *auxtrace_at)
 {
+	const struct cpu_copies *cc = ctx;
 	uint32_t cpu = (uint32_t)(j % cc->cpus);
 	uint64_t slot = j / cc->cpus, shift = slot * cc->period;
 	uint64_t psize = (cc->ptlen + 7) & ~7ULL;
@@ -1021,37 +1039,6 @@ static void cpu_copy(struct out *o, const struct cpu_copies *cc, uint64_t j, siz
 	u32(o, 0);
 	trailer(o, &c, c.dummy_st, 2);
 	rec_end(o, at);
-}
-
-/* The file-mode perf.data of a repeated per-cpu trace, streamed as
- * write_repeated does, each copy's records made as it is written. */
-static bool write_cpu_copies(FILE *f, const struct out *attrs, int nattrs, const uint64_t *ids, const struct out *d,
-			     size_t split, const struct cpu_copies *cc)
-{
-	struct out b = {0};
-	size_t auxtrace_at = 0;
-	cpu_copy(&b, cc, 0, &auxtrace_at); /* every copy's records are as long */
-	uint64_t block_n = b.n;
-	uint64_t data_size = d->n + cc->repeat * block_n;
-	struct out h = {0};
-	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size);
-	bool ok = !b.oom && !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
-	free(h.b);
-	for (uint64_t j = 0; ok && j < cc->repeat; j++) {
-		cpu_copy(&b, cc, j, &auxtrace_at);
-		ok = !b.oom && b.n == block_n && fwrite(b.b, b.n, 1, f) == 1;
-	}
-	free(b.b);
-	struct out t = {0};
-	emit_bytes(&t, d->b + split, d->n - split);
-	feature_table(&t, data_off + data_size, cc->repeat);
-	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
-	free(t.b);
-	for (uint64_t j = 0; ok && j < cc->repeat; j++) {
-		uint64_t idx[2] = {data_off + split + j * block_n + auxtrace_at, 48};
-		ok = fwrite(idx, sizeof idx, 1, f) == 1;
-	}
-	return ok;
 }
 
 int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant *v,
@@ -1422,7 +1409,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	rec_end(&d, at);
 	at = rec_begin(&d, MT_REC_FINISHED_ROUND, 0);
 	rec_end(&d, at);
-	struct cpu_copies cc = {.ctx = c, .repeat = repeat, .cpus = ncpu, .threads = nthr, .period = period,
+	struct cpu_copies cc = {.ctx = c, .cpus = ncpu, .threads = nthr, .period = period,
 				.start = MT_SYNTH_TSC0 - 1, .end = x.tsc + 1, .contiguous = opts && opts->contiguous};
 	if (cpu_copies && tsc_offsets(x.buf, ptlen, &cc.tsc_at, &cc.ntsc)) {
 		enc_free(&x);
@@ -1441,24 +1428,23 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		free(d.b);
 		free(attrs.b);
 		free(block.b);
+		free(cc.pt);
+		free(cc.tsc_at);
 		return mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
 	}
 	bool ok;
-	if (cpu_copies) {
-		ok = write_cpu_copies(data, &attrs, nattrs, ids, &d, split, &cc);
+	if (repeated) {
+		struct thread_copies tc = {.block = &block, .auxtrace_at = block_auxtrace, .threads = nthr,
+					   .contiguous = opts && opts->contiguous, .pid = run->pid};
+		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, repeat, cpu_copies ? cpu_copy : thread_copy,
+				    cpu_copies ? (const void *)&cc : &tc);
+		free(block.b);
 		free(cc.pt);
 		free(cc.tsc_at);
 		res->pt_bytes = payload * repeat;
 		res->insns_traced *= repeat;
 		res->psbs *= repeat;
 		res->cpu_period = period;
-	} else if (block.n) {
-		ok = write_repeated(data, &attrs, nattrs, ids, &d, split, &block, block_auxtrace, repeat, nthr,
-				    opts && opts->contiguous, run->pid);
-		free(block.b);
-		res->pt_bytes = payload * repeat;
-		res->insns_traced *= repeat;
-		res->psbs *= repeat;
 	} else if (v->pipe) {
 		uint64_t h[2];
 		memcpy(h, "PERFILE2", 8);

@@ -309,6 +309,15 @@ static void walk_call(struct dec *d, const struct mt_code_block *b, uint64_t to)
 		mt_retstack_push(&d->rs, next);
 }
 
+/* A piece of a longer stream has read up to off: notes when that passes
+ * its head; true when it is past where it stops. */
+static bool piece_read_to(const struct mt_ptdec_stream *s, uint64_t off)
+{
+	if (s->head_end && off >= s->head_end)
+		*s->head_passed = true;
+	return s->stop_after && off >= s->stop_after;
+}
+
 /* walk errors of mt's own, beside libipt's negative pte_ codes */
 enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
 
@@ -538,9 +547,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		} else {
 			if ((s->progress || s->stop_after || s->head_end) && !(++nsteps & 0xff)) {
 				uint64_t off = trace_offset(d);
-				if (s->head_end && off >= s->head_end)
-					*s->head_passed = true;
-				if (s->stop_after && off >= s->stop_after)
+				if (piece_read_to(s, off))
 					break; /* the next piece decodes from here on */
 				if (s->progress && !(nsteps & 0xffff))
 					s->progress(s->progress_ctx, (size_t)off);
@@ -640,9 +647,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 				walk_off = off;
 				if (walked > MT_PTDEC_MAX_WALK && status >= 0)
 					status = -pte_bad_context; /* below: an error event, then a resync */
-				if (s->head_end && off >= s->head_end)
-					*s->head_passed = true;
-				if (s->stop_after && off >= s->stop_after)
+				if (piece_read_to(s, off))
 					break; /* the next piece decodes from here on */
 				if (block.ninsn) {
 					resolve_pending(&d, block.ip);

@@ -755,9 +755,7 @@ static int text_reset(struct mt_events_writer *t, size_t keep)
 	}
 	if (!t->buf)
 		return mt_events_writer_init_memory(t);
-	t->len = 0;
-	t->failed = false;
-	t->thr_len = 0;
+	t->len = 0; /* (one that failed is never used again: the decode ends) */
 	return 0;
 }
 
@@ -934,8 +932,26 @@ static int pool_start(struct pool *p, struct mt_err *err)
 	return 0;
 }
 
-/* Waits for the oldest group in flight and writes it (nothing more once rc
- * is set: then it is only released). */
+/* Lets go of the oldest group in flight, decoded: its segments' data. */
+static void pool_retire(struct pool *p)
+{
+	struct pgroup *g = &p->v[p->head];
+	for (size_t i = 0; i < g->nseg; i++) {
+		if (g->seg[i].owned)
+			free(g->seg[i].owned);
+		else
+			release_before(p->pd, &p->rel, g->seg[i].data);
+	}
+	p->head = (p->head + 1) % p->window;
+	p->n--;
+	p->bytes -= g->bytes;
+	progress_add(p->progress, g->bytes);
+	g->nseg = g->bytes = 0;
+	g->task.queued = false;
+}
+
+/* Waits for the oldest group in flight and writes it (only retires it
+ * once rc is set). */
 static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct mt_ptdec_stats *stats, int rc,
 			     struct mt_err *err)
 {
@@ -956,18 +972,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}
-	for (size_t i = 0; i < g->nseg; i++) {
-		if (g->seg[i].owned)
-			free(g->seg[i].owned);
-		else
-			release_before(p->pd, &p->rel, g->seg[i].data);
-	}
-	p->head = (p->head + 1) % p->window;
-	p->n--;
-	p->bytes -= g->bytes;
-	progress_add(p->progress, g->bytes);
-	g->nseg = g->bytes = 0;
-	g->task.queued = false;
+	pool_retire(p);
 	return rc;
 }
 
@@ -1010,9 +1015,8 @@ static bool pool_busy(const struct pool *p)
 static void pool_end(struct pool *p)
 {
 	while (p->n) {
-		struct mt_err ignored;
-		struct mt_ptdec_stats none;
-		pool_write_oldest(p, NULL, &none, 1, &ignored);
+		mt_workq_wait(&p->q, &p->v[p->head].task);
+		pool_retire(p);
 	}
 	mt_workq_stop(&p->q);
 	for (size_t i = 0; i < p->window; i++) {
@@ -1114,8 +1118,8 @@ struct piece {
 	struct logpos *pos;         /* and where each lies (pcap >= log.cap) */
 	size_t pcap;
 	size_t tail;                /* the first held after the mark (SIZE_MAX: none yet) */
-	/* every event decoded: how many, their instructions, by kind */
-	uint64_t nev, ev_insns, kinds[MT_EV_KIND_COUNT];
+	/* every event decoded: how many, their instructions (by kind: st) */
+	uint64_t nev, ev_insns;
 	size_t keep_from, keep_to;  /* after stitching: the held events the output starts and ends at */
 	bool stitched;              /* keep_to is known */
 	struct mt_ptdec_stats st;
@@ -1156,7 +1160,6 @@ static void piece_event(void *ctx, const struct mt_event *ev)
 	}
 	pc->nev++;
 	pc->ev_insns += ev->insn;
-	pc->kinds[ev->kind]++;
 	if (text)
 		mt_events_write(&pc->text, ev);
 }
@@ -1175,7 +1178,6 @@ static void piece_decode(struct piece *pc, struct mt_image *img)
 	pc->head_passed = false;
 	pc->tail = SIZE_MAX;
 	pc->nev = pc->ev_insns = 0;
-	memset(pc->kinds, 0, sizeof pc->kinds);
 	evlog_reset(&pc->log, PIECE_KEEP);
 	if (text && text_reset(&pc->text, PIECE_KEEP)) {
 		pc->rc = mt_err_set(&pc->err, MT_ENOMEM, "out of memory");
@@ -1309,7 +1311,7 @@ static void unlog(const struct piece *pc, size_t k, uint64_t *insns, uint64_t *k
 static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 {
 	uint64_t insns = pc->ev_insns, kinds[MT_EV_KIND_COUNT];
-	memcpy(kinds, pc->kinds, sizeof kinds);
+	memcpy(kinds, pc->st.by_kind, sizeof kinds);
 	for (size_t k = 0; k < pc->keep_from; k++)
 		unlog(pc, k, &insns, kinds);
 	for (size_t k = pc->keep_to; pc->stop && k < pc->log.n; k++)

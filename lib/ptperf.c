@@ -947,7 +947,6 @@ static void pool_retire(struct pool *p)
 	p->bytes -= g->bytes;
 	progress_add(p->progress, g->bytes);
 	g->nseg = g->bytes = 0;
-	g->task.queued = false;
 }
 
 /* Waits for the oldest group in flight and writes it (only retires it

@@ -1,4 +1,5 @@
 #include "ptdecode.h"
+#include "ptquery.h"
 #include "x86.h"
 
 #include <inttypes.h>
@@ -25,7 +26,7 @@ struct dec {
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
-	struct pt_query_decoder *qry;   /* mt's walk over libipt's packets */
+	struct mt_ptq *q;               /* mt's walk over mt's (or libipt's) packets */
 	uint64_t insn_since;       /* instructions since the last emitted event */
 	uint64_t insns_at_start;   /* stats->insns when this decode began */
 	uint64_t last_ip;          /* last instruction decoded */
@@ -58,8 +59,8 @@ struct dec {
 static uint64_t trace_offset(struct dec *d)
 {
 	uint64_t off = 0;
-	if (d->qry)
-		pt_qry_get_offset(d->qry, &off);
+	if (d->q)
+		off = mt_ptq_offset(d->q);
 	else
 		pt_blk_get_offset(d->blk, &off);
 	return off;
@@ -72,7 +73,7 @@ static uint64_t now(struct dec *d, bool *has)
 		return 0;
 	uint64_t tsc;
 	uint32_t lost_mtc, lost_cyc;
-	int rc = d->qry ? pt_qry_time(d->qry, &tsc, &lost_mtc, &lost_cyc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
+	int rc = d->q ? mt_ptq_time(d->q, &tsc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
 	if (rc < 0)
 		return 0; /* no timing packet seen yet */
 	*has = true;
@@ -458,7 +459,7 @@ static int walk_step(struct dec *d, int status)
 		d->ip = next;
 		return status;
 	case ptic_cond_jump:
-		status = pt_qry_cond_branch(d->qry, &taken);
+		status = mt_ptq_cond_branch(d->q, &taken);
 		if (status < 0)
 			return status;
 		d->walked = 0;
@@ -474,7 +475,7 @@ static int walk_step(struct dec *d, int status)
 		break;
 	case ptic_return:
 		/* a compressed return is a taken bit; otherwise a TIP */
-		status = pt_qry_cond_branch(d->qry, &taken);
+		status = mt_ptq_cond_branch(d->q, &taken);
 		if (status >= 0) {
 			d->walked = 0;
 			if (!taken)
@@ -498,7 +499,7 @@ static int walk_step(struct dec *d, int status)
 		}
 		/* fall through */
 	default:
-		status = pt_qry_indirect_branch(d->qry, &to);
+		status = mt_ptq_indirect_branch(d->q, &to);
 		if (status < 0)
 			return status;
 		d->walked = 0;
@@ -524,11 +525,12 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
-	d->qry = pt_qry_alloc_decoder(config);
-	if (!d->qry)
+	struct mt_ptq q;
+	if (mt_ptq_init(&q, config, !d->cfg->libipt_packets) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
+	d->q = &q;
 	uint64_t ip = 0, nsteps = 0;
-	int status = s->start ? pt_qry_sync_set(d->qry, &ip, s->start) : pt_qry_sync_forward(d->qry, &ip);
+	int status = s->start ? mt_ptq_sync_set(d->q, &ip, s->start) : mt_ptq_sync_forward(d->q, &ip);
 	if (status < 0 && status != -pte_eos)
 		emit_error(d, status, "no PSB to synchronise on");
 	if (status >= 0)
@@ -536,7 +538,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	while (status >= 0) {
 		if (status & pts_event_pending) {
 			struct pt_event ev;
-			status = pt_qry_event(d->qry, &ev, sizeof ev);
+			status = mt_ptq_event(d->q, &ev);
 			if (status >= 0) {
 				int rc = walk_event(d, &ev);
 				if (rc < 0)
@@ -568,7 +570,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			} else {
 				emit_error(d, status, NULL);
 			}
-			status = pt_qry_sync_forward(d->qry, &ip);
+			status = mt_ptq_sync_forward(d->q, &ip);
 			if (status < 0) {
 				if (status != -pte_eos)
 					emit_error(d, status, "resync failed");
@@ -577,7 +579,14 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			walk_synced(d, status, ip);
 		}
 	}
-	pt_qry_free_decoder(d->qry);
+	const uint8_t *handed = mt_ptq_handed_at(&q);
+	if (handed && !d->cfg->libipt_packets) {
+		/* a piece counts only its own bytes, up to where the next begins */
+		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
+		if (to > from)
+			d->stats->handed_over += to - from;
+	}
+	mt_ptq_fini(&q);
 	return 0;
 }
 

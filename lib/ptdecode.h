@@ -37,6 +37,9 @@ struct mt_ptdec_config {
 	 * (libipt's query decoder for the packets, the image's block cache
 	 * for the code): slower, kept to compare and for 16/32-bit code */
 	bool libipt_blocks;
+	/* mt's walk: libipt's query decoder reads every packet, instead of
+	 * mt reading those of ordinary traces itself (kept to compare) */
+	bool libipt_packets;
 };
 
 /* Thread attribution: called with the current perf time (0 if timeless)
@@ -50,6 +53,9 @@ struct mt_ptdec_stats {
 	/* segments cut at PSBs (mt_ptperf): pieces decoded, and pieces
 	 * decoded again because their cut did not stitch */
 	uint64_t pieces, redone;
+	/* bytes of PT mt's packet reader left to libipt's query decoder (from
+	 * the PSB before the first packet it does not read) */
+	uint64_t handed_over;
 };
 
 struct mt_ptdec_stream {

@@ -578,14 +578,14 @@ static int cmp_sample_time(const void *a, const void *b)
 }
 
 static void write_meta(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w, bool timed,
-		       bool libipt_blocks)
+		       const struct mt_ptperf_opts *o)
 {
 	mt_events_write_fact(w, "source", "%s", pd->name);
 	mt_events_write_fact(w, "format", "perf.data %s mode", pd->pipe_mode ? "pipe" : "file");
 	if (s->have_info)
-		mt_events_write_fact(w, "decoder", "libipt %d.%d.%d %s", pt_library_version().major,
-				     pt_library_version().minor, pt_library_version().patch,
-				     libipt_blocks ? "block" : "query, mt code walk");
+		mt_events_write_fact(w, "decoder", "%slibipt %d.%d.%d %s", o->libipt_blocks || o->libipt_packets ? "" : "mt packets, ",
+				     pt_library_version().major, pt_library_version().minor, pt_library_version().patch,
+				     o->libipt_blocks ? "block" : "query, mt code walk");
 	else
 		mt_events_write_fact(w, "decoder", "stack samples (no Intel PT in this perf.data)");
 	if (timed)
@@ -968,6 +968,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->pt_bytes += g->st.pt_bytes;
 		stats->insns += g->st.insns;
 		stats->errors += g->st.errors;
+		stats->handed_over += g->st.handed_over;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}
@@ -1321,6 +1322,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 		stats->by_kind[k] += kinds[k];
 	stats->errors += kinds[MT_EV_ERROR];
+	stats->handed_over += pc->st.handed_over;
 }
 
 static int split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,
@@ -1547,11 +1549,11 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	bool timed = decode_is_timed(pd, &s);
 	if (!s.have_info) {
 		/* no Intel PT: a sampling recording, its stack samples are the events */
-		write_meta(pd, &s, w, false, false);
+		write_meta(pd, &s, w, false, o);
 		emit_samples(pd, &s, w, stats);
 		goto damage;
 	}
-	write_meta(pd, &s, w, timed, o->libipt_blocks);
+	write_meta(pd, &s, w, timed, o);
 
 	struct mt_ptdec_config cfg = {0};
 	cfg.timed = timed;
@@ -1574,6 +1576,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	cfg.all_branches = o->all_branches;
 	cfg.want_power = o->power;
 	cfg.libipt_blocks = o->libipt_blocks;
+	cfg.libipt_packets = o->libipt_packets;
 	cpu_of(pd, &cfg);
 	bool per_cpu = s.priv[PRIV_PER_CPU_MMAPS] != 0;
 	if (s.switches.n)

@@ -22,6 +22,7 @@ struct mt_ptperf_opts {
 	bool all_branches;
 	bool power;
 	bool libipt_blocks;         /* mt_ptdec_config.libipt_blocks */
+	bool libipt_packets;        /* mt_ptdec_config.libipt_packets */
 	/* Threads decoding independent segments (queues, or a queue's
 	 * buffers with gaps) at once; the output is the same as with 1. */
 	unsigned jobs;

@@ -316,7 +316,7 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	diff "$BATS_TEST_TMPDIR/perf" "$BATS_TEST_TMPDIR/mt"
 }
 
-# mt walks the code itself (libipt's query decoder reads the packets);
+# mt walks the code itself (mt or libipt's query decoder reads the packets);
 # libipt's block decoder, kept as --decoder=libipt, is the oracle: the same
 # events, instruction counts, errors and offsets, on every fixture. Times
 # may differ by when each samples the decoder's clock around a branch (mt's
@@ -331,6 +331,7 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 		for mode in --all-branches --power; do
 			run "$PT2EVENTS" -j 1 $mode "${extra[@]}" --stats -o "$t/mt" "$data"
 			local st=$status walked=${output##*stats: }
+			walked=${walked% handed_over=*}
 			run "$PT2EVENTS" -j 1 --decoder=libipt $mode "${extra[@]}" --stats -o "$t/ipt" "$data"
 			[ "$status" -eq "$st" ]
 			[ "${output##*stats: }" = "$walked" ]
@@ -339,8 +340,69 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 		n=$((n + 1))
 	done
 	[ "$n" -ge 40 ]
-	grep -q '^# fact	decoder	libipt .* query, mt code walk$' "$t/mt"
+	grep -q '^# fact	decoder	mt packets, libipt .* query, mt code walk$' "$t/mt"
 	grep -q '^# fact	decoder	libipt .* block$' "$t/ipt"
+}
+
+# mt reads the packets of ordinary traces itself and hands the rest to
+# libipt's query decoder (from the PSB before the first packet it does not
+# read); --decoder=libipt-query lets libipt read them all. libipt is the
+# oracle, to the byte: the same events, times, instruction counts, error
+# offsets and messages. Fixtures with MTC or CYC are libipt's throughout;
+# every other one is mt's throughout.
+@test "every fixture: mt's packet reader answers as libipt's query decoder does, times and offsets included" {
+	local t=$BATS_TEST_TMPDIR n=0 mine=0
+	for data in "$MT_FIXTURES"/*/*.data; do
+		local v=${data%.data} extra=()
+		[ -e "$v.vmlinux" ] && extra=(--vmlinux="$v.vmlinux")
+		[ -d "$v.kcore_dir" ] && extra=(--kcore="$v.kcore_dir")
+		for mode in --all-branches --power; do
+			"$PT2EVENTS" -j 1 $mode "${extra[@]}" --stats -o "$t/mt" "$data" 2> "$t/mt.stats"
+			"$PT2EVENTS" -j 1 --decoder=libipt-query $mode "${extra[@]}" --stats -o "$t/q" "$data" 2> "$t/q.stats"
+			cmp <(grep -v '^# fact	decoder' "$t/q") <(grep -v '^# fact	decoder' "$t/mt")
+			cmp "$t/q.stats" <(sed 's/ handed_over=[0-9]*$//' "$t/mt.stats")
+			case $data in
+			*mtc* | *cyc*)
+				[ "$(stat_field handed_over "$t/mt.stats")" -eq "$(stat_field pt_bytes "$t/mt.stats")" ] ;;
+			*)
+				! grep -q handed_over "$t/mt.stats" || false
+				mine=$((mine + 1)) ;;
+			esac
+		done
+		n=$((n + 1))
+	done
+	[ "$n" -ge 40 ]
+	[ "$mine" -ge 60 ]
+	grep -q '^# fact	decoder	libipt .* query, mt code walk$' "$t/q"
+}
+
+# Damage at fixed places: an MTC (a packet mt leaves to libipt), a CYC
+# header, a TNT where a TIP was, a FUP header... Where mt meets a packet it
+# does not read, libipt takes over at the PSB before it, mid-stream; where
+# the damage only misleads the walk, mt resynchronises itself. Both must
+# come out as libipt alone does, byte for byte.
+@test "damaged traces: mt's packet reader and its hand-over to libipt answer as libipt's query decoder does" {
+	local t=$BATS_TEST_TMPDIR partial=0 errs=0
+	for data in "$MT_FIXTURES"/libc/psb.data "$MT_FIXTURES"/libc/psb-timeless.data "$MT_FIXTURES"/flow/per-cpu.data; do
+		local size
+		size=$(stat -c %s "$data")
+		for byte in 59 ff 5a 02 99 1d 7d 82 00; do
+			for at in 3 5 7; do
+				cp "$data" "$t/bad.data"
+				printf "\x$byte" | dd of="$t/bad.data" bs=1 seek=$((size * at / 10 + 0x$byte)) conv=notrunc status=none
+				"$PT2EVENTS" -j 1 --all-branches --stats -o "$t/mt" "$t/bad.data" 2> "$t/mt.stats" || true
+				"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches --stats -o "$t/q" "$t/bad.data" 2> "$t/q.stats" || true
+				cmp <(grep -av '^# fact	decoder' "$t/q") <(grep -av '^# fact	decoder' "$t/mt")
+				cmp "$t/q.stats" <(sed 's/ handed_over=[0-9]*$//' "$t/mt.stats")
+				local h
+				h=$(stat_field handed_over "$t/mt.stats")
+				[ -n "$h" ] && [ "$h" -lt "$(stat_field pt_bytes "$t/mt.stats")" ] && partial=$((partial + 1))
+				[ "$(stat_field errors "$t/mt.stats")" -gt 0 ] && errs=$((errs + 1))
+			done
+		done
+	done
+	[ "$partial" -ge 10 ]
+	[ "$errs" -ge 10 ]
 }
 
 # Raw PT by hand: PSB, MODE.EXEC with CS.D set (32-bit code), FUP 0x1000,

@@ -48,8 +48,11 @@ static void usage(FILE *f)
 "      --all-branches       emit every taken branch (default: calls, returns,\n"
 "                           syscalls, trace start/end, errors, and jumps that\n"
 "                           leave their function)\n"
-"      --decoder=mt|libipt  who walks the code: mt's block walk (default), or\n"
-"                           libipt's block decoder (slower; 16/32-bit code)\n"
+"      --decoder=NAME       who reads the packets and walks the code: mt (the\n"
+"                           default: mt reads the packets of ordinary traces,\n"
+"                           libipt's query decoder the rest, mt walks), or\n"
+"                           libipt-query (libipt reads every packet, mt walks),\n"
+"                           or libipt (libipt's block decoder: slower; 16/32-bit)\n"
 "      --power              emit CBR (core:bus ratio) changes as power events\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
@@ -101,6 +104,8 @@ static void print_stats(const struct mt_ptdec_stats *st)
 	fprintf(stderr, " errors=%" PRIu64, st->errors);
 	if (st->pieces)
 		fprintf(stderr, " pieces=%" PRIu64 " redone=%" PRIu64, st->pieces, st->redone);
+	if (st->handed_over)
+		fprintf(stderr, " handed_over=%" PRIu64, st->handed_over);
 	fputc('\n', stderr);
 }
 
@@ -346,11 +351,12 @@ int main(int argc, char **argv)
 		case 'a': cfg.all_branches = po.all_branches = true; break;
 		case 'P': cfg.want_power = po.power = true; break;
 		case 'D':
-			if (!strcmp(optarg, "mt") || !strcmp(optarg, "libipt")) {
+			if (!strcmp(optarg, "mt") || !strcmp(optarg, "libipt") || !strcmp(optarg, "libipt-query")) {
 				cfg.libipt_blocks = po.libipt_blocks = !strcmp(optarg, "libipt");
+				cfg.libipt_packets = po.libipt_packets = !strcmp(optarg, "libipt-query");
 				break;
 			}
-			fprintf(stderr, PROG ": bad --decoder '%s': expected mt or libipt\n", optarg);
+			fprintf(stderr, PROG ": bad --decoder '%s': expected mt, libipt-query or libipt\n", optarg);
 			return EXIT_USAGE;
 		case 'i': info = true; break;
 		case 'S': stats = true; break;

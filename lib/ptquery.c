@@ -1,0 +1,673 @@
+#include "ptquery.h"
+
+#include <string.h>
+
+/* Packet layouts (Intel SDM vol. 3, "Intel Processor Trace"): the header
+ * byte, then the payload. */
+enum {
+	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MTC = 0x59, OP_MODE = 0x99,
+	EXT_PSB = 0x82, EXT_PSBEND = 0x23, EXT_CBR = 0x03, EXT_TNT64 = 0xa3, EXT_PIP = 0x43, EXT_VMCS = 0xc8,
+	/* the TIP family: the low five bits; the top three say how much IP follows */
+	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
+	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear */
+	MODE_TSX_NONE = 0x20, /* MODE.TSX, no transaction */
+	PSB_EVENTS_MAX = MT_PTQ_PSB_EVENTS,
+	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
+};
+
+static const uint8_t psb_pattern[PSB_SIZE] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
+					      0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82};
+
+/* payload bytes of an IP packet by IPBytes; -1: reserved */
+static const int8_t ip_bytes[8] = {0, 2, 4, 6, 6, -1, 8, -1};
+
+static uint64_t load_le(const uint8_t *p, int n)
+{
+	uint64_t v = 0;
+	for (int i = n - 1; i >= 0; i--)
+		v = v << 8 | p[i];
+	return v;
+}
+
+static bool is_psb(const uint8_t *p, const uint8_t *end)
+{
+	return end - p >= PSB_SIZE && !memcmp(p, psb_pattern, PSB_SIZE);
+}
+
+/* ---- the scan: how far mt reads the packets itself ---- */
+
+/* The size of the IP packet at p when complete and well-formed, else 0;
+ * *ipc gets its IPBytes. */
+static int ip_packet_size(const uint8_t *p, const uint8_t *end, unsigned *ipc)
+{
+	*ipc = p[0] >> 5;
+	int n = ip_bytes[*ipc];
+	return n < 0 || end - p < 1 + n ? 0 : 1 + n;
+}
+
+/* Whether the next packet after p but PADs is a complete IP packet of
+ * kind op (with an IP, if need_ip). */
+static bool followed_by(const uint8_t *p, const uint8_t *end, unsigned op, bool need_ip)
+{
+	unsigned ipc;
+	while (p < end && *p == OP_PAD)
+		p++;
+	return p < end && (*p & 0x1f) == op && ip_packet_size(p, end, &ipc) && (ipc || !need_ip);
+}
+
+/* Walks the packets from the PSB at p; returns the PSB from which libipt
+ * must read (the last one before the first packet mt does not read, or
+ * one inside a PSB+ mt does not read), or end when mt reads them all. */
+static const uint8_t *scan_fast_end(const uint8_t *p, const uint8_t *end)
+{
+	const uint8_t *last_psb = p;
+	bool in_psb = false;
+	unsigned psb_events = 0, ipc;
+	while (p < end) {
+		uint8_t b = p[0];
+		int n = 0;
+		if (b == OP_PAD) {
+			n = 1;
+		} else if (b == OP_EXT) {
+			uint8_t b1 = end - p >= 2 ? p[1] : 0;
+			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb) {
+				last_psb = p;
+				in_psb = true;
+				psb_events = 0;
+				n = PSB_SIZE;
+			} else if (b1 == EXT_PSBEND && in_psb) {
+				in_psb = false;
+				n = PSBEND_SIZE;
+			} else if (b1 == EXT_CBR && end - p >= CBR_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
+				n = CBR_SIZE;
+			} else if (b1 == EXT_PIP && end - p >= PIP_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
+				n = PIP_SIZE; /* a new CR3: in PSB+, or on its own */
+			} else if (b1 == EXT_VMCS && end - p >= VMCS_SIZE && in_psb && psb_events++ < PSB_EVENTS_MAX) {
+				n = VMCS_SIZE; /* the VMCS base, in PSB+ */
+			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
+				n = TNT64_SIZE;
+			}
+		} else if (!(b & 1)) {
+			n = in_psb ? 0 : 1; /* TNT-8 */
+		} else if (b == OP_TSC) {
+			n = end - p >= TSC_SIZE ? TSC_SIZE : 0;
+		} else if (b == OP_MODE) {
+			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
+			 * MODE.TSX out of a transaction in PSB+ */
+			if (end - p >= MODE_SIZE + 1 && p[1] == MODE_TSX_NONE && in_psb && psb_events++ < PSB_EVENTS_MAX)
+				n = MODE_SIZE;
+			else if (end - p >= MODE_SIZE + 1 && p[1] == MODE_EXEC_64 &&
+				 (in_psb ? psb_events++ < PSB_EVENTS_MAX : followed_by(p + MODE_SIZE, end, IP_PGE, true)))
+				n = MODE_SIZE;
+		} else if ((b & 3) != 3) { /* not CYC */
+			int size = ip_packet_size(p, end, &ipc);
+			switch (b & 0x1f) {
+			case IP_TIP:
+			case IP_PGD:
+				n = in_psb ? 0 : size;
+				break;
+			case IP_PGE:
+				n = in_psb || !ipc ? 0 : size;
+				break;
+			case IP_FUP:
+				/* in PSB+ (the IP there), or right before a TIP.PGD
+				 * or TIP (an interrupt: tracing stops, or goes on
+				 * where it took the CPU) */
+				if (size && ipc && (in_psb || followed_by(p + size, end, IP_PGD, false) ||
+						    followed_by(p + size, end, IP_TIP, false)))
+					n = size;
+				break;
+			default:
+				break;
+			}
+		}
+		if (!n)
+			return last_psb;
+		p += n;
+	}
+	return in_psb ? last_psb : end;
+}
+
+/* ---- reading packets ---- */
+
+static void update_ip(struct mt_ptq *q, const uint8_t *p, unsigned ipc)
+{
+	uint64_t v = load_le(p + 1, ip_bytes[ipc]);
+	switch (ipc) {
+	case 0:
+		q->ip_suppressed = true;
+		return;
+	case 1:
+		q->ip = (q->ip & ~0xffffull) | v;
+		break;
+	case 2:
+		q->ip = (q->ip & ~0xffffffffull) | v;
+		break;
+	case 3:
+		q->ip = (uint64_t)((int64_t)(v << 16) >> 16);
+		break;
+	case 4:
+		q->ip = (q->ip & ~0xffffffffffffull) | v;
+		break;
+	default:
+		q->ip = v;
+		break;
+	}
+	q->have_ip = true;
+	q->ip_suppressed = false;
+}
+
+/* An event's IP from the last IP, or suppressed. */
+static void event_ip(const struct mt_ptq *q, struct pt_event *ev, uint64_t *ip)
+{
+	if (q->have_ip && !q->ip_suppressed)
+		*ip = q->ip;
+	else
+		ev->ip_suppressed = 1;
+}
+
+static void event_time(const struct mt_ptq *q, struct pt_event *ev)
+{
+	if (q->have_tsc) {
+		ev->has_tsc = 1;
+		ev->tsc = q->tsc;
+	}
+}
+
+/* PIP: CR3 bits 51:5 above the non-root bit */
+static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
+{
+	uint64_t payload = load_le(p + 2, 6);
+	memset(ev, 0, sizeof *ev);
+	ev->type = ptev_paging;
+	ev->variant.paging.cr3 = (payload & ~1ull) << 4;
+	ev->variant.paging.non_root = payload & 1;
+	event_time(q, ev);
+}
+
+static void read_tsc(struct mt_ptq *q, const uint8_t *p)
+{
+	q->tsc = load_le(p + 1, 7);
+	q->have_tsc = true;
+}
+
+/* The PSB at pos and its header up to PSBEND (the scan vouched for it):
+ * the IP, time and status updates it holds. */
+static void read_psb(struct mt_ptq *q)
+{
+	q->pos += PSB_SIZE;
+	q->ip = 0;
+	q->have_ip = q->ip_suppressed = false;
+	for (;;) {
+		const uint8_t *p = q->pos;
+		uint8_t b = p[0];
+		unsigned ipc;
+		if (b == OP_PAD) {
+			q->pos++;
+		} else if (b == OP_TSC) {
+			read_tsc(q, p);
+			q->pos += TSC_SIZE;
+		} else if (b == OP_EXT && p[1] == EXT_CBR) {
+			struct pt_event *ev = &q->psb_ev[q->psb_n++];
+			memset(ev, 0, sizeof *ev);
+			ev->type = ptev_cbr;
+			ev->variant.cbr.ratio = p[2];
+			ev->status_update = 1;
+			event_time(q, ev);
+			q->pos += CBR_SIZE;
+		} else if (b == OP_EXT && p[1] == EXT_PIP) {
+			struct pt_event *ev = &q->psb_ev[q->psb_n++];
+			paging_event(q, ev, p);
+			ev->status_update = 1;
+			q->pos += PIP_SIZE;
+		} else if (b == OP_EXT && p[1] == EXT_VMCS) {
+			struct pt_event *ev = &q->psb_ev[q->psb_n++];
+			memset(ev, 0, sizeof *ev);
+			ev->type = ptev_vmcs;
+			ev->variant.vmcs.base = load_le(p + 2, 5) << 12;
+			ev->status_update = 1;
+			event_time(q, ev);
+			q->pos += VMCS_SIZE;
+		} else if (b == OP_MODE) {
+			struct pt_event *ev = &q->psb_ev[q->psb_n++];
+			memset(ev, 0, sizeof *ev);
+			if (p[1] == MODE_TSX_NONE) {
+				ev->type = ptev_tsx;
+			} else {
+				ev->type = ptev_exec_mode;
+				ev->variant.exec_mode.mode = ptem_64bit;
+			}
+			ev->status_update = 1;
+			event_time(q, ev);
+			q->pos += MODE_SIZE;
+		} else if ((b & 0x1f) == IP_FUP) {
+			int n = ip_packet_size(p, q->end, &ipc);
+			update_ip(q, p, ipc);
+			q->pos += n;
+		} else {
+			return; /* PSBEND */
+		}
+	}
+}
+
+static void read_tnt(struct mt_ptq *q)
+{
+	const uint8_t *p = q->pos;
+	uint64_t payload;
+	if (p[0] == OP_EXT) {
+		payload = load_le(p + 2, 6);
+		q->pos += TNT64_SIZE;
+	} else {
+		payload = p[0] >> 1;
+		q->pos++;
+	}
+	/* the highest set bit stops the bits; the oldest is just below it */
+	unsigned n = 63u - (unsigned)__builtin_clzll(payload);
+	q->tnt = payload;
+	q->tnt_n = n;
+}
+
+/* From here on libipt reads, starting at the PSB at fast_end: what its
+ * query decoder would have done reading on from the packets before. When
+ * it cannot read that PSB+, the query decoder would stay there: every
+ * query fails as it would (the end of the trace ends the decode quietly;
+ * other errors are reported, and resynchronising meets the same PSB). */
+static int hand_over(struct mt_ptq *q)
+{
+	uint64_t ip;
+	int st = pt_qry_sync_set(q->ipt, &ip, (uint64_t)(q->fast_end - q->begin));
+	if (st < 0) {
+		q->next = PTQ_STUCK;
+		q->stuck_err = st;
+		return st == -pte_eos ? 0 : st;
+	}
+	q->handed = true;
+	q->ipt_queried = false;
+	q->ipt_status = st & (pts_event_pending | pts_eos);
+	return 0;
+}
+
+/* Reads ahead to the next packet a query is about (a branch or an event),
+ * taking in time and PSB+ on the way, as libipt's query decoder does. */
+static int read_ahead(struct mt_ptq *q)
+{
+	for (;;) {
+		const uint8_t *p = q->pos;
+		if (p == q->fast_end && p != q->end)
+			return hand_over(q);
+		if (p >= q->end) {
+			q->next = PTQ_EOS;
+			return 0;
+		}
+		uint8_t b = p[0];
+		if (b == OP_PAD) {
+			q->pos++;
+		} else if (b == OP_EXT) {
+			if (p[1] == EXT_TNT64) {
+				q->next = PTQ_TNT;
+				return 0;
+			}
+			if (p[1] == EXT_PSB) {
+				read_psb(q);
+				continue;
+			}
+			if (p[1] == EXT_PIP || p[1] == EXT_CBR) {
+				q->next = PTQ_EVENT;
+				return 0;
+			}
+			/* PSBEND: it publishes the PSB+ status updates */
+			if (q->psb_n) {
+				q->next = PTQ_EVENT;
+				return 0;
+			}
+			q->pos += PSBEND_SIZE;
+		} else if (!(b & 1)) {
+			q->next = PTQ_TNT;
+			return 0;
+		} else if (b == OP_TSC) {
+			read_tsc(q, p);
+			q->pos += TSC_SIZE;
+		} else if (b == OP_MODE) {
+			q->next = PTQ_EVENT;
+			return 0;
+		} else {
+			unsigned ipc;
+			int n = ip_packet_size(p, q->end, &ipc);
+			switch (b & 0x1f) {
+			case IP_TIP:
+				q->next = q->tip_pending ? PTQ_EVENT : PTQ_TIP;
+				return 0;
+			case IP_FUP: {
+				/* an asynchronous branch from here, bound to the
+				 * TIP or TIP.PGD after it */
+				update_ip(q, p, ipc);
+				struct pt_event *ev = &q->tip_ev;
+				memset(ev, 0, sizeof *ev);
+				ev->type = ptev_async_branch;
+				ev->variant.async_branch.from = q->ip;
+				event_time(q, ev);
+				q->tip_pending = true;
+				q->pos += n;
+				break;
+			}
+			default: /* TIP.PGE, TIP.PGD */
+				q->next = PTQ_EVENT;
+				return 0;
+			}
+		}
+	}
+}
+
+/* ---- queries ---- */
+
+static void note_ipt(struct mt_ptq *q, int st)
+{
+	if (st >= 0) {
+		q->ipt_status = st & (pts_event_pending | pts_eos);
+		q->ipt_queried = true;
+	}
+}
+
+int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken)
+{
+	if (q->handed) {
+		int st = pt_qry_cond_branch(q->ipt, taken);
+		note_ipt(q, st);
+		return st;
+	}
+	if (q->next == PTQ_EOS)
+		return -pte_eos;
+	if (q->next == PTQ_STUCK)
+		return q->stuck_err;
+	if (q->next != PTQ_TNT)
+		return -pte_bad_query;
+	read_tnt(q);
+	q->last_tsc = q->tsc;
+	q->have_last = q->have_tsc;
+	int rc = read_ahead(q);
+	if (rc < 0)
+		return rc;
+	q->tnt_n--;
+	*taken = (int)((q->tnt >> q->tnt_n) & 1);
+	return mt_ptq_status(q);
+}
+
+int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip)
+{
+	for (;;) {
+		if (q->handed) {
+			int st = pt_qry_indirect_branch(q->ipt, ip);
+			note_ipt(q, st);
+			return st;
+		}
+		if (q->next == PTQ_EOS)
+			return -pte_eos;
+		if (q->next == PTQ_STUCK)
+			return q->stuck_err;
+		if (q->next == PTQ_EVENT)
+			return -pte_bad_query;
+		if (q->next == PTQ_TIP)
+			break;
+		/* a TNT before the TIP: its bits wait for the branches after */
+		if (q->tnt_n)
+			return -pte_bad_query;
+		read_tnt(q);
+		int rc = read_ahead(q);
+		if (rc < 0)
+			return rc;
+	}
+	const uint8_t *p = q->pos;
+	unsigned ipc;
+	int n = ip_packet_size(p, q->end, &ipc), flags = 0;
+	update_ip(q, p, ipc);
+	if (q->ip_suppressed)
+		flags = pts_ip_suppressed;
+	else
+		*ip = q->ip;
+	q->pos += n;
+	q->last_tsc = q->tsc;
+	q->have_last = q->have_tsc;
+	int rc = read_ahead(q);
+	if (rc < 0)
+		return rc;
+	return flags | mt_ptq_status(q);
+}
+
+int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
+{
+	if (q->tnt_n)
+		return -pte_bad_query;
+	for (;;) {
+		if (q->handed) {
+			int st = pt_qry_event(q->ipt, ev, sizeof *ev);
+			note_ipt(q, st);
+			return st;
+		}
+		if (q->next == PTQ_EOS)
+			return -pte_eos;
+		if (q->next == PTQ_STUCK)
+			return q->stuck_err;
+		if (q->next != PTQ_EVENT)
+			return -pte_bad_query;
+		const uint8_t *p = q->pos;
+		if (p[0] == OP_MODE) {
+			/* binds to the TIP.PGE after it */
+			struct pt_event *m = &q->tip_ev;
+			memset(m, 0, sizeof *m);
+			m->type = ptev_exec_mode;
+			m->variant.exec_mode.mode = ptem_64bit;
+			event_time(q, m);
+			q->tip_pending = true;
+			q->pos += MODE_SIZE;
+			int rc = read_ahead(q);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (p[0] == OP_EXT && p[1] == EXT_CBR) {
+			memset(ev, 0, sizeof *ev);
+			ev->type = ptev_cbr;
+			ev->variant.cbr.ratio = p[2];
+			event_time(q, ev);
+			q->pos += CBR_SIZE;
+			break;
+		}
+		if (p[0] == OP_EXT && p[1] == EXT_PIP) {
+			paging_event(q, ev, p);
+			q->pos += PIP_SIZE;
+			break;
+		}
+		if (p[0] == OP_EXT) { /* PSBEND: the next status update */
+			*ev = q->psb_ev[q->psb_head++];
+			if (ev->type == ptev_exec_mode)
+				event_ip(q, ev, &ev->variant.exec_mode.ip);
+			else if (ev->type == ptev_tsx)
+				event_ip(q, ev, &ev->variant.tsx.ip);
+			if (q->psb_head == q->psb_n) {
+				q->psb_n = q->psb_head = 0;
+				q->pos += PSBEND_SIZE;
+			}
+			break;
+		}
+		unsigned ipc;
+		int n = ip_packet_size(p, q->end, &ipc);
+		update_ip(q, p, ipc);
+		if ((p[0] & 0x1f) == IP_PGE) {
+			if (!q->pge_enabled_sent) {
+				memset(ev, 0, sizeof *ev);
+				ev->type = ptev_enabled;
+				ev->variant.enabled.ip = q->ip;
+				event_time(q, ev);
+				q->tnt_n = 0;
+				if (q->tip_pending)
+					q->pge_enabled_sent = true; /* the MODE.Exec next, then the packet is done */
+				else
+					q->pos += n;
+			} else {
+				*ev = q->tip_ev;
+				event_ip(q, ev, &ev->variant.exec_mode.ip);
+				q->tip_pending = q->pge_enabled_sent = false;
+				q->pos += n;
+			}
+			break;
+		}
+		if ((p[0] & 0x1f) == IP_TIP) { /* after a FUP: where the interrupt went */
+			*ev = q->tip_ev;
+			event_ip(q, ev, &ev->variant.async_branch.to);
+			q->tip_pending = false;
+			q->pos += n;
+			break;
+		}
+		/* TIP.PGD: tracing stops, at the FUP's IP when one came first */
+		if (q->tip_pending) {
+			*ev = q->tip_ev;
+			uint64_t at = ev->variant.async_branch.from;
+			ev->type = ptev_async_disabled;
+			ev->variant.async_disabled.at = at;
+			event_ip(q, ev, &ev->variant.async_disabled.ip);
+			q->tip_pending = false;
+		} else {
+			memset(ev, 0, sizeof *ev);
+			ev->type = ptev_disabled;
+			event_ip(q, ev, &ev->variant.disabled.ip);
+			event_time(q, ev);
+		}
+		q->pos += n;
+		break;
+	}
+	q->last_tsc = q->tsc;
+	q->have_last = q->have_tsc;
+	int rc = read_ahead(q);
+	if (rc < 0)
+		return rc;
+	return mt_ptq_status(q);
+}
+
+int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc)
+{
+	if (q->handed && q->ipt_queried) {
+		uint32_t lost_mtc, lost_cyc;
+		return pt_qry_time(q->ipt, tsc, &lost_mtc, &lost_cyc);
+	}
+	if (!q->have_last)
+		return -pte_no_time;
+	*tsc = q->last_tsc;
+	return 0;
+}
+
+uint64_t mt_ptq_offset(const struct mt_ptq *q)
+{
+	if (q->handed) {
+		uint64_t off = 0;
+		pt_qry_get_offset(q->ipt, &off);
+		return off;
+	}
+	return (uint64_t)(q->pos - q->begin);
+}
+
+const uint8_t *mt_ptq_handed_at(const struct mt_ptq *q)
+{
+	return q->handed && q->fast_end ? q->fast_end : NULL;
+}
+
+/* ---- synchronising ---- */
+
+/* Starts over at the PSB at p, as libipt's query decoder does: state reset,
+ * PSB+ read, the IP it gives, then on to the first packet of interest. */
+static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
+{
+	if (p >= q->fast_end) {
+		q->handed = q->ipt_queried = true;
+		int st = pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin));
+		note_ipt(q, st);
+		return st;
+	}
+	q->tnt_n = 0;
+	q->have_tsc = q->have_last = false;
+	q->psb_n = q->psb_head = 0;
+	q->tip_pending = q->pge_enabled_sent = false;
+	q->sync = q->pos = p;
+	read_psb(q);
+	bool has_ip = q->have_ip && !q->ip_suppressed;
+	uint64_t start_ip = q->ip;
+	int rc = read_ahead(q);
+	if (rc < 0)
+		return rc;
+	if (!q->handed && (q->next == PTQ_EOS || q->next == PTQ_STUCK))
+		return -pte_eos;
+	int st = mt_ptq_status(q);
+	if (has_ip)
+		*ip = start_ip;
+	else
+		st |= pts_ip_suppressed;
+	return st;
+}
+
+static const uint8_t *find_psb(const uint8_t *p, const uint8_t *end)
+{
+	while (end - p >= PSB_SIZE) {
+		const uint8_t *x = memchr(p, OP_EXT, (size_t)(end - p - PSB_SIZE + 1));
+		if (!x)
+			return NULL;
+		if (is_psb(x, end))
+			return x;
+		p = x + 1;
+	}
+	return NULL;
+}
+
+int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
+{
+	if (q->handed) {
+		int st = pt_qry_sync_forward(q->ipt, ip);
+		note_ipt(q, st);
+		return st;
+	}
+	const uint8_t *from = q->pos;
+	if (q->sync && from < q->sync + PSB_SIZE)
+		from = q->sync + PSB_SIZE;
+	const uint8_t *p = find_psb(from, q->end);
+	if (!p)
+		return -pte_eos;
+	if (!q->fast_end)
+		q->fast_end = scan_fast_end(p, q->end);
+	return start_at(q, p, ip);
+}
+
+int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset)
+{
+	if (q->handed) {
+		int st = pt_qry_sync_set(q->ipt, ip, offset);
+		note_ipt(q, st);
+		return st;
+	}
+	if (offset > (uint64_t)(q->end - q->begin))
+		return -pte_eos;
+	const uint8_t *p = q->begin + offset;
+	if (q->end - p < PSB_SIZE)
+		return -pte_eos;
+	if (!is_psb(p, q->end))
+		return -pte_nosync;
+	if (!q->fast_end)
+		q->fast_end = scan_fast_end(p, q->end);
+	return start_at(q, p, ip);
+}
+
+int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
+{
+	memset(q, 0, sizeof *q);
+	q->ipt = pt_qry_alloc_decoder(config);
+	if (!q->ipt)
+		return -pte_nomem;
+	q->begin = q->pos = config->begin;
+	q->end = config->end;
+	q->handed = !use_mt;
+	q->ipt_queried = true;
+	return 0;
+}
+
+void mt_ptq_fini(struct mt_ptq *q)
+{
+	pt_qry_free_decoder(q->ipt);
+	q->ipt = NULL;
+}

@@ -1,0 +1,95 @@
+/* ptquery: Intel PT packets for mt's code walk, read by mt where it can.
+ *
+ * The same queries as libipt's query decoder (pt_qry_*: a conditional
+ * branch's bit, an indirect branch's target, the next event, the time,
+ * the offset), with the same answers, status flags and offsets. mt reads
+ * the packets of ordinary user-space traces itself (TNT, TIP, TIP.PGE/PGD,
+ * FUP before TIP.PGD, MODE.Exec, PSB+, TSC, PAD): a TNT bit costs a few
+ * instructions instead of a libipt call. Before decoding, one pass over the
+ * packets finds the first one mt does not read (MTC, CYC, OVF, PIP, a
+ * corrupt byte, ...); from the PSB before it libipt's query decoder reads
+ * the rest, so its timing, errata and error recovery apply there unchanged.
+ * Queries in the hot path (a TNT bit already read) are inline. */
+#ifndef MT_PTQUERY_H
+#define MT_PTQUERY_H
+
+#include <intel-pt.h>
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+/* status updates a PSB+ may hold: CBR, MODE.Exec, MODE.TSX, PIP, VMCS, one more */
+#define MT_PTQ_PSB_EVENTS 6
+
+/* what the packet at the read position is, once read ahead */
+enum mt_ptq_next {
+	PTQ_EOS, PTQ_TNT, PTQ_TIP, PTQ_EVENT,
+	PTQ_STUCK /* libipt could not read the PSB+ at fast_end: stuck_err */
+};
+
+struct mt_ptq {
+	const uint8_t *begin, *end;
+	const uint8_t *pos;      /* the next packet not yet decoded */
+	const uint8_t *sync;     /* the PSB last synchronised at */
+	const uint8_t *fast_end; /* from this PSB on, libipt reads (end: nowhere) */
+	struct pt_query_decoder *ipt;
+	bool handed;             /* libipt reads now */
+	int ipt_status;          /* libipt's status flags at the handover */
+	int stuck_err;
+	bool ipt_queried;        /* libipt answered a query since the handover */
+	enum mt_ptq_next next;
+	/* TNT bits not yet asked for: the next is bit tnt_n - 1 */
+	uint64_t tnt;
+	unsigned tnt_n;
+	/* last IP (IP compression) */
+	uint64_t ip;
+	bool have_ip, ip_suppressed;
+	/* time: the last TSC read, and as of the last branch or event packet
+	 * (what libipt's pt_qry_time reports) */
+	uint64_t tsc, last_tsc;
+	bool have_tsc, have_last;
+	/* events: PSB+ status updates waiting for PSBEND, or one bound to the
+	 * next TIP.PGE/PGD (MODE.Exec, FUP) */
+	struct pt_event psb_ev[MT_PTQ_PSB_EVENTS];
+	unsigned psb_n, psb_head;
+	struct pt_event tip_ev;
+	bool tip_pending, pge_enabled_sent;
+};
+
+/* Readies q over [begin, end) (config as for libipt's query decoder; its
+ * begin/end are the same buffer). use_mt false: libipt reads everything.
+ * Returns 0 or -pte_nomem. */
+int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt);
+void mt_ptq_fini(struct mt_ptq *q);
+
+int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip);
+int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset);
+int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken);
+int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip);
+int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev);
+int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc);
+uint64_t mt_ptq_offset(const struct mt_ptq *q);
+/* where libipt took over reading (NULL: it did not) */
+const uint8_t *mt_ptq_handed_at(const struct mt_ptq *q);
+
+/* the status flags libipt reports after a query */
+static inline int mt_ptq_status(const struct mt_ptq *q)
+{
+	if (q->tnt_n)
+		return 0;
+	if (q->handed)
+		return q->ipt_status;
+	return q->next == PTQ_EVENT ? pts_event_pending : q->next == PTQ_EOS ? pts_eos : 0;
+}
+
+static inline int mt_ptq_cond_branch(struct mt_ptq *q, int *taken)
+{
+	if (q->tnt_n) {
+		q->tnt_n--;
+		*taken = (int)((q->tnt >> q->tnt_n) & 1);
+		return mt_ptq_status(q);
+	}
+	return mt_ptq_cond_branch_slow(q, taken);
+}
+
+#endif

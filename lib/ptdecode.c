@@ -27,8 +27,9 @@ struct dec {
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
 	struct mt_ptq *q;               /* mt's walk over mt's (or libipt's) packets */
-	uint64_t insn_since;       /* instructions since the last emitted event */
-	uint64_t insns_at_start;   /* stats->insns when this decode began */
+	/* instructions decoded so far (added to the statistics at the end),
+	 * and their count at the last emitted event */
+	uint64_t insns, insns_at_event;
 	uint64_t last_ip;          /* last instruction decoded */
 	/* The branch that ended the previous block, waiting for its target. */
 	bool pending;
@@ -46,7 +47,7 @@ struct dec {
 	uint64_t ip;
 	bool enabled;
 	struct mt_retstack rs;
-	uint64_t walked;
+	uint64_t insns_at_packet;  /* insns when the walk last read a packet */
 	/* libipt stamps some events (enable, disable, ...) with the time of
 	 * their own packet, which is better than the decoder's current time. */
 	uint64_t ev_time;
@@ -96,8 +97,8 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	} else {
 		ev->time = now(d, &ev->has_time);
 	}
-	ev->insn = d->insn_since;
-	d->insn_since = 0;
+	ev->insn = d->insns - d->insns_at_event;
+	d->insns_at_event = d->insns;
 	if (d->s->who)
 		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
 	d->stats->by_kind[ev->kind]++;
@@ -222,7 +223,7 @@ static void note_psb(struct dec *d, const struct pt_event *ev)
 {
 	if ((ev->status_update || ev->type == ptev_enabled || ev->type == ptev_exec_mode) && d->s->mark_insns &&
 	    *d->s->mark_insns == UINT64_MAX && trace_offset(d) > d->s->mark_psb)
-		*d->s->mark_insns = d->stats->insns - d->insns_at_start;
+		*d->s->mark_insns = d->insns;
 }
 
 static void handle_event(struct dec *d, const struct pt_event *ev)
@@ -283,9 +284,7 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 /* Instructions executed, the last at `last`. */
 static void pass(struct dec *d, uint32_t n, uint64_t last)
 {
-	d->insn_since += n;
-	d->stats->insns += n;
-	d->walked += n;
+	d->insns += n;
 	d->last_ip = last;
 }
 
@@ -322,13 +321,14 @@ static bool piece_read_to(const struct mt_ptdec_stream *s, uint64_t off)
 /* walk errors of mt's own, beside libipt's negative pte_ codes */
 enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
 
-static const struct mt_code_block *walk_block(struct dec *d, int *err)
+/* inline: the walk's step per block, where a call costs as much as the rest */
+static inline __attribute__((always_inline)) const struct mt_code_block *walk_block(struct dec *d, int *err)
 {
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
 	if (b) {
 		resolve_pending(d, b->ip);
 		pass(d, b->ninsn, b->end_ip);
-		if (d->walked > MT_PTDEC_MAX_WALK) {
+		if (d->insns - d->insns_at_packet > MT_PTDEC_MAX_WALK) {
 			*err = WALK_TOO_LONG;
 			return NULL;
 		}
@@ -417,7 +417,7 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 	if (rc < 0)
 		return rc;
 	handle_event(d, ev);
-	d->walked = 0;
+	d->insns_at_packet = d->insns;
 	switch (ev->type) {
 	case ptev_enabled:
 		d->enabled = true;
@@ -462,7 +462,7 @@ static int walk_step(struct dec *d, int status)
 		status = mt_ptq_cond_branch(d->q, &taken);
 		if (status < 0)
 			return status;
-		d->walked = 0;
+		d->insns_at_packet = d->insns;
 		if (!taken) {
 			d->ip = next;
 			return status;
@@ -477,7 +477,7 @@ static int walk_step(struct dec *d, int status)
 		/* a compressed return is a taken bit; otherwise a TIP */
 		status = mt_ptq_cond_branch(d->q, &taken);
 		if (status >= 0) {
-			d->walked = 0;
+			d->insns_at_packet = d->insns;
 			if (!taken)
 				return -pte_bad_retcomp;
 			if (!mt_retstack_pop(&d->rs, &to))
@@ -502,7 +502,7 @@ static int walk_step(struct dec *d, int status)
 		status = mt_ptq_indirect_branch(d->q, &to);
 		if (status < 0)
 			return status;
-		d->walked = 0;
+		d->insns_at_packet = d->insns;
 		if (status & pts_ip_suppressed)
 			return -pte_noip;
 		break;
@@ -519,7 +519,7 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->enabled = !(status & pts_ip_suppressed);
 	d->ip = ip;
 	d->rs.n = 0;
-	d->walked = 0;
+	d->insns_at_packet = d->insns;
 }
 
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
@@ -530,6 +530,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
 	d->q = &q;
 	uint64_t ip = 0, nsteps = 0;
+	bool watch = s->progress || s->stop_after || s->head_end;
 	int status = s->start ? mt_ptq_sync_set(d->q, &ip, s->start) : mt_ptq_sync_forward(d->q, &ip);
 	if (status < 0 && status != -pte_eos)
 		emit_error(d, status, "no PSB to synchronise on");
@@ -547,7 +548,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		} else if (!d->enabled) {
 			status = status & pts_eos ? -pte_eos : -pte_no_enable;
 		} else {
-			if ((s->progress || s->stop_after || s->head_end) && !(++nsteps & 0xff)) {
+			if (watch && !(++nsteps & 0xff)) {
 				uint64_t off = trace_offset(d);
 				if (piece_read_to(s, off))
 					break; /* the next piece decodes from here on */
@@ -586,6 +587,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		if (to > from)
 			d->stats->handed_over += to - from;
 	}
+	d->stats->insns += d->insns;
 	mt_ptq_fini(&q);
 	return 0;
 }
@@ -615,7 +617,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	}
 	stats->pt_bytes += s->len;
 	uint64_t nblocks = 0;
-	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .insns_at_start = stats->insns};
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
 	d.blk = pt_blk_alloc_decoder(&config);
@@ -660,8 +662,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 					break; /* the next piece decodes from here on */
 				if (block.ninsn) {
 					resolve_pending(&d, block.ip);
-					d.insn_since += block.ninsn;
-					stats->insns += block.ninsn;
+					d.insns += block.ninsn;
 					d.last_ip = block.end_ip;
 					d.pending = true;
 					d.pend_class = block.iclass;
@@ -694,5 +695,6 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		}
 	}
 	pt_blk_free_decoder(d.blk);
+	stats->insns += d.insns;
 	return 0;
 }

@@ -582,7 +582,6 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 		note_ipt(q, st);
 		return st;
 	}
-	q->tnt_n = 0;
 	q->have_tsc = q->have_last = false;
 	q->psb_n = q->psb_head = 0;
 	q->tip_pending = q->pge_enabled_sent = false;
@@ -618,6 +617,7 @@ static const uint8_t *find_psb(const uint8_t *p, const uint8_t *end)
 
 int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
 {
+	q->tnt_n = 0; /* bits left when the walk gave up are void */
 	if (q->handed) {
 		int st = pt_qry_sync_forward(q->ipt, ip);
 		note_ipt(q, st);
@@ -636,6 +636,7 @@ int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
 
 int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset)
 {
+	q->tnt_n = 0;
 	if (q->handed) {
 		int st = pt_qry_sync_set(q->ipt, ip, offset);
 		note_ipt(q, st);

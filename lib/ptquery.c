@@ -1,5 +1,6 @@
 #include "ptquery.h"
 
+#include <stdlib.h>
 #include <string.h>
 
 /* Packet layouts (Intel SDM vol. 3, "Intel Processor Trace"): the header
@@ -55,11 +56,46 @@ static bool followed_by(const uint8_t *p, const uint8_t *end, unsigned op, bool 
 	return p < end && (*p & 0x1f) == op && ip_packet_size(p, end, &ipc) && (ipc || !need_ip);
 }
 
+/* Notes a PSB the scan met (a packet boundary); false when out of memory. */
+static bool note_psb(struct mt_ptq *q, const uint8_t *p)
+{
+	if (q->npsbs == q->cappsbs) {
+		size_t cap = q->cappsbs * 2;
+		uint64_t *v = q->psbs == q->psbs_inline ? malloc(cap * sizeof *v) : realloc(q->psbs, cap * sizeof *v);
+		if (!v)
+			return false;
+		if (q->psbs == q->psbs_inline)
+			memcpy(v, q->psbs_inline, sizeof q->psbs_inline);
+		q->psbs = v;
+		q->cappsbs = cap;
+	}
+	q->psbs[q->npsbs++] = (uint64_t)(p - q->begin);
+	return true;
+}
+
+/* Whether the scan met a PSB at p: a pattern found by searching may also
+ * begin inside a packet's payload, where mt's reader would misread. */
+static bool scanned_psb(const struct mt_ptq *q, const uint8_t *p)
+{
+	uint64_t off = (uint64_t)(p - q->begin);
+	size_t lo = 0, hi = q->npsbs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (q->psbs[mid] < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < q->npsbs && q->psbs[lo] == off;
+}
+
 /* Walks the packets from the PSB at p; returns the PSB from which libipt
  * must read (the last one before the first packet mt does not read, or
- * one inside a PSB+ mt does not read), or end when mt reads them all. */
-static const uint8_t *scan_fast_end(const uint8_t *p, const uint8_t *end)
+ * one inside a PSB+ mt does not read), or end when mt reads them all.
+ * Notes every PSB on the way. */
+static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 {
+	const uint8_t *end = q->end;
 	const uint8_t *last_psb = p;
 	bool in_psb = false;
 	unsigned psb_events = 0, ipc;
@@ -70,7 +106,7 @@ static const uint8_t *scan_fast_end(const uint8_t *p, const uint8_t *end)
 			n = 1;
 		} else if (b == OP_EXT) {
 			uint8_t b1 = end - p >= 2 ? p[1] : 0;
-			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb) {
+			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
 				last_psb = p;
 				in_psb = true;
 				psb_events = 0;
@@ -576,6 +612,8 @@ const uint8_t *mt_ptq_handed_at(const struct mt_ptq *q)
  * PSB+ read, the IP it gives, then on to the first packet of interest. */
 static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 {
+	if (p < q->fast_end && !scanned_psb(q, p))
+		q->fast_end = p; /* inside a packet: libipt reads on from here */
 	if (p >= q->fast_end) {
 		q->handed = q->ipt_queried = true;
 		int st = pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin));
@@ -602,14 +640,19 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	return st;
 }
 
+/* The first PSB at or after p, found as libipt finds it: in a longer run
+ * of its 02 82 pairs, the PSB is the run's last 16 bytes. */
 static const uint8_t *find_psb(const uint8_t *p, const uint8_t *end)
 {
 	while (end - p >= PSB_SIZE) {
 		const uint8_t *x = memchr(p, OP_EXT, (size_t)(end - p - PSB_SIZE + 1));
 		if (!x)
 			return NULL;
-		if (is_psb(x, end))
+		if (is_psb(x, end)) {
+			while (end - x >= PSB_SIZE + 2 && x[PSB_SIZE] == 0x02 && x[PSB_SIZE + 1] == EXT_PSB)
+				x += 2;
 			return x;
+		}
 		p = x + 1;
 	}
 	return NULL;
@@ -630,7 +673,7 @@ int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
 	if (!p)
 		return -pte_eos;
 	if (!q->fast_end)
-		q->fast_end = scan_fast_end(p, q->end);
+		q->fast_end = scan_fast_end(q, p);
 	return start_at(q, p, ip);
 }
 
@@ -650,7 +693,7 @@ int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset)
 	if (!is_psb(p, q->end))
 		return -pte_nosync;
 	if (!q->fast_end)
-		q->fast_end = scan_fast_end(p, q->end);
+		q->fast_end = scan_fast_end(q, p);
 	return start_at(q, p, ip);
 }
 
@@ -660,6 +703,8 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
 	q->ipt = pt_qry_alloc_decoder(config);
 	if (!q->ipt)
 		return -pte_nomem;
+	q->psbs = q->psbs_inline;
+	q->cappsbs = sizeof q->psbs_inline / sizeof *q->psbs_inline;
 	q->begin = q->pos = config->begin;
 	q->end = config->end;
 	q->handed = !use_mt;
@@ -671,4 +716,7 @@ void mt_ptq_fini(struct mt_ptq *q)
 {
 	pt_qry_free_decoder(q->ipt);
 	q->ipt = NULL;
+	if (q->psbs != q->psbs_inline)
+		free(q->psbs);
+	q->psbs = NULL;
 }

@@ -32,6 +32,9 @@ struct mt_ptq {
 	const uint8_t *pos;      /* the next packet not yet decoded */
 	const uint8_t *sync;     /* the PSB last synchronised at */
 	const uint8_t *fast_end; /* from this PSB on, libipt reads (end: nowhere) */
+	/* the PSBs the scan met (offsets, ascending): packet boundaries */
+	uint64_t *psbs, psbs_inline[32];
+	size_t npsbs, cappsbs;
 	struct pt_query_decoder *ipt;
 	bool handed;             /* libipt reads now */
 	int ipt_status;          /* libipt's status flags at the handover */

@@ -21,7 +21,7 @@ replay() { # NAME [INPUT...]
 		"$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14
 }
 
-@test "fuzz regressions: raw PT (a loop of direct branches walked forever is now cut, as an error event; mt's packet reader kept TNT bits across a resync at the PSB where libipt takes over) and the real traces, each decoded by mt and libipt alike" {
+@test "fuzz regressions: raw PT (a loop of direct branches walked forever is now cut, as an error event; mt's packet reader kept TNT bits across a resync at the PSB where libipt takes over, and synchronised on the first PSB of a run of two where libipt takes the last) and the real traces, each decoded by mt and libipt alike" {
 	replay rawpt "$BATS_TEST_DIRNAME/../fuzz/regress/rawpt" "$MT_REAL"/libxdc/*/trace
 	"$MT_BIN/mt-pt2events" --pt "$BATS_TEST_DIRNAME/../fuzz/regress/rawpt/direct-branch-loop" \
 		--pages "$MT_REAL/libxdc/foo/data" > "$BATS_TEST_TMPDIR/ev" || true

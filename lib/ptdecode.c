@@ -26,7 +26,7 @@ struct dec {
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
-	struct mt_ptq *q;               /* mt's walk over mt's (or libipt's) packets */
+	struct mt_ptq q;                /* mt's walk over mt's (or libipt's) packets */
 	/* instructions decoded so far (added to the statistics at the end),
 	 * and their count at the last emitted event */
 	uint64_t insns, insns_at_event;
@@ -60,8 +60,8 @@ struct dec {
 static uint64_t trace_offset(struct dec *d)
 {
 	uint64_t off = 0;
-	if (d->q)
-		off = mt_ptq_offset(d->q);
+	if (!d->blk)
+		off = mt_ptq_offset(&d->q);
 	else
 		pt_blk_get_offset(d->blk, &off);
 	return off;
@@ -74,7 +74,7 @@ static uint64_t now(struct dec *d, bool *has)
 		return 0;
 	uint64_t tsc;
 	uint32_t lost_mtc, lost_cyc;
-	int rc = d->q ? mt_ptq_time(d->q, &tsc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
+	int rc = !d->blk ? mt_ptq_time(&d->q, &tsc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
 	if (rc < 0)
 		return 0; /* no timing packet seen yet */
 	*has = true;
@@ -275,8 +275,9 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	d->use_ev_time = false;
 }
 
-/* ---- mt's walk: libipt's query decoder reads the packets (taken or not,
- * where to, events, time); the code is walked a block at a time from the
+/* ---- mt's walk: ptquery reads the packets (taken or not, where to,
+ * events, time: mt itself, or libipt's query decoder past what mt reads,
+ * with the same answers); the code is walked a block at a time from the
  * image's block cache. It reports what the block-decoder loop below does:
  * every branch with its target, instructions counted up to it, events at
  * the instruction they bind to. ---- */
@@ -459,7 +460,7 @@ static int walk_step(struct dec *d, int status)
 		d->ip = next;
 		return status;
 	case ptic_cond_jump:
-		status = mt_ptq_cond_branch(d->q, &taken);
+		status = mt_ptq_cond_branch(&d->q, &taken);
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
@@ -475,7 +476,7 @@ static int walk_step(struct dec *d, int status)
 		break;
 	case ptic_return:
 		/* a compressed return is a taken bit; otherwise a TIP */
-		status = mt_ptq_cond_branch(d->q, &taken);
+		status = mt_ptq_cond_branch(&d->q, &taken);
 		if (status >= 0) {
 			d->insns_at_packet = d->insns;
 			if (!taken)
@@ -499,7 +500,7 @@ static int walk_step(struct dec *d, int status)
 		}
 		/* fall through */
 	default:
-		status = mt_ptq_indirect_branch(d->q, &to);
+		status = mt_ptq_indirect_branch(&d->q, &to);
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
@@ -525,13 +526,11 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
-	struct mt_ptq q;
-	if (mt_ptq_init(&q, config, !d->cfg->libipt_packets) < 0)
+	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
-	d->q = &q;
 	uint64_t ip = 0, nsteps = 0;
 	bool watch = s->progress || s->stop_after || s->head_end;
-	int status = s->start ? mt_ptq_sync_set(d->q, &ip, s->start) : mt_ptq_sync_forward(d->q, &ip);
+	int status = s->start ? mt_ptq_sync_set(&d->q, &ip, s->start) : mt_ptq_sync_forward(&d->q, &ip);
 	if (status < 0 && status != -pte_eos)
 		emit_error(d, status, "no PSB to synchronise on");
 	if (status >= 0)
@@ -539,7 +538,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	while (status >= 0) {
 		if (status & pts_event_pending) {
 			struct pt_event ev;
-			status = mt_ptq_event(d->q, &ev);
+			status = mt_ptq_event(&d->q, &ev);
 			if (status >= 0) {
 				int rc = walk_event(d, &ev);
 				if (rc < 0)
@@ -571,7 +570,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			} else {
 				emit_error(d, status, NULL);
 			}
-			status = mt_ptq_sync_forward(d->q, &ip);
+			status = mt_ptq_sync_forward(&d->q, &ip);
 			if (status < 0) {
 				if (status != -pte_eos)
 					emit_error(d, status, "resync failed");
@@ -580,7 +579,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			walk_synced(d, status, ip);
 		}
 	}
-	const uint8_t *handed = mt_ptq_handed_at(&q);
+	const uint8_t *handed = mt_ptq_handed_at(&d->q);
 	if (handed && !d->cfg->libipt_packets) {
 		/* a piece counts only its own bytes, up to where the next begins */
 		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
@@ -588,7 +587,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			d->stats->handed_over += to - from;
 	}
 	d->stats->insns += d->insns;
-	mt_ptq_fini(&q);
+	mt_ptq_fini(&d->q);
 	return 0;
 }
 

@@ -1,4 +1,5 @@
-/* ptdecode: Intel PT → mt events: libipt reads the packets, mt walks the code.
+/* ptdecode: Intel PT → mt events: ptquery reads the packets (mt, or libipt's
+ * query decoder), mt walks the code; or libipt's block decoder does both.
  *
  * Decodes one PT stream (a "queue": one CPU or one thread) against an image
  * and hands events to a sink. Decode errors never stop the walk: each becomes

@@ -6,7 +6,7 @@
 /* Packet layouts (Intel SDM vol. 3, "Intel Processor Trace"): the header
  * byte, then the payload. */
 enum {
-	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MTC = 0x59, OP_MODE = 0x99,
+	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MODE = 0x99,
 	EXT_PSB = 0x82, EXT_PSBEND = 0x23, EXT_CBR = 0x03, EXT_TNT64 = 0xa3, EXT_PIP = 0x43, EXT_VMCS = 0xc8,
 	/* the TIP family: the low five bits; the top three say how much IP follows */
 	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
@@ -114,7 +114,8 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			} else if (b1 == EXT_PSBEND && in_psb) {
 				in_psb = false;
 				n = PSBEND_SIZE;
-			} else if (b1 == EXT_CBR && end - p >= CBR_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
+			} else if (b1 == EXT_CBR && end - p >= CBR_SIZE && p[2] && /* libipt refuses ratio 0 */
+				   (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
 				n = CBR_SIZE;
 			} else if (b1 == EXT_PIP && end - p >= PIP_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
 				n = PIP_SIZE; /* a new CR3: in PSB+, or on its own */
@@ -707,7 +708,9 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
 	q->cappsbs = sizeof q->psbs_inline / sizeof *q->psbs_inline;
 	q->begin = q->pos = config->begin;
 	q->end = config->end;
-	q->handed = !use_mt;
+	/* BDM70 (Broadwell): a PSB+ before TIP.PGE may hold a FUP and
+	 * MODE.Exec it should not; libipt knows how to read past them */
+	q->handed = !use_mt || config->errata.bdm70;
 	q->ipt_queried = true;
 	return 0;
 }

@@ -409,6 +409,36 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	[ "$errs" -ge 10 ]
 }
 
+# Raw PT by hand, two cases the differential fuzz harness found (fixed since),
+# remade here from scratch. Code at 0x1000: jne 0x1000 (to itself), ret.
+# 1. PSB+ (MODE.Exec, FUP 0x1000), then TNT T T N T T T: the
+#    ret takes a compressed-return bit with nothing on the return stack, an
+#    error with two bits left; the walk resynchronises at the next PSB, whose
+#    stretch holds an MTC, which mt leaves to libipt: the two bits left over
+#    must not answer libipt's branches (its TNT says N).
+# 2. Two PSBs back to back: libipt synchronises on the run's last 16 bytes.
+# Oracle: libipt's query decoder reading all of it (--decoder=libipt-query).
+@test "raw PT by hand: a resync onto the PSB where libipt takes over; a run of two PSBs: mt as libipt" {
+	local t=$BATS_TEST_TMPDIR psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
+	local head='\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23'
+	printf '\x75\xfe\xc3' > "$t/code"
+	printf "$psb$head\xee$psb$head\x59\x00\x04" > "$t/stale.pt"
+	printf "$psb$psb$head\xee" > "$t/run.pt"
+	for pt in stale run; do
+		for dec in mt libipt-query; do
+			"$PT2EVENTS" --decoder=$dec --all-branches --stats --pt "$t/$pt.pt" --image "$t/code@0x1000" \
+				-o "$t/$pt.$dec" 2> "$t/$pt.$dec.stats"
+		done
+		cmp <(grep -v '^# fact	decoder' "$t/$pt.libipt-query") <(grep -v '^# fact	decoder' "$t/$pt.mt")
+		cmp "$t/$pt.libipt-query.stats" <(sed 's/ handed_over=[0-9]*$//' "$t/$pt.mt.stats")
+	done
+	# the first: mt read the first stretch, libipt the second, after an error
+	[ "$(stat_field handed_over "$t/stale.mt.stats")" -eq 30 ]
+	[ "$(grep -c '	error	' "$t/stale.mt")" -ge 1 ]
+	# the second: decoded from the second PSB, the jne taken twice
+	[ "$(grep -c '	jump	0x1000	0x1000	' "$t/run.mt")" -eq 2 ]
+}
+
 # Raw PT by hand: PSB, MODE.EXEC with CS.D set (32-bit code), FUP 0x1000,
 # PSBEND; at 0x1000: nop, nop, ret. libipt's block decoder walks the two
 # nops and the ret (whose target the trace does not hold); mt's walk knows

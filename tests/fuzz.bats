@@ -5,6 +5,7 @@
 # watch them, so a regression fails here.
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 replay() { # NAME [INPUT...]
 	local bin=$MT_BIN/../fuzz/replay_$1
@@ -16,16 +17,47 @@ replay() { # NAME [INPUT...]
 	[[ "$output" != *"ERROR: AddressSanitizer"* && "$output" != *"runtime error"* ]]
 }
 
-@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a TSC shift of 4145; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections)" {
+@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections)" {
 	replay perfdata "$BATS_TEST_DIRNAME/../fuzz/regress/perfdata" "$MT_FIXTURES"/flow/*.data \
 		"$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14
 }
 
-@test "fuzz regressions: raw PT (a loop of direct branches walked forever is now cut, as an error event; mt's packet reader kept TNT bits across a resync at the PSB where libipt takes over, and synchronised on the first PSB of a run of two where libipt takes the last) and the real traces, each decoded by mt and libipt alike" {
-	replay rawpt "$BATS_TEST_DIRNAME/../fuzz/regress/rawpt" "$MT_REAL"/libxdc/*/trace
-	"$MT_BIN/mt-pt2events" --pt "$BATS_TEST_DIRNAME/../fuzz/regress/rawpt/direct-branch-loop" \
-		--pages "$MT_REAL/libxdc/foo/data" > "$BATS_TEST_TMPDIR/ev" || true
-	grep -q 'msg=no packet for over 1048576 instructions' "$BATS_TEST_TMPDIR/ev"
+# Made here rather than kept: the input fuzz_perfdata found was a copy of a
+# real trace (shared/testdata/real is not to be copied into the repository).
+# A timed fixture with AUXTRACE_INFO's time_shift (the record's third u64
+# after its header) set to 4145: the conversion clamps it, no undefined shift.
+@test "fuzz regressions: a TSC shift of 4145 in AUXTRACE_INFO" {
+	local t=$BATS_TEST_TMPDIR
+	python3 - "$MT_FIXTURES/flow/tsc.data" "$t/shift.data" <<'PY'
+import struct, sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+at = d.find(struct.pack('<IH', 70, 0))  # PERF_RECORD_AUXTRACE_INFO, misc 0
+while struct.unpack_from('<I', d, at + 8)[0] != 1:  # Intel PT
+    at = d.find(struct.pack('<IH', 70, 0), at + 1)
+struct.pack_into('<Q', d, at + 24, 4145)
+open(sys.argv[2], 'wb').write(d)
+PY
+	"$PT2EVENTS" --info "$t/shift.data" | grep -q '^auxtrace-info	time_shift	0x1031$'
+	replay perfdata "$t/shift.data"
+	run --separate-stderr "$PT2EVENTS" --stats -o "$t/ev" "$t/shift.data"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"stats: pt_bytes="* ]]
+}
+
+# Code at 0x1000: jmp 0x1000; the trace: PSB+ entering it, nothing more. A
+# loop of direct branches needs no packets: walked forever once (found by
+# fuzz_rawpt, on an input copied from a real trace, since remade by hand),
+# now cut as an error event. The real traces go through the harness too,
+# each decoded by mt's packet reader and libipt's query decoder alike.
+@test "fuzz regressions: raw PT (a loop of direct branches walked forever is now cut, as an error event) and the real traces, each decoded by mt's packet reader and libipt's alike" {
+	local t=$BATS_TEST_TMPDIR
+	printf '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23' > "$t/loop.pt"
+	printf '\xeb\xfe' > "$t/code"
+	replay rawpt "$t/loop.pt" "$MT_REAL"/libxdc/*/trace
+	for dec in mt libipt-query libipt; do
+		"$MT_BIN/mt-pt2events" --decoder=$dec --pt "$t/loop.pt" --image "$t/code@0x1000" > "$t/ev"
+		grep -q 'msg=no packet for over 1048576 instructions' "$t/ev"
+	done
 }
 
 @test "fuzz regressions: perf script text (an empty input)" {

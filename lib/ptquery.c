@@ -397,30 +397,40 @@ static int read_ahead(struct mt_ptq *q)
 
 /* ---- queries ---- */
 
-static void note_ipt(struct mt_ptq *q, int st)
+/* libipt's answer, its status kept for mt_ptq_status */
+static int note_ipt(struct mt_ptq *q, int st)
 {
 	if (st >= 0) {
 		q->ipt_status = st & (pts_event_pending | pts_eos);
 		q->ipt_queried = true;
 	}
+	return st;
+}
+
+/* What a query meets at the end of the trace, or where libipt is stuck on
+ * the hand-over PSB; 0 elsewhere. */
+static int dead_end(const struct mt_ptq *q)
+{
+	return q->next == PTQ_EOS ? -pte_eos : q->next == PTQ_STUCK ? q->stuck_err : 0;
+}
+
+/* the time pt_qry_time reports: as of this branch or event packet */
+static void mark_time(struct mt_ptq *q)
+{
+	q->last_tsc = q->tsc;
+	q->have_last = q->have_tsc;
 }
 
 int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken)
 {
-	if (q->handed) {
-		int st = pt_qry_cond_branch(q->ipt, taken);
-		note_ipt(q, st);
-		return st;
-	}
-	if (q->next == PTQ_EOS)
-		return -pte_eos;
-	if (q->next == PTQ_STUCK)
-		return q->stuck_err;
+	if (q->handed)
+		return note_ipt(q, pt_qry_cond_branch(q->ipt, taken));
+	if (dead_end(q))
+		return dead_end(q);
 	if (q->next != PTQ_TNT)
 		return -pte_bad_query;
 	read_tnt(q);
-	q->last_tsc = q->tsc;
-	q->have_last = q->have_tsc;
+	mark_time(q);
 	int rc = read_ahead(q);
 	if (rc < 0)
 		return rc;
@@ -432,15 +442,10 @@ int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken)
 int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip)
 {
 	for (;;) {
-		if (q->handed) {
-			int st = pt_qry_indirect_branch(q->ipt, ip);
-			note_ipt(q, st);
-			return st;
-		}
-		if (q->next == PTQ_EOS)
-			return -pte_eos;
-		if (q->next == PTQ_STUCK)
-			return q->stuck_err;
+		if (q->handed)
+			return note_ipt(q, pt_qry_indirect_branch(q->ipt, ip));
+		if (dead_end(q))
+			return dead_end(q);
 		if (q->next == PTQ_EVENT)
 			return -pte_bad_query;
 		if (q->next == PTQ_TIP)
@@ -462,8 +467,7 @@ int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip)
 	else
 		*ip = q->ip;
 	q->pos += n;
-	q->last_tsc = q->tsc;
-	q->have_last = q->have_tsc;
+	mark_time(q);
 	int rc = read_ahead(q);
 	if (rc < 0)
 		return rc;
@@ -475,15 +479,10 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 	if (q->tnt_n)
 		return -pte_bad_query;
 	for (;;) {
-		if (q->handed) {
-			int st = pt_qry_event(q->ipt, ev, sizeof *ev);
-			note_ipt(q, st);
-			return st;
-		}
-		if (q->next == PTQ_EOS)
-			return -pte_eos;
-		if (q->next == PTQ_STUCK)
-			return q->stuck_err;
+		if (q->handed)
+			return note_ipt(q, pt_qry_event(q->ipt, ev, sizeof *ev));
+		if (dead_end(q))
+			return dead_end(q);
 		if (q->next != PTQ_EVENT)
 			return -pte_bad_query;
 		const uint8_t *p = q->pos;
@@ -572,8 +571,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		q->pos += n;
 		break;
 	}
-	q->last_tsc = q->tsc;
-	q->have_last = q->have_tsc;
+	mark_time(q);
 	int rc = read_ahead(q);
 	if (rc < 0)
 		return rc;
@@ -616,10 +614,8 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	if (p < q->fast_end && !scanned_psb(q, p))
 		q->fast_end = p; /* inside a packet: libipt reads on from here */
 	if (p >= q->fast_end) {
-		q->handed = q->ipt_queried = true;
-		int st = pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin));
-		note_ipt(q, st);
-		return st;
+		q->handed = true;
+		return note_ipt(q, pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin)));
 	}
 	q->have_tsc = q->have_last = false;
 	q->psb_n = q->psb_head = 0;
@@ -662,11 +658,8 @@ static const uint8_t *find_psb(const uint8_t *p, const uint8_t *end)
 int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
 {
 	q->tnt_n = 0; /* bits left when the walk gave up are void */
-	if (q->handed) {
-		int st = pt_qry_sync_forward(q->ipt, ip);
-		note_ipt(q, st);
-		return st;
-	}
+	if (q->handed)
+		return note_ipt(q, pt_qry_sync_forward(q->ipt, ip));
 	const uint8_t *from = q->pos;
 	if (q->sync && from < q->sync + PSB_SIZE)
 		from = q->sync + PSB_SIZE;
@@ -681,11 +674,8 @@ int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip)
 int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset)
 {
 	q->tnt_n = 0;
-	if (q->handed) {
-		int st = pt_qry_sync_set(q->ipt, ip, offset);
-		note_ipt(q, st);
-		return st;
-	}
+	if (q->handed)
+		return note_ipt(q, pt_qry_sync_set(q->ipt, ip, offset));
 	if (offset > (uint64_t)(q->end - q->begin))
 		return -pte_eos;
 	const uint8_t *p = q->begin + offset;

@@ -698,9 +698,14 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
 	q->cappsbs = sizeof q->psbs_inline / sizeof *q->psbs_inline;
 	q->begin = q->pos = config->begin;
 	q->end = config->end;
-	/* BDM70 (Broadwell): a PSB+ before TIP.PGE may hold a FUP and
-	 * MODE.Exec it should not; libipt knows how to read past them */
-	q->handed = !use_mt || config->errata.bdm70;
+	q->handed = !use_mt;
+	if (use_mt && config->errata.bdm70) {
+		/* BDM70 (Broadwell to Kaby Lake): a PSB+ before TIP.PGE may
+		 * hold a FUP and MODE.Exec it should not; libipt's workaround
+		 * reads past them, so libipt reads all of it */
+		q->handed = true;
+		q->fast_end = q->begin;
+	}
 	q->ipt_queried = true;
 	return 0;
 }

@@ -61,7 +61,8 @@ struct mt_ptq {
 
 /* Readies q over [begin, end) (config as for libipt's query decoder; its
  * begin/end are the same buffer). use_mt false, or a CPU with erratum
- * BDM70: libipt reads everything. Returns 0 or -pte_nomem. */
+ * BDM70 (config->errata, from the recording's CPU): libipt reads
+ * everything. Returns 0 or -pte_nomem. */
 int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt);
 void mt_ptq_fini(struct mt_ptq *q);
 

@@ -101,7 +101,8 @@ X=$MT_REAL/libxdc
 # PSB+, CBR and PIP on their own, FUP then TIP or TIP.PGD for interrupts,
 # PADs between): mt reads foo's and Unzip's to the end itself, mruby's and
 # qemu's up to the PSB before their first OVF, where libipt takes over;
-# quipper's recording has MTC, which is libipt's throughout. Oracle:
+# quipper's recording (a Skylake: erratum BDM70; and MTC) is libipt's
+# throughout. Oracle:
 # libipt's query decoder reading everything, to the byte.
 @test "real traces: mt's packet reader answers as libipt's query decoder does, hand-over included" {
 	local t=$BATS_TEST_TMPDIR

@@ -3,13 +3,14 @@
  * The same queries as libipt's query decoder (pt_qry_*: a conditional
  * branch's bit, an indirect branch's target, the next event, the time,
  * the offset), with the same answers, status flags and offsets. mt reads
- * the packets of ordinary user-space traces itself (TNT, TIP, TIP.PGE/PGD,
- * FUP before TIP.PGD, MODE.Exec, PSB+, TSC, PAD): a TNT bit costs a few
- * instructions instead of a libipt call. Before decoding, one pass over the
- * packets finds the first one mt does not read (MTC, CYC, OVF, PIP, a
- * corrupt byte, ...); from the PSB before it libipt's query decoder reads
- * the rest, so its timing, errata and error recovery apply there unchanged.
- * Queries in the hot path (a TNT bit already read) are inline. */
+ * the packets of ordinary traces itself (TNT, TIP, TIP.PGE/PGD, FUP before
+ * TIP or TIP.PGD, 64-bit MODE.Exec, PSB+ and its status updates, PIP, CBR,
+ * TSC, PAD): a TNT bit costs a few instructions instead of a libipt call.
+ * Before decoding, one pass over the packets finds the first one mt does
+ * not read (MTC, CYC, TMA, OVF, PTWRITE, a corrupt byte, ...); from the PSB
+ * before it libipt's query decoder reads the rest, so its timing, errata
+ * and error recovery apply there unchanged. Queries in the hot path (a TNT
+ * bit already read) are inline. */
 #ifndef MT_PTQUERY_H
 #define MT_PTQUERY_H
 
@@ -37,8 +38,8 @@ struct mt_ptq {
 	size_t npsbs, cappsbs;
 	struct pt_query_decoder *ipt;
 	bool handed;             /* libipt reads now */
-	int ipt_status;          /* libipt's status flags at the handover */
-	int stuck_err;
+	int ipt_status;          /* libipt's status flags after its last answer */
+	int stuck_err;           /* what every query gets while PTQ_STUCK */
 	bool ipt_queried;        /* libipt answered a query since the handover */
 	enum mt_ptq_next next;
 	/* TNT bits not yet asked for: the next is bit tnt_n - 1 */
@@ -52,7 +53,7 @@ struct mt_ptq {
 	uint64_t tsc, last_tsc;
 	bool have_tsc, have_last;
 	/* events: PSB+ status updates waiting for PSBEND, or one bound to the
-	 * next TIP.PGE/PGD (MODE.Exec, FUP) */
+	 * next TIP, TIP.PGE or TIP.PGD (MODE.Exec, FUP) */
 	struct pt_event psb_ev[MT_PTQ_PSB_EVENTS];
 	unsigned psb_n, psb_head;
 	struct pt_event tip_ev;

@@ -203,8 +203,12 @@ static void event_ip(const struct mt_ptq *q, struct pt_event *ev, uint64_t *ip)
 		ev->ip_suppressed = 1;
 }
 
-static void event_time(const struct mt_ptq *q, struct pt_event *ev)
+/* A fresh event of this type, stamped with the time now (libipt stamps an
+ * event when the packet that makes it is read). */
+static void new_event(const struct mt_ptq *q, struct pt_event *ev, enum pt_event_type type)
 {
+	memset(ev, 0, sizeof *ev);
+	ev->type = type;
 	if (q->have_tsc) {
 		ev->has_tsc = 1;
 		ev->tsc = q->tsc;
@@ -215,11 +219,9 @@ static void event_time(const struct mt_ptq *q, struct pt_event *ev)
 static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
 {
 	uint64_t payload = load_le(p + 2, 6);
-	memset(ev, 0, sizeof *ev);
-	ev->type = ptev_paging;
+	new_event(q, ev, ptev_paging);
 	ev->variant.paging.cr3 = (payload & ~1ull) << 4;
 	ev->variant.paging.non_root = payload & 1;
-	event_time(q, ev);
 }
 
 static void read_tsc(struct mt_ptq *q, const uint8_t *p)
@@ -246,11 +248,9 @@ static void read_psb(struct mt_ptq *q)
 			q->pos += TSC_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_CBR) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
-			memset(ev, 0, sizeof *ev);
-			ev->type = ptev_cbr;
+			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
 			ev->status_update = 1;
-			event_time(q, ev);
 			q->pos += CBR_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_PIP) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
@@ -259,23 +259,16 @@ static void read_psb(struct mt_ptq *q)
 			q->pos += PIP_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_VMCS) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
-			memset(ev, 0, sizeof *ev);
-			ev->type = ptev_vmcs;
+			new_event(q, ev, ptev_vmcs);
 			ev->variant.vmcs.base = load_le(p + 2, 5) << 12;
 			ev->status_update = 1;
-			event_time(q, ev);
 			q->pos += VMCS_SIZE;
 		} else if (b == OP_MODE) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
-			memset(ev, 0, sizeof *ev);
-			if (p[1] == MODE_TSX_NONE) {
-				ev->type = ptev_tsx;
-			} else {
-				ev->type = ptev_exec_mode;
+			new_event(q, ev, p[1] == MODE_TSX_NONE ? ptev_tsx : ptev_exec_mode);
+			if (ev->type == ptev_exec_mode)
 				ev->variant.exec_mode.mode = ptem_64bit;
-			}
 			ev->status_update = 1;
-			event_time(q, ev);
 			q->pos += MODE_SIZE;
 		} else if ((b & 0x1f) == IP_FUP) {
 			int n = ip_packet_size(p, q->end, &ipc);
@@ -379,10 +372,8 @@ static int read_ahead(struct mt_ptq *q)
 				 * TIP or TIP.PGD after it */
 				update_ip(q, p, ipc);
 				struct pt_event *ev = &q->tip_ev;
-				memset(ev, 0, sizeof *ev);
-				ev->type = ptev_async_branch;
+				new_event(q, ev, ptev_async_branch);
 				ev->variant.async_branch.from = q->ip;
-				event_time(q, ev);
 				q->tip_pending = true;
 				q->pos += n;
 				break;
@@ -489,10 +480,8 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		if (p[0] == OP_MODE) {
 			/* binds to the TIP.PGE after it */
 			struct pt_event *m = &q->tip_ev;
-			memset(m, 0, sizeof *m);
-			m->type = ptev_exec_mode;
+			new_event(q, m, ptev_exec_mode);
 			m->variant.exec_mode.mode = ptem_64bit;
-			event_time(q, m);
 			q->tip_pending = true;
 			q->pos += MODE_SIZE;
 			int rc = read_ahead(q);
@@ -501,10 +490,8 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			continue;
 		}
 		if (p[0] == OP_EXT && p[1] == EXT_CBR) {
-			memset(ev, 0, sizeof *ev);
-			ev->type = ptev_cbr;
+			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
-			event_time(q, ev);
 			q->pos += CBR_SIZE;
 			break;
 		}
@@ -530,10 +517,8 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		update_ip(q, p, ipc);
 		if ((p[0] & 0x1f) == IP_PGE) {
 			if (!q->pge_enabled_sent) {
-				memset(ev, 0, sizeof *ev);
-				ev->type = ptev_enabled;
+				new_event(q, ev, ptev_enabled);
 				ev->variant.enabled.ip = q->ip;
-				event_time(q, ev);
 				q->tnt_n = 0;
 				if (q->tip_pending)
 					q->pge_enabled_sent = true; /* the MODE.Exec next, then the packet is done */
@@ -563,10 +548,8 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			event_ip(q, ev, &ev->variant.async_disabled.ip);
 			q->tip_pending = false;
 		} else {
-			memset(ev, 0, sizeof *ev);
-			ev->type = ptev_disabled;
+			new_event(q, ev, ptev_disabled);
 			event_ip(q, ev, &ev->variant.disabled.ip);
-			event_time(q, ev);
 		}
 		q->pos += n;
 		break;

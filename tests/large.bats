@@ -261,10 +261,13 @@ cpu_copies_want() { # DIR PERIOD N
 	for j in whole 1 2; do
 		small=$(tail -1 "$t/2M.$j") large=$(tail -1 "$t/16M.$j")
 		echo "$j: $small KB for 2 MB of PT, $large KB for 16 MB"
+		# 14 MB more PT: the whole segment's copy grows by that much; in
+		# pieces, under 8 MB more, as for the other traces (ASan's per-thread
+		# caches alone moved a 2-job run by 4.1 MB in one CI run)
 		if [ $j = whole ]; then
 			[ "$large" -gt $((small + 12288)) ] # the copy grows with the segment
 		else
-			[ "$large" -lt $((small + 4096)) ]
+			[ "$large" -lt $((small + 8192)) ]
 		fi
 	done
 }

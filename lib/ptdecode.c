@@ -523,6 +523,37 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->insns_at_packet = d->insns;
 }
 
+/* libipt's query decoder, failing to read a PSB+ while synchronising,
+ * keeps that PSB as its sync point: the next sync looks past it. So a
+ * failed sync is reported and tried again, as long as each failure is
+ * further on, and one bad PSB+ costs only its stretch of the trace (perf
+ * decodes on past it too). first: the sync on the segment's start. */
+static int sync_on(struct dec *d, uint64_t *ip, bool first)
+{
+	const struct mt_ptdec_stream *s = d->s;
+	uint64_t failed_at = 0;
+	for (bool again = false;; again = true) {
+		int status;
+		if (d->blk)
+			status = first && !again && s->start ? pt_blk_sync_set(d->blk, s->start)
+							     : pt_blk_sync_forward(d->blk);
+		else
+			status = first && !again && s->start ? mt_ptq_sync_set(&d->q, ip, s->start)
+							     : mt_ptq_sync_forward(&d->q, ip);
+		if (status >= 0 || status == -pte_eos)
+			return status;
+		emit_error(d, status, first ? "no PSB to synchronise on" : "resync failed");
+		uint64_t at = 0;
+		if (d->blk)
+			pt_blk_get_sync_offset(d->blk, &at);
+		else
+			at = mt_ptq_sync_offset(&d->q);
+		if (again && at <= failed_at)
+			return status; /* no further on: give up on the segment */
+		failed_at = at;
+	}
+}
+
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
@@ -530,9 +561,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
 	uint64_t ip = 0, nsteps = 0;
 	bool watch = s->progress || s->stop_after || s->head_end;
-	int status = s->start ? mt_ptq_sync_set(&d->q, &ip, s->start) : mt_ptq_sync_forward(&d->q, &ip);
-	if (status < 0 && status != -pte_eos)
-		emit_error(d, status, "no PSB to synchronise on");
+	int status = sync_on(d, &ip, true);
 	if (status >= 0)
 		walk_synced(d, status, ip);
 	while (status >= 0) {
@@ -570,12 +599,9 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			} else {
 				emit_error(d, status, NULL);
 			}
-			status = mt_ptq_sync_forward(&d->q, &ip);
-			if (status < 0) {
-				if (status != -pte_eos)
-					emit_error(d, status, "resync failed");
+			status = sync_on(d, &ip, false);
+			if (status < 0)
 				break;
-			}
 			walk_synced(d, status, ip);
 		}
 	}
@@ -624,9 +650,8 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
 	pt_blk_set_image(d.blk, img->image);
 
-	int status = s->start ? pt_blk_sync_set(d.blk, s->start) : pt_blk_sync_forward(d.blk);
-	if (status < 0 && status != -pte_eos)
-		emit_error(&d, status, "no PSB to synchronise on");
+	uint64_t ip;
+	int status = sync_on(&d, &ip, true);
 	/* A code loop made only of direct branches needs no packets: libipt
 	 * would walk it forever. Past MT_PTDEC_MAX_WALK instructions with no
 	 * packet read, that is reported as an error and decoding resyncs at
@@ -686,11 +711,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 				emit_error(&d, status, NULL);
 			}
 			walked = 0;
-			status = pt_blk_sync_forward(d.blk);
-			if (status < 0 && status != -pte_eos) {
-				emit_error(&d, status, "resync failed");
-				break;
-			}
+			status = sync_on(&d, &ip, false);
 		}
 	}
 	pt_blk_free_decoder(d.blk);

@@ -301,7 +301,8 @@ static void read_tnt(struct mt_ptq *q)
  * query decoder would have done reading on from the packets before. When
  * it cannot read that PSB+, the query decoder would stay there: every
  * query fails as it would (the end of the trace ends the decode quietly;
- * other errors are reported, and resynchronising meets the same PSB). */
+ * other errors are reported; resynchronising meets the same PSB once, and
+ * libipt's next sync looks past it). */
 static int hand_over(struct mt_ptq *q)
 {
 	uint64_t ip;
@@ -581,6 +582,16 @@ uint64_t mt_ptq_offset(const struct mt_ptq *q)
 		return off;
 	}
 	return (uint64_t)(q->pos - q->begin);
+}
+
+uint64_t mt_ptq_sync_offset(const struct mt_ptq *q)
+{
+	if (q->handed) {
+		uint64_t off = 0;
+		pt_qry_get_sync_offset(q->ipt, &off);
+		return off;
+	}
+	return q->sync ? (uint64_t)(q->sync - q->begin) : 0;
 }
 
 const uint8_t *mt_ptq_handed_at(const struct mt_ptq *q)

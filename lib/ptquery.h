@@ -74,6 +74,7 @@ int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip);
 int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev);
 int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc);
 uint64_t mt_ptq_offset(const struct mt_ptq *q);
+uint64_t mt_ptq_sync_offset(const struct mt_ptq *q); /* of the last PSB synced on */
 /* where libipt took over reading (NULL: it did not) */
 const uint8_t *mt_ptq_handed_at(const struct mt_ptq *q);
 

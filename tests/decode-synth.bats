@@ -409,6 +409,46 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	[ "$errs" -ge 10 ]
 }
 
+# One PSB+ made unreadable (its MODE.Exec byte becomes a TNT, which has no
+# place in a PSB+): libipt cannot synchronise there. The decode goes on at
+# the next PSB, so only that PSB's stretch (1000 instructions) is lost, not
+# the rest of the segment. Oracle: perf script on the same damaged file,
+# whose decoder recovers its own way and loses nothing: mt's calls and
+# returns before the damage are perf's first ones, those after the resync
+# perf's last ones.
+@test "an unreadable PSB+ costs its stretch only: the decode goes on at the next PSB, as perf's does" {
+	local t=$BATS_TEST_TMPDIR data=$MT_FIXTURES/libc/psb-timeless.data
+	perf script -i "$data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$t/good.perf"
+	for at in 3 5 7; do
+		python3 - "$data" "$t/bad.data" "$at" <<'PY'
+import sys
+d = bytearray(open(sys.argv[1], 'rb').read())
+psb = bytes([2, 0x82]) * 8
+p = d.find(psb, len(d) * int(sys.argv[3]) // 10)
+assert p > 0 and d[p + 16:p + 18] == b'\x99\x01', d[p + 16:p + 18]  # MODE.Exec 64-bit
+d[p + 16] = 0x04  # a TNT-8 of one bit
+open(sys.argv[2], 'wb').write(d)
+PY
+		for dec in mt libipt-query libipt; do
+			"$PT2EVENTS" -j 1 --decoder=$dec --stats -o "$t/$dec" "$t/bad.data" 2> "$t/$dec.stats"
+		done
+		cmp <(grep -v '^# fact	decoder' "$t/libipt-query") <(grep -v '^# fact	decoder' "$t/mt")
+		cmp <(grep -v '^# fact	decoder' "$t/libipt") <(grep -v '^# fact	decoder' "$t/mt")
+		grep -q '	error	.*msg=resync failed: unexpected packet context$' "$t/mt"
+		perf script -i "$t/bad.data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$t/perf"
+		grep -v '^#' "$t/mt" | awk -F'\t' '$4=="error"{exit} 1' > "$t/before"
+		grep -v '^#' "$t/mt" | awk -F'\t' '$4=="error"{n=NR} {l[NR]=$0} END{for (i=n+1; i<=NR; i++) print l[i]}' > "$t/after"
+		local before after total
+		before=$(events_cr "$t/before" | wc -l) after=$(events_cr "$t/after" | wc -l) total=$(wc -l < "$t/good.perf")
+		echo "damage at $at/10: $before calls and returns before, $after after, of $total"
+		[ "$before" -gt 0 ]
+		[ "$after" -gt 0 ]
+		cmp <(events_cr "$t/before") <(head -n "$before" "$t/perf")
+		cmp <(events_cr "$t/after") <(tail -n "$after" "$t/perf")
+		[ $((total - before - after)) -lt 100 ] # one stretch of 1000 instructions (46 at most here; all after it before)
+	done
+}
+
 # Raw PT by hand, two cases the differential fuzz harness found (fixed since),
 # remade here from scratch. Code at 0x1000: jne 0x1000 (to itself), ret.
 # 1. PSB+ (MODE.Exec, FUP 0x1000), then TNT T T N T T T: the

@@ -5,7 +5,9 @@
  * (libipt's query decoder taking over where it must) and once with libipt's
  * query decoder reading everything; the two must give the same events (each
  * field, times and error offsets and messages included) and statistics,
- * else the harness aborts. The events are also written as text. */
+ * else the harness aborts. The events are also written as text. The
+ * decode is timed, with MTC's configuration set, so that time packets are
+ * read by both and their times compared. */
 #include "fuzz.h"
 
 #include <stdio.h>
@@ -44,7 +46,10 @@ static void sink(void *ctx, const struct mt_event *ev)
 static void decode(const uint8_t *data, size_t size, struct mt_image *img, bool libipt_packets,
 		   struct mt_events_writer *w, struct digest *d, struct mt_ptdec_stats *st)
 {
-	struct mt_ptdec_config cfg = {.all_branches = true, .want_power = true, .libipt_packets = libipt_packets};
+	/* timed (perf time = TSC), MTC as perf records it by default
+	 * (mtc_period=3) with a Skylake-like TSC/CTC ratio: times compared too */
+	struct mt_ptdec_config cfg = {.all_branches = true, .want_power = true, .libipt_packets = libipt_packets,
+				      .timed = true, .conv = {.time_mult = 1}, .mtc_freq = 3, .ctc_n = 216, .ctc_d = 2};
 	*d = (struct digest){.w = w, .hash = 0xcbf29ce484222325ull};
 	struct mt_ptdec_stream s = {.data = data, .len = size, .cpu = -1, .sink = sink, .sink_ctx = d};
 	struct mt_err err = {0};

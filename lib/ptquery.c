@@ -6,14 +6,17 @@
 /* Packet layouts (Intel SDM vol. 3, "Intel Processor Trace"): the header
  * byte, then the payload. */
 enum {
-	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MODE = 0x99,
+	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MODE = 0x99, OP_MTC = 0x59,
 	EXT_PSB = 0x82, EXT_PSBEND = 0x23, EXT_CBR = 0x03, EXT_TNT64 = 0xa3, EXT_PIP = 0x43, EXT_VMCS = 0xc8,
+	EXT_TMA = 0x73,
 	/* the TIP family: the low five bits; the top three say how much IP follows */
 	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
 	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear */
 	MODE_TSX_NONE = 0x20, /* MODE.TSX, no transaction */
 	PSB_EVENTS_MAX = MT_PTQ_PSB_EVENTS,
 	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
+	MTC_SIZE = 2, TMA_SIZE = 7,
+	MTC_BITS = 8, TMA_CTC_BITS = 16,
 };
 
 static const uint8_t psb_pattern[PSB_SIZE] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
@@ -97,7 +100,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 {
 	const uint8_t *end = q->end;
 	const uint8_t *last_psb = p;
-	bool in_psb = false;
+	bool in_psb = false, psb_tsc = false, psb_tma = false;
 	unsigned psb_events = 0, ipc;
 	while (p < end) {
 		uint8_t b = p[0];
@@ -109,6 +112,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
 				last_psb = p;
 				in_psb = true;
+				psb_tsc = psb_tma = false;
 				psb_events = 0;
 				n = PSB_SIZE;
 			} else if (b1 == EXT_PSBEND && in_psb) {
@@ -123,11 +127,20 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = VMCS_SIZE; /* the VMCS base, in PSB+ */
 			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
 				n = TNT64_SIZE;
+			} else if (b1 == EXT_TMA && q->mtc_ok && in_psb && psb_tsc && !psb_tma && end - p >= TMA_SIZE &&
+				   !(p[6] & 0xfe)) {
+				/* one TMA after the PSB+'s TSC (anything else is
+				 * an error to libipt); FC has 9 bits */
+				psb_tma = true;
+				n = TMA_SIZE;
 			}
 		} else if (!(b & 1)) {
 			n = in_psb ? 0 : 1; /* TNT-8 */
 		} else if (b == OP_TSC) {
 			n = end - p >= TSC_SIZE ? TSC_SIZE : 0;
+			psb_tsc |= in_psb && !psb_tma;
+		} else if (b == OP_MTC) {
+			n = q->mtc_ok && !in_psb && end - p >= MTC_SIZE ? MTC_SIZE : 0;
 		} else if (b == OP_MODE) {
 			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
 			 * MODE.TSX out of a transaction in PSB+ */
@@ -224,10 +237,42 @@ static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint
 	ev->variant.paging.non_root = payload & 1;
 }
 
+/* The time packets, as libipt's pt_time takes them (CYC aside): a TSC is
+ * the full time; TMA (in PSB+, after its TSC) gives the CTC and fast
+ * counter at that TSC; each MTC then adds the CTC ticks since the last,
+ * in TSC ticks. MTCs between a TSC and its TMA are ignored. */
 static void read_tsc(struct mt_ptq *q, const uint8_t *p)
 {
-	q->tsc = load_le(p + 1, 7);
+	q->tsc = q->base = load_le(p + 1, 7);
 	q->have_tsc = true;
+	q->have_tma = q->have_mtc = false;
+	q->ctc = 0;
+}
+
+static void read_tma(struct mt_ptq *q, const uint8_t *p)
+{
+	uint32_t ctc = (uint32_t)load_le(p + 2, 2), fc = (uint32_t)load_le(p + 5, 2);
+	q->have_tma = true;
+	q->base -= fc;
+	/* TMA's CTC holds every bit MTC gives (mtc_ok): it counts as an MTC */
+	q->have_mtc = true;
+	q->ctc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
+}
+
+static void read_mtc(struct mt_ptq *q, const uint8_t *p)
+{
+	if (q->have_tsc && !q->have_tma)
+		return;
+	uint32_t ctc = (uint32_t)p[1] << q->mtc_freq, last = q->ctc;
+	bool had_mtc = q->have_mtc;
+	q->have_mtc = true;
+	q->ctc = ctc;
+	if (!had_mtc)
+		return; /* the first, with no TMA: where in its period tracing began is unknown */
+	if (ctc < last)
+		ctc += 1u << (q->mtc_freq + MTC_BITS); /* one wrap-around */
+	q->base += (uint64_t)(ctc - last) * q->ctc_ebx / q->ctc_eax;
+	q->tsc = q->base;
 }
 
 /* The PSB at pos and its header up to PSBEND (the scan vouched for it):
@@ -246,6 +291,9 @@ static void read_psb(struct mt_ptq *q)
 		} else if (b == OP_TSC) {
 			read_tsc(q, p);
 			q->pos += TSC_SIZE;
+		} else if (b == OP_EXT && p[1] == EXT_TMA) {
+			read_tma(q, p);
+			q->pos += TMA_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_CBR) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
 			new_event(q, ev, ptev_cbr);
@@ -358,6 +406,9 @@ static int read_ahead(struct mt_ptq *q)
 		} else if (b == OP_TSC) {
 			read_tsc(q, p);
 			q->pos += TSC_SIZE;
+		} else if (b == OP_MTC) {
+			read_mtc(q, p);
+			q->pos += MTC_SIZE;
 		} else if (b == OP_MODE) {
 			q->next = PTQ_EVENT;
 			return 0;
@@ -611,7 +662,9 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 		q->handed = true;
 		return note_ipt(q, pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin)));
 	}
-	q->have_tsc = q->have_last = false;
+	q->have_tsc = q->have_last = q->have_tma = q->have_mtc = false;
+	q->tsc = q->base = 0;
+	q->ctc = 0;
 	q->psb_n = q->psb_head = 0;
 	q->tip_pending = q->pge_enabled_sent = false;
 	q->sync = q->pos = p;
@@ -693,6 +746,10 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
 	q->begin = q->pos = config->begin;
 	q->end = config->end;
 	q->handed = !use_mt;
+	q->mtc_freq = config->mtc_freq;
+	q->ctc_eax = config->cpuid_0x15_eax;
+	q->ctc_ebx = config->cpuid_0x15_ebx;
+	q->mtc_ok = q->ctc_eax && q->ctc_ebx && q->mtc_freq + MTC_BITS <= TMA_CTC_BITS;
 	if (use_mt && config->errata.bdm70) {
 		/* BDM70 (Broadwell to Kaby Lake): a PSB+ before TIP.PGE may
 		 * hold a FUP and MODE.Exec it should not; libipt's workaround

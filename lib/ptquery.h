@@ -52,6 +52,14 @@ struct mt_ptq {
 	 * (what libipt's pt_qry_time reports) */
 	uint64_t tsc, last_tsc;
 	bool have_tsc, have_last;
+	/* MTC timing, as libipt's pt_time keeps it without CYC: the TSC of
+	 * the last MTC (or TSC less TMA's fast counter), the CTC as of it */
+	uint64_t base;
+	uint32_t ctc;
+	bool have_tma, have_mtc;
+	bool mtc_ok;             /* MTC and TMA readable: a CTC ratio, MTC bits within TMA's CTC */
+	unsigned mtc_freq;
+	uint32_t ctc_eax, ctc_ebx; /* CPUID 0x15: TSC / CTC = ebx / eax */
 	/* events: PSB+ status updates waiting for PSBEND, or one bound to the
 	 * next TIP, TIP.PGE or TIP.PGD (MODE.Exec, FUP) */
 	struct pt_event psb_ev[MT_PTQ_PSB_EVENTS];

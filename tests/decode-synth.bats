@@ -348,8 +348,8 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 # libipt's query decoder (from the PSB before the first packet it does not
 # read); --decoder=libipt-query lets libipt read them all. libipt is the
 # oracle, to the byte: the same events, times, instruction counts, error
-# offsets and messages. Fixtures with MTC or CYC are libipt's throughout;
-# every other one is mt's throughout.
+# offsets and messages. Fixtures with CYC are libipt's throughout; every
+# other one (MTC timing included) is mt's throughout.
 @test "every fixture: mt's packet reader answers as libipt's query decoder does, times and offsets included" {
 	local t=$BATS_TEST_TMPDIR n=0 mine=0
 	for data in "$MT_FIXTURES"/*/*.data; do
@@ -362,7 +362,7 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 			cmp <(grep -v '^# fact	decoder' "$t/q") <(grep -v '^# fact	decoder' "$t/mt")
 			cmp "$t/q.stats" <(sed 's/ handed_over=[0-9]*$//' "$t/mt.stats")
 			case $data in
-			*mtc* | *cyc*)
+			*cyc*) # CYC (and libipt's calibration of it): libipt's
 				[ "$(stat_field handed_over "$t/mt.stats")" -eq "$(stat_field pt_bytes "$t/mt.stats")" ] ;;
 			*)
 				! grep -q handed_over "$t/mt.stats" || false
@@ -376,14 +376,16 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	grep -q '^# fact	decoder	libipt .* query, mt code walk$' "$t/q"
 }
 
-# Damage at fixed places: an MTC (a packet mt leaves to libipt), a CYC
-# header, a TNT where a TIP was, a FUP header... Where mt meets a packet it
+# Damage at fixed places: an MTC (in PSB+, or in a trace without TMA), a
+# CYC header, a TNT where a TIP was, a FUP header, in traces with TSC, MTC
+# or no timing... Where mt meets a packet it
 # does not read, libipt takes over at the PSB before it, mid-stream; where
 # the damage only misleads the walk, mt resynchronises itself. Both must
 # come out as libipt alone does, byte for byte.
 @test "damaged traces: mt's packet reader and its hand-over to libipt answer as libipt's query decoder does" {
 	local t=$BATS_TEST_TMPDIR partial=0 errs=0
-	for data in "$MT_FIXTURES"/libc/psb.data "$MT_FIXTURES"/libc/psb-timeless.data "$MT_FIXTURES"/flow/per-cpu.data; do
+	for data in "$MT_FIXTURES"/libc/psb.data "$MT_FIXTURES"/libc/psb-timeless.data "$MT_FIXTURES"/flow/per-cpu.data \
+		"$MT_FIXTURES"/libc/mtc.data; do
 		local size
 		size=$(stat -c %s "$data")
 		for byte in 59 ff 5a 02 99 1d 7d 82 00; do

@@ -47,9 +47,11 @@ static void decode(const uint8_t *data, size_t size, struct mt_image *img, bool 
 		   struct mt_events_writer *w, struct digest *d, struct mt_ptdec_stats *st)
 {
 	/* timed (perf time = TSC), MTC as perf records it by default
-	 * (mtc_period=3) with a Skylake-like TSC/CTC ratio: times compared too */
+	 * (mtc_period=3) with a Skylake-like TSC/CTC ratio, CYC possible and
+	 * a nominal ratio for its calibration: times compared too */
 	struct mt_ptdec_config cfg = {.all_branches = true, .want_power = true, .libipt_packets = libipt_packets,
-				      .timed = true, .conv = {.time_mult = 1}, .mtc_freq = 3, .ctc_n = 216, .ctc_d = 2};
+				      .timed = true, .conv = {.time_mult = 1}, .mtc_freq = 3, .ctc_n = 216, .ctc_d = 2,
+				      .nom_freq = 24, .cyc = true};
 	*d = (struct digest){.w = w, .hash = 0xcbf29ce484222325ull};
 	struct mt_ptdec_stream s = {.data = data, .len = size, .cpu = -1, .sink = sink, .sink_ctx = d};
 	struct mt_err err = {0};

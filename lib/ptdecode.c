@@ -557,7 +557,7 @@ static int sync_on(struct dec *d, uint64_t *ip, bool first)
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
-	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets) < 0)
+	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
 	uint64_t ip = 0, nsteps = 0;
 	bool watch = s->progress || s->stop_after || s->head_end;

@@ -32,6 +32,7 @@ struct mt_ptdec_config {
 	uint8_t mtc_freq;          /* config mtc_period */
 	uint32_t ctc_n, ctc_d;     /* CPUID 0x15 EBX/EAX */
 	uint8_t nom_freq;          /* max non-turbo ratio */
+	bool cyc;                  /* CYC packets may be in the trace (cycle-accurate mode, or not known) */
 	bool all_branches;         /* every taken branch; else only calls, returns and jumps that leave a function */
 	bool want_power;           /* CBR changes as power events */
 	/* walk the code with libipt's block decoder instead of mt's own walk

@@ -1573,6 +1573,8 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	}
 	if (s.npriv > PRIV_MAX_NONTURBO_RATIO)
 		cfg.nom_freq = (uint8_t)s.priv[PRIV_MAX_NONTURBO_RATIO];
+	/* cycle-accurate mode by the event's cyc bit; not known: perhaps */
+	cfg.cyc = !pa || s.npriv <= PRIV_CYC_BIT || (pa->config & s.priv[PRIV_CYC_BIT]);
 	cfg.all_branches = o->all_branches;
 	cfg.want_power = o->power;
 	cfg.libipt_blocks = o->libipt_blocks;

@@ -17,6 +17,7 @@ enum {
 	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
 	MTC_SIZE = 2, TMA_SIZE = 7,
 	MTC_BITS = 8, TMA_CTC_BITS = 16,
+	FCR_SHIFT = 8, /* libipt's fast-counter ratio: fixed point, 8 fraction bits */
 };
 
 static const uint8_t psb_pattern[PSB_SIZE] = {0x02, 0x82, 0x02, 0x82, 0x02, 0x82, 0x02, 0x82,
@@ -96,23 +97,63 @@ static bool scanned_psb(const struct mt_ptq *q, const uint8_t *p)
  * must read (the last one before the first packet mt does not read, or
  * one inside a PSB+ mt does not read), or end when mt reads them all.
  * Notes every PSB on the way. */
+/* The size of the CYC packet at p when complete and within libipt's
+ * limits (its payload fits 64 bits), else 0; *value gets its cycles. */
+static int cyc_packet_size(const uint8_t *p, const uint8_t *end, uint64_t *value)
+{
+	uint64_t v = p[0] >> 3;
+	unsigned shl = 5;
+	int n = 1;
+	bool ext = p[0] & 4;
+	while (ext) {
+		if (end - p <= n || shl + 7 > 64)
+			return 0;
+		uint8_t b = p[n++];
+		ext = b & 1;
+		v |= (uint64_t)(b >> 1) << shl;
+		shl += 7;
+	}
+	*value = v;
+	return n;
+}
+
+/* Where libipt takes over when the scan stops: the PSB before (last);
+ * for a timed decode, the last whose PSB+ starts with a TSC, which sets
+ * libipt's time as reading on would (timed); with CYC, the first, as
+ * libipt's CYC calibration carries on over PSBs. */
+static const uint8_t *hand_over_psb(const struct mt_ptq *q, const uint8_t *first, const uint8_t *timed,
+				    const uint8_t *last)
+{
+	if (!q->timed)
+		return last;
+	return q->cyc ? first : timed;
+}
+
 static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 {
 	const uint8_t *end = q->end;
-	const uint8_t *last_psb = p;
-	bool in_psb = false, psb_tsc = false, psb_tma = false;
+	const uint8_t *first_psb = p, *last_psb = p, *timed_psb = p;
+	bool in_psb = false, psb_first = false, psb_tsc = false, psb_tma = false;
+	/* since the PSB: a TSC of its own, a CYC; since the start: a CBR of its own */
+	bool own_tsc = false, had_cyc = false, own_cbr = false;
 	unsigned psb_events = 0, ipc;
+	uint64_t cycles;
 	while (p < end) {
 		uint8_t b = p[0];
 		int n = 0;
+		if (in_psb && psb_first && b != OP_PAD && !(b == OP_EXT && end - p >= 2 && p[1] == EXT_PSB)) {
+			psb_first = false;
+			if (b == OP_TSC)
+				timed_psb = last_psb;
+		}
 		if (b == OP_PAD) {
 			n = 1;
 		} else if (b == OP_EXT) {
 			uint8_t b1 = end - p >= 2 ? p[1] : 0;
 			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
 				last_psb = p;
-				in_psb = true;
-				psb_tsc = psb_tma = false;
+				in_psb = psb_first = true;
+				psb_tsc = psb_tma = own_tsc = had_cyc = false;
 				psb_events = 0;
 				n = PSB_SIZE;
 			} else if (b1 == EXT_PSBEND && in_psb) {
@@ -120,6 +161,9 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = PSBEND_SIZE;
 			} else if (b1 == EXT_CBR && end - p >= CBR_SIZE && p[2] && /* libipt refuses ratio 0 */
 				   (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
+				/* on its own, it resets libipt's CYC calibration:
+				 * mt reads no CYC after it */
+				own_cbr |= !in_psb;
 				n = CBR_SIZE;
 			} else if (b1 == EXT_PIP && end - p >= PIP_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
 				n = PIP_SIZE; /* a new CR3: in PSB+, or on its own */
@@ -137,10 +181,22 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 		} else if (!(b & 1)) {
 			n = in_psb ? 0 : 1; /* TNT-8 */
 		} else if (b == OP_TSC) {
-			n = end - p >= TSC_SIZE ? TSC_SIZE : 0;
-			psb_tsc |= in_psb && !psb_tma;
+			/* on its own after a CYC: libipt's CYC time from
+			 * there on is not mt's to read */
+			n = end - p >= TSC_SIZE && (in_psb || !had_cyc) ? TSC_SIZE : 0;
+			if (in_psb) { /* the time starts over: a TMA may follow */
+				psb_tsc = true;
+				psb_tma = false;
+			}
+			own_tsc |= !in_psb;
 		} else if (b == OP_MTC) {
 			n = q->mtc_ok && !in_psb && end - p >= MTC_SIZE ? MTC_SIZE : 0;
+		} else if ((b & 3) == 3) {
+			/* CYC: where the PSB+ gave TSC and TMA, before any TSC
+			 * or CBR on their own */
+			if (q->cyc_ok && !in_psb && psb_tma && !own_tsc && !own_cbr)
+				n = cyc_packet_size(p, end, &cycles);
+			had_cyc = true;
 		} else if (b == OP_MODE) {
 			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
 			 * MODE.TSX out of a transaction in PSB+ */
@@ -149,7 +205,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			else if (end - p >= MODE_SIZE + 1 && p[1] == MODE_EXEC_64 &&
 				 (in_psb ? psb_events++ < PSB_EVENTS_MAX : followed_by(p + MODE_SIZE, end, IP_PGE, true)))
 				n = MODE_SIZE;
-		} else if ((b & 3) != 3) { /* not CYC */
+		} else {
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
 			case IP_TIP:
@@ -172,10 +228,10 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			}
 		}
 		if (!n)
-			return last_psb;
+			return hand_over_psb(q, first_psb, timed_psb, last_psb);
 		p += n;
 	}
-	return in_psb ? last_psb : end;
+	return in_psb ? hand_over_psb(q, first_psb, timed_psb, last_psb) : end;
 }
 
 /* ---- reading packets ---- */
@@ -241,12 +297,23 @@ static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint
  * the full time; TMA (in PSB+, after its TSC) gives the CTC and fast
  * counter at that TSC; each MTC then adds the CTC ticks since the last,
  * in TSC ticks. MTCs between a TSC and its TMA are ignored. */
-static void read_tsc(struct mt_ptq *q, const uint8_t *p)
+static void read_tsc(struct mt_ptq *q, const uint8_t *p, bool in_psb)
 {
-	q->tsc = q->base = load_le(p + 1, 7);
+	uint64_t tsc = load_le(p + 1, 7);
+	/* calibration: the cycles between two TSCs in PSB+, while there is
+	 * no MTC to prefer (a TSC on its own may follow lost time) */
+	uint64_t last = q->cal.tsc, cycles = q->cal.cyc_tsc;
+	q->cal.tsc = tsc;
+	q->cal.cyc_tsc = 0;
+	if (in_psb && last && cycles && !q->cal.have_mtc) {
+		uint64_t t = tsc < last ? tsc + (1ull << 56) : tsc; /* one wrap-around */
+		q->cal.fcr = ((t - last) << FCR_SHIFT) / cycles;
+	}
+	q->tsc = q->base = tsc;
 	q->have_tsc = true;
-	q->have_tma = q->have_mtc = false;
+	q->have_tma = q->have_mtc = q->lost_cyc = false;
 	q->ctc = 0;
+	q->fc = 0;
 }
 
 static void read_tma(struct mt_ptq *q, const uint8_t *p)
@@ -254,25 +321,68 @@ static void read_tma(struct mt_ptq *q, const uint8_t *p)
 	uint32_t ctc = (uint32_t)load_le(p + 2, 2), fc = (uint32_t)load_le(p + 5, 2);
 	q->have_tma = true;
 	q->base -= fc;
+	q->fc += fc;
 	/* TMA's CTC holds every bit MTC gives (mtc_ok): it counts as an MTC */
 	q->have_mtc = true;
-	q->ctc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
+	q->ctc = q->ctc_cyc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
+}
+
+/* CTC ticks from last to ctc (one wrap-around) in TSC ticks */
+static uint64_t ctc_to_tsc(const struct mt_ptq *q, uint32_t ctc, uint32_t last)
+{
+	if (ctc < last)
+		ctc += 1u << (q->mtc_freq + MTC_BITS);
+	return (uint64_t)(ctc - last) * q->ctc_ebx / q->ctc_eax;
 }
 
 static void read_mtc(struct mt_ptq *q, const uint8_t *p)
 {
+	uint32_t ctc = (uint32_t)p[1] << q->mtc_freq;
+	/* calibration: the cycles since the last MTC it used */
+	if (!q->cal.have_mtc) {
+		q->cal.have_mtc = true;
+		q->cal.cyc_mtc = 0;
+		q->cal.ctc = ctc;
+	} else if (q->cal.cyc_mtc) {
+		uint64_t fc = ctc_to_tsc(q, ctc, q->cal.ctc);
+		q->cal.fcr = (fc << FCR_SHIFT) / q->cal.cyc_mtc;
+		q->cal.cyc_mtc = 0;
+		q->cal.ctc = ctc;
+	}
 	if (q->have_tsc && !q->have_tma)
 		return;
-	uint32_t ctc = (uint32_t)p[1] << q->mtc_freq, last = q->ctc;
+	uint32_t last = q->ctc;
 	bool had_mtc = q->have_mtc;
+	if (q->fc || q->lost_cyc || !had_mtc)
+		q->ctc_cyc = ctc; /* the fast counter starts over here */
 	q->have_mtc = true;
 	q->ctc = ctc;
+	q->fc = 0;
+	q->lost_cyc = false;
 	if (!had_mtc)
 		return; /* the first, with no TMA: where in its period tracing began is unknown */
-	if (ctc < last)
-		ctc += 1u << (q->mtc_freq + MTC_BITS); /* one wrap-around */
-	q->base += (uint64_t)(ctc - last) * q->ctc_ebx / q->ctc_eax;
+	q->base += ctc_to_tsc(q, ctc, last);
 	q->tsc = q->base;
+}
+
+/* A CYC: its cycles in TSC ticks at the calibrated ratio; the first since
+ * the fast counter started over, less the cycles of the MTC periods it
+ * spans before the current one. */
+static void read_cyc(struct mt_ptq *q, uint64_t cycles)
+{
+	q->cal.cyc_mtc += cycles;
+	q->cal.cyc_tsc += cycles;
+	uint64_t fcr = q->cal.fcr;
+	if (!fcr) {
+		q->lost_cyc = true;
+		return;
+	}
+	if (!q->fc && q->ctc != q->ctc_cyc) {
+		uint64_t before = (ctc_to_tsc(q, q->ctc, q->ctc_cyc) << FCR_SHIFT) / fcr;
+		cycles = cycles < before ? 0 : cycles - before;
+	}
+	q->fc += (cycles * fcr) >> FCR_SHIFT;
+	q->tsc = q->base + q->fc;
 }
 
 /* The PSB at pos and its header up to PSBEND (the scan vouched for it):
@@ -289,7 +399,7 @@ static void read_psb(struct mt_ptq *q)
 		if (b == OP_PAD) {
 			q->pos++;
 		} else if (b == OP_TSC) {
-			read_tsc(q, p);
+			read_tsc(q, p, true);
 			q->pos += TSC_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_TMA) {
 			read_tma(q, p);
@@ -299,6 +409,8 @@ static void read_psb(struct mt_ptq *q)
 			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
 			ev->status_update = 1;
+			if (q->nom_freq) /* calibration: the nominal ratio over this one */
+				q->cal.fcr = ((uint64_t)q->nom_freq << FCR_SHIFT) / p[2];
 			q->pos += CBR_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_PIP) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
@@ -404,11 +516,15 @@ static int read_ahead(struct mt_ptq *q)
 			q->next = PTQ_TNT;
 			return 0;
 		} else if (b == OP_TSC) {
-			read_tsc(q, p);
+			read_tsc(q, p, false);
 			q->pos += TSC_SIZE;
 		} else if (b == OP_MTC) {
 			read_mtc(q, p);
 			q->pos += MTC_SIZE;
+		} else if ((b & 3) == 3) {
+			uint64_t cycles = 0;
+			q->pos += cyc_packet_size(p, q->end, &cycles);
+			read_cyc(q, cycles);
 		} else if (b == OP_MODE) {
 			q->next = PTQ_EVENT;
 			return 0;
@@ -662,9 +778,10 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 		q->handed = true;
 		return note_ipt(q, pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin)));
 	}
-	q->have_tsc = q->have_last = q->have_tma = q->have_mtc = false;
-	q->tsc = q->base = 0;
-	q->ctc = 0;
+	q->have_tsc = q->have_last = q->have_tma = q->have_mtc = q->lost_cyc = false;
+	q->tsc = q->base = q->fc = 0;
+	q->ctc = q->ctc_cyc = 0;
+	memset(&q->cal, 0, sizeof q->cal);
 	q->psb_n = q->psb_head = 0;
 	q->tip_pending = q->pge_enabled_sent = false;
 	q->sync = q->pos = p;
@@ -735,7 +852,7 @@ int mt_ptq_sync_set(struct mt_ptq *q, uint64_t *ip, uint64_t offset)
 	return start_at(q, p, ip);
 }
 
-int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
+int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt, bool timed, bool cyc)
 {
 	memset(q, 0, sizeof *q);
 	q->ipt = pt_qry_alloc_decoder(config);
@@ -750,6 +867,12 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt)
 	q->ctc_eax = config->cpuid_0x15_eax;
 	q->ctc_ebx = config->cpuid_0x15_ebx;
 	q->mtc_ok = q->ctc_eax && q->ctc_ebx && q->mtc_freq + MTC_BITS <= TMA_CTC_BITS;
+	q->nom_freq = config->nom_freq;
+	q->timed = timed;
+	q->cyc = cyc;
+	/* libipt fails a calibration whose MTC period exceeds 56 bits of TSC */
+	q->cyc_ok = cyc && q->mtc_ok && !config->errata.skl168 &&
+		    ((uint64_t)1 << (q->mtc_freq + MTC_BITS)) * q->ctc_ebx / q->ctc_eax < (1ull << 56);
 	if (use_mt && config->errata.bdm70) {
 		/* BDM70 (Broadwell to Kaby Lake): a PSB+ before TIP.PGE may
 		 * hold a FUP and MODE.Exec it should not; libipt's workaround

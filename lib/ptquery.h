@@ -5,12 +5,13 @@
  * the offset), with the same answers, status flags and offsets. mt reads
  * the packets of ordinary traces itself (TNT, TIP, TIP.PGE/PGD, FUP before
  * TIP or TIP.PGD, 64-bit MODE.Exec, PSB+ and its status updates, PIP, CBR,
- * TSC, PAD): a TNT bit costs a few instructions instead of a libipt call.
- * Before decoding, one pass over the packets finds the first one mt does
- * not read (MTC, CYC, TMA, OVF, PTWRITE, a corrupt byte, ...); from the PSB
- * before it libipt's query decoder reads the rest, so its timing, errata
- * and error recovery apply there unchanged. Queries in the hot path (a TNT
- * bit already read) are inline. */
+ * PAD; TSC, TMA, MTC and CYC with libipt's time arithmetic and CYC
+ * calibration): a TNT bit costs a few instructions instead of a libipt
+ * call. Before decoding, one pass over the packets finds the first one mt
+ * does not read (OVF, PTWRITE, a corrupt byte, ...); from a PSB before it
+ * (where libipt's time would be the same) libipt's query decoder reads the
+ * rest, so its errata and error recovery apply there unchanged. Queries in
+ * the hot path (a TNT bit already read) are inline. */
 #ifndef MT_PTQUERY_H
 #define MT_PTQUERY_H
 
@@ -57,8 +58,23 @@ struct mt_ptq {
 	uint64_t base;
 	uint32_t ctc;
 	bool have_tma, have_mtc;
+	/* CYC: the fast counter (TSC ticks) since base; the CTC as of its
+	 * last reset; CYCs lost for want of a calibration since */
+	uint64_t fc;
+	uint32_t ctc_cyc;
+	bool lost_cyc;
+	/* libipt's pt_tcal: fast counter per cycle (<< 8) from the cycles
+	 * between two MTCs (or TSCs), or the nominal ratio over a CBR */
+	struct {
+		uint64_t fcr, cyc_mtc, cyc_tsc, tsc;
+		uint32_t ctc;
+		bool have_mtc;
+	} cal;
 	bool mtc_ok;             /* MTC and TMA readable: a CTC ratio, MTC bits within TMA's CTC */
-	unsigned mtc_freq;
+	bool cyc_ok;             /* and CYC: cyc, no erratum SKL168, no calibration overflow */
+	bool timed;              /* times matter: hand over only where libipt's time is the same */
+	bool cyc;                /* CYC packets may be in the trace */
+	unsigned mtc_freq, nom_freq;
 	uint32_t ctc_eax, ctc_ebx; /* CPUID 0x15: TSC / CTC = ebx / eax */
 	/* events: PSB+ status updates waiting for PSBEND, or one bound to the
 	 * next TIP, TIP.PGE or TIP.PGD (MODE.Exec, FUP) */
@@ -71,8 +87,11 @@ struct mt_ptq {
 /* Readies q over [begin, end) (config as for libipt's query decoder; its
  * begin/end are the same buffer). use_mt false, or a CPU with erratum
  * BDM70 (config->errata, from the recording's CPU): libipt reads
- * everything. Returns 0 or -pte_nomem. */
-int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt);
+ * everything. timed: the caller asks for times, so libipt takes over only
+ * at a PSB where its time is what reading on would give; cyc: the trace
+ * may hold CYC packets, whose calibration libipt cannot be handed, so it
+ * takes over the whole trace or nothing. Returns 0 or -pte_nomem. */
+int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt, bool timed, bool cyc);
 void mt_ptq_fini(struct mt_ptq *q);
 
 int mt_ptq_sync_forward(struct mt_ptq *q, uint64_t *ip);

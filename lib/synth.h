@@ -77,6 +77,8 @@ struct mt_synth_variant {
 	bool pipe;
 	bool build_ids;       /* MMAP2 records in their build-id form */
 	bool cyc;             /* cycle-accurate: CYC packets (1 cycle = 1 TSC tick) */
+	bool turbo;           /* cyc: the core at 1.4 cycles per TSC tick (CBR 28 over 20), no CYC at
+			       * MTCs (a CYC may span MTC periods) */
 	bool snapshot;        /* two overlapping snapshots of an overwritten ring */
 	bool gap;             /* snapshot: the two snapshots do not meet (the middle third is lost) */
 	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
@@ -130,7 +132,7 @@ struct mt_synth_opts {
 	 * round robin over that many CPUs, each CPU's AUX area its own queue;
 	 * copy j runs on CPU j % cpus as thread j % threads (threads: at least
 	 * cpus), its times (TSC packets and records) moved by (j / cpus) *
-	 * mt_synth_cpu_period(the run's TSC ticks), the CPU switching to it and back to
+	 * mt_synth_cpu_period(the run's TSC ticks, MTC timing), the CPU switching to it and back to
 	 * idle around it (CPU-wide switch records): each decodes to the one-run
 	 * truth with that thread, CPU and time shift. */
 	uint64_t repeat;
@@ -140,8 +142,10 @@ struct mt_synth_opts {
 };
 
 /* The TSC ticks between one CPU's copies of a per-cpu run lasting `ticks`:
- * the run and a gap, rounded up to a power of ten (times stay readable). */
-uint64_t mt_synth_cpu_period(uint64_t ticks);
+ * the run and a gap, rounded up to a power of ten (times stay readable);
+ * with MTC timing, to a multiple of 2^16 CTC periods instead, so that the
+ * copies' MTC and TMA packets stay as they are (only TSC packets move). */
+uint64_t mt_synth_cpu_period(uint64_t ticks, bool mtc);
 
 /* Writes perf.data for the variant to `data` and the true events to
  * `truth` (either may be NULL). */

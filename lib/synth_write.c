@@ -25,6 +25,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "per-cpu", .timing = MT_SYNTH_TSC, .per_cpu = true},
 	{.name = "buildid", .build_ids = true},
 	{.name = "cyc", .timing = MT_SYNTH_MTC, .cyc = true},
+	{.name = "cyc-turbo", .timing = MT_SYNTH_MTC, .cyc = true, .turbo = true},
 	{.name = "per-cpu-mtc", .timing = MT_SYNTH_MTC, .per_cpu = true, .psb_every = 5000},
 	{.name = "snapshot", .psb_every = 1000, .snapshot = true},
 	{.name = "snapshot-gap", .psb_every = 1000, .snapshot = true, .gap = true},
@@ -45,6 +46,7 @@ const struct mt_synth_variant *mt_synth_variant_find(const char *name)
 #define CFG_PT 0x1ULL
 #define CFG_CYC 0x2ULL
 #define SYNTH_CBR 20 /* core:bus ratio; also the max non-turbo ratio, so 1 cycle = 1 TSC tick */
+#define SYNTH_TURBO_CBR 28 /* turbo: 1.4 cycles per TSC tick */
 #define CFG_MTC 0x200ULL
 #define CFG_TSC 0x400ULL
 #define CFG_NORETCOMP 0x800ULL
@@ -97,13 +99,18 @@ static void put(struct enc *x, struct pt_packet *p)
 /* Cycle-accurate mode: a CYC packet with the cycles since the last one
  * precedes every branch's TNT bit or IP packet, as on hardware, so TNT
  * packets stay short. */
+static uint64_t cycles_at(const struct enc *x, uint64_t tsc)
+{
+	return x->v->turbo ? tsc / 5 * 7 + tsc % 5 * 7 / 5 : tsc;
+}
+
 static void cyc_packet(struct enc *x)
 {
 	if (!x->v->cyc || x->in_psb || x->tsc == x->last_cyc)
 		return;
 	struct pt_packet p = {0};
 	p.type = ppt_cyc;
-	p.payload.cyc.value = x->tsc - x->last_cyc;
+	p.payload.cyc.value = cycles_at(x, x->tsc) - cycles_at(x, x->last_cyc);
 	put(x, &p);
 	x->last_cyc = x->tsc;
 }
@@ -187,7 +194,7 @@ static void advance(struct enc *x, uint64_t ticks)
 		return;
 	flush_tnt(x);
 	for (uint64_t c = x->last_ctc + 1; c <= ctc; c++) {
-		if (x->v->cyc && c * TSC_PER_CTC > x->last_cyc) {
+		if (x->v->cyc && !x->v->turbo && c * TSC_PER_CTC > x->last_cyc) {
 			/* MTC is CYC-eligible too: the cycles up to the CTC edge. */
 			struct pt_packet y = {0};
 			y.type = ppt_cyc;
@@ -232,7 +239,7 @@ static void psb(struct enc *x, uint64_t insn_index, bool enabled, uint64_t next_
 		tsc_packet(x);
 		struct pt_packet cbr = {0}; /* real PSB+ carry the core:bus ratio */
 		cbr.type = ppt_cbr;
-		cbr.payload.cbr.ratio = SYNTH_CBR;
+		cbr.payload.cbr.ratio = x->v->turbo ? SYNTH_TURBO_CBR : SYNTH_CBR;
 		put(x, &cbr);
 	}
 	if (enabled) {
@@ -927,8 +934,12 @@ static void thread_copy(struct out *o, const void *ctx, uint64_t j, size_t *auxt
 	memcpy(a + 28, &tid, 4);
 }
 
-uint64_t mt_synth_cpu_period(uint64_t ticks)
+uint64_t mt_synth_cpu_period(uint64_t ticks, bool mtc)
 {
+	if (mtc) {
+		const uint64_t wrap = (uint64_t)TSC_PER_CTC << 16; /* TMA's CTC wraps */
+		return (ticks + 1000 + wrap - 1) / wrap * wrap;
+	}
 	uint64_t p = 1000;
 	while (p < ticks + 1000)
 		p *= 10;
@@ -1057,12 +1068,13 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	unsigned nthr = opts && opts->threads > 1 ? opts->threads : 1;
 	unsigned ncpu = opts && opts->cpus > 1 ? opts->cpus : 1;
 	bool repeated = repeat > 1 || nthr > 1 || ncpu > 1;
-	/* repeated per-cpu: copies moved in time (TSC packets only: no MTC, CYC) */
+	/* repeated per-cpu: copies moved in time (their TSC packets; MTC and
+	 * TMA stay, the time shift a whole number of CTC wraps; no CYC) */
 	bool cpu_copies = repeated && v->per_cpu;
 	if (repeated && (v->snapshot || v->wrap_at_psb || v->kernel || v->pipe || (opts && opts->hit_ip) ||
-			 (v->per_cpu ? v->timing != MT_SYNTH_TSC || v->cyc : v->timing != MT_SYNTH_TIMELESS)))
+			 (v->per_cpu ? v->timing == MT_SYNTH_TIMELESS || v->cyc : v->timing != MT_SYNTH_TIMELESS)))
 		return mt_err_set(err, MT_EUSAGE, "variant %s: repeated traces take per-thread, timeless variants, or "
-				  "per-cpu with TSC only, without snapshot, wrap, kernel, pipe or hits", v->name);
+				  "per-cpu with TSC or MTC timing, without snapshot, wrap, kernel, pipe or hits", v->name);
 	if (ncpu > 1 && !v->per_cpu)
 		return mt_err_set(err, MT_EUSAGE, "variant %s: --cpus takes a per-cpu variant", v->name);
 	if (repeated && run->nthreads > 1)
@@ -1344,7 +1356,7 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	size_t split = 0;
 	struct out block = {0};
 	size_t block_auxtrace = 0;
-	uint64_t period = cpu_copies ? mt_synth_cpu_period(x.tsc - MT_SYNTH_TSC0) : 0;
+	uint64_t period = cpu_copies ? mt_synth_cpu_period(x.tsc - MT_SYNTH_TSC0, v->timing == MT_SYNTH_MTC) : 0;
 	if (cpu_copies) {
 		split = d.n; /* each copy's records are made as it is written */
 		npieces = 0;

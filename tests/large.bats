@@ -76,12 +76,12 @@ bats_require_minimum_version 1.5.0
 # The expected stream of `mt-synth --variants=per-cpu --repeat=N --cpus=2
 # --threads=3` from its one-run truth: CPU 0's copies (0, 2, 4, ...), then
 # CPU 1's (1, 3, ...); copy j as thread j % 3, j / 2 periods later.
-cpu_copies_want() { # DIR PERIOD N
-	local pid c j
-	pid=$(grep -v '^#' "$1/per-cpu.truth" | head -1 | cut -f2)
+cpu_copies_want() { # DIR PERIOD N [VARIANT]
+	local pid c j truth=$1/${4:-per-cpu}.truth
+	pid=$(grep -v '^#' "$truth" | head -1 | cut -f2)
 	for c in 0 1; do
 		for j in $(seq $c 2 $(($3 - 1))); do
-			grep -v '^#' "$1/per-cpu.truth" |
+			grep -v '^#' "$truth" |
 				awk -F'\t' -v OFS='\t' -v tid=$((pid + j % 3)) -v cpu=$c -v shift=$((j / 2 * $2)) '
 					{ $1 = sprintf("%d", $1 + shift); $3 = tid
 					  for (i = 7; i <= NF; i++) if ($i == "cpu=0") $i = "cpu=" cpu
@@ -124,6 +124,27 @@ cpu_copies_want() { # DIR PERIOD N
 	"$PT2EVENTS" --all-branches -j 1 --split-size=64K "$t/long/per-cpu.data" | cmp - "$t/long1"
 }
 
+# MTC timing: the copies move by whole CTC wraps, so their MTC and TMA
+# packets stay; each decodes to the truth (times within the MTC tolerance,
+# see decode-synth.bats), read by mt's packet reader as libipt reads it.
+@test "--cpus with MTC timing: each copy the truth with its thread, CPU and time; mt's packets as libipt's" {
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu-mtc --repeat=7 --cpus=2 --threads=3 -- "$MT_PROGS/libc_flow"
+	[ "$status" -eq 0 ]
+	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
+	[ $((period % (100 << 16))) -eq 0 ] # whole CTC wraps: 2^16 CTC periods of 100 ticks
+	cpu_copies_want "$t" "$period" 7 per-cpu-mtc > "$t/want"
+	"$PT2EVENTS" --all-branches -j 1 --stats "$t/per-cpu-mtc.data" > "$t/one" 2> "$t/stats"
+	! grep -q handed_over "$t/stats" || false
+	diff <(cut -f2- "$t/want") <(grep -v '^#' "$t/one" | cut -f2-)
+	paste <(cut -f1 "$t/want") <(grep -v '^#' "$t/one" | cut -f1) | awk -F'\t' '
+		{ if ($2 - $1 > 1800 || $1 - $2 > 1800) { print "line " NR ": truth " $1 " mt " $2; bad = 1 } }
+		END { exit bad }'
+	"$PT2EVENTS" --all-branches -j 1 --decoder=libipt-query "$t/per-cpu-mtc.data" | grep -v '^# fact	decoder' |
+		cmp - <(grep -v '^# fact	decoder' "$t/one")
+	"$PT2EVENTS" --all-branches -j 2 "$t/per-cpu-mtc.data" | cmp - "$t/one"
+}
+
 @test "bad --repeat, --size, --threads, --jobs" {
 	run "$SYNTH" --repeat=0 -- true
 	[ "$status" -eq 2 ]
@@ -137,9 +158,6 @@ cpu_copies_want() { # DIR PERIOD N
 	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=plain --repeat=2 --cpus=2 -- "$MT_PROGS/flow"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"--cpus takes a per-cpu variant"* ]]
-	run --separate-stderr "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants=per-cpu-mtc --repeat=2 --cpus=2 -- "$MT_PROGS/flow"
-	[ "$status" -eq 1 ]
-	[[ "$stderr" == *"or per-cpu with TSC only"* ]]
 	run "$SYNTH" --cpus=0 -- true
 	[ "$status" -eq 2 ]
 	run --separate-stderr "$PT2EVENTS" -j 0 x

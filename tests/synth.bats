@@ -11,7 +11,7 @@ load helpers
 	[[ "$output" == "mt-synth (mt) "* ]]
 	run "$SYNTH" --list-variants
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb psb-timeless wrap pipe per-cpu buildid cyc per-cpu-mtc snapshot snapshot-gap kernel kcore " ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb psb-timeless wrap pipe per-cpu buildid cyc cyc-turbo per-cpu-mtc snapshot snapshot-gap kernel kcore " ]
 }
 
 @test "mt-synth: usage errors exit 2 before running anything" {
@@ -38,7 +38,7 @@ load helpers
 	[ "$(cut -d' ' -f1 "$MT_FIXTURES/threads/variants.txt" | tr '\n' ' ')" = "per-cpu per-cpu-mtc " ]
 	# the libc run went through ld.so and libc, and hit missed single-steps or not:
 	# either way every variant was written
-	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 17 ]
+	[ "$(wc -l < "$MT_FIXTURES/libc/variants.txt")" -eq 18 ]
 	[ -s "$MT_FIXTURES/libc/kernel.vmlinux" ]
 	[ -s "$MT_FIXTURES/libc/kcore.kcore_dir/kcore" ]
 	grep -q 'libc.so.6$' "$MT_FIXTURES/libc/plain.truth"

@@ -134,8 +134,6 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 	const uint8_t *end = q->end;
 	const uint8_t *first_psb = p, *last_psb = p, *timed_psb = p;
 	bool in_psb = false, psb_first = false, psb_tsc = false, psb_tma = false;
-	/* since the PSB: a TSC of its own, a CYC; since the start: a CBR of its own */
-	bool own_tsc = false, had_cyc = false, own_cbr = false;
 	unsigned psb_events = 0, ipc;
 	uint64_t cycles;
 	while (p < end) {
@@ -153,7 +151,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
 				last_psb = p;
 				in_psb = psb_first = true;
-				psb_tsc = psb_tma = own_tsc = had_cyc = false;
+				psb_tsc = psb_tma = false;
 				psb_events = 0;
 				n = PSB_SIZE;
 			} else if (b1 == EXT_PSBEND && in_psb) {
@@ -161,9 +159,6 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = PSBEND_SIZE;
 			} else if (b1 == EXT_CBR && end - p >= CBR_SIZE && p[2] && /* libipt refuses ratio 0 */
 				   (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
-				/* on its own, it resets libipt's CYC calibration:
-				 * mt reads no CYC after it */
-				own_cbr |= !in_psb;
 				n = CBR_SIZE;
 			} else if (b1 == EXT_PIP && end - p >= PIP_SIZE && (!in_psb || psb_events++ < PSB_EVENTS_MAX)) {
 				n = PIP_SIZE; /* a new CR3: in PSB+, or on its own */
@@ -181,22 +176,15 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 		} else if (!(b & 1)) {
 			n = in_psb ? 0 : 1; /* TNT-8 */
 		} else if (b == OP_TSC) {
-			/* on its own after a CYC: libipt's CYC time from
-			 * there on is not mt's to read */
-			n = end - p >= TSC_SIZE && (in_psb || !had_cyc) ? TSC_SIZE : 0;
+			n = end - p >= TSC_SIZE ? TSC_SIZE : 0;
 			if (in_psb) { /* the time starts over: a TMA may follow */
 				psb_tsc = true;
 				psb_tma = false;
 			}
-			own_tsc |= !in_psb;
 		} else if (b == OP_MTC) {
 			n = q->mtc_ok && !in_psb && end - p >= MTC_SIZE ? MTC_SIZE : 0;
 		} else if ((b & 3) == 3) {
-			/* CYC: where the PSB+ gave TSC and TMA, before any TSC
-			 * or CBR on their own */
-			if (q->cyc_ok && !in_psb && psb_tma && !own_tsc && !own_cbr)
-				n = cyc_packet_size(p, end, &cycles);
-			had_cyc = true;
+			n = q->cyc_ok && !in_psb ? cyc_packet_size(p, end, &cycles) : 0; /* CYC */
 		} else if (b == OP_MODE) {
 			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
 			 * MODE.TSX out of a transaction in PSB+ */
@@ -231,7 +219,9 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			return hand_over_psb(q, first_psb, timed_psb, last_psb);
 		p += n;
 	}
-	return in_psb ? hand_over_psb(q, first_psb, timed_psb, last_psb) : end;
+	/* the end inside a PSB+: libipt reads what there is of it (nothing
+	 * after it to time) */
+	return in_psb ? last_psb : end;
 }
 
 /* ---- reading packets ---- */
@@ -293,10 +283,11 @@ static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint
 	ev->variant.paging.non_root = payload & 1;
 }
 
-/* The time packets, as libipt's pt_time takes them (CYC aside): a TSC is
+/* The time packets, as libipt's pt_time and pt_tcal take them: a TSC is
  * the full time; TMA (in PSB+, after its TSC) gives the CTC and fast
  * counter at that TSC; each MTC then adds the CTC ticks since the last,
- * in TSC ticks. MTCs between a TSC and its TMA are ignored. */
+ * in TSC ticks (MTCs between a TSC and its TMA are ignored); each CYC adds
+ * its cycles at the calibrated ratio until the next MTC or TSC. */
 static void read_tsc(struct mt_ptq *q, const uint8_t *p, bool in_psb)
 {
 	uint64_t tsc = load_le(p + 1, 7);
@@ -660,6 +651,11 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		if (p[0] == OP_EXT && p[1] == EXT_CBR) {
 			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
+			/* a new core ratio: the calibration starts over, from
+			 * the nominal ratio over this one where known */
+			memset(&q->cal, 0, sizeof q->cal);
+			if (q->nom_freq)
+				q->cal.fcr = ((uint64_t)q->nom_freq << FCR_SHIFT) / p[2];
 			q->pos += CBR_SIZE;
 			break;
 		}

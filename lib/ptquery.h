@@ -112,7 +112,10 @@ static inline int mt_ptq_status(const struct mt_ptq *q)
 		return 0;
 	if (q->handed)
 		return q->ipt_status;
-	return q->next == PTQ_EVENT ? pts_event_pending : q->next == PTQ_EOS ? pts_eos : 0;
+	if (q->next == PTQ_EVENT)
+		return pts_event_pending;
+	/* the end, or a PSB+ cut short by it where libipt was to take over */
+	return q->next == PTQ_EOS || (q->next == PTQ_STUCK && q->stuck_err == -pte_eos) ? pts_eos : 0;
 }
 
 static inline int mt_ptq_cond_branch(struct mt_ptq *q, int *taken)

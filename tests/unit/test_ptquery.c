@@ -91,6 +91,16 @@ static void cbr(struct seq *s, uint8_t ratio)
 	put(s, (struct pt_packet){.type = ppt_cbr, .payload.cbr.ratio = ratio});
 }
 
+/* n MTC periods, each a CYC of `cycles`, a branch taken and the MTC (*m: its CTC) */
+static void periods(struct seq *s, uint8_t *m, unsigned n, uint64_t cycles)
+{
+	for (unsigned i = 0; i < n; i++) {
+		cyc(s, cycles);
+		tnt(s, 1);
+		mtc(s, ++*m);
+	}
+}
+
 /* Decodes the sequence with both, query by query (events while one is
  * pending, else a conditional branch), comparing everything; then checks
  * whether mt read all of it itself (want_mt). */
@@ -286,11 +296,7 @@ static void test_cyc_own_tsc_cbr(void)
 	seq_init(&s, 24);
 	psb_header(&s, 1000000, 0x1234, 5, 28);
 	uint8_t m = (0x1234 >> 3) & 0xff;
-	for (unsigned i = 0; i < 6; i++) {
-		cyc(&s, 300);
-		tnt(&s, 1);
-		mtc(&s, ++m);
-	}
+	periods(&s, &m, 6, 300);
 	tsc(&s, 2000000); /* on its own, then CYCs */
 	for (unsigned i = 0; i < 4; i++) {
 		cyc(&s, 500);
@@ -301,17 +307,9 @@ static void test_cyc_own_tsc_cbr(void)
 	seq_init(&s, 24);
 	psb_header(&s, 1000000, 0x1234, 5, 28);
 	m = (0x1234 >> 3) & 0xff;
-	for (unsigned i = 0; i < 6; i++) {
-		cyc(&s, 300);
-		tnt(&s, 1);
-		mtc(&s, ++m);
-	}
+	periods(&s, &m, 6, 300);
 	cbr(&s, 32); /* on its own: a new ratio */
-	for (unsigned i = 0; i < 6; i++) {
-		cyc(&s, 300);
-		tnt(&s, 1);
-		mtc(&s, ++m);
-	}
+	periods(&s, &m, 6, 300);
 	compare(&s, 1, "CYC after a CBR of its own (the calibration starts over at the nominal ratio)");
 }
 

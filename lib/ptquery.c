@@ -93,10 +93,6 @@ static bool scanned_psb(const struct mt_ptq *q, const uint8_t *p)
 	return lo < q->npsbs && q->psbs[lo] == off;
 }
 
-/* Walks the packets from the PSB at p; returns the PSB from which libipt
- * must read (the last one before the first packet mt does not read, or
- * one inside a PSB+ mt does not read), or end when mt reads them all.
- * Notes every PSB on the way. */
 /* The size of the CYC packet at p when complete and within libipt's
  * limits (its payload fits 64 bits), else 0; *value gets its cycles. */
 static int cyc_packet_size(const uint8_t *p, const uint8_t *end, uint64_t *value)
@@ -129,6 +125,10 @@ static const uint8_t *hand_over_psb(const struct mt_ptq *q, const uint8_t *first
 	return q->cyc ? first : timed;
 }
 
+/* Walks the packets from the PSB at p; returns the PSB from which libipt
+ * must read (one before the first packet mt does not read, see
+ * hand_over_psb; or the one whose PSB+ the trace ends in), or end when mt
+ * reads them all. Notes every PSB on the way. */
 static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 {
 	const uint8_t *end = q->end;

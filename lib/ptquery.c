@@ -139,7 +139,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 	while (p < end) {
 		uint8_t b = p[0];
 		int n = 0;
-		if (in_psb && psb_first && b != OP_PAD && !(b == OP_EXT && end - p >= 2 && p[1] == EXT_PSB)) {
+		if (in_psb && psb_first && b != OP_PAD) {
 			psb_first = false;
 			if (b == OP_TSC)
 				timed_psb = last_psb;
@@ -268,9 +268,9 @@ static void new_event(const struct mt_ptq *q, struct pt_event *ev, enum pt_event
 {
 	memset(ev, 0, sizeof *ev);
 	ev->type = type;
-	if (q->have_tsc) {
+	if (q->time.have_tsc) {
 		ev->has_tsc = 1;
-		ev->tsc = q->tsc;
+		ev->tsc = q->time.tsc;
 	}
 }
 
@@ -300,22 +300,22 @@ static void read_tsc(struct mt_ptq *q, const uint8_t *p, bool in_psb)
 		uint64_t t = tsc < last ? tsc + (1ull << 56) : tsc; /* one wrap-around */
 		q->cal.fcr = ((t - last) << FCR_SHIFT) / cycles;
 	}
-	q->tsc = q->base = tsc;
-	q->have_tsc = true;
-	q->have_tma = q->have_mtc = q->lost_cyc = false;
-	q->ctc = 0;
-	q->fc = 0;
+	q->time.tsc = q->time.base = tsc;
+	q->time.have_tsc = true;
+	q->time.have_tma = q->time.have_mtc = q->time.lost_cyc = false;
+	q->time.ctc = 0;
+	q->time.fc = 0;
 }
 
 static void read_tma(struct mt_ptq *q, const uint8_t *p)
 {
 	uint32_t ctc = (uint32_t)load_le(p + 2, 2), fc = (uint32_t)load_le(p + 5, 2);
-	q->have_tma = true;
-	q->base -= fc;
-	q->fc += fc;
+	q->time.have_tma = true;
+	q->time.base -= fc;
+	q->time.fc += fc;
 	/* TMA's CTC holds every bit MTC gives (mtc_ok): it counts as an MTC */
-	q->have_mtc = true;
-	q->ctc = q->ctc_cyc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
+	q->time.have_mtc = true;
+	q->time.ctc = q->time.ctc_cyc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
 }
 
 /* CTC ticks from last to ctc (one wrap-around) in TSC ticks */
@@ -340,20 +340,20 @@ static void read_mtc(struct mt_ptq *q, const uint8_t *p)
 		q->cal.cyc_mtc = 0;
 		q->cal.ctc = ctc;
 	}
-	if (q->have_tsc && !q->have_tma)
+	if (q->time.have_tsc && !q->time.have_tma)
 		return;
-	uint32_t last = q->ctc;
-	bool had_mtc = q->have_mtc;
-	if (q->fc || q->lost_cyc || !had_mtc)
-		q->ctc_cyc = ctc; /* the fast counter starts over here */
-	q->have_mtc = true;
-	q->ctc = ctc;
-	q->fc = 0;
-	q->lost_cyc = false;
+	uint32_t last = q->time.ctc;
+	bool had_mtc = q->time.have_mtc;
+	if (q->time.fc || q->time.lost_cyc || !had_mtc)
+		q->time.ctc_cyc = ctc; /* the fast counter starts over here */
+	q->time.have_mtc = true;
+	q->time.ctc = ctc;
+	q->time.fc = 0;
+	q->time.lost_cyc = false;
 	if (!had_mtc)
 		return; /* the first, with no TMA: where in its period tracing began is unknown */
-	q->base += ctc_to_tsc(q, ctc, last);
-	q->tsc = q->base;
+	q->time.base += ctc_to_tsc(q, ctc, last);
+	q->time.tsc = q->time.base;
 }
 
 /* A CYC: its cycles in TSC ticks at the calibrated ratio; the first since
@@ -365,15 +365,23 @@ static void read_cyc(struct mt_ptq *q, uint64_t cycles)
 	q->cal.cyc_tsc += cycles;
 	uint64_t fcr = q->cal.fcr;
 	if (!fcr) {
-		q->lost_cyc = true;
+		q->time.lost_cyc = true;
 		return;
 	}
-	if (!q->fc && q->ctc != q->ctc_cyc) {
-		uint64_t before = (ctc_to_tsc(q, q->ctc, q->ctc_cyc) << FCR_SHIFT) / fcr;
+	if (!q->time.fc && q->time.ctc != q->time.ctc_cyc) {
+		uint64_t before = (ctc_to_tsc(q, q->time.ctc, q->time.ctc_cyc) << FCR_SHIFT) / fcr;
 		cycles = cycles < before ? 0 : cycles - before;
 	}
-	q->fc += (cycles * fcr) >> FCR_SHIFT;
-	q->tsc = q->base + q->fc;
+	q->time.fc += (cycles * fcr) >> FCR_SHIFT;
+	q->time.tsc = q->time.base + q->time.fc;
+}
+
+/* A core:bus ratio calibrates CYC at the nominal ratio over it, where the
+ * nominal ratio is known (libipt's pt_tcal_header_cbr). */
+static void calibrate_cbr(struct mt_ptq *q, uint8_t ratio)
+{
+	if (q->nom_freq)
+		q->cal.fcr = ((uint64_t)q->nom_freq << FCR_SHIFT) / ratio;
 }
 
 /* The PSB at pos and its header up to PSBEND (the scan vouched for it):
@@ -400,8 +408,7 @@ static void read_psb(struct mt_ptq *q)
 			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
 			ev->status_update = 1;
-			if (q->nom_freq) /* calibration: the nominal ratio over this one */
-				q->cal.fcr = ((uint64_t)q->nom_freq << FCR_SHIFT) / p[2];
+			calibrate_cbr(q, p[2]);
 			q->pos += CBR_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_PIP) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
@@ -567,8 +574,8 @@ static int dead_end(const struct mt_ptq *q)
 /* the time pt_qry_time reports: as of this branch or event packet */
 static void mark_time(struct mt_ptq *q)
 {
-	q->last_tsc = q->tsc;
-	q->have_last = q->have_tsc;
+	q->last_tsc = q->time.tsc;
+	q->have_last = q->time.have_tsc;
 }
 
 int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken)
@@ -651,11 +658,9 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		if (p[0] == OP_EXT && p[1] == EXT_CBR) {
 			new_event(q, ev, ptev_cbr);
 			ev->variant.cbr.ratio = p[2];
-			/* a new core ratio: the calibration starts over, from
-			 * the nominal ratio over this one where known */
+			/* a new core ratio: the calibration starts over */
 			memset(&q->cal, 0, sizeof q->cal);
-			if (q->nom_freq)
-				q->cal.fcr = ((uint64_t)q->nom_freq << FCR_SHIFT) / p[2];
+			calibrate_cbr(q, p[2]);
 			q->pos += CBR_SIZE;
 			break;
 		}
@@ -774,10 +779,9 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 		q->handed = true;
 		return note_ipt(q, pt_qry_sync_set(q->ipt, ip, (uint64_t)(p - q->begin)));
 	}
-	q->have_tsc = q->have_last = q->have_tma = q->have_mtc = q->lost_cyc = false;
-	q->tsc = q->base = q->fc = 0;
-	q->ctc = q->ctc_cyc = 0;
+	memset(&q->time, 0, sizeof q->time);
 	memset(&q->cal, 0, sizeof q->cal);
+	q->have_last = false;
 	q->psb_n = q->psb_head = 0;
 	q->tip_pending = q->pge_enabled_sent = false;
 	q->sync = q->pos = p;

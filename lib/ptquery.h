@@ -49,20 +49,21 @@ struct mt_ptq {
 	/* last IP (IP compression) */
 	uint64_t ip;
 	bool have_ip, ip_suppressed;
-	/* time: the last TSC read, and as of the last branch or event packet
-	 * (what libipt's pt_qry_time reports) */
-	uint64_t tsc, last_tsc;
-	bool have_tsc, have_last;
-	/* MTC timing, as libipt's pt_time keeps it without CYC: the TSC of
-	 * the last MTC (or TSC less TMA's fast counter), the CTC as of it */
-	uint64_t base;
-	uint32_t ctc;
-	bool have_tma, have_mtc;
-	/* CYC: the fast counter (TSC ticks) since base; the CTC as of its
-	 * last reset; CYCs lost for want of a calibration since */
-	uint64_t fc;
-	uint32_t ctc_cyc;
-	bool lost_cyc;
+	/* the time as libipt's pt_time keeps it, all of it starting over
+	 * at a sync: */
+	struct {
+		uint64_t tsc;        /* now */
+		uint64_t base;       /* the last TSC or MTC (less TMA's fast counter) */
+		uint32_t ctc;        /* the CTC as of base */
+		uint64_t fc;         /* CYC: the fast counter (TSC ticks) since base */
+		uint32_t ctc_cyc;    /* the CTC when fc last started over */
+		bool have_tsc, have_tma, have_mtc;
+		bool lost_cyc;       /* a CYC lost for want of a calibration since */
+	} time;
+	/* the time as of the last branch or event packet (what libipt's
+	 * pt_qry_time reports) */
+	uint64_t last_tsc;
+	bool have_last;
 	/* libipt's pt_tcal: fast counter per cycle (<< 8) from the cycles
 	 * between two MTCs (or TSCs), or the nominal ratio over a CBR */
 	struct {

@@ -533,13 +533,12 @@ static int sync_on(struct dec *d, uint64_t *ip, bool first)
 	const struct mt_ptdec_stream *s = d->s;
 	uint64_t failed_at = 0;
 	for (bool again = false;; again = true) {
+		bool at_start = first && !again && s->start;
 		int status;
 		if (d->blk)
-			status = first && !again && s->start ? pt_blk_sync_set(d->blk, s->start)
-							     : pt_blk_sync_forward(d->blk);
+			status = at_start ? pt_blk_sync_set(d->blk, s->start) : pt_blk_sync_forward(d->blk);
 		else
-			status = first && !again && s->start ? mt_ptq_sync_set(&d->q, ip, s->start)
-							     : mt_ptq_sync_forward(&d->q, ip);
+			status = at_start ? mt_ptq_sync_set(&d->q, ip, s->start) : mt_ptq_sync_forward(&d->q, ip);
 		if (status >= 0 || status == -pte_eos)
 			return status;
 		emit_error(d, status, first ? "no PSB to synchronise on" : "resync failed");

@@ -96,14 +96,15 @@ static void put(struct enc *x, struct pt_packet *p)
 		x->err = rc;
 }
 
-/* Cycle-accurate mode: a CYC packet with the cycles since the last one
- * precedes every branch's TNT bit or IP packet, as on hardware, so TNT
- * packets stay short. */
+/* Core cycles at a TSC: one a tick, or 1.4 in turbo (no overflow). */
 static uint64_t cycles_at(const struct enc *x, uint64_t tsc)
 {
 	return x->v->turbo ? tsc / 5 * 7 + tsc % 5 * 7 / 5 : tsc;
 }
 
+/* Cycle-accurate mode: a CYC packet with the cycles since the last one
+ * precedes every branch's TNT bit or IP packet, as on hardware, so TNT
+ * packets stay short. */
 static void cyc_packet(struct enc *x)
 {
 	if (!x->v->cyc || x->in_psb || x->tsc == x->last_cyc)

@@ -11,6 +11,7 @@
 #include <inttypes.h>
 #include <intel-pt.h>
 #include <libelf.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -425,9 +426,33 @@ size_t mt_image_read(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t 
 
 enum { BLOCK_BYTES = 512, BLOCK_MAX_INSNS = 256 };
 
+/* Capstone 4 sorts some of its x86 tables on first use, unlocked: two
+ * threads disassembling their first instruction at once race on them
+ * (helgrind saw it with two decode jobs). One instruction disassembled
+ * under a lock before any other sorts them (helgrind does not see
+ * pthread_once's ordering, a mutex it does). */
+static void capstone_first_use(void)
+{
+	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
+	static bool done;
+	static const uint8_t mov[] = {0x48, 0x89, 0xd8}; /* mov rax, rbx */
+	pthread_mutex_lock(&mu);
+	csh h;
+	if (!done && cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK) {
+		cs_insn *insn = NULL;
+		size_t n = cs_disasm(h, mov, sizeof mov, 0, 1, &insn);
+		if (n)
+			cs_free(insn, n);
+		cs_close(&h);
+		done = true;
+	}
+	pthread_mutex_unlock(&mu);
+}
+
 static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *b, uint16_t *offs)
 {
 	if (!img->csh) {
+		capstone_first_use();
 		csh h;
 		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
 			return -pte_nomem;

@@ -55,6 +55,10 @@ struct mt_ptdec_stats {
 	/* segments cut at PSBs (mt_ptperf): pieces decoded, and pieces
 	 * decoded again because their cut did not stitch */
 	uint64_t pieces, redone;
+	/* why the first cut that did not stitch did not (empty: none), and
+	 * where that cut is in its segment */
+	char redo_why[112];
+	uint64_t redo_at;
 	/* bytes of PT mt's packet reader left to libipt's query decoder (from
 	 * the PSB before the first packet it does not read) */
 	uint64_t handed_over;

@@ -1219,11 +1219,17 @@ static bool same_event(const struct logged *x, const char *xa, const struct logg
 }
 
 /* Cuts between a and b, the piece after it: sets a->keep_to and
- * b->keep_from, or returns false when they do not agree. */
-static bool stitch(struct piece *a, struct piece *b)
+ * b->keep_from, or returns false when they do not agree, saying why in
+ * why[WHY_LEN] (the furthest any candidate got). */
+#define WHY_LEN sizeof(((struct mt_ptdec_stats *)0)->redo_why)
+static bool stitch(struct piece *a, struct piece *b, char *why)
 {
-	if (a->mark == UINT64_MAX)
+	if (a->mark == UINT64_MAX) {
+		snprintf(why, WHY_LEN, "the piece before never reached this one's PSB");
 		return false;
+	}
+	snprintf(why, WHY_LEN, "no event of this piece's head with instructions of its own (%zu held)", b->log.n);
+	size_t best = 0; /* events agreed by the best candidate so far, plus 1 */
 	/* b's events by instructions since its PSB (B), a's since a's start
 	 * (A): the same event when A = mark + B. Candidates: b's events with
 	 * instructions of their own (no other has the same count), after its
@@ -1241,10 +1247,18 @@ static bool stitch(struct piece *a, struct piece *b)
 		uint64_t want = a->mark + B;
 		while (i < a->log.n && a->pos[i].before + a->log.v[i].insn < want)
 			i++;
-		if (i >= a->log.n)
+		if (i >= a->log.n) {
+			if (!best)
+				snprintf(why, WHY_LEN, "the piece before ends before instruction %" PRIu64
+					 " after the cut (event %zu here)", B, j);
 			return false;
-		if (a->pos[i].before + a->log.v[i].insn != want)
+		}
+		if (a->pos[i].before + a->log.v[i].insn != want) {
+			if (!best)
+				snprintf(why, WHY_LEN, "no event of the piece before at instruction %" PRIu64
+					 " after the cut (event %zu here)", B, j);
 			continue;
+		}
 		/* every event a decoded from there on, b decoded the same (a holds
 		 * all after its mark; b's must be of its head, one after another) */
 		size_t k = 0;
@@ -1255,6 +1269,20 @@ static bool stitch(struct piece *a, struct piece *b)
 			a->keep_to = i;
 			b->keep_from = j;
 			return true;
+		}
+		if (k + 1 > best) {
+			best = k + 1;
+			const char *kind = i + k < a->log.n ? mt_event_kind_name(a->log.v[i + k].kind) : "end";
+			if (i + k == a->log.n)
+				snprintf(why, WHY_LEN, "only %zu events agree before the piece before ends", k);
+			else if (j + k >= b->log.n || b->pos[j + k].idx != j + k)
+				snprintf(why, WHY_LEN, "this piece's head ends %zu events on, the piece before goes on (%s)",
+					 k, kind);
+			else
+				snprintf(why, WHY_LEN, "%zu events agree, then %s (piece before) vs %s, %" PRIu64
+					 " vs %" PRIu64 " instructions", k, kind,
+					 mt_event_kind_name(b->log.v[j + k].kind), a->log.v[i + k].insn,
+					 b->log.v[j + k].insn);
 		}
 	}
 	return false;
@@ -1409,9 +1437,14 @@ static int split_stitch(struct splitter *sp, struct mt_ptdec_stats *stats, bool 
 		if (b->rc)
 			return mt_err_set(err, b->rc, "%s", b->err.msg);
 		*moved = true;
-		if (stitch(a, b)) {
+		char why[WHY_LEN];
+		if (stitch(a, b, why)) {
 			a->stitched = true;
 			continue;
+		}
+		if (!stats->redone) {
+			memcpy(stats->redo_why, why, sizeof why);
+			stats->redo_at = b->start;
 		}
 		/* a again, through b's range (keep_from stays: the same events
 		 * from the same start), by the main thread */

@@ -104,6 +104,8 @@ static void print_stats(const struct mt_ptdec_stats *st)
 	fprintf(stderr, " errors=%" PRIu64, st->errors);
 	if (st->pieces)
 		fprintf(stderr, " pieces=%" PRIu64 " redone=%" PRIu64, st->pieces, st->redone);
+	if (st->redone)
+		fprintf(stderr, " first_redone_at=%" PRIu64 " (%s)", st->redo_at, st->redo_why);
 	if (st->handed_over)
 		fprintf(stderr, " handed_over=%" PRIu64, st->handed_over);
 	fputc('\n', stderr);

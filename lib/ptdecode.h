@@ -57,7 +57,7 @@ struct mt_ptdec_stats {
 	uint64_t pieces, redone;
 	/* why the first cut that did not stitch did not (empty: none), and
 	 * where that cut is in its segment */
-	char redo_why[112];
+	char redo_why[192];
 	uint64_t redo_at;
 	/* bytes of PT mt's packet reader left to libipt's query decoder (from
 	 * the PSB before the first packet it does not read) */

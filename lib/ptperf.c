@@ -1278,11 +1278,14 @@ static bool stitch(struct piece *a, struct piece *b, char *why)
 			else if (j + k >= b->log.n || b->pos[j + k].idx != j + k)
 				snprintf(why, WHY_LEN, "this piece's head ends %zu events on, the piece before goes on (%s)",
 					 k, kind);
-			else
-				snprintf(why, WHY_LEN, "%zu events agree, then %s (piece before) vs %s, %" PRIu64
-					 " vs %" PRIu64 " instructions", k, kind,
-					 mt_event_kind_name(b->log.v[j + k].kind), a->log.v[i + k].insn,
-					 b->log.v[j + k].insn);
+			else {
+				/* at: the event's PT offset, -1 when it has none */
+				const struct logged *x = &a->log.v[i + k], *y = &b->log.v[j + k];
+				snprintf(why, WHY_LEN, "%zu events agree, then %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64
+					 " at %" PRId64 " (piece before) vs %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64
+					 " at %" PRId64, k, kind, x->from, x->to, x->insn, (int64_t)x->offset,
+					 mt_event_kind_name(y->kind), y->from, y->to, y->insn, (int64_t)y->offset);
+			}
 		}
 	}
 	return false;

@@ -163,7 +163,8 @@ PY
 # CYC mode (1 cycle = 1 tick): a branch that carries a packet (return,
 # conditional jump) is stamped exactly, except where libipt reads ahead past
 # it (measured: 11 of 9866 in libc); direct calls and jumps carry no packet,
-# so they keep the time of the last one (measured: at most 1275 ticks early).
+# so they keep the time of the last one: more than 1400 ticks early (1275
+# measured) only after a longer stretch without a branch known to carry one.
 check_times() { # PROG VARIANT MODE
 	local d=$MT_FIXTURES/$1
 	"$PT2EVENTS" --all-branches "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
@@ -185,9 +186,10 @@ check_times() { # PROG VARIANT MODE
 		  lo = p ? ts[p] : 0; hi = p < m ? ts[p + 1] : truth
 		  if (mode=="tsc" && (mt < lo || mt > hi)) { print "line " NR ": truth " truth " mt " mt " TSCs around it " lo ", " hi; bad=1 }
 		  if (mode=="mtc" && (mt - truth > 1800 || truth - mt > 1800)) { print "line " NR ": truth " truth " mt " mt; bad=1 }
-		  if (mode=="cyc" && (mt - truth > 400 || truth - mt > 1400)) { print "line " NR ": truth " truth " mt " mt; bad=1 }
+		  if (mode=="cyc" && (mt - truth > 400 || (truth - mt > 1400 && mt < lastpkt))) { print "line " NR ": truth " truth " mt " mt; bad=1 }
 		  if (mode=="cyc" && (kind=="return" || (kind=="jump" && cond)) && prevk!="trace-start" && prevk!="syscall") {
 			  packet++; if (mt != truth) late++ }
+		  if (kind=="return" || (kind=="jump" && cond) || kind=="trace-start") lastpkt=truth
 		  prev=mt; prevk=kind; n++ }
 		END { if (n < 100) { print "too few events"; bad=1 }
 		      if (mode=="cyc" && (packet < 500 || late * 100 > packet)) { print late " of " packet " packet branches not exact"; bad=1 }

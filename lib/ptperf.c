@@ -1270,23 +1270,25 @@ static bool stitch(struct piece *a, struct piece *b, char *why)
 			b->keep_from = j;
 			return true;
 		}
-		if (k + 1 > best) {
-			best = k + 1;
-			const char *kind = i + k < a->log.n ? mt_event_kind_name(a->log.v[i + k].kind) : "end";
-			if (i + k == a->log.n)
-				snprintf(why, WHY_LEN, "only %zu events agree before the piece before ends", k);
-			else if (j + k >= b->log.n || b->pos[j + k].idx != j + k)
-				snprintf(why, WHY_LEN, "this piece's head ends %zu events on, the piece before goes on (%s)",
-					 k, kind);
-			else {
-				/* at: the event's PT offset, -1 when it has none */
-				const struct logged *x = &a->log.v[i + k], *y = &b->log.v[j + k];
-				snprintf(why, WHY_LEN, "%zu events agree, then %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64
-					 " at %" PRId64 " (piece before) vs %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64
-					 " at %" PRId64, k, kind, x->from, x->to, x->insn, (int64_t)x->offset,
-					 mt_event_kind_name(y->kind), y->from, y->to, y->insn, (int64_t)y->offset);
-			}
+		if (k + 1 <= best)
+			continue;
+		best = k + 1;
+		if (i + k == a->log.n) {
+			snprintf(why, WHY_LEN, "only %zu events agree before the piece before ends", k);
+			continue;
 		}
+		const struct logged *x = &a->log.v[i + k];
+		if (j + k >= b->log.n || b->pos[j + k].idx != j + k) {
+			snprintf(why, WHY_LEN, "this piece's head ends %zu events on, the piece before goes on (%s)", k,
+				 mt_event_kind_name(x->kind));
+			continue;
+		}
+		/* at: the event's PT offset, -1 when it has none */
+		const struct logged *y = &b->log.v[j + k];
+		snprintf(why, WHY_LEN, "%zu events agree, then %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64 " at %" PRId64
+			 " (piece before) vs %s %#" PRIx64 "->%#" PRIx64 " +%" PRIu64 " at %" PRId64, k,
+			 mt_event_kind_name(x->kind), x->from, x->to, x->insn, (int64_t)x->offset,
+			 mt_event_kind_name(y->kind), y->from, y->to, y->insn, (int64_t)y->offset);
 	}
 	return false;
 }

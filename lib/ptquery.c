@@ -307,6 +307,13 @@ static void read_tsc(struct mt_ptq *q, const uint8_t *p, bool in_psb)
 	q->time.fc = 0;
 }
 
+/* The CTC span of MTC packets: their 8 bits above mtc_freq (with mtc_ok,
+ * within TMA's 16), after which the CTC they carry wraps. */
+static uint32_t ctc_wrap(const struct mt_ptq *q)
+{
+	return 1u << (q->mtc_freq + MTC_BITS);
+}
+
 static void read_tma(struct mt_ptq *q, const uint8_t *p)
 {
 	uint32_t ctc = (uint32_t)load_le(p + 2, 2), fc = (uint32_t)load_le(p + 5, 2);
@@ -315,14 +322,14 @@ static void read_tma(struct mt_ptq *q, const uint8_t *p)
 	q->time.fc += fc;
 	/* TMA's CTC holds every bit MTC gives (mtc_ok): it counts as an MTC */
 	q->time.have_mtc = true;
-	q->time.ctc = q->time.ctc_cyc = ctc & ((1u << (q->mtc_freq + MTC_BITS)) - 1u);
+	q->time.ctc = q->time.ctc_cyc = ctc & (ctc_wrap(q) - 1u);
 }
 
 /* CTC ticks from last to ctc (one wrap-around) in TSC ticks */
 static uint64_t ctc_to_tsc(const struct mt_ptq *q, uint32_t ctc, uint32_t last)
 {
 	if (ctc < last)
-		ctc += 1u << (q->mtc_freq + MTC_BITS);
+		ctc += ctc_wrap(q);
 	return (uint64_t)(ctc - last) * q->ctc_ebx / q->ctc_eax;
 }
 
@@ -872,7 +879,7 @@ int mt_ptq_init(struct mt_ptq *q, const struct pt_config *config, bool use_mt, b
 	q->cyc = cyc;
 	/* libipt fails a calibration whose MTC period exceeds 56 bits of TSC */
 	q->cyc_ok = cyc && q->mtc_ok && !config->errata.skl168 &&
-		    ((uint64_t)1 << (q->mtc_freq + MTC_BITS)) * q->ctc_ebx / q->ctc_eax < (1ull << 56);
+		    (uint64_t)ctc_wrap(q) * q->ctc_ebx / q->ctc_eax < (1ull << 56);
 	if (use_mt && config->errata.bdm70) {
 		/* BDM70 (Broadwell to Kaby Lake): a PSB+ before TIP.PGE may
 		 * hold a FUP and MODE.Exec it should not; libipt's workaround

@@ -41,7 +41,7 @@ override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 LDFLAGS += $(SANFLAGS)
 LDLIBS = $(IPT_LIBS) $(PKG_LIBS) $(IBERTY_LIBS)
 
-LIB_SRCS := $(wildcard lib/*.c)
+LIB_SRCS := $(wildcard lib/*/*.c)
 PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
@@ -66,7 +66,7 @@ all: $(TOOL_BINS) $(PROG_BINS)
 deps:
 	@./tests/ensure-deps $(DEB_PACKAGES)
 
-$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*.h) $(GEN_HDRS) | deps
+$(BUILD)/lib/%.o: lib/%.c $(wildcard lib/*/*.h) $(GEN_HDRS) | deps
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) -c -o $@ $<
 
@@ -79,7 +79,7 @@ $(BUILD)/gen/%.pb-c.o: $(BUILD)/gen/%.pb-c.c $(GEN_HDRS)
 	$(CC) $(CFLAGS) -Wno-shadow -c -o $@ $<
 
 $(BUILD)/libmt.a: $(LIB_OBJS)
-	$(AR) rcs $@ $^
+	rm -f $@ && $(AR) rcs $@ $^
 
 $(BUILD)/bin/%: tools/%.c $(BUILD)/libmt.a
 	@mkdir -p $(@D)

@@ -6,7 +6,7 @@
 
 #include <stdlib.h>
 
-#include "bundle.h"
+#include "bundle/bundle.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -3,9 +3,9 @@
 #define _GNU_SOURCE
 #include "fuzz.h"
 
-#include "callstack.h"
-#include "events.h"
-#include "pftrace.h"
+#include "timeline/callstack.h"
+#include "stream/events.h"
+#include "timeline/pftrace.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

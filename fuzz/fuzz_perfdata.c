@@ -2,9 +2,9 @@
  * Intel PT decode of mt-pt2events, events written to /dev/null. */
 #include "fuzz.h"
 
-#include "events.h"
-#include "perfdata.h"
-#include "ptperf.h"
+#include "stream/events.h"
+#include "trace/perfdata.h"
+#include "trace/ptperf.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

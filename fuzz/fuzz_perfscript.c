@@ -5,8 +5,8 @@
 #include <fcntl.h>
 #include <unistd.h>
 
-#include "events.h"
-#include "perfscript.h"
+#include "stream/events.h"
+#include "trace/perfscript.h"
 
 static void quiet(void *ctx, const char *msg)
 {

@@ -14,9 +14,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
-#include "image.h"
-#include "ptdecode.h"
+#include "stream/events.h"
+#include "trace/image.h"
+#include "trace/ptdecode.h"
 
 struct digest {
 	struct mt_events_writer *w;

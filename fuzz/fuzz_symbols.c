@@ -5,7 +5,7 @@
 
 #include <stdio.h>
 
-#include "symbolize.h"
+#include "names/symbolize.h"
 
 static void quiet(void *ctx, const char *msg)
 {

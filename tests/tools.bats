@@ -15,7 +15,7 @@ tools() {
 }
 
 @test "every tool: --help, --version, a man page, exit 2 on an unknown option" {
-	version=$(sed -n 's/^#define MT_VERSION "\(.*\)"/\1/p' "$BATS_TEST_DIRNAME/../lib/version.h")
+	version=$(sed -n 's/^#define MT_VERSION "\(.*\)"/\1/p' "$BATS_TEST_DIRNAME/../lib/base/version.h")
 	[ -n "$version" ]
 	n=0
 	while read -r t; do

@@ -8,9 +8,9 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "bundle.h"
-#include "caps.h"
-#include "version.h"
+#include "bundle/bundle.h"
+#include "record/caps.h"
+#include "base/version.h"
 
 #define PROG "mt-bundle"
 

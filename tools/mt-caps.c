@@ -5,8 +5,8 @@
 #include <stdio.h>
 #include <string.h>
 
-#include "caps.h"
-#include "version.h"
+#include "record/caps.h"
+#include "base/version.h"
 
 #define PROG "mt-caps"
 

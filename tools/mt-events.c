@@ -7,9 +7,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "events.h"
-#include "filterio.h"
-#include "version.h"
+#include "stream/events.h"
+#include "stream/filterio.h"
+#include "base/version.h"
 
 #define PROG "mt-events"
 

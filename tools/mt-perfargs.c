@@ -6,9 +6,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "caps.h"
-#include "perfargs.h"
-#include "version.h"
+#include "record/caps.h"
+#include "record/perfargs.h"
+#include "base/version.h"
 
 #define PROG "mt-perfargs"
 

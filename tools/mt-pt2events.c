@@ -14,16 +14,16 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "bundle.h"
-#include "events.h"
-#include "image.h"
-#include "outfile.h"
-#include "perfdata.h"
-#include "perfscript.h"
-#include "ptdecode.h"
-#include "ptperf.h"
-#include "strtab.h"
-#include "version.h"
+#include "bundle/bundle.h"
+#include "stream/events.h"
+#include "trace/image.h"
+#include "base/outfile.h"
+#include "trace/perfdata.h"
+#include "trace/perfscript.h"
+#include "trace/ptdecode.h"
+#include "trace/ptperf.h"
+#include "base/strtab.h"
+#include "base/version.h"
 
 #define PROG "mt-pt2events"
 

@@ -18,13 +18,13 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
-#include "bundle.h"
-#include "caps.h"
-#include "perfargs.h"
-#include "perfctl.h"
-#include "record.h"
-#include "trigger.h"
-#include "version.h"
+#include "bundle/bundle.h"
+#include "record/caps.h"
+#include "record/perfargs.h"
+#include "record/perfctl.h"
+#include "record/record.h"
+#include "record/trigger.h"
+#include "base/version.h"
 
 #define PROG "mt-record"
 

@@ -7,12 +7,12 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "bundle.h"
-#include "events.h"
-#include "filterio.h"
-#include "strtab.h"
-#include "symbolize.h"
-#include "version.h"
+#include "bundle/bundle.h"
+#include "stream/events.h"
+#include "stream/filterio.h"
+#include "base/strtab.h"
+#include "names/symbolize.h"
+#include "base/version.h"
 
 #define PROG "mt-symbolize"
 

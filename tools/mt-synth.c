@@ -14,11 +14,11 @@
 #include <unistd.h>
 #include <gelf.h>
 
-#include "elfsyms.h"
-#include "outfile.h"
-#include "strtab.h"
-#include "synth.h"
-#include "version.h"
+#include "objects/elfsyms.h"
+#include "base/outfile.h"
+#include "base/strtab.h"
+#include "synth/synth.h"
+#include "base/version.h"
 
 #define PROG "mt-synth"
 

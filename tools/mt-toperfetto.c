@@ -8,13 +8,13 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "callstack.h"
-#include "events.h"
-#include "filterio.h"
-#include "ocamleh.h"
-#include "pftrace.h"
-#include "strtab.h"
-#include "version.h"
+#include "timeline/callstack.h"
+#include "stream/events.h"
+#include "stream/filterio.h"
+#include "timeline/ocamleh.h"
+#include "timeline/pftrace.h"
+#include "base/strtab.h"
+#include "base/version.h"
 
 #define PROG "mt-toperfetto"
 

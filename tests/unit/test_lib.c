@@ -10,12 +10,12 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "callstack.h"
-#include "events.h"
-#include "image.h"
-#include "perfdata.h"
-#include "ptdecode.h"
-#include "workq.h"
+#include "timeline/callstack.h"
+#include "stream/events.h"
+#include "trace/image.h"
+#include "trace/perfdata.h"
+#include "trace/ptdecode.h"
+#include "base/workq.h"
 
 static int n_test;
 

@@ -9,7 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "ptquery.h"
+#include "trace/ptquery.h"
 
 static int n_test;
 

@@ -1,0 +1,97 @@
+#define _GNU_SOURCE
+#include "base/outfile.h"
+
+#include <errno.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
+{
+	memset(o, 0, sizeof *o);
+	if (!path || !strcmp(path, "-")) {
+		o->f = stdout;
+		return 0;
+	}
+	struct stat st;
+	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+		/* a device, pipe or /dev/stdout: written in place (renaming a
+		 * file over it would replace the device node itself) */
+		if (S_ISDIR(st.st_mode))
+			return mt_err_set(err, MT_EIO, "%s: is a directory", path);
+		o->f = fopen(path, "w");
+		if (!o->f)
+			return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+		o->direct = true;
+		return 0;
+	}
+	/* a symlink to a file: the file is replaced, the link stays */
+	char *real = realpath(path, NULL);
+	o->path = real ? real : strdup(path);
+	if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", o->path) < 0) {
+		free(o->path);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	int fd = mkstemp(o->tmp);
+	if (fd < 0) {
+		int e = errno;
+		free(o->tmp);
+		free(o->path);
+		o->tmp = o->path = NULL;
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(e));
+	}
+	/* mkstemp makes 0600; a finished output gets the usual 0666 & ~umask */
+	mode_t mask = umask(0);
+	umask(mask);
+	fchmod(fd, 0666 & ~mask);
+	o->f = fdopen(fd, "w");
+	if (!o->f) {
+		close(fd);
+		unlink(o->tmp);
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	}
+	return 0;
+}
+
+int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err)
+{
+	if (o->direct) {
+		int rc = fclose(o->f) != 0 ? mt_err_set(err, MT_EIO, "writing: %s", strerror(errno)) : 0;
+		memset(o, 0, sizeof *o);
+		return rc;
+	}
+	if (!o->tmp) {
+		if (fflush(stdout) != 0)
+			return mt_err_set(err, MT_EIO, "writing standard output: %s", strerror(errno));
+		return 0;
+	}
+	int rc = 0;
+	if (fflush(o->f) != 0 || fsync(fileno(o->f)) != 0)
+		rc = mt_err_set(err, MT_EIO, "%s: %s", o->path, strerror(errno));
+	if (fclose(o->f) != 0 && !rc)
+		rc = mt_err_set(err, MT_EIO, "%s: %s", o->path, strerror(errno));
+	o->f = NULL;
+	if (!rc && rename(o->tmp, o->path) != 0)
+		rc = mt_err_set(err, MT_EIO, "%s: %s", o->path, strerror(errno));
+	if (rc)
+		unlink(o->tmp);
+	free(o->tmp);
+	free(o->path);
+	o->tmp = o->path = NULL;
+	return rc;
+}
+
+void mt_outfile_abort(struct mt_outfile *o)
+{
+	if (o->direct)
+		fclose(o->f);
+	if (o->tmp) {
+		if (o->f)
+			fclose(o->f);
+		unlink(o->tmp);
+	}
+	free(o->tmp);
+	free(o->path);
+	memset(o, 0, sizeof *o);
+}

@@ -1,0 +1,25 @@
+/* outfile: atomic output files. Data goes to a temporary file beside the
+ * target and is renamed over it only when complete, so a failed run never
+ * leaves a partial file under the final name. "-" means stdout; a path that
+ * is not a regular file (a device, a fifo, /dev/stdout) is written in place,
+ * and a symlink's target is replaced, not the link. */
+#ifndef MT_OUTFILE_H
+#define MT_OUTFILE_H
+
+#include <stdbool.h>
+#include <stdio.h>
+
+#include "base/mt_err.h"
+
+struct mt_outfile {
+	FILE *f;
+	char *path, *tmp;
+	bool direct;          /* not a regular file (device, fifo): written in place */
+};
+
+int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);
+/* Flushes, syncs and renames; on failure removes the temporary file. */
+int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err);
+void mt_outfile_abort(struct mt_outfile *o);
+
+#endif

@@ -1,0 +1,1011 @@
+/* symbolize: ELF symbols for stream addresses (see symbolize.h). */
+#define _GNU_SOURCE
+#include "names/symbolize.h"
+
+#include <fcntl.h>
+#include <dwarf.h>
+#include <elfutils/libdw.h>
+#include <elfutils/debuginfod.h>
+#include <elfutils/libdwelf.h>
+#include <gelf.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "names/demangle.h"
+#include "objects/elfsyms.h"
+#include "stream/events.h"
+#include "trace/image.h"
+#include "base/strtab.h"
+
+struct symbol {
+	uint64_t start, end;  /* object addresses (before load bias) */
+	const char *name;
+	uint8_t bind;
+};
+
+/* Symbols being read: names go into one block, referenced by offset until
+ * the block stops moving (symbols_done). */
+struct symbuf {
+	struct symbol *syms;
+	size_t n, cap;
+	char *strings;
+	size_t slen, scap;
+	bool oom;
+};
+
+static void symbuf_add(struct symbuf *b, uint64_t start, uint64_t end, const char *name, const char *suffix,
+		       uint8_t bind)
+{
+	size_t l = strlen(name) + strlen(suffix) + 1;
+	if (b->oom || !mt_grow((void **)&b->strings, &b->scap, b->slen + l, 1) ||
+	    !mt_grow((void **)&b->syms, &b->cap, b->n + 1, sizeof *b->syms)) {
+		b->oom = true;
+		return;
+	}
+	snprintf(b->strings + b->slen, l, "%s%s", name, suffix);
+	b->syms[b->n++] = (struct symbol){start, end, (const char *)(uintptr_t)b->slen, bind};
+	b->slen += l;
+}
+
+struct object {
+	char *path;           /* as the mapping names it */
+	char bid[41];
+	bool loaded, failed;
+	bool kernel;          /* symbols from --vmlinux or --kallsyms, no load bias */
+	struct symbol *syms;
+	size_t nsyms;
+	char *strings;        /* the names, one block */
+	/* PT_LOAD segments, to compute a mapping's load bias */
+	struct load_seg { uint64_t vaddr, offset, filesz; } *loads;
+	size_t nloads;
+	char *elf_path, *debug_path; /* as found; debug_path: separate debug info */
+	char **demangled;     /* names owned here */
+	size_t ndemangled;
+	bool dw_tried;
+	Dwarf *dw;            /* line tables, opened on first use */
+	/* page index: pidx[p] = symbols starting below page pidx_lo + p, so a
+	 * lookup searches one page's symbols (a binary search over all of them
+	 * was a tenth of the time, in cache misses) */
+	uint32_t *pidx;
+	uint64_t pidx_lo;
+	size_t pidx_n;
+	int dwfd;
+};
+
+struct mapping {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	struct object *obj;
+	const char *dso;      /* basename-free path as perf prints it */
+	bool have_bias;
+	uint64_t bias;
+};
+
+/* A JIT's perf map (/tmp/perf-PID.map): "START SIZE NAME" lines. */
+struct perf_map {
+	uint32_t pid;
+	char *path;
+	struct object obj;    /* its symbols, absolute addresses */
+};
+
+/* A trace hits the same addresses again and again (loops): the last
+ * result of each of a few thousand address slots is kept, so a repeated
+ * address costs a compare instead of two binary searches. Cleared when
+ * mappings or settings change (results are all pointers into the tables,
+ * valid as long as mt_sym). Not with inlines on: that result is a buffer. */
+#define MEMO_SLOTS 4096
+struct lookup_memo {
+	uint64_t addr, off;
+	uint32_t pid;
+	int line;
+	bool valid;
+	const char *name, *dso, *file;
+};
+
+struct mt_sym {
+	char *symfs;
+	char *buildid_dir;          /* set: objects only from there and symfs */
+	bool lines, inlines, no_demangle;
+	char *perf_map_dir, *perf_map_file;
+	struct perf_map *pmaps;
+	size_t npmaps;
+	char *vmlinux, *kallsyms;
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+	struct object **objs;
+	size_t nobjs;
+	struct mapping *maps;
+	size_t nmaps, capmaps;
+	bool sorted;
+	const struct mapping *last;
+	struct lookup_memo *memo;   /* recent results by address; NULL: none yet */
+	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
+	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
+	bool vdso_tried;
+	bool dclient_failed;
+};
+
+static void forget_lookups(struct mt_sym *s)
+{
+	if (s->memo)
+		memset(s->memo, 0, MEMO_SLOTS * sizeof *s->memo);
+}
+
+struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx)
+{
+	struct mt_sym *s = calloc(1, sizeof *s);
+	if (!s)
+		return NULL;
+	s->symfs = symfs ? strdup(symfs) : NULL;
+	s->warn = warn;
+	s->warn_ctx = warn_ctx;
+	return s;
+}
+
+void mt_sym_free(struct mt_sym *s)
+{
+	if (!s)
+		return;
+	if (s->dclient)
+		debuginfod_end(s->dclient);
+	if (s->vdso_copy) {
+		unlink(s->vdso_copy);
+		free(s->vdso_copy);
+	}
+	for (size_t i = 0; i < s->nobjs; i++) {
+		free(s->objs[i]->path);
+		free(s->objs[i]->syms);
+		free(s->objs[i]->strings);
+		free(s->objs[i]->loads);
+		free(s->objs[i]->elf_path);
+		for (size_t k = 0; k < s->objs[i]->ndemangled; k++)
+			free(s->objs[i]->demangled[k]);
+		free(s->objs[i]->demangled);
+		free(s->objs[i]->debug_path);
+		free(s->objs[i]->pidx);
+		if (s->objs[i]->dw)
+			dwarf_end(s->objs[i]->dw);
+		if (s->objs[i]->dw_tried && s->objs[i]->dwfd >= 0)
+			close(s->objs[i]->dwfd);
+		free(s->objs[i]);
+	}
+	free(s->objs);
+	free(s->maps);
+	free(s->symfs);
+	free(s->buildid_dir);
+	free(s->vmlinux);
+	free(s->kallsyms);
+	for (size_t i = 0; i < s->npmaps; i++) {
+		free(s->pmaps[i].path);
+		free(s->pmaps[i].obj.syms);
+		free(s->pmaps[i].obj.strings);
+	}
+	free(s->pmaps);
+	free(s->perf_map_dir);
+	free(s->perf_map_file);
+	free(s->memo);
+	free(s);
+}
+
+void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
+{
+	forget_lookups(s);
+	free(s->perf_map_dir);
+	free(s->perf_map_file);
+	s->perf_map_dir = dir ? strdup(dir) : NULL;
+	s->perf_map_file = file ? strdup(file) : NULL;
+}
+
+bool mt_kallsyms_usable(const char *path)
+{
+	FILE *f = fopen(path, "re");
+	if (!f)
+		return false;
+	char line[256];
+	bool ok = false;
+	for (int i = 0; i < 16 && !ok && fgets(line, sizeof line, f); i++)
+		ok = strtoull(line, NULL, 16) != 0;
+	fclose(f);
+	return ok;
+}
+
+void mt_sym_set_symfs(struct mt_sym *s, const char *symfs)
+{
+	forget_lookups(s);
+	free(s->symfs);
+	s->symfs = symfs ? strdup(symfs) : NULL;
+}
+
+void mt_sym_set_buildid_dir(struct mt_sym *s, const char *dir)
+{
+	forget_lookups(s);
+	free(s->buildid_dir);
+	s->buildid_dir = dir ? strdup(dir) : NULL;
+}
+
+void mt_sym_set_demangle(struct mt_sym *s, bool on)
+{
+	forget_lookups(s);
+	s->no_demangle = !on;
+}
+
+void mt_sym_set_inlines(struct mt_sym *s, bool on)
+{
+	forget_lookups(s);
+	s->inlines = on;
+}
+
+void mt_sym_set_lines(struct mt_sym *s, bool on)
+{
+	forget_lookups(s);
+	s->lines = on;
+}
+
+void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms)
+{
+	forget_lookups(s);
+	free(s->vmlinux);
+	free(s->kallsyms);
+	s->vmlinux = vmlinux ? strdup(vmlinux) : NULL;
+	s->kallsyms = kallsyms ? strdup(kallsyms) : NULL;
+}
+
+static struct object *object_of(struct mt_sym *s, const char *path, const char *bid)
+{
+	for (size_t i = 0; i < s->nobjs; i++)
+		if (!strcmp(s->objs[i]->path, path) && !strcmp(s->objs[i]->bid, bid))
+			return s->objs[i];
+	struct object **no = realloc(s->objs, (s->nobjs + 1) * sizeof *no);
+	if (!no)
+		return NULL;
+	s->objs = no;
+	struct object *o = calloc(1, sizeof *o);
+	if (!o || !(o->path = strdup(path))) {
+		free(o);
+		return NULL;
+	}
+	snprintf(o->bid, sizeof o->bid, "%.40s", bid);
+	s->objs[s->nobjs++] = o;
+	return o;
+}
+
+bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
+{
+	struct mt_mmap_meta mm;
+	if (!mt_events_parse_mmap(meta, &mm))
+		return false;
+	const char *path = mm.path;
+	if (s->nmaps == s->capmaps) {
+		size_t nc = s->capmaps ? 2 * s->capmaps : 64;
+		struct mapping *nm = realloc(s->maps, nc * sizeof *nm);
+		if (!nm)
+			return false;
+		s->maps = nm;
+		s->capmaps = nc;
+	}
+	struct object *o = object_of(s, path, mm.build_id);
+	if (!o)
+		return false;
+	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
+	s->maps[s->nmaps++] = (struct mapping){.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o,
+					       .dso = o->path};
+	s->sorted = false;
+	s->last = NULL;
+	forget_lookups(s);
+	return true;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
+}
+
+static size_t underscores(const char *s)
+{
+	size_t n = 0;
+	while (s[n] == '_')
+		n++;
+	return n;
+}
+
+/* Among aliases at one address, perf's choice (choose_best_symbol): a
+ * sized one, then not weak, then global, then fewer leading underscores,
+ * then the longer name. Negative: x is better. */
+static int better(const struct symbol *x, const struct symbol *y)
+{
+	bool xs = x->end > x->start, ys = y->end > y->start;
+	if (xs != ys)
+		return xs ? -1 : 1;
+	bool xw = x->bind == STB_WEAK, yw = y->bind == STB_WEAK;
+	if (xw != yw)
+		return xw ? 1 : -1;
+	bool xg = x->bind == STB_GLOBAL, yg = y->bind == STB_GLOBAL;
+	if (xg != yg)
+		return xg ? -1 : 1;
+	size_t xu = underscores(x->name), yu = underscores(y->name);
+	if (xu != yu)
+		return xu < yu ? -1 : 1;
+	size_t xl = strlen(x->name), yl = strlen(y->name);
+	if (xl != yl)
+		return xl > yl ? -1 : 1;
+	return 0;
+}
+
+static int cmp_sym(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return better(x, y);
+}
+
+static void warnf(struct mt_sym *s, const char *fmt, const char *a, const char *b)
+{
+	if (!s->warn)
+		return;
+	char msg[4400];
+	snprintf(msg, sizeof msg, fmt, a, b);
+	s->warn(s->warn_ctx, msg);
+}
+
+/* name@plt for each lazy-binding PLT entry: entry k+1 jumps through
+ * .rela.plt[k] (perf names them the same way). */
+static void add_plt(Elf *elf, struct symbuf *b)
+{
+	Elf_Scn *scn = NULL, *plt = NULL, *rela = NULL;
+	size_t shstrndx;
+	if (elf_getshdrstrndx(elf, &shstrndx))
+		return;
+	while ((scn = elf_nextscn(elf, scn))) {
+		GElf_Shdr sh;
+		if (!gelf_getshdr(scn, &sh))
+			continue;
+		const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
+		if (nm && !strcmp(nm, ".plt"))
+			plt = scn;
+		else if (nm && !strcmp(nm, ".rela.plt"))
+			rela = scn;
+	}
+	if (!plt || !rela)
+		return;
+	GElf_Shdr psh, rsh;
+	gelf_getshdr(plt, &psh);
+	gelf_getshdr(rela, &rsh);
+	Elf_Data *rd = elf_getdata(rela, NULL);
+	Elf_Scn *dsym = elf_getscn(elf, rsh.sh_link);
+	GElf_Shdr dsh;
+	if (!rd || !dsym || !gelf_getshdr(dsym, &dsh))
+		return;
+	Elf_Data *dd = elf_getdata(dsym, NULL);
+	if (!dd || !rsh.sh_entsize)
+		return;
+	size_t nrel = rsh.sh_size / rsh.sh_entsize, entsize = psh.sh_entsize ? psh.sh_entsize : 16;
+	for (size_t k = 0; k < nrel; k++) {
+		GElf_Rela r;
+		GElf_Sym sym;
+		if (!gelf_getrela(rd, (int)k, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym))
+			continue;
+		const char *nm = elf_strptr(elf, dsh.sh_link, sym.st_name);
+		uint64_t a = psh.sh_addr + (k + 1) * entsize;
+		if (!nm || a + entsize > psh.sh_addr + psh.sh_size)
+			continue;
+		/* IRELATIVE entries have no symbol: "@plt", as perf 6.1 names them */
+		symbuf_add(b, a, a + entsize, nm, "@plt", STB_GLOBAL);
+	}
+}
+
+static bool has_symtab(Elf *elf)
+{
+	GElf_Shdr sh;
+	return mt_elf_symtab(elf, &sh) && sh.sh_type == SHT_SYMTAB && sh.sh_size;
+}
+
+/* Separate debug info from a debuginfod server: an Elf with a .symtab, its
+ * fd in *fdp and its path in o->debug_path; NULL (one warning) otherwise. */
+static Elf *debuginfod_debug(struct mt_sym *s, struct object *o, const char *path, const void *id, int idlen,
+			     int *fdp)
+{
+	const char *urls = getenv("DEBUGINFOD_URLS");
+	if (!urls || !*urls || s->dclient_failed)
+		return NULL;
+	if (!s->dclient && !(s->dclient = debuginfod_begin())) {
+		s->dclient_failed = true;
+		warnf(s, "warning: cannot start a debuginfod client%s%s", "", "");
+		return NULL;
+	}
+	char *dpath = NULL;
+	int fd = debuginfod_find_debuginfo(s->dclient, id, idlen, &dpath);
+	if (fd < 0) {
+		warnf(s, "warning: no debug info from debuginfod for %s (%s)", path, strerror(-fd));
+		return NULL;
+	}
+	Elf *dbg = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
+		elf_end(dbg);
+		dbg = NULL;
+	}
+	if (!dbg) {
+		close(fd);
+		free(dpath);
+		return NULL;
+	}
+	o->debug_path = dpath;
+	*fdp = fd;
+	return dbg;
+}
+
+
+/* FUNC and IFUNC symbols of .symtab (else .dynsym). */
+static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
+{
+	if (name && *name && sym->st_shndx < SHN_LORESERVE)
+		symbuf_add(ctx, sym->st_value, sym->st_value + sym->st_size, name, "", (uint8_t)GELF_ST_BIND(sym->st_info));
+}
+
+/* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
+static void load_kallsyms(struct mt_sym *s, struct object *o)
+{
+	FILE *f = fopen(s->kallsyms, "r");
+	if (!f) {
+		o->failed = true;
+		warnf(s, "warning: %s: cannot open%s: kernel addresses stay unnamed", s->kallsyms, "");
+		return;
+	}
+	char line[1024], name[512];
+	struct symbuf b = {0};
+	while (fgets(line, sizeof line, f)) {
+		uint64_t a;
+		char type;
+		if (sscanf(line, "%" SCNx64 " %c %511s", &a, &type, name) != 3 || !strchr("tTwW", type) || !a)
+			continue;
+		symbuf_add(&b, a, a, name, "", STB_GLOBAL);
+	}
+	fclose(f);
+	o->syms = b.syms;
+	o->nsyms = b.n;
+	o->strings = b.strings;
+}
+
+static void finish_symbols(struct object *o, bool demangle);
+
+/* This kernel's vDSO as a file (its image is in every process's memory). */
+static const char *own_vdso(struct mt_sym *s)
+{
+	if (s->vdso_tried)
+		return s->vdso_copy;
+	s->vdso_tried = true;
+	const void *base;
+	size_t len = mt_own_vdso(&base);
+	const char *tmp = getenv("TMPDIR");
+	char path[4096];
+	snprintf(path, sizeof path, "%s/mt-vdso.XXXXXX", tmp && *tmp ? tmp : "/tmp");
+	int fd = len ? mkstemp(path) : -1;
+	if (fd < 0)
+		return NULL;
+	bool ok = write(fd, base, len) == (ssize_t)len;
+	close(fd);
+	if (!ok || !(s->vdso_copy = strdup(path)))
+		unlink(path);
+	return s->vdso_copy;
+}
+
+static void hex_build_id(Elf *elf, char *out, size_t n)
+{
+	const void *idp;
+	ssize_t len = elf ? dwelf_elf_gnu_build_id(elf, &idp) : -1;
+	out[0] = '\0';
+	if (len > 0 && 2 * (size_t)len < n)
+		mt_hex(idp, (size_t)len, out);
+}
+
+/* The vDSO a trace ran: perf's build-id cache (~/.debug/[vdso]/ID/vdso),
+ * else this kernel's own when the build-ids agree (a trace decoded where
+ * it was recorded; a mapping without a build-id takes it as it is). */
+static bool vdso_image(struct mt_sym *s, const char *bid, char *path, size_t n)
+{
+	const char *home = getenv("HOME");
+	if (bid[0] && (home || s->buildid_dir)) {
+		if (s->buildid_dir)
+			snprintf(path, n, "%s/[vdso]/%s/vdso", s->buildid_dir, bid);
+		else
+			snprintf(path, n, "%s/.debug/[vdso]/%s/vdso", home, bid);
+		if (access(path, R_OK) == 0)
+			return true;
+	}
+	if (s->buildid_dir)
+		return false; /* a bundle's vDSO or none: never this host's */
+	const char *own = own_vdso(s);
+	if (!own)
+		return false;
+	int fd = open(own, O_RDONLY | O_CLOEXEC);
+	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
+	char have[48];
+	hex_build_id(elf, have, sizeof have);
+	if (elf)
+		elf_end(elf);
+	if (fd >= 0)
+		close(fd);
+	if (bid[0] && strcmp(have, bid))
+		return false;
+	snprintf(path, n, "%s", own);
+	return true;
+}
+
+static void load(struct mt_sym *s, struct object *o)
+{
+	o->loaded = true;
+	if (o->kernel) {
+		if (s->kallsyms && !s->vmlinux) {
+			load_kallsyms(s, o);
+			finish_symbols(o, !s->no_demangle);
+			return;
+		}
+		if (!s->vmlinux) {
+			o->failed = true;
+			warnf(s, "warning: %s: no --vmlinux or --kallsyms: kernel addresses stay unnamed", o->path, "");
+			return;
+		}
+	}
+	uint8_t bid[20];
+	unsigned bidsz = 0;
+	for (size_t i = 0; o->bid[2 * i] && o->bid[2 * i + 1] && i < 20; i++, bidsz++) {
+		unsigned v;
+		if (sscanf(o->bid + 2 * i, "%2x", &v) != 1)
+			break;
+		bid[i] = (uint8_t)v;
+	}
+	char path[4096];
+	if (!strcmp(o->path, "//anon") || !strncmp(o->path, "/memfd:", 7) || !strncmp(o->path, "/dev/zero", 9)) {
+		o->failed = true; /* anonymous code (a JIT): perf maps name it */
+		return;
+	}
+	if (o->kernel)
+		snprintf(path, sizeof path, "%s", s->vmlinux);
+	else if (!strcmp(o->path, "[vdso]")) {
+		if (!vdso_image(s, o->bid, path, sizeof path)) {
+			o->failed = true;
+			warnf(s, "warning: [vdso] (build-id %s): not in perf's build-id cache and not this kernel's%s: "
+			      "its addresses stay unnamed", o->bid[0] ? o->bid : "unknown", "");
+			return;
+		}
+	} else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, s->buildid_dir, path, sizeof path)) {
+		o->failed = true;
+		if (o->path[0] == '/')
+			warnf(s, "warning: %s not found%s: its addresses stay unnamed", o->path,
+			      s->symfs ? " under --symfs" : "");
+		return;
+	}
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0) {
+		o->failed = true;
+		warnf(s, "warning: %s: cannot open%s: its addresses stay unnamed", path, "");
+		return;
+	}
+	elf_version(EV_CURRENT);
+	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
+	size_t nph;
+	if (!elf || elf_kind(elf) != ELF_K_ELF || elf_getphdrnum(elf, &nph)) {
+		o->failed = true;
+		warnf(s, "warning: %s: not an ELF file%s: its addresses stay unnamed", path, "");
+		if (elf)
+			elf_end(elf);
+		close(fd);
+		return;
+	}
+	o->loads = calloc(nph ? nph : 1, sizeof *o->loads);
+	for (size_t i = 0; o->loads && i < nph; i++) {
+		GElf_Phdr ph;
+		if (gelf_getphdr(elf, (int)i, &ph) && ph.p_type == PT_LOAD)
+			o->loads[o->nloads++] = (struct load_seg){ph.p_vaddr, ph.p_offset, ph.p_filesz};
+	}
+	struct symbuf b = {0};
+	/* No .symtab here: separate debug info, by build-id (as perf finds
+	 * it) or by .gnu_debuglink (beside the file, in .debug/, or under
+	 * /usr/lib/debug), each under --symfs when given. */
+	Elf *dbg = NULL;
+	int dbgfd = -1;
+	if (!has_symtab(elf)) {
+		char cand[4][4400];
+		int ncand = 0;
+		const char *root = s->symfs ? s->symfs : "";
+		const void *idp;
+		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
+		if (idlen > 1) {
+			char hex[41];
+			mt_hex(idp, idlen < 20 ? (size_t)idlen : 20, hex);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex,
+				 hex + 2);
+		}
+		GElf_Word crc;
+		const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+		if (link && !strchr(link, '/')) {
+			char dir[4096];
+			snprintf(dir, sizeof dir, "%s", path);
+			char *slash = strrchr(dir, '/');
+			if (slash)
+				*slash = '\0';
+			/* dir is already under --symfs; the /usr/lib/debug form is not */
+			const char *orig_dir = o->path;
+			size_t odl = strrchr(orig_dir, '/') ? (size_t)(strrchr(orig_dir, '/') - orig_dir) : 0;
+			snprintf(cand[ncand++], sizeof cand[0], "%s/%s", dir, link);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/.debug/%s", dir, link);
+			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug%.*s/%s", root, (int)odl, orig_dir, link);
+		}
+		for (int c = 0; c < ncand && !dbg; c++) {
+			if (!strcmp(cand[c], path) || (dbgfd = open(cand[c], O_RDONLY | O_CLOEXEC)) < 0)
+				continue;
+			dbg = elf_begin(dbgfd, ELF_C_READ_MMAP, NULL);
+			if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
+				elf_end(dbg);
+				dbg = NULL;
+			}
+			if (dbg) {
+				o->debug_path = strdup(cand[c]);
+			} else {
+				close(dbgfd);
+				dbgfd = -1;
+			}
+		}
+		/* Last, a debuginfod server (DEBUGINFOD_URLS), by build-id: the
+		 * file comes back through the client's cache. */
+		if (!dbg && idlen > 1)
+			dbg = debuginfod_debug(s, o, path, idp, (int)idlen, &dbgfd);
+	}
+	o->elf_path = strdup(path);
+	mt_elf_for_each_func(dbg ? dbg : elf, true, add_func_symbol, &b);
+	if (dbg)
+		elf_end(dbg);
+	if (dbgfd >= 0)
+		close(dbgfd);
+	add_plt(elf, &b);
+	elf_end(elf);
+	close(fd);
+	o->syms = b.syms;
+	o->nsyms = b.n;
+	o->strings = b.strings;
+	finish_symbols(o, !s->no_demangle);
+	if (!o->nsyms)
+		warnf(s, "warning: %s has no function symbols%s: its addresses stay unnamed", path, "");
+}
+
+/* Names resolved, sorted, one per address, zero sizes fixed as perf does. */
+#define PIDX_MAX_PAGES (1u << 20) /* 4 MB of index for 4 GB of code at most */
+
+static void build_page_index(struct object *o)
+{
+	if (!o->nsyms || o->nsyms > UINT32_MAX)
+		return;
+	uint64_t lo = o->syms[0].start >> 12, hi = o->syms[o->nsyms - 1].start >> 12;
+	if (hi - lo >= PIDX_MAX_PAGES || !(o->pidx = malloc((hi - lo + 2) * sizeof *o->pidx)))
+		return;
+	size_t k = 0;
+	for (uint64_t p = lo; p <= hi + 1; p++) {
+		while (k < o->nsyms && o->syms[k].start >> 12 < p)
+			k++;
+		o->pidx[p - lo] = (uint32_t)k;
+	}
+	o->pidx_lo = lo;
+	o->pidx_n = hi - lo + 2;
+}
+
+/* Symbols starting at or below a (mt_count_at_or_below), through the
+ * page index when there is one. */
+static size_t syms_at_or_below(const struct object *o, uint64_t a)
+{
+	uint64_t p = a >> 12;
+	if (!o->pidx)
+		return mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), a);
+	if (p < o->pidx_lo)
+		return 0;
+	size_t first = p - o->pidx_lo + 1 < o->pidx_n ? o->pidx[p - o->pidx_lo] : o->pidx[o->pidx_n - 1];
+	size_t last = p - o->pidx_lo + 1 < o->pidx_n ? o->pidx[p - o->pidx_lo + 1] : o->nsyms;
+	return first + mt_count_at_or_below(o->syms + first, last - first, sizeof *o->syms,
+					    offsetof(struct symbol, start), a);
+}
+
+static void finish_symbols(struct object *o, bool demangle)
+{
+	struct symbol *syms = o->syms;
+	size_t n = o->nsyms;
+	char *strings = o->strings;
+	for (size_t i = 0; i < n; i++)
+		syms[i].name = strings + (uintptr_t)syms[i].name;
+	if (n)
+		qsort(syms, n, sizeof *syms, cmp_sym);
+	/* one symbol per address: the best alias */
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || syms[i].start != syms[k - 1].start)
+			syms[k++] = syms[i];
+	n = k;
+	/* zero-sized symbols (assembly) end where the next one starts */
+	for (size_t i = 0; i < n; i++)
+		if (syms[i].end == syms[i].start)
+			syms[i].end = i + 1 < n ? syms[i + 1].start
+					        : ((syms[i].start + 4095) & ~4095ULL) + 4096; /* perf's rule for the last */
+	o->nsyms = n;
+	/* readable names, after the alias choice (perf chooses on raw names) */
+	for (size_t i = 0; demangle && i < n; i++) {
+		char *d = mt_demangle(syms[i].name);
+		if (!d)
+			continue;
+		char **nd = realloc(o->demangled, (o->ndemangled + 1) * sizeof *nd);
+		if (!nd) {
+			free(d);
+			break;
+		}
+		o->demangled = nd;
+		o->demangled[o->ndemangled++] = d;
+		syms[i].name = d;
+	}
+	build_page_index(o);
+}
+
+static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
+{
+	const struct mapping *l = s->last;
+	if (l && addr - l->start < l->len && (l->pid == pid || l->pid == UINT32_MAX))
+		return l;
+	if (!s->nmaps)
+		return NULL;
+	if (!s->sorted) {
+		qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_map);
+		s->sorted = true;
+	}
+	/* the last mapping starting at or below addr, then back over overlaps */
+	size_t lo = mt_count_at_or_below(s->maps, s->nmaps, sizeof *s->maps, offsetof(struct mapping, start), addr);
+	for (size_t i = lo; i-- > 0;) {
+		const struct mapping *m = &s->maps[i];
+		if (addr - m->start < m->len && (m->pid == pid || m->pid == UINT32_MAX)) {
+			s->last = m;
+			return m;
+		}
+		if (lo - i > 64)
+			break;
+	}
+	return NULL;
+}
+
+/* The source line of object address a, from the line table of the
+ * separate debug info or of the object itself. */
+static Dwarf *dwarf_of(struct object *o)
+{
+	if (!o->dw_tried) {
+		o->dw_tried = true;
+		const char *p = o->debug_path ? o->debug_path : o->elf_path;
+		o->dwfd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+		if (o->dwfd >= 0)
+			o->dw = dwarf_begin(o->dwfd, DWARF_C_READ);
+	}
+	return o->dw;
+}
+
+static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
+{
+	Dwarf_Die cu;
+	if (!dwarf_of(o) || !dwarf_addrdie(o->dw, a, &cu))
+		return;
+	Dwarf_Line *l = dwarf_getsrc_die(&cu, a);
+	int line;
+	if (!l || dwarf_lineno(l, &line))
+		return;
+	r->file = dwarf_linesrc(l, NULL, NULL);
+	r->line = line;
+}
+
+/* The inlined subroutines whose code holds a, innermost first (what
+ * addr2line -i lists before the real function). */
+static void inlines_of(struct object *o, uint64_t a, bool demangle, struct mt_sym_result *r)
+{
+	Dwarf_Die cu, *scopes = NULL;
+	if (!dwarf_of(o) || !dwarf_addrdie(o->dw, a, &cu))
+		return;
+	int n = dwarf_getscopes(&cu, a, &scopes), first = 0;
+	while (first < n && dwarf_tag(&scopes[first]) != DW_TAG_inlined_subroutine)
+		first++;
+	if (first < n) {
+		/* the concrete tree above the innermost inlined instance holds the
+		 * instances it was inlined into (dwarf_getscopes stops at it) */
+		Dwarf_Die inl = scopes[first], *chain = NULL;
+		free(scopes);
+		scopes = NULL;
+		n = dwarf_getscopes_die(&inl, &chain);
+		scopes = chain;
+	}
+	size_t len = 0;
+	for (int i = 0; i < n; i++) {
+		if (dwarf_tag(&scopes[i]) != DW_TAG_inlined_subroutine)
+			continue;
+		Dwarf_Attribute at;
+		const char *name = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_name, &at));
+		const char *link = dwarf_formstring(dwarf_attr_integrate(&scopes[i], DW_AT_linkage_name, &at));
+		char *dm = demangle && link ? mt_demangle(link) : NULL;
+		const char *show = dm ? dm : name ? name : "[unknown]";
+		int w = snprintf(r->inlines + len, sizeof r->inlines - len, "%s%s", len ? ";" : "", show);
+		free(dm);
+		if (w < 0 || (size_t)w >= sizeof r->inlines - len)
+			break;
+		len += (size_t)w;
+	}
+	free(scopes);
+}
+
+/* perf map lines: "START SIZE NAME", hex with or without 0x; V8, Java
+ * (perf-map-agent) and .NET write the same form. Later lines win for one
+ * start address, as in perf. */
+static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
+{
+	struct object *o = &pm->obj;
+	o->loaded = true;
+	FILE *f = fopen(pm->path, "r");
+	if (!f) {
+		o->failed = true;
+		return;
+	}
+	char line[4096];
+	struct symbuf b = {0};
+	size_t bad = 0;
+	while (fgets(line, sizeof line, f)) {
+		uint64_t start, size;
+		int used = 0;
+		line[strcspn(line, "\n")] = '\0';
+		if (!line[0])
+			continue;
+		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &used) != 2 || !used || !line[used] || !size) {
+			bad++;
+			continue;
+		}
+		symbuf_add(&b, start, start + size, line + used, "", STB_GLOBAL);
+	}
+	fclose(f);
+	if (bad) {
+		char count[32];
+		snprintf(count, sizeof count, "%zu", bad);
+		warnf(s, "warning: %s: %s malformed line(s) skipped", pm->path, count);
+	}
+	struct symbol *syms = b.syms;
+	size_t n = b.n;
+	/* the later of two entries at one address wins: keep input order for equal starts, last first */
+	for (size_t i = 0; i < n / 2; i++) {
+		struct symbol t = syms[i];
+		syms[i] = syms[n - 1 - i];
+		syms[n - 1 - i] = t;
+	}
+	for (size_t i = 0; i < n; i++)
+		syms[i].name = b.strings + (uintptr_t)syms[i].name;
+	/* stable by start (mergesort-like via index), so the later entry stays first */
+	for (size_t i = 1; i < n; i++)
+		for (size_t k = i; k > 0 && syms[k - 1].start > syms[k].start; k--) {
+			struct symbol t = syms[k];
+			syms[k] = syms[k - 1];
+			syms[k - 1] = t;
+		}
+	size_t k = 0;
+	for (size_t i = 0; i < n; i++)
+		if (!k || syms[i].start != syms[k - 1].start)
+			syms[k++] = syms[i];
+	o->syms = syms;
+	o->nsyms = k;
+	o->strings = b.strings;
+}
+
+/* A JIT frame: the perf map of pid (or the one given) covering addr. */
+static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	if (!s->perf_map_file && !s->perf_map_dir)
+		return false;
+	struct perf_map *pm = NULL;
+	for (size_t i = 0; i < s->npmaps && !pm; i++)
+		if (s->pmaps[i].pid == pid || s->perf_map_file)
+			pm = &s->pmaps[i];
+	if (!pm) {
+		struct perf_map *np = realloc(s->pmaps, (s->npmaps + 1) * sizeof *np);
+		if (!np)
+			return false;
+		s->pmaps = np;
+		pm = &s->pmaps[s->npmaps++];
+		memset(pm, 0, sizeof *pm);
+		pm->pid = pid;
+		if (s->perf_map_file)
+			pm->path = strdup(s->perf_map_file);
+		else if (asprintf(&pm->path, "%s/perf-%u.map", s->perf_map_dir, pid) < 0)
+			pm->path = NULL;
+		if (!pm->path)
+			return false;
+	}
+	if (!pm->obj.loaded)
+		load_perf_map(s, pm);
+	const struct object *o = &pm->obj;
+	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
+	/* inside [start, start + size): magic-trace's check is inverted */
+	if (lo && addr < o->syms[lo - 1].end) {
+		r->name = o->syms[lo - 1].name;
+		r->off = addr - o->syms[lo - 1].start;
+		r->dso = pm->path;
+		return true;
+	}
+	return false;
+}
+
+static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r);
+
+void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	/* field by field: clearing the whole result (its inline buffer is 1 KiB)
+	 * was most of a lookup */
+	r->name = r->dso = r->file = NULL;
+	r->off = 0;
+	r->line = 0;
+	r->inlines[0] = '\0';
+	if (s->inlines) {
+		lookup(s, pid, addr, r);
+		return;
+	}
+	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo))) {
+		lookup(s, pid, addr, r);
+		return;
+	}
+	struct lookup_memo *e = &s->memo[(addr ^ addr >> 12 ^ pid) & (MEMO_SLOTS - 1)];
+	if (e->valid && e->addr == addr && e->pid == pid) {
+		r->name = e->name;
+		r->off = e->off;
+		r->dso = e->dso;
+		r->file = e->file;
+		r->line = e->line;
+		return;
+	}
+	lookup(s, pid, addr, r);
+	*e = (struct lookup_memo){.addr = addr, .off = r->off, .pid = pid, .line = r->line, .valid = true,
+				  .name = r->name, .dso = r->dso, .file = r->file};
+}
+
+static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
+	if (!m) {
+		perf_map_lookup(s, pid, addr, r);
+		return;
+	}
+	r->dso = m->dso;
+	struct object *o = m->obj;
+	if (!o->loaded)
+		load(s, o);
+	if (o->failed || !o->nsyms) {
+		perf_map_lookup(s, pid, addr, r);
+		return;
+	}
+	if (!m->have_bias && o->kernel) {
+		m->have_bias = true; /* absolute addresses */
+	}
+	if (!m->have_bias) {
+		/* bias = map start - (segment vaddr + (pgoff - segment offset)) */
+		for (size_t i = 0; i < o->nloads; i++)
+			if (m->pgoff >= (o->loads[i].offset & ~0xfffULL) &&
+			    m->pgoff < o->loads[i].offset + o->loads[i].filesz) {
+				m->bias = m->start - (o->loads[i].vaddr + (m->pgoff - o->loads[i].offset));
+				break;
+			}
+		m->have_bias = true;
+	}
+	uint64_t a = addr - m->bias;
+	size_t lo = syms_at_or_below(o, a);
+	for (size_t i = lo; i > 0 && lo - i < 4; i--) {
+		const struct symbol *sy = &o->syms[i - 1];
+		if (a < sy->end) {
+			r->name = sy->name;
+			r->off = a - sy->start;
+			break;
+		}
+	}
+	if (s->lines)
+		line_of(o, a, r);
+	if (s->inlines)
+		inlines_of(o, a, !s->no_demangle, r);
+}

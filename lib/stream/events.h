@@ -1,0 +1,145 @@
+/* events: the mt event stream (mt-events(5)), version 1.
+ *
+ * One in-memory event type flows through every tool. The text form is one
+ * TAB-separated line per event: time pid tid kind from to [key=value...].
+ * The binary form carries the same records as length-delimited protobuf
+ * messages (proto/mt-events.proto) with interned strings. Readers detect the
+ * form themselves; keys a reader does not know travel on as extra columns,
+ * so columns can be added without breaking anyone. */
+#ifndef MT_EVENTS_H
+#define MT_EVENTS_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "base/mt_err.h"
+
+#define MT_EVENTS_VERSION 1
+#define MT_NO_OFFSET UINT64_MAX
+
+enum mt_event_kind {
+	MT_EV_CALL, MT_EV_RETURN, MT_EV_JUMP, MT_EV_SYSCALL, MT_EV_SYSRET,
+	MT_EV_INTERRUPT, MT_EV_IRET, MT_EV_TRACE_START, MT_EV_TRACE_END,
+	MT_EV_ERROR, MT_EV_SAMPLE, MT_EV_POWER, MT_EV_TX_ABORT, MT_EV_SNAPSHOT, MT_EV_KIND_COUNT
+};
+
+struct mt_event {
+	uint64_t time;        /* perf-clock ns, valid when has_time */
+	bool has_time;
+	uint32_t pid, tid;
+	int32_t cpu;          /* -1: unknown */
+	enum mt_event_kind kind;
+	uint64_t from, to;
+	uint64_t insn;        /* instructions since the previous event of this stream, 0: not counted */
+	uint64_t offset;      /* PT byte offset (errors), MT_NO_OFFSET: none */
+	uint32_t cbr;         /* power: core:bus ratio */
+	bool cond;            /* jump: conditional branch */
+	bool async;           /* trace-end: asynchronous (interrupt, not an instruction) */
+	const char *msg;      /* error: message */
+	const struct mt_kv *extra; /* further columns, in order */
+	unsigned nextra;
+	/* Nonzero: msg and extra's strings keep their address and content
+	 * while this epoch lasts (a binary reader's string table, until it is
+	 * reset), so a consumer (the call-stack rebuild, a binary writer) may
+	 * cache what it derived from them by pointer. 0: no such promise (text
+	 * streams, events built by hand). A filter that adds strings of its own
+	 * keeps the epoch only when they last at least as long. */
+	uint64_t strings_epoch;
+};
+
+struct mt_kv { const char *key, *val; };
+
+enum mt_events_format { MT_EVENTS_TEXT, MT_EVENTS_BINARY };
+#define MT_EVENTS_MAGIC "\x89MTEV\r\n\x1a"
+#define MT_EVENTS_MAGIC_LEN 8
+#define MT_EVENT_MAX_EXTRA 256
+
+const char *mt_event_kind_name(enum mt_event_kind k);
+/* Returns the kind for a name, or -1. */
+int mt_event_kind_parse(const char *s, size_t n);
+
+struct mt_intern;
+
+struct mt_events_writer {
+	FILE *out;
+	enum mt_events_format format;
+	char *buf;            /* output buffer: events are encoded without stdio */
+	size_t cap, len;
+	bool failed;
+	int err_no;
+	struct mt_intern *strings; /* binary: strings already defined */
+	uint64_t last_time;   /* binary: base of the next time delta */
+	/* text: the last event's "PID\tTID\t", reused while they repeat */
+	uint32_t thr_pid, thr_tid;
+	uint8_t thr_len;      /* 0: none yet */
+	char thr[24];
+};
+
+/* Parses "text" or "binary"; returns -1 for anything else. */
+int mt_events_format_parse(const char *s);
+int mt_events_writer_init(struct mt_events_writer *w, FILE *out);
+int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_events_format format);
+/* A text writer into memory for a piece of a stream that another writer's
+ * output will carry (mt_events_write_bytes): no version line, no FILE (out
+ * NULL); the text stays in buf[0..len), which grows as needed; setting len
+ * to 0 empties it, keeping its memory. Out of memory sets failed. */
+int mt_events_writer_init_memory(struct mt_events_writer *w);
+/* Appends bytes written by a memory writer, as they are. */
+void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n);
+/* Metadata: the version line is written by init. */
+void mt_events_write_comm(struct mt_events_writer *w, uint32_t pid, uint32_t tid, const char *comm);
+void mt_events_write_mmap(struct mt_events_writer *w, uint32_t pid, uint64_t start, uint64_t len,
+			  uint64_t pgoff, const uint8_t *build_id, unsigned build_id_size, const char *path);
+/* An mmap metadata line (the text after "# ") read back; path points into
+ * meta, build_id is "" for "-". False when it is not one. */
+struct mt_mmap_meta {
+	uint32_t pid;
+	uint64_t start, len, pgoff;
+	char build_id[64];
+	const char *path;
+};
+bool mt_events_parse_mmap(const char *meta, struct mt_mmap_meta *m);
+void mt_events_write_fact(struct mt_events_writer *w, const char *key, const char *fmt, ...)
+	__attribute__((format(printf, 3, 4)));
+/* Any other metadata line, the text after "# " (passed through by filters). */
+void mt_events_write_meta(struct mt_events_writer *w, const char *line);
+void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev);
+/* Flushes; returns 0 or MT_EIO with the message in err (EPIPE included). */
+int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
+
+/* Text reader: parses one event line in place (the line is modified: msg
+ * and extra strings point into it; extra into kv[MT_EVENT_MAX_EXTRA]).
+ * Returns 1 for an event, 0 for a metadata/blank line, or MT_EFORMAT. */
+int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+
+/* Stream reader, either form. Strings in what it returns stay valid until
+ * the next call. Memory is bounded by the longest record and the number of
+ * distinct strings, not by the length of the stream. */
+struct mt_events_reader {
+	FILE *in;
+	const char *name;     /* for messages */
+	enum mt_events_format format;
+	char *buf;
+	size_t cap, start, end;
+	bool eof;
+	uint64_t line;        /* text: line number; binary: record number */
+	uint64_t last_time;
+	char **strings;       /* binary: string table, id 1 at index 0 */
+	size_t nstrings, strings_cap;
+	uint64_t strings_epoch; /* binary: changes when the table is reset */
+	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	void *arena;          /* binary: unpack memory, reused for every record */
+	size_t arena_cap, arena_used;
+};
+
+enum { MT_EVENTS_EOF = 0, MT_EVENTS_EVENT = 1, MT_EVENTS_META = 2 };
+
+/* Reads the header and detects the form: MT_EFORMAT when it is neither. */
+int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err);
+/* Returns MT_EVENTS_EVENT (ev filled), MT_EVENTS_META (*meta: the text after
+ * "# "), MT_EVENTS_EOF, or a negative MT_E* code with err set. */
+int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err);
+void mt_events_reader_close(struct mt_events_reader *r);
+
+#endif

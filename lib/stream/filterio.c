@@ -1,0 +1,47 @@
+/* filterio: see filterio.h. */
+#include "stream/filterio.h"
+
+#include <errno.h>
+#include <string.h>
+
+int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_path, const char *out_path)
+{
+	memset(io, 0, sizeof *io);
+	io->prog = prog;
+	io->in = strcmp(in_path, "-") ? fopen(in_path, "rb") : stdin;
+	if (!io->in) {
+		fprintf(stderr, "%s: %s: %s\n", prog, in_path, strerror(errno));
+		return 1;
+	}
+	struct mt_err err = {0};
+	io->have_reader = true;
+	if (mt_events_reader_open(&io->reader, io->in, strcmp(in_path, "-") ? in_path : "standard input", &err) ||
+	    mt_outfile_open(&io->out, out_path, &err)) {
+		fprintf(stderr, "%s: %s\n", prog, err.msg);
+		mt_filterio_close(io, 1, true);
+		return 1;
+	}
+	io->have_out = true;
+	return 0;
+}
+
+int mt_filterio_close(struct mt_filterio *io, int status, bool failed)
+{
+	if (io->have_out) {
+		struct mt_err err = {0};
+		if (failed || ferror(io->out.f)) {
+			mt_outfile_abort(&io->out);
+		} else if (mt_outfile_commit(&io->out, &err)) {
+			fprintf(stderr, "%s: %s\n", io->prog, err.msg);
+			status = 1;
+		}
+		io->have_out = false;
+	}
+	if (io->have_reader)
+		mt_events_reader_close(&io->reader);
+	io->have_reader = false;
+	if (io->in && io->in != stdin)
+		fclose(io->in);
+	io->in = NULL;
+	return status;
+}

@@ -1,0 +1,1099 @@
+/* callstack: magic-trace's call-stack reconstruction (see callstack.h).
+ * Section numbers refer to shared/docs/magic-trace-behaviour.md. */
+#define _GNU_SOURCE
+#include "timeline/callstack.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+
+/* --- per-thread state (5.4) -------------------------------------------------- */
+
+struct frame {
+	uint64_t ip;
+	const char *name;
+	uint64_t id;
+	const char *file;
+	int line;
+};
+
+struct stack {
+	struct frame *v;
+	size_t n, cap;
+	uint64_t create_time;
+};
+
+enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
+
+struct pev {
+	enum pkind k;
+	const char *name, *file;
+	int line;
+	uint64_t ip, id;
+	bool inferred;
+	uint64_t reset_time;
+};
+
+struct sev {
+	uint64_t time;
+	struct pev ev;
+};
+
+struct thread {
+	struct mt_cs_thread pub;
+	struct stack cur;
+	struct stack *inactive;
+	size_t ninactive, capinactive;
+	uint64_t last_decode_error_time, last_event_time, pending_time;
+	struct pev *pending;
+	size_t npending, cappending;
+	struct sev *start;     /* deque (ring) of start events */
+	size_t start_head, start_n, start_cap;
+	int ocaml_frames;
+	uint64_t last_known_ip;   /* OCaml mode A: where the trap walk resumes (UINT64_MAX: not yet) */
+	/* TSX (5.10): events inside a transaction wait for its outcome */
+	struct txev *tx;
+	size_t ntx, captx;
+};
+
+struct txev {
+	struct mt_event ev;   /* strings below, extra rebuilt on replay */
+	const char *to_sym, *via;
+};
+
+/* The columns the algorithm reads, found in one pass over an event's
+ * extra columns (a lookup by name per use cost a tenth of the time). The
+ * first of a repeated key counts. */
+enum col { C_TO_SYM, C_FROM_SYM, C_VIA, C_TX, C_TO_FILE, C_TO_LINE, C_TO_OFF, C_MHZ, C_EVENT, C_FRAME, C_PERIOD,
+	   C_COUNT };
+static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx", "to_file", "to_line", "to_off",
+						"mhz", "event", "frame", "period"};
+
+/* Caches by string pointer while the input's strings are stable (a
+ * binary stream's table, events.h strings_epoch): column keys and symbol
+ * names are then found without comparing or hashing their text. */
+#define KEY_CACHE 16
+#define SYM_CACHE 4096
+struct ptr_cache {
+	uint64_t epoch;           /* 0: nothing cached */
+	const char *key[KEY_CACHE];
+	signed char col[KEY_CACHE];
+	size_t nkeys;
+	struct { const char *s, *name; } sym[SYM_CACHE];
+};
+
+struct mt_cs {
+	const char *col[C_COUNT]; /* the current event's columns (scan_cols) ... */
+	unsigned colset;          /* ... those set (bit per column; the rest are stale) */
+	bool stable;              /* ... and they are the input's stable strings */
+	struct ptr_cache *pc;
+	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
+	size_t ntraps;
+	struct mt_cs_sink sink;
+	struct mt_cs_opts opts;
+	struct mt_strtab names;
+	struct thread **threads; /* in order of appearance */
+	size_t nthreads, capthreads;
+	struct thread **map;     /* (pid,tid) -> thread, open addressing */
+	size_t mapcap;
+	struct thread *last;     /* the thread found last */
+	bool have_base;
+	bool snapshot_pending;   /* a snapshot event: the next trace event ends every stack */
+	uint64_t base;
+	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot;
+	bool oom;
+	unsigned warned;
+	uint64_t next_id;
+	/* range filter (5.12), one pass: a region opens at a call to start and is
+	 * written only once a call to stop closes it; until then its output
+	 * waits in log */
+	const char *filter_start, *filter_stop;
+	bool in_region, tentative, filter_seen;
+	struct logrec *log;
+	size_t nlog, caplog;
+	/* the current event's target source line, when it is a function entry */
+	uint64_t src_ip;
+	const char *src_file;
+	int src_line;
+};
+
+enum logkind { L_BEGIN, L_END, L_COMPLETE, L_INSTANT, L_COUNTER, L_SAMPLE };
+
+struct logrec {
+	enum logkind k;
+	struct thread *t;
+	uint64_t time, time2, ip, id;
+	const char *name, *name2, *file;
+	int line;
+	bool inferred;
+	double value;
+};
+
+
+static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
+{
+	if (!mt_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
+		cs->oom = true;
+		return 0;
+	}
+	s->v[s->n++] = (struct frame){ip, name, ++cs->next_id, NULL, 0};
+	return cs->next_id;
+}
+
+/* --- writing (5.6) ------------------------------------------------------------- */
+
+/* Every write goes through here: suppressed outside a filter region, held
+ * while the region is not yet known to close. */
+static void out(struct mt_cs *cs, const struct logrec *r)
+{
+	if (cs->filter_start && !cs->in_region)
+		return;
+	if (cs->tentative) {
+		if (!mt_grow((void **)&cs->log, &cs->caplog, cs->nlog + 1, sizeof *cs->log)) {
+			cs->oom = true;
+			return;
+		}
+		cs->log[cs->nlog++] = *r;
+		return;
+	}
+	struct mt_cs_thread *th = &r->t->pub;
+	switch (r->k) {
+	case L_BEGIN: {
+		struct mt_cs_frame f = {r->name, r->file, r->ip, r->id, r->line, r->inferred};
+		cs->sink.begin(cs->sink.ctx, th, r->time, &f);
+		break;
+	}
+	case L_END: cs->sink.end(cs->sink.ctx, th, r->time, r->name, r->id); break;
+	case L_COMPLETE: cs->sink.complete(cs->sink.ctx, th, r->time, r->time2, r->name); break;
+	case L_INSTANT: cs->sink.instant(cs->sink.ctx, th, r->time, r->name); break;
+	case L_COUNTER:
+		if (cs->sink.counter)
+			cs->sink.counter(cs->sink.ctx, th, r->time, r->name, r->value);
+		break;
+	case L_SAMPLE:
+		if (cs->sink.event_sample)
+			cs->sink.event_sample(cs->sink.ctx, th, r->time, r->name2, r->ip, r->name, (uint64_t)r->value);
+		break;
+	}
+}
+
+
+/* Out of line: its buffer would cost every write_now a stack probe. */
+static __attribute__((noinline)) const char *inferred_name(struct mt_cs *cs, const char *name)
+{
+	char buf[4096];
+	snprintf(buf, sizeof buf, "%s [inferred start time]", name);
+	const char *r = mt_strtab_intern(&cs->names, buf);
+	if (!r)
+		cs->oom = true;
+	return r;
+}
+
+static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+{
+	switch (ev->k) {
+	case P_CALL: {
+		const char *name = ev->name;
+		if (ev->inferred && cs->opts.annotate_inferred && !(name = inferred_name(cs, ev->name)))
+			return;
+		out(cs, &(struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
+					.inferred = ev->inferred, .id = ev->id, .file = ev->file, .line = ev->line});
+		break;
+	}
+	case P_RET:
+		out(cs, &(struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id});
+		break;
+	case P_RET_UNTRACED:
+		out(cs, &(struct logrec){.k = L_COMPLETE, .t = t, .time = ev->reset_time, .time2 = time,
+					.name = cs->n_unknown});
+		break;
+	}
+}
+
+static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev, bool front)
+{
+	if (t->start_n == t->start_cap) {
+		size_t nc = t->start_cap ? 2 * t->start_cap : 16;
+		struct sev *nv = malloc(nc * sizeof *nv);
+		if (!nv) {
+			cs->oom = true;
+			return;
+		}
+		for (size_t i = 0; i < t->start_n; i++)
+			nv[i] = t->start[(t->start_head + i) % t->start_cap];
+		free(t->start);
+		t->start = nv;
+		t->start_head = 0;
+		t->start_cap = nc;
+	}
+	if (front) {
+		t->start_head = (t->start_head + t->start_cap - 1) % t->start_cap;
+		t->start[t->start_head] = (struct sev){time, *ev};
+	} else {
+		t->start[(t->start_head + t->start_n) % t->start_cap] = (struct sev){time, *ev};
+	}
+	t->start_n++;
+}
+
+/* write_pending_event: inferred frames and [unknown] slices wait for the
+ * end of the thread (outermost first); a call at mapped time 0 too. */
+static void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+{
+	if (cs->opts.starts_when_known)
+		write_now(cs, t, time, ev);
+	else if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->inferred))
+		start_push(cs, t, time, ev, true);
+	else if (ev->k == P_CALL && time == 0)
+		start_push(cs, t, time, ev, false);
+	else
+		write_now(cs, t, time, ev);
+}
+
+/* Spreads the time up to to_time over the batch's calls. */
+static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
+{
+	if (t->npending == 1) { /* most batches: one event, no time to spread */
+		t->npending = 0;
+		write_pending(cs, t, t->pending_time, &t->pending[0]);
+		t->pending_time = to_time;
+		return;
+	}
+	int64_t d = (int64_t)(to_time - t->pending_time), offset = 0;
+	int64_t count = 0, k = 0;
+	for (size_t i = 0; i < t->npending; i++)
+		count += t->pending[i].k == P_CALL;
+	for (size_t i = 0; i < t->npending; i++) {
+		write_pending(cs, t, t->pending_time + (uint64_t)offset, &t->pending[i]);
+		if (t->pending[i].k == P_CALL) {
+			k++;
+			offset += (d - offset) / (count - k + 1);
+		}
+	}
+	t->pending_time = to_time;
+	t->npending = 0;
+}
+
+/* Events of one time wait for the next time, over which their calls are
+ * spread (5.6); a stream without times never moves on, so a batch this big
+ * is written at its own time instead, keeping memory bounded. Timed traces
+ * do not come near it (a timing packet every few thousand branches at most). */
+#define MAX_BATCH 65536
+
+static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct pev ev)
+{
+	if (time != t->pending_time || t->npending == MAX_BATCH)
+		flush(cs, t, time);
+	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
+		cs->oom = true;
+		return;
+	}
+	t->pending[t->npending++] = ev;
+}
+
+/* --- primitives (5.5) ------------------------------------------------------------ */
+
+static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip, const char *name)
+{
+	uint64_t id = push_frame(cs, &t->cur, ip, name);
+	struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .id = id};
+	if (ip && ip == cs->src_ip) { /* the event's target, at a function entry */
+		ev.file = cs->src_file;
+		ev.line = cs->src_line;
+	}
+	add_event(cs, t, time, ev);
+}
+
+static void end_of_thread(struct mt_cs *cs, struct thread *t, uint64_t time, bool is_kernel);
+
+static bool stack_has(const struct stack *s, const char *name)
+{
+	for (size_t i = 0; i < s->n; i++)
+		if (!strcmp(s->v[i].name, name))
+			return true;
+	return false;
+}
+
+static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	const char *popped = NULL;
+	if (t->cur.n) {
+		const struct frame *f = &t->cur.v[--t->cur.n];
+		popped = f->name;
+		add_event(cs, t, time, (struct pev){.k = P_RET, .name = popped, .id = f->id});
+	} else {
+		add_event(cs, t, time, (struct pev){.k = P_RET_UNTRACED, .reset_time = t->cur.create_time});
+	}
+	/* The Go rule (5.11): gogo switches goroutine stacks. */
+	if (popped && popped[0] == 'g' && !strcmp(popped, "gogo")) {
+		const char *anchor = stack_has(&t->cur, "runtime.mcall") ? "runtime.mcall"
+				     : stack_has(&t->cur, "runtime.morestack.abi0") ? "runtime.morestack.abi0" : NULL;
+		if (!anchor) {
+			end_of_thread(cs, t, time, false);
+			return;
+		}
+		while (t->cur.n && strcmp(t->cur.v[t->cur.n - 1].name, anchor)) {
+			t->cur.n--;
+			add_event(cs, t, time, (struct pev){.k = P_RET, .name = t->cur.v[t->cur.n].name,
+							    .id = t->cur.v[t->cur.n].id});
+		}
+		for (int i = 0; i < 2 && t->cur.n; i++) {
+			t->cur.n--;
+			add_event(cs, t, time, (struct pev){.k = P_RET, .name = t->cur.v[t->cur.n].name,
+							    .id = t->cur.v[t->cur.n].id});
+		}
+	}
+}
+
+static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
+				 const char *name)
+{
+	if (!t->cur.n) {
+		/* An inferred frame: it started no later than the stack did. */
+		uint64_t id = push_frame(cs, &t->cur, ip, name);
+		struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .inferred = true, .id = id};
+		write_pending(cs, t, t->cur.create_time, &ev);
+		return;
+	}
+	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (top != name && strcmp(top, name)) { /* interned: equal pointers, equal names */
+		ret(cs, t, time);
+		call(cs, t, time, ip, name);
+	}
+}
+
+static void clear_callstack(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	while (t->cur.n)
+		ret(cs, t, time);
+}
+
+static void set_callstack(struct thread *t, bool is_kernel, uint64_t time)
+{
+	t->cur.n = 0;
+	t->cur.create_time = is_kernel ? time : t->last_decode_error_time;
+}
+
+static bool is_kernel_addr(uint64_t a)
+{
+	return a >> 63;
+}
+
+static void push_inactive(struct mt_cs *cs, struct thread *t)
+{
+	if (!mt_grow((void **)&t->inactive, &t->capinactive, t->ninactive + 1, sizeof *t->inactive)) {
+		cs->oom = true;
+		return;
+	}
+	t->inactive[t->ninactive++] = t->cur;
+	t->cur = (struct stack){0};
+}
+
+static void pop_inactive(struct thread *t)
+{
+	free(t->cur.v);
+	t->cur = t->inactive[--t->ninactive];
+}
+
+static void clear_all_callstacks(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	clear_callstack(cs, t, time);
+	while (t->ninactive) {
+		pop_inactive(t);
+		clear_callstack(cs, t, time);
+	}
+}
+
+/* 5.8 */
+static void end_of_thread(struct mt_cs *cs, struct thread *t, uint64_t time, bool is_kernel)
+{
+	uint64_t saved = t->pending_time;
+	while (t->start_n) {
+		struct sev *s = &t->start[t->start_head];
+		write_now(cs, t, s->time, &s->ev);
+		t->start_head = (t->start_head + 1) % t->start_cap;
+		t->start_n--;
+	}
+	clear_all_callstacks(cs, t, time);
+	flush(cs, t, saved);
+	t->last_decode_error_time = time;
+	set_callstack(t, is_kernel, time);
+}
+
+/* --- threads -------------------------------------------------------------------- */
+
+static uint64_t thread_key_hash(uint32_t pid, uint32_t tid)
+{
+	return ((uint64_t)pid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)tid * 0xC2B2AE3D27D4EB4FULL);
+}
+
+/* The thread's state, or NULL when it has not appeared yet. Consecutive
+ * events mostly come from one thread: the last one found is tried first. */
+static struct thread *find_thread(struct mt_cs *cs, uint32_t pid, uint32_t tid)
+{
+	if (cs->last && cs->last->pub.pid == pid && cs->last->pub.tid == tid)
+		return cs->last;
+	if (!cs->mapcap)
+		return NULL;
+	for (size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1); cs->map[j]; j = (j + 1) & (cs->mapcap - 1))
+		if (cs->map[j]->pub.pid == pid && cs->map[j]->pub.tid == tid)
+			return cs->last = cs->map[j];
+	return NULL;
+}
+
+static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, uint64_t time)
+{
+	struct thread *found = find_thread(cs, pid, tid);
+	if (found)
+		return found;
+	if ((cs->nthreads + 1) * 2 > cs->mapcap) {
+		size_t nc = cs->mapcap ? 2 * cs->mapcap : 64;
+		struct thread **nm = calloc(nc, sizeof *nm);
+		if (!nm)
+			return NULL;
+		for (size_t i = 0; i < cs->nthreads; i++) {
+			size_t j = thread_key_hash(cs->threads[i]->pub.pid, cs->threads[i]->pub.tid) & (nc - 1);
+			while (nm[j])
+				j = (j + 1) & (nc - 1);
+			nm[j] = cs->threads[i];
+		}
+		free(cs->map);
+		cs->map = nm;
+		cs->mapcap = nc;
+	}
+	if (!mt_grow((void **)&cs->threads, &cs->capthreads, cs->nthreads + 1, sizeof *cs->threads))
+		return NULL;
+	struct thread *t = calloc(1, sizeof *t);
+	if (!t)
+		return NULL;
+	t->pub = (struct mt_cs_thread){.pid = pid, .tid = tid, .index = cs->nthreads, .base = cs->base};
+	t->last_known_ip = UINT64_MAX;
+	t->cur.create_time = time;
+	t->last_decode_error_time = time;
+	t->last_event_time = time;
+	cs->threads[cs->nthreads++] = t;
+	size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1);
+	while (cs->map[j])
+		j = (j + 1) & (cs->mapcap - 1);
+	cs->map[j] = t;
+	return t;
+}
+
+/* --- events (5.9) ------------------------------------------------------------------ */
+
+/* The column a key names, or -1. */
+static int col_of_key(const char *k)
+{
+	int c = -1;
+	switch (k[0]) {
+	case 't':
+		c = k[1] == 'x' ? C_TX : k[1] == 'o' && k[2] == '_' ?
+		    (k[3] == 's' ? C_TO_SYM : k[3] == 'f' ? C_TO_FILE : k[3] == 'l' ? C_TO_LINE : C_TO_OFF) : -1;
+		break;
+	case 'f': c = k[1] == 'r' && k[2] == 'o' ? C_FROM_SYM : C_FRAME; break;
+	case 'v': c = C_VIA; break;
+	case 'm': c = C_MHZ; break;
+	case 'e': c = C_EVENT; break;
+	case 'p': c = C_PERIOD; break;
+	default: break;
+	}
+	return c >= 0 && !strcmp(k, col_names[c]) ? c : -1;
+}
+
+static int cached_col_of_key(struct ptr_cache *pc, const char *k)
+{
+	for (size_t i = 0; i < pc->nkeys; i++)
+		if (pc->key[i] == k)
+			return pc->col[i];
+	int c = col_of_key(k);
+	if (pc->nkeys < KEY_CACHE) {
+		pc->key[pc->nkeys] = k;
+		pc->col[pc->nkeys++] = (signed char)c;
+	}
+	return c;
+}
+
+static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
+{
+	cs->colset = 0;
+	cs->stable = ev->strings_epoch && cs->pc;
+	if (cs->stable && cs->pc->epoch != ev->strings_epoch) {
+		memset(cs->pc, 0, sizeof *cs->pc);
+		cs->pc->epoch = ev->strings_epoch;
+	}
+	for (unsigned i = 0; i < ev->nextra; i++) {
+		const char *k = ev->extra[i].key;
+		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
+		if (c < 0 || cs->colset & 1u << c)
+			continue;
+		cs->colset |= 1u << c;
+		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
+	}
+}
+
+static const char *extra(const struct mt_cs *cs, enum col c)
+{
+	return cs->colset & 1u << c ? cs->col[c] : NULL;
+}
+
+static const char *sym_name(struct mt_cs *cs, enum col key)
+{
+	const char *s = extra(cs, key);
+	if (!s || !*s)
+		return cs->n_unknown;
+	size_t slot = 0;
+	if (cs->stable) {
+		slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (SYM_CACHE - 1);
+		if (cs->pc->sym[slot].s == s)
+			return cs->pc->sym[slot].name;
+	}
+	const char *n = mt_strtab_intern(&cs->names, s);
+	if (!n) {
+		cs->oom = true;
+		return cs->n_unknown;
+	}
+	if (cs->stable) {
+		cs->pc->sym[slot].s = s;
+		cs->pc->sym[slot].name = n;
+	}
+	return n;
+}
+
+/* OCaml heuristic exception mode (5.11, mode B), by the top frame's name. */
+static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->cur.n)
+		return;
+	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (top[0] != 'c' || strncmp(top, "caml_", 5))
+		return; /* the common case, cheaply */
+	if (!strcmp(top, "caml_next_frame_descriptor") || !strcmp(top, "caml_stash_backtrace")) {
+		t->ocaml_frames++;
+	} else if (!strcmp(top, "caml_raise_exn")) {
+		for (int i = 0; i < t->ocaml_frames - 1; i++)
+			ret(cs, t, time);
+		t->ocaml_frames = 0;
+	} else if (!strcmp(top, "caml_raise_exception")) {
+		for (int i = 0; i < t->ocaml_frames + 2; i++)
+			ret(cs, t, time);
+		t->ocaml_frames = 0;
+	}
+}
+
+static void warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
+{
+	if (cs->warned & (1u << bit))
+		return;
+	cs->warned |= 1u << bit;
+	if (cs->opts.warn)
+		cs->opts.warn(cs->opts.warn_ctx, msg);
+}
+
+/* Stack sample (outermost first): keep the common IP prefix. */
+static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	size_t nf = 0, m = 0;
+	uint64_t ips[MT_EVENT_MAX_EXTRA];
+	const char *names[MT_EVENT_MAX_EXTRA];
+	for (unsigned i = 0; i < ev->nextra; i++) {
+		if (strcmp(ev->extra[i].key, "frame") || !ev->extra[i].val)
+			continue;
+		const char *v = ev->extra[i].val;
+		char *e;
+		ips[nf] = strtoull(v, &e, 16);
+		while (*e == ' ')
+			e++;
+		/* the name is the symbol without +0xOFF and (DSO) */
+		char name[1024];
+		snprintf(name, sizeof name, "%s", e);
+		char *dso = strstr(name, " (");
+		if (dso)
+			*dso = '\0';
+		char *off = strstr(name, "+0x");
+		for (char *q = off; q; q = strstr(q + 1, "+0x"))
+			off = q;
+		if (off)
+			*off = '\0';
+		names[nf] = *name && strcmp(name, "[unknown]") ? mt_strtab_intern(&cs->names, name) : cs->n_unknown;
+		if (!names[nf]) {
+			cs->oom = true;
+			return;
+		}
+		nf++;
+	}
+	while (m < nf && m < t->cur.n && t->cur.v[m].ip == ips[m])
+		m++;
+	for (size_t i = t->cur.n; i > m; i--)
+		ret(cs, t, time);
+	for (size_t i = m; i < nf; i++)
+		call(cs, t, time, ips[i], names[i]);
+}
+
+/* --- OCaml mode A (5.11): exception handlers from .note.ocaml_eh --------- */
+
+/* The first trap at or above addr. */
+static size_t trap_at_or_above(const struct mt_cs *cs, uint64_t addr)
+{
+	size_t lo = 0, hi = cs->ntraps;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (cs->traps[mid].addr < addr)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo;
+}
+
+static bool is_entertrap(const struct mt_cs *cs, uint64_t addr)
+{
+	for (size_t i = trap_at_or_above(cs, addr); i < cs->ntraps && cs->traps[i].addr == addr; i++)
+		if (cs->traps[i].kind == MT_TRAP_ENTER)
+			return true;
+	return false;
+}
+
+/* Clear the try block's stack, then resume the one it interrupted (or an
+ * empty one). */
+static void clear_trap_stack(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	clear_callstack(cs, t, time);
+	if (t->ninactive) {
+		pop_inactive(t);
+	} else {
+		t->cur.n = 0;
+		t->cur.create_time = time;
+	}
+}
+
+/* A try block begins: the current stack is suspended and the block runs on
+ * a stack holding a copy of its top frame (no BEGIN is written for it). */
+static void pushtrap(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->cur.n) {
+		/* magic-trace crashes here; mt skips the trap */
+		warn_once(cs, 3, "warning: an OCaml try block begins with no known frame; its trap is ignored");
+		return;
+	}
+	struct frame top = t->cur.v[t->cur.n - 1];
+	push_inactive(cs, t);
+	t->cur.create_time = time;
+	push_frame(cs, &t->cur, top.ip, top.name);
+}
+
+static void poptrap(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (t->cur.n != 1) {
+		warn_once(cs, 4, "warning: expected callstack depth to be the same going into a [try] block as "
+			  "when leaving it");
+		return;
+	}
+	t->cur.n = 0; /* the copy goes without an END, as it came without a BEGIN */
+	clear_trap_stack(cs, t, time);
+}
+
+/* Before each branch: the pushtraps and poptraps executed since the last
+ * known IP, up to the branch. */
+static void trap_walk(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	if (t->last_known_ip != UINT64_MAX && t->last_known_ip <= ev->from) {
+		for (size_t i = trap_at_or_above(cs, t->last_known_ip); i < cs->ntraps &&
+		     cs->traps[i].addr <= ev->from; i++) {
+			if (cs->traps[i].kind == MT_TRAP_PUSH)
+				pushtrap(cs, t, time);
+			else if (cs->traps[i].kind == MT_TRAP_POP)
+				poptrap(cs, t, time);
+		}
+	}
+	t->last_known_ip = ev->to;
+}
+
+/* A return, jump or int to an exception handler: the raise left the try
+ * block; otherwise the usual symbol check. */
+static void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	if (cs->ntraps && is_entertrap(cs, ev->to)) {
+		if (t->cur.n) { /* drop the bottom (copied) frame */
+			memmove(t->cur.v, t->cur.v + 1, (t->cur.n - 1) * sizeof *t->cur.v);
+			t->cur.n--;
+		}
+		clear_trap_stack(cs, t, time);
+		return;
+	}
+	check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+}
+
+void mt_cs_set_ocaml_traps(struct mt_cs *cs, const struct mt_ocaml_trap *traps, size_t n)
+{
+	cs->traps = traps;
+	cs->ntraps = n;
+}
+
+static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+{
+	if (cs->ntraps)
+		trap_walk(cs, t, time, ev);
+	switch (ev->kind) {
+	case MT_EV_CALL:
+		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		break;
+	case MT_EV_RETURN:
+		if (!cs->ntraps)
+			ocaml_mode_b(cs, t, time);
+		ret(cs, t, time);
+		check_symbol_or_entertrap(cs, t, time, ev);
+		break;
+	case MT_EV_JUMP:
+		check_symbol_or_entertrap(cs, t, time, ev);
+		break;
+	case MT_EV_TX_ABORT:
+		check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		break;
+	case MT_EV_SYSCALL:
+	case MT_EV_INTERRUPT:
+		if (!ev->to) {
+			/* into untraced kernel code (user-only tracing) */
+			call(cs, t, time, 0, cs->n_syscall);
+			break;
+		}
+		push_inactive(cs, t);
+		set_callstack(t, is_kernel_addr(ev->to), time);
+		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		break;
+	case MT_EV_SYSRET:
+	case MT_EV_IRET:
+		clear_callstack(cs, t, time);
+		if (t->ninactive) {
+			pop_inactive(t);
+		} else {
+			set_callstack(t, is_kernel_addr(ev->to), time);
+			check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		}
+		break;
+	case MT_EV_TRACE_END: {
+		const char *via = extra(cs, C_VIA);
+		if (!via) {
+			call(cs, t, time, 0, cs->n_untraced);
+		} else if (!strcmp(via, "call")) {
+			call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		} else if (!strcmp(via, "return")) {
+			call(cs, t, time, 0, cs->n_returned);
+		} else if (!strcmp(via, "syscall")) {
+			call(cs, t, time, 0, cs->n_syscall);
+		} else { /* sysret, iret: leaving the kernel under kernel-only tracing */
+			clear_callstack(cs, t, time);
+			call(cs, t, time, 0, cs->n_untraced);
+		}
+		break;
+	}
+	case MT_EV_TRACE_START:
+		if (!t->cur.n) {
+			call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		} else {
+			if (!cs->ntraps)
+				ocaml_mode_b(cs, t, time);
+			ret(cs, t, time);
+		}
+		break;
+	default:
+		break;
+	}
+}
+
+static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err);
+
+/* Entering a filter region at time: what was pending stays unwritten, and
+ * every open frame begins again, inferred, at the region's start. */
+static void enter_region(struct mt_cs *cs, uint64_t time)
+{
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		flush(cs, t, t->pending_time); /* still outside: suppressed */
+		t->start_n = 0;
+	}
+	cs->in_region = true;
+	cs->tentative = true;
+	cs->nlog = 0;
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		for (size_t k = 0; k <= t->ninactive; k++) {
+			struct stack *st = k < t->ninactive ? &t->inactive[k] : &t->cur;
+			for (size_t f = 0; f < st->n; f++) {
+				struct pev ev = {.k = P_CALL, .name = st->v[f].name, .ip = st->v[f].ip, .inferred = true,
+						 .id = st->v[f].id};
+				write_now(cs, t, time, &ev);
+			}
+			st->create_time = time ? time - 1 : 0;
+		}
+	}
+}
+
+/* A call to the stop symbol: the region ends (its frames close now) and,
+ * being complete, is written. */
+static void leave_region(struct mt_cs *cs)
+{
+	mt_cs_end_of_trace(cs);
+	cs->tentative = false;
+	for (size_t i = 0; i < cs->nlog; i++)
+		out(cs, &cs->log[i]);
+	cs->nlog = 0;
+	cs->in_region = false;
+}
+
+void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop)
+{
+	cs->filter_start = mt_strtab_intern(&cs->names, start);
+	cs->filter_stop = mt_strtab_intern(&cs->names, stop);
+	if (!cs->filter_start || !cs->filter_stop)
+		cs->oom = true;
+}
+
+/* Replays a queued transaction event. */
+static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
+{
+	struct mt_kv kv[2];
+	struct mt_event ev = q->ev;
+	ev.nextra = 0;
+	if (q->to_sym)
+		kv[ev.nextra++] = (struct mt_kv){"to_sym", q->to_sym};
+	if (q->via)
+		kv[ev.nextra++] = (struct mt_kv){"via", q->via};
+	ev.extra = kv;
+	ev.strings_epoch = 0;
+	scan_cols(cs, &ev);
+	return cs_event(cs, &ev, err);
+}
+
+int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
+{
+	if (ev->kind == MT_EV_SNAPSHOT) {
+		cs->snapshot_pending = true;
+		return 0;
+	}
+	struct thread *t = find_thread(cs, ev->pid, ev->tid);
+	scan_cols(cs, ev);
+	if (!t || (!t->ntx && !extra(cs, C_TX) && ev->kind != MT_EV_TX_ABORT))
+		return cs_event(cs, ev, err);
+	if (extra(cs, C_TX) && ev->kind != MT_EV_TX_ABORT && ev->kind != MT_EV_ERROR) {
+		if (!mt_grow((void **)&t->tx, &t->captx, t->ntx + 1, sizeof *t->tx))
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		struct txev *q = &t->tx[t->ntx++];
+		q->ev = *ev;
+		q->ev.msg = NULL;
+		q->ev.extra = NULL;
+		q->ev.nextra = 0;
+		const char *ts = extra(cs, C_TO_SYM), *via = extra(cs, C_VIA);
+		q->to_sym = ts ? mt_strtab_intern(&cs->names, ts) : NULL;
+		q->via = via ? mt_strtab_intern(&cs->names, via) : NULL;
+		return 0;
+	}
+	if (ev->kind == MT_EV_TX_ABORT) {
+		t->ntx = 0; /* the transaction's work is undone */
+	} else if (ev->kind == MT_EV_ERROR) {
+		if (t->ntx)
+			warn_once(cs, 1, "warning: error received during a transaction, dropping its events");
+		t->ntx = 0;
+	} else {
+		/* committed: its events happened */
+		size_t n = t->ntx;
+		t->ntx = 0;
+		for (size_t i = 0; i < n; i++) {
+			int rc = replay(cs, &t->tx[i], err);
+			if (rc)
+				return rc;
+		}
+		scan_cols(cs, ev);
+	}
+	return cs_event(cs, ev, err);
+}
+
+static void new_snapshot(struct mt_cs *cs, uint64_t to_time);
+
+static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
+{
+	if (!cs->have_base && ev->has_time) {
+		cs->base = ev->time;
+		cs->have_base = true;
+	}
+	uint64_t mapped = ev->has_time && cs->have_base && ev->time > cs->base ? ev->time - cs->base : 0;
+	if (cs->snapshot_pending && ev->kind != MT_EV_ERROR && ev->kind != MT_EV_POWER &&
+	    (ev->kind != MT_EV_SAMPLE || extra(cs, C_FRAME))) {
+		cs->snapshot_pending = false;
+		new_snapshot(cs, mapped);
+	}
+	struct thread *t = thread_of(cs, ev->pid, ev->tid, mapped);
+	if (!t)
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	if (ev->has_time && (ev->time < cs->base || mapped < t->last_event_time)) {
+		/* Policy: time never runs backwards on a thread. */
+		mapped = t->last_event_time;
+		warn_once(cs, 2, "warning: events out of time order: taken at the time of the event before them");
+	}
+	/* 5.7: untimed events take the last time; nothing lands on a decode
+	 * error's time except the error itself. */
+	uint64_t time = ev->has_time ? mapped : t->last_event_time;
+	if (time == t->last_decode_error_time && time != 0)
+		time++;
+	if (ev->has_time)
+		t->last_event_time = mapped;
+	cs->src_ip = 0;
+	const char *tf = extra(cs, C_TO_FILE), *tl = extra(cs, C_TO_LINE), *toff = extra(cs, C_TO_OFF);
+	if (tf && tl && toff && !strcmp(toff, "0x0")) {
+		cs->src_file = mt_strtab_intern(&cs->names, tf);
+		cs->src_line = atoi(tl);
+		cs->src_ip = cs->src_file ? ev->to : 0;
+	}
+	if (cs->filter_start && ev->kind == MT_EV_CALL) {
+		const char *to = extra(cs, C_TO_SYM);
+		if (to && !strcmp(to, cs->filter_start))
+			enter_region(cs, time); /* a second start drops the first region's output */
+		else if (to && !strcmp(to, cs->filter_stop) && cs->in_region)
+			leave_region(cs); /* the stop call itself is outside */
+	}
+	switch (ev->kind) {
+	case MT_EV_ERROR: {
+		char name[1200];
+		snprintf(name, sizeof name, "[decode error: %s]", ev->msg ? ev->msg : "");
+		char msg[1300];
+		snprintf(msg, sizeof msg, "warning: decode errors in the trace, e.g. '%s' @ IP 0x%llx",
+			 ev->msg ? ev->msg : "", (unsigned long long)ev->from);
+		warn_once(cs, 0, msg);
+		const char *iname = mt_strtab_intern(&cs->names, name);
+		if (!iname)
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		out(cs, &(struct logrec){.k = L_INSTANT, .t = t, .time = time, .name = iname});
+		end_of_thread(cs, t, time, is_kernel_addr(ev->from));
+		break;
+	}
+	case MT_EV_POWER: {
+		const char *mhz = extra(cs, C_MHZ);
+		out(cs, &(struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "CPU",
+					.value = mhz ? strtod(mhz, NULL) : ev->cbr});
+		break;
+	}
+	case MT_EV_SAMPLE: {
+		const char *event = extra(cs, C_EVENT);
+		if (extra(cs, C_FRAME)) {
+			stack_sample(cs, t, time, ev);
+		} else {
+			const char *period = extra(cs, C_PERIOD);
+			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
+			if (!ename)
+				return mt_err_set(err, MT_ENOMEM, "out of memory");
+			out(cs, &(struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, C_FROM_SYM),
+						.name2 = ename, .ip = ev->from,
+						.value = period ? (double)strtoull(period, NULL, 10) : 1});
+		}
+		break;
+	}
+	default:
+		trace_event(cs, t, time, ev);
+		break;
+	}
+	if (cs->oom)
+		return mt_err_set(err, MT_ENOMEM, "out of memory rebuilding call stacks");
+	return 0;
+}
+
+/* A new snapshot begins (5.3: magic-trace's file change): every thread's
+ * stacks end, the next ones start at to_time, and each thread shows the
+ * cut as an instant. */
+static void new_snapshot(struct mt_cs *cs, uint64_t to_time)
+{
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		end_of_thread(cs, t, t->last_event_time, false);
+		uint64_t at = to_time > t->last_event_time ? to_time : t->last_event_time;
+		t->pending_time = t->last_event_time = t->cur.create_time = at;
+		out(cs, &(struct logrec){.k = L_INSTANT, .t = t, .time = at, .name = cs->n_snapshot});
+	}
+}
+
+void mt_cs_end_of_trace(struct mt_cs *cs)
+{
+	for (size_t i = 0; i < cs->nthreads; i++)
+		end_of_thread(cs, cs->threads[i], cs->threads[i]->last_event_time, false);
+}
+
+struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *opts)
+{
+	struct mt_cs *cs = calloc(1, sizeof *cs);
+	if (!cs)
+		return NULL;
+	cs->sink = *sink;
+	if (opts)
+		cs->opts = *opts;
+	cs->pc = calloc(1, sizeof *cs->pc); /* without it: no caching */
+	cs->n_untraced = mt_strtab_intern(&cs->names, "[untraced]");
+	cs->n_syscall = mt_strtab_intern(&cs->names, "[syscall]");
+	cs->n_returned = mt_strtab_intern(&cs->names, "[returned]");
+	cs->n_unknown = mt_strtab_intern(&cs->names, "[unknown]");
+	cs->n_snapshot = mt_strtab_intern(&cs->names, "[new snapshot]");
+	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown || !cs->n_snapshot) {
+		mt_cs_free(cs);
+		return NULL;
+	}
+	return cs;
+}
+
+void mt_cs_finish(struct mt_cs *cs)
+{
+	if (cs->filter_start) {
+		/* a start with no stop after it is no region */
+		cs->tentative = false;
+		cs->nlog = 0;
+		cs->in_region = false;
+	}
+	mt_cs_end_of_trace(cs);
+	/* Fixed, not copied: magic-trace loses what the final end_of_trace
+	 * itself defers ([unknown] slices of its last returns, a call at mapped
+	 * time 0 made after the last snapshot of start events). Write it. */
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		while (t->start_n) {
+			struct sev *sv = &t->start[t->start_head];
+			write_now(cs, t, sv->time, &sv->ev);
+			t->start_head = (t->start_head + 1) % t->start_cap;
+			t->start_n--;
+		}
+	}
+}
+
+void mt_cs_free(struct mt_cs *cs)
+{
+	if (!cs)
+		return;
+	for (size_t i = 0; i < cs->nthreads; i++) {
+		struct thread *t = cs->threads[i];
+		free(t->cur.v);
+		for (size_t k = 0; k < t->ninactive; k++)
+			free(t->inactive[k].v);
+		free(t->inactive);
+		free(t->pending);
+		free(t->start);
+		free(t->tx);
+		free(t);
+	}
+	free(cs->log);
+	free(cs->threads);
+	free(cs->map);
+	mt_strtab_free(&cs->names);
+	free(cs->pc);
+	free(cs);
+}
+
+uint64_t mt_cs_base_time(const struct mt_cs *cs)
+{
+	return cs->base;
+}
+
+size_t mt_cs_nthreads(const struct mt_cs *cs)
+{
+	return cs->nthreads;
+}
+
+struct mt_cs_thread *mt_cs_thread_at(struct mt_cs *cs, size_t i)
+{
+	return i < cs->nthreads ? &cs->threads[i]->pub : NULL;
+}

@@ -1,0 +1,97 @@
+/* callstack: per-thread call stacks rebuilt from the event stream, with
+ * magic-trace's algorithm (shared/docs/magic-trace-behaviour.md section 5):
+ * time batching and spreading of calls, inferred start times, [untraced],
+ * [syscall], [returned] and [unknown] frames, decode errors ending every
+ * stack (and the +1 ns rule after them), kernel stacks suspending user
+ * stacks across syscalls and interrupts, TSX transactions, OCaml exceptions
+ * (from the programs' trap notes, else by heuristics), the Go gogo rule,
+ * and stack samples diffed by IP.
+ *
+ * Output goes to a sink as slices per thread; times are mapped (ns since
+ * the first event). Memory grows with stack depth and thread count only. */
+#ifndef MT_CALLSTACK_H
+#define MT_CALLSTACK_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stream/events.h"
+#include "base/mt_err.h"
+#include "timeline/ocamleh.h"
+
+struct mt_cs_thread {
+	uint32_t pid, tid;
+	size_t index;         /* order of first appearance */
+	uint64_t base;        /* perf time of mapped time 0 (the trace's first event) */
+	void *user;           /* for the sink */
+};
+
+/* A frame as it begins: file and line (NULL, 0 when unknown) are those of
+ * the function's entry, from to_file/to_line columns (mt-symbolize --lines). */
+struct mt_cs_frame {
+	const char *name, *file;
+	uint64_t ip, id;
+	int line;
+	bool inferred;
+};
+
+/* Names given to the sink are interned: one pointer per text, valid until
+ * mt_cs_free. */
+struct mt_cs_sink {
+	void *ctx;
+	/* A frame begins: name, its address, whether its start is inferred, and
+	 * an id its end repeats. Begins and ends arrive in magic-trace's write
+	 * order, which is not time order: inferred begins come late. */
+	void (*begin)(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f);
+	void (*end)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id);
+	/* A slice known only at its end ([unknown] for a return past the known stack). */
+	void (*complete)(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name);
+	/* A zero-length marker: decode errors. */
+	void (*instant)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name);
+	/* Optional: CPU frequency (MHz), branch/cache-miss samples. */
+	void (*counter)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, double value);
+	void (*event_sample)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *event, uint64_t ip,
+			     const char *symbol, uint64_t count);
+};
+
+struct mt_cs;
+
+struct mt_cs_opts {
+	bool annotate_inferred;   /* append " [inferred start time]" to inferred frame names */
+	/* Deliver inferred begins, [unknown] slices and calls at mapped time 0
+	 * when they are known, not at the end of the thread as magic-trace
+	 * writes them: for a sink that orders by time itself (and must not
+	 * hold everything until then). */
+	bool starts_when_known;
+	/* Warnings (decode errors, unusual input), at most once per kind. */
+	void (*warn)(void *ctx, const char *msg);
+	void *warn_ctx;
+};
+
+struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *opts);
+/* Range filter (magic-trace's -filter, in one pass): write only what
+ * happens from a call to start up to the next call to stop (that call
+ * outside). A second start before a stop drops the first; a start never
+ * stopped is dropped; a stop with no start is ignored. Frames open at a
+ * region's start begin there, inferred. */
+void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop);
+/* OCaml mode A (5.11): the programs' exception-handler traps
+ * (.note.ocaml_eh, sorted; ocamleh.h). With any, try blocks get their own
+ * stacks and raises unwind them, instead of the mode-B heuristics. The
+ * table must outlive cs. */
+void mt_cs_set_ocaml_traps(struct mt_cs *cs, const struct mt_ocaml_trap *traps, size_t n);
+/* Feeds one event (in stream order). */
+int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err);
+/* A snapshot boundary: every thread's stacks end, the next event starts afresh. */
+void mt_cs_end_of_trace(struct mt_cs *cs);
+/* Ends the trace (closes every frame) and frees everything. */
+void mt_cs_finish(struct mt_cs *cs);
+void mt_cs_free(struct mt_cs *cs);
+/* The perf time that mapped time 0 stands for (the first event's time). */
+uint64_t mt_cs_base_time(const struct mt_cs *cs);
+/* Threads in order of first appearance. */
+size_t mt_cs_nthreads(const struct mt_cs *cs);
+struct mt_cs_thread *mt_cs_thread_at(struct mt_cs *cs, size_t i);
+
+#endif

@@ -1,0 +1,69 @@
+/* pftrace: the Perfetto protobuf writer behind mt-toperfetto.
+ *
+ * Takes the call-stack slices of callstack.h and writes a Perfetto trace
+ * (proto/perfetto_trace.proto, shared/docs/perfetto-output.md section 3):
+ * track descriptors for every process and thread on sequence 1, then one
+ * sequence per thread with interned names and an incremental clock, its
+ * slices strictly nested and in time order, decode errors as instants, the
+ * CPU frequency as a counter track, and branch/cache-miss samples on their
+ * own tracks.
+ *
+ * Streaming policy: magic-trace's write order is not time order (inferred
+ * starts and [unknown] slices come late), so items are held and sorted
+ * before they are written; memory is bounded by a window of held items
+ * (shared by all threads) plus the open frames of each thread. When the
+ * window fills, every thread writes out what it holds; a slice that arrives
+ * later with an earlier start (an inferred start reaching back past the
+ * cut) starts at the last time written instead, and a slice that would
+ * outlive its parent ends with it. Both are counted as clamped. Traces
+ * whose held items fit in the window are written exactly.
+ *
+ * The same slices can be written as Chrome JSON (X events when the end is
+ * known at the time of writing, else B and E; microseconds with 3
+ * decimals) or FXT (duration complete, else begin and end), and any of
+ * them gzipped.
+ *
+ * Depth policy: Perfetto drops slices 512 deep; frames deeper than
+ * MT_PFTRACE_MAX_DEPTH are not written, and each thread that lost some gets
+ * one instant saying how many. */
+#ifndef MT_PFTRACE_H
+#define MT_PFTRACE_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include "timeline/callstack.h"
+#include "base/mt_err.h"
+
+#define MT_PFTRACE_MAX_DEPTH 500
+#define MT_PFTRACE_WINDOW (1u << 18)
+
+struct mt_pftrace;
+
+enum mt_pftrace_format {
+	MT_PFTRACE_PROTO,     /* Perfetto protobuf */
+	MT_PFTRACE_JSON,      /* Chrome JSON (Trace Event Format): X, i, C and M events */
+	MT_PFTRACE_FXT,       /* Fuchsia trace format, as magic-trace's viewer reads it */
+};
+
+/* gzip: compress what is written (level 6). */
+struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool gzip);
+/* The sink to give callstack. */
+void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink);
+/* Event-stream metadata (comm lines name processes and threads). */
+void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta);
+/* The input ended in damage: recorded as an instant on every thread. */
+void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg);
+struct mt_pftrace_stats {
+	uint64_t packets, bytes, slices, instants, counters, depth_dropped, clamped;
+};
+
+/* Items held before every thread writes out what it holds (0: no bound;
+ * default MT_PFTRACE_WINDOW). See the streaming policy above. */
+void mt_pftrace_set_window(struct mt_pftrace *pf, size_t items);
+/* Writes what is still held, ends the trace, fills st (may be NULL) and
+ * frees pf. */
+int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct mt_err *err);
+
+#endif

@@ -1,0 +1,719 @@
+#include "trace/ptdecode.h"
+#include "trace/ptquery.h"
+#include "trace/x86.h"
+
+#include <inttypes.h>
+#include <intel-pt.h>
+#include <stdio.h>
+#include <string.h>
+
+uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
+{
+	if (c->short_fmt)
+		tsc = c->time_cycles + ((tsc - c->time_cycles) & c->time_mask);
+	/* a corrupt shift (64 or more) must not be undefined behaviour */
+	unsigned shift = c->time_shift < 64 ? c->time_shift : 63;
+	uint64_t quot = tsc >> shift;
+	uint64_t rem = tsc & (((uint64_t)1 << shift) - 1);
+	return c->time_zero + quot * c->time_mult + ((rem * c->time_mult) >> shift);
+}
+
+#define MT_PTDEC_MAX_WALK (1u << 20)
+
+struct dec {
+	const struct mt_ptdec_stream *s;
+	const struct mt_ptdec_config *cfg;
+	struct mt_image *img;
+	struct mt_ptdec_stats *stats;
+	struct pt_block_decoder *blk;   /* libipt's walk, or */
+	struct mt_ptq q;                /* mt's walk over mt's (or libipt's) packets */
+	/* instructions decoded so far (added to the statistics at the end),
+	 * and their count at the last emitted event */
+	uint64_t insns, insns_at_event;
+	uint64_t last_ip;          /* last instruction decoded */
+	/* The branch that ended the previous block, waiting for its target. */
+	bool pending;
+	enum pt_insn_class pend_class;
+	uint64_t pend_from;
+	/* The time when the branch's block was decoded: the event is emitted
+	 * only once the next block is known, and libipt may have read timing
+	 * packets past the branch by then. */
+	uint64_t pend_time;
+	bool pend_has_time, use_pend_time;
+	uint8_t pend_len;          /* its length when known (0: read it) */
+	/* mt's walk: the next instruction, whether tracing is on, the
+	 * return addresses of calls for compressed returns, instructions
+	 * since the last packet */
+	uint64_t ip;
+	bool enabled;
+	struct mt_retstack rs;
+	uint64_t insns_at_packet;  /* insns when the walk last read a packet */
+	/* libipt stamps some events (enable, disable, ...) with the time of
+	 * their own packet, which is better than the decoder's current time. */
+	uint64_t ev_time;
+	bool use_ev_time;
+	/* functions of recent jump sources (by address bits): most jumps
+	 * stay inside one; not known: a gap no function holds */
+	struct { uint64_t start, end; bool known; } fn[1024];
+};
+
+static uint64_t trace_offset(struct dec *d)
+{
+	uint64_t off = 0;
+	if (!d->blk)
+		off = mt_ptq_offset(&d->q);
+	else
+		pt_blk_get_offset(d->blk, &off);
+	return off;
+}
+
+static uint64_t now(struct dec *d, bool *has)
+{
+	*has = false;
+	if (!d->cfg->timed)
+		return 0;
+	uint64_t tsc;
+	uint32_t lost_mtc, lost_cyc;
+	int rc = !d->blk ? mt_ptq_time(&d->q, &tsc) : pt_blk_time(d->blk, &tsc, &lost_mtc, &lost_cyc);
+	if (rc < 0)
+		return 0; /* no timing packet seen yet */
+	*has = true;
+	return mt_tsc_to_perf_time(&d->cfg->conv, tsc);
+}
+
+enum { EMIT_COND = 1, EMIT_ASYNC = 2 };
+
+/* Completes ev (time, instruction count, thread) and hands it on: the one
+ * place every decoded event passes through. */
+static void deliver(struct dec *d, struct mt_event *ev)
+{
+	ev->cpu = d->s->cpu;
+	if (d->use_pend_time) {
+		ev->time = d->pend_time;
+		ev->has_time = d->pend_has_time;
+	} else if (d->use_ev_time) {
+		ev->time = d->ev_time;
+		ev->has_time = true;
+	} else {
+		ev->time = now(d, &ev->has_time);
+	}
+	ev->insn = d->insns - d->insns_at_event;
+	d->insns_at_event = d->insns;
+	if (d->s->who)
+		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
+	d->stats->by_kind[ev->kind]++;
+	d->s->sink(d->s->sink_ctx, ev);
+}
+
+static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to,
+		    unsigned flags, uint32_t cbr)
+{
+	struct mt_event ev = {.kind = kind, .from = from, .to = to, .cond = flags & EMIT_COND,
+			      .async = flags & EMIT_ASYNC, .cbr = cbr, .offset = MT_NO_OFFSET};
+	deliver(d, &ev);
+}
+
+static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to)
+{
+	emit_ev(d, kind, from, to, 0, 0);
+}
+
+/* errcode 0: `what` is the whole message; else libipt's text follows it. */
+static void emit_error(struct dec *d, int errcode, const char *what)
+{
+	char msg[160];
+	if (!errcode)
+		snprintf(msg, sizeof msg, "%s", what);
+	else
+		snprintf(msg, sizeof msg, "%s%s%s", what ? what : "", what ? ": " : "",
+			 pt_errstr(pt_errcode(errcode)));
+	struct mt_event ev = {.kind = MT_EV_ERROR, .from = d->last_ip, .msg = msg};
+	ev.offset = trace_offset(d) + d->s->offset_base;
+	d->stats->errors++;
+	deliver(d, &ev);
+	d->pending = false;
+}
+
+/* The class of the branch at ip and its length, from the image's block
+ * cache (the block starting at ip ends at ip when ip is a branch). libipt's
+ * block decoder leaves iclass as ptic_error for some blocks, and never
+ * gives the length, which a not-taken branch needs. */
+static enum pt_insn_class classify_branch(struct dec *d, uint64_t ip, unsigned *len)
+{
+	int err;
+	const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
+	*len = 0;
+	if (!b)
+		return ptic_error;
+	if (b->end_ip != ip)
+		return ptic_other;
+	*len = b->len;
+	return (enum pt_insn_class)b->cls;
+}
+
+static void resolve_branch(struct dec *d, uint64_t to);
+
+/* The cache slot describing addr's function (or the gap around it). */
+static size_t fn_slot(struct dec *d, uint64_t addr)
+{
+	size_t k = (size_t)(((addr >> 4) * 0x9e3779b97f4a7c15u) >> 54);
+	if (addr < d->fn[k].start || addr >= d->fn[k].end)
+		d->fn[k].known = mt_image_func_range(d->img, addr, &d->fn[k].start, &d->fn[k].end);
+	return k;
+}
+
+/* The block starting at `to` follows the pending branch: report it. */
+static void resolve_pending(struct dec *d, uint64_t to)
+{
+	if (!d->pending)
+		return;
+	d->pending = false;
+	d->use_pend_time = true;
+	resolve_branch(d, to);
+	d->use_pend_time = false;
+}
+
+static void resolve_branch(struct dec *d, uint64_t to)
+{
+	uint64_t from = d->pend_from;
+	switch (d->pend_class) {
+	case ptic_call:
+		emit(d, MT_EV_CALL, from, to);
+		break;
+	case ptic_return:
+		emit(d, MT_EV_RETURN, from, to);
+		break;
+	case ptic_far_call:
+		emit(d, MT_EV_SYSCALL, from, to);
+		break;
+	case ptic_far_return:
+		emit(d, MT_EV_SYSRET, from, to);
+		break;
+	case ptic_jump:
+	case ptic_far_jump:
+	case ptic_cond_jump: {
+		bool cond = d->pend_class == ptic_cond_jump;
+		if (!d->cfg->all_branches) {
+			/* inside one known function, or in no known function at all;
+			 * asked first because it settles most conditional branches,
+			 * taken or not, without reading their bytes */
+			size_t k = fn_slot(d, from);
+			if (d->fn[k].known ? to >= d->fn[k].start && to < d->fn[k].end : !d->fn[fn_slot(d, to)].known)
+				return;
+		}
+		if (cond) {
+			unsigned len = d->pend_len;
+			if (!len)
+				classify_branch(d, from, &len);
+			if (len && to == from + len)
+				return; /* not taken */
+		}
+		emit_ev(d, MT_EV_JUMP, from, to, cond ? EMIT_COND : 0, 0);
+		break;
+	}
+	default:
+		break;
+	}
+}
+
+/* Notes the instructions decoded before the next piece's first PSB: at its
+ * status, reported at the instruction the PSB was made at (after a resync
+ * there too); or, when it found tracing off, at the enable after it. */
+static void note_psb(struct dec *d, const struct pt_event *ev)
+{
+	if ((ev->status_update || ev->type == ptev_enabled || ev->type == ptev_exec_mode) && d->s->mark_insns &&
+	    *d->s->mark_insns == UINT64_MAX && trace_offset(d) > d->s->mark_psb)
+		*d->s->mark_insns = d->insns;
+}
+
+static void handle_event(struct dec *d, const struct pt_event *ev)
+{
+	note_psb(d, ev);
+	d->use_ev_time = d->cfg->timed && ev->has_tsc;
+	if (d->use_ev_time)
+		d->ev_time = mt_tsc_to_perf_time(&d->cfg->conv, ev->tsc);
+	switch (ev->type) {
+	case ptev_enabled:
+		d->pending = false;
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.enabled.ip);
+		break;
+	case ptev_disabled:
+		if (d->pending && d->pend_class == ptic_far_call) {
+			/* Into untraced (kernel) code: the syscall's target is unknown. */
+			d->pending = false;
+			emit(d, MT_EV_SYSCALL, d->pend_from, ev->ip_suppressed ? 0 : ev->variant.disabled.ip);
+		} else {
+			/* A branch out of the traced range: report it, then the end. */
+			if (!ev->ip_suppressed)
+				resolve_pending(d, ev->variant.disabled.ip);
+			d->pending = false;
+			emit(d, MT_EV_TRACE_END, d->last_ip, 0);
+		}
+		break;
+	case ptev_async_disabled:
+		/* The branch before the interrupt went to where it hit. */
+		resolve_pending(d, ev->variant.async_disabled.at);
+		emit_ev(d, MT_EV_TRACE_END, ev->variant.async_disabled.at,
+			ev->ip_suppressed ? 0 : ev->variant.async_disabled.ip, EMIT_ASYNC, 0);
+		break;
+	case ptev_async_branch:
+		resolve_pending(d, ev->variant.async_branch.from);
+		emit(d, MT_EV_INTERRUPT, ev->variant.async_branch.from, ev->variant.async_branch.to);
+		break;
+	case ptev_overflow:
+		d->pending = false;
+		emit_error(d, 0, "trace overflow, packets lost");
+		emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
+		break;
+	case ptev_cbr:
+		if (d->cfg->want_power)
+			emit_ev(d, MT_EV_POWER, 0, 0, 0, ev->variant.cbr.ratio);
+		break;
+	default:
+		break;
+	}
+	d->use_ev_time = false;
+}
+
+/* ---- mt's walk: ptquery reads the packets (taken or not, where to,
+ * events, time: mt itself, or libipt's query decoder past what mt reads,
+ * with the same answers); the code is walked a block at a time from the
+ * image's block cache. It reports what the block-decoder loop below does:
+ * every branch with its target, instructions counted up to it, events at
+ * the instruction they bind to. ---- */
+
+/* Instructions executed, the last at `last`. */
+static void pass(struct dec *d, uint32_t n, uint64_t last)
+{
+	d->insns += n;
+	d->last_ip = last;
+}
+
+/* Block b ended at its branch, taken: it is reported once the block it went
+ * to is found, as the block-decoder loop does (a branch into unmapped code
+ * becomes just the error), with the time it was decoded at. */
+static void walk_pend(struct dec *d, const struct mt_code_block *b)
+{
+	d->pending = true;
+	d->pend_class = (enum pt_insn_class)b->cls;
+	d->pend_from = b->end_ip;
+	d->pend_len = b->len;
+	d->pend_time = now(d, &d->pend_has_time);
+}
+
+/* A direct call pushes its return address, but not a call to the next
+ * instruction (position-independent code reading its own address). */
+static void walk_call(struct dec *d, const struct mt_code_block *b, uint64_t to)
+{
+	uint64_t next = b->end_ip + b->len;
+	if (b->cls == ptic_call && (!b->direct || to != next))
+		mt_retstack_push(&d->rs, next);
+}
+
+/* A piece of a longer stream has read up to off: notes when that passes
+ * its head; true when it is past where it stops. */
+static bool piece_read_to(const struct mt_ptdec_stream *s, uint64_t off)
+{
+	if (s->head_end && off >= s->head_end)
+		*s->head_passed = true;
+	return s->stop_after && off >= s->stop_after;
+}
+
+/* walk errors of mt's own, beside libipt's negative pte_ codes */
+enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
+
+/* inline: the walk's step per block, where a call costs as much as the rest */
+static inline __attribute__((always_inline)) const struct mt_code_block *walk_block(struct dec *d, int *err)
+{
+	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
+	if (b) {
+		resolve_pending(d, b->ip);
+		pass(d, b->ninsn, b->end_ip);
+		if (d->insns - d->insns_at_packet > MT_PTDEC_MAX_WALK) {
+			*err = WALK_TOO_LONG;
+			return NULL;
+		}
+	}
+	return b;
+}
+
+/* Executes the instructions from d->ip up to x, not x itself. An event is
+ * pending, so every branch before x was reported: those met must need no
+ * trace (direct jumps and calls). */
+static int walk_to(struct dec *d, uint64_t x)
+{
+	while (d->ip != x) {
+		int err;
+		const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
+		if (!b)
+			return err;
+		if (x > b->ip && x <= b->end_ip) {
+			const uint16_t *o = d->img->offs + b->offs;
+			uint32_t k = 1;
+			while (k < b->ninsn && b->ip + o[k] < x)
+				k++;
+			if (k < b->ninsn && b->ip + o[k] == x) {
+				resolve_pending(d, b->ip);
+				pass(d, k, b->ip + o[k - 1]);
+				d->ip = x;
+				return 0;
+			}
+		}
+		if (!(b = walk_block(d, &err)))
+			return err;
+		uint64_t next = b->end_ip + b->len;
+		if (b->cls == ptic_other) {
+			d->ip = next;
+			continue;
+		}
+		if (!b->direct || b->cls == ptic_cond_jump)
+			return -pte_bad_query; /* the trace says nothing happens before x */
+		walk_call(d, b, b->target);
+		walk_pend(d, b);
+		d->ip = b->target;
+	}
+	return 0;
+}
+
+/* Walks to the branch that disabled tracing (the next one that needs trace,
+ * or a direct one to the disable's address), which is left pending. */
+static int walk_to_disable(struct dec *d, const struct pt_event *ev)
+{
+	for (;;) {
+		int err;
+		const struct mt_code_block *b = walk_block(d, &err);
+		if (!b)
+			return err;
+		uint64_t next = b->end_ip + b->len;
+		if (b->cls == ptic_other) {
+			d->ip = next;
+			continue;
+		}
+		walk_call(d, b, b->target);
+		walk_pend(d, b);
+		if (b->direct && b->cls != ptic_cond_jump &&
+		    (ev->ip_suppressed || b->target != ev->variant.disabled.ip)) {
+			d->ip = b->target;
+			continue;
+		}
+		return 0;
+	}
+}
+
+/* One event from the query decoder: walk to where it binds, then report it
+ * as handle_event does for the block decoder. */
+static int walk_event(struct dec *d, const struct pt_event *ev)
+{
+	int rc = 0;
+	if (d->enabled) {
+		if (ev->type == ptev_exec_mode && !ev->ip_suppressed)
+			rc = walk_to(d, ev->variant.exec_mode.ip);
+		else if (ev->type == ptev_async_disabled)
+			rc = walk_to(d, ev->variant.async_disabled.at);
+		else if (ev->type == ptev_async_branch)
+			rc = walk_to(d, ev->variant.async_branch.from);
+		else if (ev->type == ptev_disabled)
+			rc = walk_to_disable(d, ev);
+	}
+	if (rc < 0)
+		return rc;
+	handle_event(d, ev);
+	d->insns_at_packet = d->insns;
+	switch (ev->type) {
+	case ptev_enabled:
+		d->enabled = true;
+		d->ip = ev->variant.enabled.ip;
+		break;
+	case ptev_disabled:
+	case ptev_async_disabled:
+		d->enabled = false;
+		break;
+	case ptev_async_branch:
+		d->ip = ev->variant.async_branch.to;
+		break;
+	case ptev_overflow:
+		d->enabled = !ev->ip_suppressed;
+		d->ip = ev->variant.overflow.ip;
+		break;
+	case ptev_exec_mode:
+		if (ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown)
+			return WALK_NOT_64BIT;
+		break;
+	default:
+		break;
+	}
+	return 0;
+}
+
+/* One block: its instructions, then its branch, asking the trace where
+ * a conditional or indirect one went. Returns the query status. */
+static int walk_step(struct dec *d, int status)
+{
+	int err;
+	const struct mt_code_block *b = walk_block(d, &err);
+	if (!b)
+		return err;
+	uint64_t next = b->end_ip + b->len, to;
+	int taken;
+	switch (b->cls) {
+	case ptic_other:
+		d->ip = next;
+		return status;
+	case ptic_cond_jump:
+		status = mt_ptq_cond_branch(&d->q, &taken);
+		if (status < 0)
+			return status;
+		d->insns_at_packet = d->insns;
+		if (!taken) {
+			d->ip = next;
+			return status;
+		}
+		to = b->target;
+		if (b->stays && !d->cfg->all_branches) {
+			d->ip = to; /* nothing to report: not even pending */
+			return status;
+		}
+		break;
+	case ptic_return:
+		/* a compressed return is a taken bit; otherwise a TIP */
+		status = mt_ptq_cond_branch(&d->q, &taken);
+		if (status >= 0) {
+			d->insns_at_packet = d->insns;
+			if (!taken)
+				return -pte_bad_retcomp;
+			if (!mt_retstack_pop(&d->rs, &to))
+				return -pte_retstack_empty;
+			break;
+		}
+		if (status != -pte_bad_query)
+			return status;
+		/* fall through */
+	case ptic_call:
+	case ptic_jump:
+		if (b->direct) {
+			to = b->target;
+			if (b->stays && !d->cfg->all_branches) {
+				d->ip = to;
+				return status;
+			}
+			break;
+		}
+		/* fall through */
+	default:
+		status = mt_ptq_indirect_branch(&d->q, &to);
+		if (status < 0)
+			return status;
+		d->insns_at_packet = d->insns;
+		if (status & pts_ip_suppressed)
+			return -pte_noip;
+		break;
+	}
+	walk_call(d, b, to);
+	walk_pend(d, b);
+	d->ip = to;
+	return status;
+}
+
+static void walk_synced(struct dec *d, int status, uint64_t ip)
+{
+	d->pending = false;
+	d->enabled = !(status & pts_ip_suppressed);
+	d->ip = ip;
+	d->rs.n = 0;
+	d->insns_at_packet = d->insns;
+}
+
+/* libipt's query decoder, failing to read a PSB+ while synchronising,
+ * keeps that PSB as its sync point: the next sync looks past it. So a
+ * failed sync is reported and tried again, as long as each failure is
+ * further on, and one bad PSB+ costs only its stretch of the trace (perf
+ * decodes on past it too). first: the sync on the segment's start. */
+static int sync_on(struct dec *d, uint64_t *ip, bool first)
+{
+	const struct mt_ptdec_stream *s = d->s;
+	uint64_t failed_at = 0;
+	for (bool again = false;; again = true) {
+		bool at_start = first && !again && s->start;
+		int status;
+		if (d->blk)
+			status = at_start ? pt_blk_sync_set(d->blk, s->start) : pt_blk_sync_forward(d->blk);
+		else
+			status = at_start ? mt_ptq_sync_set(&d->q, ip, s->start) : mt_ptq_sync_forward(&d->q, ip);
+		if (status >= 0 || status == -pte_eos)
+			return status;
+		emit_error(d, status, first ? "no PSB to synchronise on" : "resync failed");
+		uint64_t at = 0;
+		if (d->blk)
+			pt_blk_get_sync_offset(d->blk, &at);
+		else
+			at = mt_ptq_sync_offset(&d->q);
+		if (again && at <= failed_at)
+			return status; /* no further on: give up on the segment */
+		failed_at = at;
+	}
+}
+
+static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
+{
+	const struct mt_ptdec_stream *s = d->s;
+	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
+		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
+	uint64_t ip = 0, nsteps = 0;
+	bool watch = s->progress || s->stop_after || s->head_end;
+	int status = sync_on(d, &ip, true);
+	if (status >= 0)
+		walk_synced(d, status, ip);
+	while (status >= 0) {
+		if (status & pts_event_pending) {
+			struct pt_event ev;
+			status = mt_ptq_event(&d->q, &ev);
+			if (status >= 0) {
+				int rc = walk_event(d, &ev);
+				if (rc < 0)
+					status = rc;
+			}
+		} else if (!d->enabled) {
+			status = status & pts_eos ? -pte_eos : -pte_no_enable;
+		} else {
+			if (watch && !(++nsteps & 0xff)) {
+				uint64_t off = trace_offset(d);
+				if (piece_read_to(s, off))
+					break; /* the next piece decodes from here on */
+				if (s->progress && !(nsteps & 0xffff))
+					s->progress(s->progress_ctx, (size_t)off);
+			}
+			status = walk_step(d, status);
+		}
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			if (status == WALK_TOO_LONG) {
+				char what[112];
+				snprintf(what, sizeof what, "no packet for over %u instructions (a loop of direct "
+					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
+				emit_error(d, 0, what);
+			} else if (status == WALK_NOT_64BIT) {
+				emit_error(d, 0, "16- or 32-bit code, which mt's walk does not decode "
+					   "(--decoder=libipt does)");
+			} else {
+				emit_error(d, status, NULL);
+			}
+			status = sync_on(d, &ip, false);
+			if (status < 0)
+				break;
+			walk_synced(d, status, ip);
+		}
+	}
+	const uint8_t *handed = mt_ptq_handed_at(&d->q);
+	if (handed && !d->cfg->libipt_packets) {
+		/* a piece counts only its own bytes, up to where the next begins */
+		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
+		if (to > from)
+			d->stats->handed_over += to - from;
+	}
+	d->stats->insns += d->insns;
+	mt_ptq_fini(&d->q);
+	return 0;
+}
+
+int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
+		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
+		    struct mt_err *err)
+{
+	if (!s->data || !s->len)
+		return 0; /* nothing to decode (a queue of empty buffers) */
+	struct pt_config config;
+	pt_config_init(&config);
+	config.begin = (uint8_t *)s->data;
+	config.end = (uint8_t *)s->data + s->len;
+	config.flags.variant.block.end_on_call = 1;
+	config.flags.variant.block.end_on_jump = 1;
+	config.cpuid_0x15_eax = cfg->ctc_d;
+	config.cpuid_0x15_ebx = cfg->ctc_n;
+	config.mtc_freq = cfg->mtc_freq;
+	config.nom_freq = cfg->nom_freq;
+	if (cfg->family) {
+		config.cpu.vendor = pcv_intel;
+		config.cpu.family = (uint16_t)cfg->family;
+		config.cpu.model = (uint8_t)cfg->model;
+		config.cpu.stepping = (uint8_t)cfg->stepping;
+		pt_cpu_errata(&config.errata, &config.cpu);
+	}
+	stats->pt_bytes += s->len;
+	uint64_t nblocks = 0;
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
+	if (!cfg->libipt_blocks)
+		return walk_decode(&d, &config, err);
+	d.blk = pt_blk_alloc_decoder(&config);
+	if (!d.blk)
+		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
+	pt_blk_set_image(d.blk, img->image);
+
+	uint64_t ip;
+	int status = sync_on(&d, &ip, true);
+	/* A code loop made only of direct branches needs no packets: libipt
+	 * would walk it forever. Past MT_PTDEC_MAX_WALK instructions with no
+	 * packet read, that is reported as an error and decoding resyncs at
+	 * the next PSB (perf gives up on such loops too). */
+	uint64_t walk_off = 0, walked = 0;
+	while (status >= 0) {
+		while (status & pts_event_pending) {
+			struct pt_event ev;
+			status = pt_blk_event(d.blk, &ev, sizeof ev);
+			if (status < 0)
+				break;
+			handle_event(&d, &ev);
+		}
+		if (status >= 0) {
+			struct pt_block block;
+			if (s->progress && !(++nblocks & 0xffff)) {
+				uint64_t off = 0;
+				pt_blk_get_offset(d.blk, &off);
+				s->progress(s->progress_ctx, (size_t)off);
+			}
+			status = pt_blk_next(d.blk, &block, sizeof block);
+			if (status >= 0 || block.ninsn) {
+				/* A block can carry instructions even when the call
+				 * reports an error: account for them first. */
+				uint64_t off = 0;
+				pt_blk_get_offset(d.blk, &off);
+				walked = off == walk_off ? walked + block.ninsn : 0;
+				walk_off = off;
+				if (walked > MT_PTDEC_MAX_WALK && status >= 0)
+					status = -pte_bad_context; /* below: an error event, then a resync */
+				if (piece_read_to(s, off))
+					break; /* the next piece decodes from here on */
+				if (block.ninsn) {
+					resolve_pending(&d, block.ip);
+					d.insns += block.ninsn;
+					d.last_ip = block.end_ip;
+					d.pending = true;
+					d.pend_class = block.iclass;
+					if (block.iclass == ptic_error) {
+						unsigned len;
+						d.pend_class = classify_branch(&d, block.end_ip, &len);
+					}
+					d.pend_from = block.end_ip;
+					d.pend_time = now(&d, &d.pend_has_time);
+				}
+			}
+		}
+		if (status < 0) {
+			if (status == -pte_eos)
+				break;
+			if (walked > MT_PTDEC_MAX_WALK) {
+				char what[112];
+				snprintf(what, sizeof what, "no packet for over %u instructions (a loop of direct "
+					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
+				emit_error(&d, 0, what);
+			} else {
+				emit_error(&d, status, NULL);
+			}
+			walked = 0;
+			status = sync_on(&d, &ip, false);
+		}
+	}
+	pt_blk_free_decoder(d.blk);
+	stats->insns += d.insns;
+	return 0;
+}

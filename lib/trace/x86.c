@@ -1,0 +1,119 @@
+#include "trace/x86.h"
+
+#include <intel-pt.h>
+
+static uint32_t le32(const uint8_t *p)
+{
+	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
+}
+
+int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len)
+{
+	*direct = false;
+	*disp = 0;
+	*len = 0;
+	size_t i = 0;
+	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
+			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
+			 b[i] == 0xf2 || b[i] == 0xf3))
+		i++;
+	if (i < n && (b[i] & 0xf0) == 0x40)
+		i++;
+	if (i >= n)
+		return ptic_error;
+	uint8_t op = b[i];
+	/* rel8 forms: jcc, loop/jcxz, jmp short */
+	if ((op >= 0x70 && op <= 0x7f) || (op >= 0xe0 && op <= 0xe3) || op == 0xeb) {
+		if (i + 2 > n)
+			return ptic_error;
+		*direct = true;
+		*disp = (int8_t)b[i + 1];
+		*len = (unsigned)i + 2;
+		return op == 0xeb ? ptic_jump : ptic_cond_jump;
+	}
+	switch (op) {
+	case 0xe8: case 0xe9:
+		if (i + 5 > n)
+			return ptic_error;
+		*direct = true;
+		*disp = (int32_t)le32(b + i + 1);
+		*len = (unsigned)i + 5;
+		return op == 0xe8 ? ptic_call : ptic_jump;
+	case 0xc2: case 0xc3: return ptic_return;
+	case 0xca: case 0xcb: case 0xcf: return ptic_far_return;
+	case 0xcc: case 0xcd: case 0xce: return ptic_far_call;
+	case 0xff:
+		if (i + 1 < n) {
+			unsigned reg = (b[i + 1] >> 3) & 7;
+			if (reg == 2) return ptic_call;
+			if (reg == 3) return ptic_far_call;
+			if (reg == 4) return ptic_jump;
+			if (reg == 5) return ptic_far_jump;
+		}
+		return ptic_other;
+	case 0x0f:
+		if (i + 1 >= n)
+			return ptic_error;
+		if (b[i + 1] >= 0x80 && b[i + 1] <= 0x8f) {
+			if (i + 6 > n)
+				return ptic_error;
+			*direct = true;
+			*disp = (int32_t)le32(b + i + 2);
+			*len = (unsigned)i + 6;
+			return ptic_cond_jump;
+		}
+		if (b[i + 1] == 0x05 || b[i + 1] == 0x34)
+			return ptic_far_call;
+		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
+			return ptic_far_return;
+		return ptic_other;
+	}
+	return ptic_other;
+}
+
+unsigned mt_vex_length(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
+			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65))
+		i++;
+	if (i + 2 > n)
+		return 0;
+	unsigned map;
+	if (b[i] == 0xc5) {
+		map = 1;
+		i += 2;
+	} else if (b[i] == 0xc4) {
+		map = b[i + 1] & 0x1f;
+		i += 3;
+	} else if (b[i] == 0x62) {
+		map = b[i + 1] & 0x7;
+		i += 4;
+	} else {
+		return 0;
+	}
+	if (i + 1 > n || map == 0 || map > 7)
+		return 0;
+	uint8_t op = b[i++];
+	if (map == 1 && op == 0x77)
+		return (unsigned)i; /* vzeroupper, vzeroall: no ModRM */
+	if (i + 1 > n)
+		return 0;
+	uint8_t modrm = b[i++];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	if (mod != 3 && rm == 4) {
+		if (i + 1 > n)
+			return 0;
+		if (mod == 0 && (b[i] & 7) == 5)
+			i += 4;
+		i++;
+	}
+	if (mod == 1)
+		i += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		i += 4;
+	if (map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6))))
+		i += 1;
+	return i <= n && i <= 15 ? (unsigned)i : 0;
+}
+

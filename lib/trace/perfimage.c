@@ -1,0 +1,95 @@
+#define _GNU_SOURCE
+#include "trace/perfimage.h"
+
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
+{
+	for (size_t i = 0; i < wd->n; i++)
+		if (!strcmp(wd->v[i], key))
+			return;
+	char *k = strdup(key);
+	if (!k || PUSH(*wd, k)) {
+		free(k);
+		return;
+	}
+	if (o->warn)
+		o->warn(o->warn_ctx, msg);
+}
+
+void mt_warned_free(struct warned *wd)
+{
+	for (size_t i = 0; i < wd->n; i++)
+		free(wd->v[i]);
+	free(wd->v);
+}
+
+/* Kernel maps (pid -1): code from --vmlinux or the kcore copy. */
+static void add_kernel_map(struct mt_image *img, const struct map *m, const struct mt_ptperf_opts *o,
+			   struct warned *wd)
+{
+	char path[4096], msg[4400];
+	struct mt_err e = {0};
+	if (o->kcore_dir) {
+		snprintf(path, sizeof path, "%s/kcore", o->kcore_dir);
+		if (mt_image_add_kernel(img, path, m->start, m->len, &e)) {
+			snprintf(msg, sizeof msg, "warning: kernel code %s: %s", m->path, e.msg);
+			mt_warn_once(o, wd, m->path, msg);
+			return;
+		}
+		return;
+	}
+	if (!o->vmlinux) {
+		snprintf(msg, sizeof msg, "warning: %s: kernel code cannot be decoded without --vmlinux or --kcore",
+			 m->path);
+		mt_warn_once(o, wd, "kernel", msg);
+		return;
+	}
+	if (mt_image_add_kernel(img, o->vmlinux, m->start, m->len, &e)) {
+		snprintf(msg, sizeof msg, "warning: kernel code %s: %s", m->path, e.msg);
+		mt_warn_once(o, wd, m->path, msg);
+	}
+}
+
+void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	bool kernel = false;
+	for (size_t i = 0; i < s->maps.n; i++) {
+		const struct map *m = &s->maps.v[i];
+		if (m->pid == (uint32_t)-1 && (m->path[0] == '[' || o->kcore_dir)) {
+			add_kernel_map(img, m, o, wd);
+			kernel = true;
+			continue;
+		}
+		if (m->pid != pid || m->path[0] != '/')
+			continue; /* [vdso] and anon maps have no file to read here */
+		const uint8_t *bid;
+		unsigned bidsz;
+		mt_side_buildid(pd, m, &bid, &bidsz);
+		char path[4096], msg[4400];
+		if (mt_image_find_object(m->path, bid, bidsz, o->symfs, o->buildid_dir, path, sizeof path)) {
+			snprintf(msg, sizeof msg, "warning: %s not found%s%s: code there cannot be decoded",
+				 m->path, o->symfs ? " under --symfs " : "", o->symfs ? o->symfs : "");
+			mt_warn_once(o, wd, m->path, msg);
+			continue;
+		}
+		struct mt_err e = {0};
+		if (mt_image_add_mapping(img, path, m->start, m->len, m->pgoff, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s", e.msg);
+			mt_warn_once(o, wd, m->path, msg);
+		}
+	}
+	if (kernel && o->kcore_dir) {
+		/* function boundaries of every kernel map: one kallsyms, read once */
+		char path[4096], msg[4400];
+		struct mt_err e = {0};
+		snprintf(path, sizeof path, "%s/kallsyms", o->kcore_dir);
+		if (mt_image_add_kallsyms(img, path, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s: kernel jumps between functions are not told apart", e.msg);
+			mt_warn_once(o, wd, path, msg);
+		}
+	}
+}

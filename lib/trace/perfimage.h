@@ -1,0 +1,23 @@
+/* perfimage: the code image of one process of a perf.data, from its
+ * sideband's executable maps (objects found by path, build-id, --symfs),
+ * kernel code from --vmlinux or a --kcore copy; each problem warned of once. */
+#ifndef MT_PERFIMAGE_H
+#define MT_PERFIMAGE_H
+
+#include <stddef.h>
+#include <stdint.h>
+
+#include "trace/image.h"
+#include "trace/ptperf.h"
+#include "trace/sideband.h"
+
+/* The warnings given so far, by key (an object's path, "kernel"). */
+struct warned { char **v; size_t n, cap; };
+void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg);
+void mt_warned_free(struct warned *wd);
+
+/* Adds pid's maps (and the kernel's) to img. */
+void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+		    const struct mt_ptperf_opts *o, struct warned *wd);
+
+#endif

@@ -1,0 +1,157 @@
+#define _GNU_SOURCE
+#include "trace/samples.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+/* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles). */
+static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n)
+{
+	const struct mt_perf_evattr *a = attr >= 0 && (size_t)attr < pd->nattrs ? &pd->attrs[attr] : NULL;
+	if (a && a->type == 5) { /* PERF_TYPE_BREAKPOINT, named as perf names it */
+		static const char *const rw[] = {"", "r", "w", "rw", "x"};
+		snprintf(out, n, "mem:0x%" PRIx64 ":%s", a->config1, a->bp_type < 5 ? rw[a->bp_type] : "");
+		return;
+	}
+	if (a && a->name) {
+		snprintf(out, n, "%.*s", (int)strcspn(a->name, "/:"), a->name);
+		return;
+	}
+	static const char *const hw[] = {"cycles", "instructions", "cache-references", "cache-misses",
+					 "branch-instructions", "branch-misses"};
+	static const char *const sw[] = {"cpu-clock", "task-clock"};
+	if (a && a->type == 0 && a->config < 6)
+		snprintf(out, n, "%s", hw[a->config]);
+	else if (a && a->type == 1 && a->config < 2)
+		snprintf(out, n, "%s", sw[a->config]);
+	else
+		snprintf(out, n, "sample");
+}
+
+static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
+{
+	char ename[64], period[24];
+	event_name(c->pd, ps->attr, ename, sizeof ename);
+	snprintf(period, sizeof period, "%" PRIu64, ps->period);
+	struct mt_kv kv[2] = {{"event", ename}, {"period", period}};
+	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
+			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE, .from = ps->ip,
+			      .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
+	mt_events_write(c->w, &ev);
+	c->stats->by_kind[MT_EV_SAMPLE]++;
+}
+
+static bool of_queue(const struct sink_ctx *c, const struct psample *ps)
+{
+	return c->per_cpu ? ps->has_cpu && ps->cpu == c->q_cpu : ps->tid == c->q_tid;
+}
+
+void mt_samples_queue(struct sink_ctx *c, uint64_t time)
+{
+	while (c->next < c->norder &&
+	       (c->done[c->order[c->next]] || !of_queue(c, &c->s->samples.v[c->order[c->next]])))
+		c->next++;
+	for (size_t k = c->next; k < c->norder; k++) {
+		size_t i = c->order[k];
+		const struct psample *ps = &c->s->samples.v[i];
+		if (ps->has_time && ps->time > time)
+			break; /* in time order: nothing later is due */
+		if (c->done[i] || !of_queue(c, ps))
+			continue;
+		c->done[i] = true;
+		write_event_sample(c, ps);
+	}
+}
+
+void mt_samples_sink(void *ctx, const struct mt_event *ev)
+{
+	struct sink_ctx *c = ctx;
+	if (c->norder && ev->has_time)
+		mt_samples_queue(c, ev->time);
+	mt_events_write(c->w, ev);
+}
+
+static const struct side *sort_side; /* qsort has no context argument in C11 */
+
+static int cmp_sample_time(const void *a, const void *b)
+{
+	const struct psample *x = &sort_side->samples.v[*(const size_t *)a], *y = &sort_side->samples.v[*(const size_t *)b];
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+int mt_samples_order(struct sink_ctx *c, const struct mt_perfdata *pd, const struct side *s,
+		     const struct mt_perf_evattr *pt, struct mt_err *err)
+{
+	c->order = malloc(s->samples.n * sizeof *c->order);
+	c->done = calloc(s->samples.n, 1);
+	if (!c->order || !c->done) {
+		mt_samples_free(c);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
+	for (size_t i = 0; i < s->samples.n; i++)
+		if (!pt || s->samples.v[i].attr < 0 || &pd->attrs[s->samples.v[i].attr] != pt)
+			c->order[c->norder++] = i;
+	sort_side = s;
+	qsort(c->order, c->norder, sizeof *c->order, cmp_sample_time);
+	return 0;
+}
+
+void mt_samples_free(struct sink_ctx *c)
+{
+	free(c->order);
+	free(c->done);
+	c->order = NULL;
+	c->done = NULL;
+}
+
+void mt_samples_rest(struct sink_ctx *c)
+{
+	for (size_t k = 0; k < c->norder; k++)
+		if (!c->done[c->order[k]]) {
+			c->done[c->order[k]] = true;
+			write_event_sample(c, &c->s->samples.v[c->order[k]]);
+		}
+}
+
+void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
+			 struct mt_ptdec_stats *stats)
+{
+	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	static char vals[MT_EVENT_MAX_EXTRA][24];
+	char ename[64], period[24];
+	for (size_t i = 0; i < s->samples.n; i++) {
+		const struct psample *ps = &s->samples.v[i];
+		event_name(pd, ps->attr, ename, sizeof ename);
+		snprintf(period, sizeof period, "%" PRIu64, ps->period);
+		unsigned n = 0;
+		kv[n++] = (struct mt_kv){"event", ename};
+		kv[n++] = (struct mt_kv){"period", period};
+		/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
+		uint64_t ips[MT_EVENT_MAX_EXTRA];
+		unsigned nips = 0;
+		for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
+			uint64_t ip = mt_rd64(ps->chain + 8 * k);
+			if (ip < (uint64_t)-4096)
+				ips[nips++] = ip;
+		}
+		if (!nips && ps->ip)
+			ips[nips++] = ps->ip;
+		for (unsigned k = nips; k-- > 0;) {
+			snprintf(vals[n], sizeof vals[n], "0x%" PRIx64, ips[k]);
+			kv[n] = (struct mt_kv){"frame", vals[n]};
+			n++;
+		}
+		struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
+				      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
+				      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
+		mt_events_write(w, &ev);
+		stats->by_kind[MT_EV_SAMPLE]++;
+	}
+}
+
+
+

@@ -1,0 +1,51 @@
+/* samples: a perf.data's samples as events. Stack samples (sampling
+ * mode, no Intel PT) become the stream; event samples recorded beside a
+ * trace (branch-misses, breakpoint hits...) are merged into the decoded
+ * stream of their queue in time order. */
+#ifndef MT_SAMPLES_H
+#define MT_SAMPLES_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stream/events.h"
+#include "trace/ptdecode.h"
+#include "trace/sideband.h"
+
+
+/* Event samples (branch-misses, cache-misses, breakpoint hits...) recorded
+ * beside the trace are merged into the decoded stream of their queue (the
+ * same thread, or the same CPU) in time order. */
+struct sink_ctx {
+	struct mt_events_writer *w;
+	const struct mt_perfdata *pd;
+	const struct side *s;
+	size_t *order;          /* samples by time */
+	size_t norder;
+	bool *done;
+	bool per_cpu;           /* the queue being decoded */
+	uint32_t q_tid, q_cpu;
+	size_t next;            /* its cursor in order[] */
+	struct mt_ptdec_stats *stats;
+};
+
+/* Orders the samples of other events than the trace's own (pt: its attr,
+ * or NULL) by time into c->order; c's other fields are the caller's. */
+int mt_samples_order(struct sink_ctx *c, const struct mt_perfdata *pd, const struct side *s,
+		     const struct mt_perf_evattr *pt, struct mt_err *err);
+void mt_samples_free(struct sink_ctx *c);
+/* Writes the current queue's samples up to `time` (UINT64_MAX: all). The
+ * scan starts at the queue's cursor: written samples and other queues'
+ * before it are never looked at again, so each PT event costs O(1). */
+void mt_samples_queue(struct sink_ctx *c, uint64_t time);
+/* Writes the samples no queue took (threads or CPUs without trace). */
+void mt_samples_rest(struct sink_ctx *c);
+/* mt_ptdec_stream.sink: an event, after the samples due before it. */
+void mt_samples_sink(void *ctx, const struct mt_event *ev);
+/* Stack samples as events: frame= columns outermost first ("0xIP"; a
+ * symbolizer names them), the sample's IP as FROM. */
+void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
+			    struct mt_ptdec_stats *stats);
+
+#endif

@@ -1,0 +1,288 @@
+#define _GNU_SOURCE
+#include "trace/sideband.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+
+int mt_vec_push(void **v, size_t *n, size_t *cap, size_t elem, const void *item)
+{
+	if (*n == *cap) {
+		size_t nc = *cap ? *cap * 2 : 64;
+		void *nv = realloc(*v, nc * elem);
+		if (!nv)
+			return MT_ENOMEM;
+		*v = nv;
+		*cap = nc;
+	}
+	memcpy((char *)*v + *n * elem, item, elem);
+	(*n)++;
+	return 0;
+}
+
+void mt_side_free(struct side *s)
+{
+	free(s->comms.v);
+	free(s->samples.v);
+	free(s->maps.v);
+	free(s->bufs.v);
+	free(s->itrace.v);
+	free(s->switches.v);
+}
+
+static const char *cstr(const uint8_t *p, size_t max)
+{
+	return memchr(p, 0, max) ? (const char *)p : NULL;
+}
+
+static void parse_auxtrace_info(struct side *s, const struct mt_perf_record *r)
+{
+	/* {u32 type; u32 reserved; u64 priv[]}; reader rules of intel_pt_process_auxtrace_info */
+	if (r->body_size < 8)
+		return;
+	s->info_type = mt_rd32(r->body);
+	size_t n = (r->body_size - 8) / 8;
+	const uint8_t *p = r->body + 8;
+	if (n < PRIV_PER_CPU_MMAPS + 1)
+		return;
+	s->have_info = true;
+	size_t take = n < PRIV_COUNT ? n : PRIV_COUNT;
+	for (size_t i = 0; i < take; i++)
+		s->priv[i] = mt_rd64(p + 8 * i);
+	s->npriv = take;
+	size_t used = take;
+	if (take > PRIV_FILTER_STR_LEN && s->priv[PRIV_FILTER_STR_LEN]) {
+		uint64_t len = s->priv[PRIV_FILTER_STR_LEN];
+		uint64_t padded = (len + 1 + 7) & ~7ULL;
+		if (padded / 8 <= n - used) {
+			s->filter = cstr(p + 8 * used, (size_t)padded);
+			used += (size_t)(padded / 8);
+		}
+	}
+	if (used < n)
+		s->have_cap_event_trace = true;
+}
+
+static void note_time(struct side *s, const struct mt_perf_record *r)
+{
+	if (!r->sid.has_time || !r->sid.time)
+		return;
+	if (!s->have_time || r->sid.time < s->tmin)
+		s->tmin = r->sid.time;
+	if (!s->have_time || r->sid.time > s->tmax)
+		s->tmax = r->sid.time;
+	s->have_time = true;
+}
+
+static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const char *name)
+{
+	for (size_t i = 0; i < s->comms.n; i++)
+		if (s->comms.v[i].pid == pid && s->comms.v[i].tid == tid && !strcmp(s->comms.v[i].name, name))
+			return true;
+	return false;
+}
+
+void mt_release_before(const struct mt_perfdata *pd, struct releaser *r, const uint8_t *at)
+{
+	if (!r->from || at < r->from) {
+		r->from = at; /* a new pass over the file */
+		return;
+	}
+	if ((size_t)(at - r->from) > 4 * RELEASE_LAG) {
+		mt_perfdata_release(pd, r->from, (size_t)(at - r->from) - RELEASE_LAG);
+		r->from = at - RELEASE_LAG;
+	}
+}
+
+int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
+{
+	struct mt_perf_record r;
+	struct mt_err werr = {0};
+	int rc;
+	struct releaser walked = {0}; /* the walk lets go of what it passed */
+	while ((rc = mt_perfdata_next(pd, &r, &werr)) > 0) {
+		mt_release_before(pd, &walked, pd->base + r.offset);
+		s->counts[r.type < 128 ? r.type : 127]++;
+		note_time(s, &r);
+		const uint8_t *b = r.body;
+		size_t bs = r.body_size;
+		int e = 0;
+		switch (r.type) {
+		case MT_REC_AUXTRACE_INFO:
+			parse_auxtrace_info(s, &r);
+			break;
+		case MT_REC_SAMPLE:
+			if (r.sid.has_tid && (r.sid.callchain || r.sid.has_ip)) {
+				struct psample ps = {r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.has_time, r.sid.has_cpu,
+						     r.sid.time, r.sid.has_period ? r.sid.period : 1, r.sid.ip,
+						     r.sid.attr_index, r.sid.callchain, r.sid.callchain_nr};
+				e = mt_vec_push((void **)&s->samples.v, &s->samples.n, &s->samples.cap, sizeof ps, &ps);
+			}
+			break;
+		case MT_REC_TIME_CONV:
+			if (bs >= 24) {
+				s->have_tconv = true;
+				s->tconv.time_shift = (uint16_t)mt_rd64(b);
+				s->tconv.time_mult = (uint32_t)mt_rd64(b + 8);
+				s->tconv.time_zero = mt_rd64(b + 16);
+				if (bs >= 48 && b[41]) { /* cap_user_time_short */
+					s->tconv.short_fmt = true;
+					s->tconv.time_cycles = mt_rd64(b + 24);
+					s->tconv.time_mask = mt_rd64(b + 32);
+				}
+			}
+			break;
+		case MT_REC_COMM:
+			if (bs > 8) {
+				const char *name = cstr(b + 8, bs - 8);
+				if (name && !has_comm(s, mt_rd32(b), mt_rd32(b + 4), name))
+					e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name);
+			}
+			break;
+		case MT_REC_FORK:
+			/* A new thread (or process) inherits its creator's name
+			 * until a COMM record says otherwise. */
+			if (bs >= 16) {
+				uint32_t pid = mt_rd32(b), tid = mt_rd32(b + 8), ptid = mt_rd32(b + 12);
+				const char *name = NULL;
+				for (size_t i = s->comms.n; i-- > 0 && !name;)
+					if (s->comms.v[i].tid == ptid)
+						name = s->comms.v[i].name;
+				if (name && !has_comm(s, pid, tid, name))
+					e = PUSH(s->comms, pid, tid, name);
+			}
+			break;
+		case MT_REC_MMAP:
+		case MT_REC_MMAP2: {
+			struct mt_perf_mmap pm;
+			if (!mt_perf_parse_mmap(&r, &pm) || !pm.exec)
+				break; /* no code to decode */
+			struct map m = {.pid = pm.pid, .start = pm.start, .len = pm.len, .pgoff = pm.pgoff,
+					.path = pm.path, .bidsz = pm.bidsz};
+			memcpy(m.bid, pm.bid, sizeof m.bid);
+			e = mt_vec_push((void **)&s->maps.v, &s->maps.n, &s->maps.cap, sizeof m, &m);
+			break;
+		}
+		case MT_REC_AUXTRACE:
+			e = PUSH(s->bufs, r.aux_data, r.aux_size, mt_rd64(b + 8), mt_rd32(b + 28), mt_rd32(b + 32));
+			if (r.aux_size < r.aux_declared) {
+				s->walk_damaged = true;
+				snprintf(s->walk_err, sizeof s->walk_err,
+					 "AUXTRACE payload at offset %" PRIu64 " truncated: %" PRIu64 " of %" PRIu64 " bytes",
+					 r.offset + 48, r.aux_size, r.aux_declared);
+			}
+			break;
+		case MT_REC_AUX:
+			if (bs >= 24) {
+				uint64_t fl = mt_rd64(b + 16);
+				s->aux_truncated += (fl & 1) != 0;
+				s->aux_overwrite += (fl & 2) != 0;
+				s->aux_collision += (fl & 8) != 0;
+			}
+			break;
+		case MT_REC_LOST:
+			if (bs >= 16)
+				s->lost += mt_rd64(b + 8);
+			break;
+		case MT_REC_ITRACE_START:
+			if (bs >= 8 && r.sid.has_cpu)
+				e = PUSH(s->itrace, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
+			break;
+		case MT_REC_SWITCH:
+		case MT_REC_SWITCH_CPU_WIDE:
+			if (!r.sid.has_cpu || !r.sid.has_tid)
+				break;
+			if (r.misc & MT_MISC_SWITCH_OUT) {
+				/* CPU-wide OUT names the task coming in */
+				if (r.type == MT_REC_SWITCH_CPU_WIDE && bs >= 8)
+					e = PUSH(s->switches, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
+			} else {
+				e = PUSH(s->switches, r.sid.cpu, r.sid.pid, r.sid.tid, r.sid.time);
+			}
+			break;
+		}
+		if (e)
+			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");
+	}
+	if (rc < 0) {
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);
+	} else if (s->counts[MT_REC_COMPRESSED]) {
+		/* Their records (PT buffers among them) are lost to us: say so. */
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err,
+			 "%" PRIu64 " zstd-compressed record batches (perf record -z) skipped: not supported, "
+			 "record without -z", s->counts[MT_REC_COMPRESSED]);
+	}
+	return 0;
+}
+
+bool mt_side_timed(const struct mt_perfdata *pd, const struct side *s)
+{
+	if (!s->have_info || !s->priv[PRIV_TSC_BIT] || !s->priv[PRIV_CAP_USER_TIME_ZERO])
+		return false;
+	for (size_t i = 0; i < pd->nattrs; i++) {
+		if (!(pd->attrs[i].sample_type & MT_SAMPLE_TIME))
+			return false;
+		if (pd->attrs[i].type == s->priv[PRIV_PMU_TYPE] && !(pd->attrs[i].config & s->priv[PRIV_TSC_BIT]))
+			return false;
+	}
+	return true;
+}
+
+const struct mt_perf_evattr *mt_side_pt_attr(const struct mt_perfdata *pd, const struct side *s)
+{
+	for (size_t i = 0; i < pd->nattrs; i++)
+		if (s->have_info && pd->attrs[i].type == s->priv[PRIV_PMU_TYPE])
+			return &pd->attrs[i];
+	return NULL;
+}
+
+unsigned mt_config_field(uint64_t config, uint64_t mask)
+{
+	return mask ? (unsigned)((config & mask) >> __builtin_ctzll(mask)) : 0;
+}
+
+void mt_who(void *ctx, uint64_t time, uint32_t *pid, uint32_t *tid)
+{
+	struct who_ctx *w = ctx;
+	*pid = w->pid;
+	*tid = w->tid;
+	if (!w->per_cpu || !w->nsw || !time)
+		return;
+	/* the last switch at or before time */
+	size_t lo = mt_count_at_or_below(w->sw, w->nsw, sizeof *w->sw, offsetof(struct sw, time), time);
+	if (lo) {
+		*pid = w->sw[lo - 1].pid;
+		*tid = w->sw[lo - 1].tid;
+	}
+}
+
+uint32_t mt_side_pid_of_tid(const struct side *s, uint32_t tid)
+{
+	for (size_t i = 0; i < s->comms.n; i++)
+		if (s->comms.v[i].tid == tid)
+			return s->comms.v[i].pid;
+	for (size_t i = 0; i < s->itrace.n; i++)
+		if (s->itrace.v[i].tid == tid)
+			return s->itrace.v[i].pid;
+	return tid;
+}
+
+void mt_side_buildid(const struct mt_perfdata *pd, const struct map *m, const uint8_t **bid, unsigned *bidsz)
+{
+	*bid = m->bidsz ? m->bid : NULL;
+	*bidsz = m->bidsz;
+	if (*bidsz)
+		return;
+	for (size_t i = 0; i < pd->nbuildids; i++)
+		if (!strcmp(pd->buildids[i].path, m->path)) {
+			*bid = pd->buildids[i].id;
+			*bidsz = pd->buildids[i].id_size;
+			return;
+		}
+}
+

@@ -62,98 +62,6 @@ static void warn(void *ctx, const char *msg)
 	fprintf(stderr, PROG ": %s\n", msg);
 }
 
-/* --- stacks: magic-trace's test harness format ------------------------------ */
-
-/* Core's Time_ns.Span.to_string_hum: ns, us, ms or s, at most 3 decimals,
- * trailing zeros dropped. Written by hand (printf was most of the time);
- * returns the end (no NUL). */
-static char *fmt_time(char *p, uint64_t ns)
-{
-	static const struct { uint64_t div; char unit[3]; } u[] = {
-		{1000000000ULL, "s"}, {1000000ULL, "ms"}, {1000ULL, "us"},
-	};
-	for (size_t i = 0; i < 3; i++) {
-		if (ns < u[i].div)
-			continue;
-		/* value in thousandths of the unit, rounded to nearest */
-		uint64_t milli = (ns * 1000 + u[i].div / 2) / u[i].div;
-		p = mt_put_dec(p, milli / 1000);
-		unsigned frac = (unsigned)(milli % 1000);
-		if (frac) {
-			*p++ = '.';
-			*p++ = (char)('0' + frac / 100);
-			if (frac % 100) {
-				*p++ = (char)('0' + frac / 10 % 10);
-				if (frac % 10)
-					*p++ = (char)('0' + frac % 10);
-			}
-		}
-		for (const char *q = u[i].unit; *q; q++)
-			*p++ = *q;
-		return p;
-	}
-	p = mt_put_dec(p, ns);
-	*p++ = 'n';
-	*p++ = 's';
-	return p;
-}
-
-struct text_out {
-	FILE *f;
-};
-
-/* "<time> <VERB> <name>\n" (time omitted when verb is NULL: "END   name"
- * of an instant), one write. */
-static void st_line(void *ctx, uint64_t time, const char *verb, const char *name)
-{
-	size_t n = strlen(name);
-	char small[256], *big = NULL, *b = n + 48 <= sizeof small ? small : (big = malloc(n + 48));
-	if (!b)
-		return;
-	char *p = b;
-	if (verb) {
-		p = fmt_time(p, time);
-		*p++ = ' ';
-		size_t v = strlen(verb);
-		memcpy(p, verb, v);
-		p += v;
-	} else {
-		memcpy(p, "END  ", 5);
-		p += 5;
-	}
-	*p++ = ' ';
-	memcpy(p, name, n);
-	p += n;
-	*p++ = '\n';
-	fwrite_unlocked(b, 1, (size_t)(p - b), ((struct text_out *)ctx)->f);
-	free(big);
-}
-
-static void st_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
-{
-	(void)th;
-	st_line(ctx, time, "BEGIN", f->name);
-}
-
-static void st_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
-{
-	(void)th, (void)id;
-	st_line(ctx, time, "END  ", name);
-}
-
-static void st_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
-{
-	st_line(ctx, start, "BEGIN", name);
-	st_end(ctx, th, end, name, 0);
-}
-
-static void st_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
-{
-	(void)th;
-	st_line(ctx, time, "BEGIN", name);
-	st_line(ctx, 0, NULL, name);
-}
-
 /* From an mmap metadata line: the object's OCaml trap notes, if any. */
 static void add_ocaml_traps(struct mt_cs *cs, struct mt_ocaml_traps *traps, const char *meta)
 {
@@ -242,24 +150,21 @@ int main(int argc, char **argv)
 	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
 	struct mt_err err = {0};
-	struct text_out to = {io.out.f};
 	struct mt_pftrace *pf = NULL;
 	struct mt_cs_sink sink;
-	if (format == FMT_STACKS) {
-		sink = (struct mt_cs_sink){.ctx = &to, .begin = st_begin, .end = st_end, .complete = st_complete,
-					   .instant = st_instant};
-	} else {
-		size_t ol = strlen(out);
-		bool gz = ol > 3 && !strcmp(out + ol - 3, ".gz");
-		pf = mt_pftrace_new(io.out.f, format == FMT_JSON ? MT_PFTRACE_JSON : format == FMT_FXT ? MT_PFTRACE_FXT
-								: MT_PFTRACE_PROTO, gz);
-		if (!pf) {
-			fprintf(stderr, PROG ": out of memory\n");
-			return mt_filterio_close(&io, EXIT_DATA, true);
-		}
-		mt_pftrace_set_window(pf, window);
-		mt_pftrace_sink(pf, &sink);
+	static const enum mt_pftrace_format formats[] = {
+		[FMT_PERFETTO] = MT_PFTRACE_PROTO, [FMT_JSON] = MT_PFTRACE_JSON, [FMT_FXT] = MT_PFTRACE_FXT,
+		[FMT_STACKS] = MT_PFTRACE_STACKS,
+	};
+	size_t ol = strlen(out);
+	bool gz = format != FMT_STACKS && ol > 3 && !strcmp(out + ol - 3, ".gz");
+	pf = mt_pftrace_new(io.out.f, formats[format], gz);
+	if (!pf) {
+		fprintf(stderr, PROG ": out of memory\n");
+		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
+	mt_pftrace_set_window(pf, window);
+	mt_pftrace_sink(pf, &sink);
 	struct mt_cs_opts co = {.annotate_inferred = annotate && format == FMT_STACKS, .warn = warn,
 				.starts_when_known = format != FMT_STACKS};
 	struct mt_cs *cs = mt_cs_new(&sink, &co);
@@ -283,8 +188,7 @@ int main(int argc, char **argv)
 	struct mt_ocaml_traps traps = {0};
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
-			if (pf)
-				mt_pftrace_meta(pf, meta);
+			mt_pftrace_meta(pf, meta);
 			if (ocaml_notes)
 				add_ocaml_traps(cs, &traps, meta);
 			continue;
@@ -303,12 +207,11 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
-		if (pf)
-			mt_pftrace_note_damage(pf, err.msg);
+		mt_pftrace_note_damage(pf, err.msg);
 	}
 	mt_cs_finish(cs);
 	bool wfail = false;
-	if (pf && mt_pftrace_finish(pf, NULL, &err)) {
+	if (mt_pftrace_finish(pf, NULL, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
 		wfail = true; /* no output file left looking complete */

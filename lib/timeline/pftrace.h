@@ -45,6 +45,7 @@ enum mt_pftrace_format {
 	MT_PFTRACE_PROTO,     /* Perfetto protobuf */
 	MT_PFTRACE_JSON,      /* Chrome JSON (Trace Event Format): X, i, C and M events */
 	MT_PFTRACE_FXT,       /* Fuchsia trace format, as magic-trace's viewer reads it */
+	MT_PFTRACE_STACKS,    /* text, magic-trace's test format, in the order the stacks arrive */
 };
 
 /* gzip: compress what is written (level 6). */

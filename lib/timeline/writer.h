@@ -1,0 +1,184 @@
+/* writer: the timeline's writers behind one ops table, and the state the
+ * held-items window (window.c) shares with them. Internal to timeline/;
+ * the interface for tools is pftrace.h.
+ *
+ * Each format is one struct mt_tl_ops (write_perfetto.c, write_json.c,
+ * write_fxt.c, write_stacks.c): the window calls head once, thread before
+ * a thread's first event, then the thread's slices, instants, samples and
+ * counters in time order, and foot at the end. A writer in arrival order
+ * (stacks: magic-trace's test format) is called as the call stacks come,
+ * without the window. Every writer writes through mt_tl_out. */
+#ifndef MT_TL_WRITER_H
+#define MT_TL_WRITER_H
+
+#include <stdbool.h>
+#include <stdint.h>
+#include <stdio.h>
+
+#include <zlib.h>
+
+#include "base/strtab.h"
+#include "timeline/pftrace.h"
+
+/* Track uuids: deterministic, one high bit per kind of track. */
+#define UUID_THREAD(pid, tid) ((1ULL << 62) | ((uint64_t)(pid) << 31) | (uint64_t)(tid))
+#define UUID_PROCESS(pid) ((1ULL << 61) | (uint64_t)(pid))
+#define UUID_COUNTER(pid) ((1ULL << 60) | (uint64_t)(pid))
+#define UUID_EXTRA(pid, tid, k) ((1ULL << 59) | ((uint64_t)(k) << 50) | ((uint64_t)(pid) << 25) | (uint64_t)(tid))
+#define SEQ_DESCRIPTORS 1
+#define SEQ_THREAD0 2 /* small ids: one varint byte for the first 126 threads */
+#define CLOCK_INCREMENTAL 64
+#define CLOCK_BOOTTIME 6
+enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
+
+/* A slice, instant, counter value or sample not written yet (64 bytes:
+ * the window holds many of them). */
+struct item {
+	uint64_t begin, end;     /* mapped times; end: UINT64_MAX while the slice is open */
+	const char *name;        /* interned */
+	const char *file;        /* interned, NULL: no source line */
+	uint64_t ip;
+	union {
+		uint64_t id;     /* IT_SLICE: the frame id (its end repeats it) */
+		double value;    /* IT_COUNTER, IT_SAMPLE */
+	} u;
+	uint32_t seq;            /* arrival order within the thread's held items */
+	int32_t line;
+	uint32_t extra;          /* IT_SAMPLE: index of its event track */
+	uint8_t kind;
+	bool inferred;
+	bool late;               /* copied to the late items (order_items) */
+};
+
+struct open_slice {
+	uint64_t id;
+	size_t item;
+};
+
+/* A slice written (or dropped for depth) whose END is still to come. */
+enum { WF_DROPPED, WF_BEGIN, WF_COMPLETE };
+struct wframe {
+	uint64_t id, end;        /* end: UINT64_MAX until the frame's end arrives */
+	uint8_t mode;            /* WF_BEGIN: an END must be written when it pops */
+};
+
+/* Per-sequence name interning: name pointer -> iid. */
+struct iids {
+	const char **k;
+	uint64_t *v;
+	size_t cap, n;
+};
+
+struct seqw {
+	struct mt_pftrace *pf;
+	size_t k;            /* thread index */
+	uint32_t pid, tid;
+	uint64_t json_end;   /* JSON/FXT: the end of the slice a BEGIN starts */
+	bool end_known;      /* ... when it is known already (a complete event) */
+	const char *file;    /* the source line of the slice a BEGIN starts */
+	int32_t line;
+	uint32_t seq;
+	uint64_t base;       /* perf time of mapped time 0; JSON and FXT times count from it */
+	uint64_t last;       /* Perfetto: the incremental clock's last value (absolute) */
+	uint64_t track;
+	struct iids names;
+	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
+};
+
+struct pthread {
+	uint32_t pid, tid;
+	struct item *items;       /* pending: not written yet, in arrival order */
+	size_t nitems, capitems;
+	struct open_slice *open;  /* pending slices without their end; ends waiting for their begin */
+	size_t nopen, capopen;
+	size_t nendfirst;         /* ends on open waiting for their begin */
+	uint64_t last_begin;      /* of the last item held */
+	bool unordered, ties;     /* an item held began before / with the one before it */
+	struct wframe *ws;        /* written slices still open, outermost first */
+	size_t depth, wdepth, capws; /* wdepth: frames on ws actually written */
+	uint64_t wmapped;         /* mapped time of the last packet written */
+	uint64_t maxtime;         /* the latest time the thread has seen */
+	uint64_t dropped;         /* frames too deep to write */
+	struct seqw w;
+	bool started;             /* descriptors and the sequence's first packet written */
+	uint8_t xdesc[64];        /* sample tracks described (bit per extra index) */
+};
+
+struct comm {
+	uint32_t pid, tid;
+	char name[64];
+};
+
+struct mt_tl_ops;
+
+struct mt_pftrace {
+	FILE *out;
+	const struct mt_tl_ops *ops; /* the format's writer */
+	gzFile gz;            /* compressing: writes go here */
+	bool headed;          /* the JSON or FXT header is written */
+	bool json_first;      /* no comma before the first JSON event */
+	/* FXT string table: indices 1..FXT_STRINGS, reused round-robin */
+	const char **fxt_str;     /* index -> interned name */
+	uint16_t fxt_next;
+	struct { const char **k; uint16_t *v; size_t cap; } fxt_map;
+	uint32_t fxt_thread_slot[256]; /* slot -> thread index + 1 */
+	uint16_t fxt_next_thread;
+	struct mt_strtab names;
+	/* FXT's fixed strings, interned once (per event they cost a hash each) */
+	const char *fx_empty, *fx_address, *fx_freq, *fx_file, *fx_line, *fx_cpu;
+	struct pthread **threads;
+	size_t nthreads, capthreads;
+	uint32_t *pids;           /* processes described */
+	size_t npids, cappids;
+	struct comm *comms;
+	size_t ncomms, capcomms;
+	const char **extra_names; /* event names of sample tracks */
+	size_t nextra, capextra;
+	size_t window, pending;   /* items held before every thread is written out */
+	struct item *late;        /* flush_thread's items that came out of time order */
+	size_t caplate;
+	char damage[512];
+	bool oom;
+	/* writing */
+	uint8_t *buf;
+	size_t bufcap;
+	struct mt_pftrace_stats st;
+	uint8_t obuf[1 << 16];
+	size_t nobuf;
+	bool write_failed;
+	int write_errno;
+};
+
+struct mt_tl_ops {
+	const char *name;
+	/* straight through as the stacks arrive: no window, no time order */
+	bool arrival_order;
+	/* a slice whose end is known when it is written is written whole
+	 * (JSON X, FXT duration complete); otherwise a begin now, an end later */
+	bool complete_slices;
+	void (*head)(struct mt_pftrace *pf);
+	void (*thread)(struct mt_pftrace *pf, struct pthread *t, bool first_of_pid);
+	/* w->file and w->line: the slice's source line; w->end_known and
+	 * w->json_end: its end, with complete_slices */
+	void (*slice_begin)(struct seqw *w, uint64_t time, const char *name, uint64_t ip);
+	void (*slice_end)(struct seqw *w, uint64_t time, const char *name);
+	void (*instant)(struct seqw *w, uint64_t time, const char *name);
+	/* an event sample on the thread's track for event k (pf->extra_names[k]) */
+	void (*sample)(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip);
+	/* the CPU frequency (MHz) of the thread's process */
+	void (*counter)(struct seqw *w, uint64_t time, double value);
+	void (*foot)(struct mt_pftrace *pf);
+};
+
+extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks;
+
+/* Names live as long as the writer; out of memory makes them "". */
+const char *mt_tl_intern(struct mt_pftrace *pf, const char *s);
+/* The name of a process (tid = pid) or thread from the stream's comm lines; NULL: none. */
+const char *mt_tl_comm(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid);
+/* Output goes through a buffer of our own (out.c): stdio's per-call
+ * locking cost more than the encoding of the small packets. */
+void mt_tl_out(struct mt_pftrace *pf, const void *b, size_t n);
+void mt_tl_flush(struct mt_pftrace *pf);
+
+#endif

@@ -18,7 +18,7 @@
 #include "names/demangle.h"
 #include "objects/elfsyms.h"
 #include "stream/events.h"
-#include "trace/image.h"
+#include "objects/objfind.h"
 #include "base/strtab.h"
 
 struct symbol {
@@ -510,15 +510,8 @@ static void hex_build_id(Elf *elf, char *out, size_t n)
  * it was recorded; a mapping without a build-id takes it as it is). */
 static bool vdso_image(struct mt_sym *s, const char *bid, char *path, size_t n)
 {
-	const char *home = getenv("HOME");
-	if (bid[0] && (home || s->buildid_dir)) {
-		if (s->buildid_dir)
-			snprintf(path, n, "%s/[vdso]/%s/vdso", s->buildid_dir, bid);
-		else
-			snprintf(path, n, "%s/.debug/[vdso]/%s/vdso", home, bid);
-		if (access(path, R_OK) == 0)
-			return true;
-	}
+	if (mt_obj_vdso_cached(s->buildid_dir, bid, path, n))
+		return true;
 	if (s->buildid_dir)
 		return false; /* a bundle's vDSO or none: never this host's */
 	const char *own = own_vdso(s);
@@ -575,7 +568,7 @@ static void load(struct mt_sym *s, struct object *o)
 			      "its addresses stay unnamed", o->bid[0] ? o->bid : "unknown", "");
 			return;
 		}
-	} else if (o->path[0] != '/' || mt_image_find_object(o->path, bidsz ? bid : NULL, bidsz, s->symfs, s->buildid_dir, path, sizeof path)) {
+	} else if (o->path[0] != '/' || mt_obj_find(o->path, bidsz ? bid : NULL, bidsz, s->symfs, s->buildid_dir, path, sizeof path)) {
 		o->failed = true;
 		if (o->path[0] == '/')
 			warnf(s, "warning: %s not found%s: its addresses stay unnamed", o->path,
@@ -612,32 +605,10 @@ static void load(struct mt_sym *s, struct object *o)
 	Elf *dbg = NULL;
 	int dbgfd = -1;
 	if (!has_symtab(elf)) {
-		char cand[4][4400];
-		int ncand = 0;
-		const char *root = s->symfs ? s->symfs : "";
+		char cand[MT_OBJ_DEBUG_CANDIDATES][MT_OBJ_PATH_MAX];
+		int ncand = mt_obj_debug_candidates(elf, path, o->path, s->symfs, cand);
 		const void *idp;
 		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
-		if (idlen > 1) {
-			char hex[41];
-			mt_hex(idp, idlen < 20 ? (size_t)idlen : 20, hex);
-			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex,
-				 hex + 2);
-		}
-		GElf_Word crc;
-		const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
-		if (link && !strchr(link, '/')) {
-			char dir[4096];
-			snprintf(dir, sizeof dir, "%s", path);
-			char *slash = strrchr(dir, '/');
-			if (slash)
-				*slash = '\0';
-			/* dir is already under --symfs; the /usr/lib/debug form is not */
-			const char *orig_dir = o->path;
-			size_t odl = strrchr(orig_dir, '/') ? (size_t)(strrchr(orig_dir, '/') - orig_dir) : 0;
-			snprintf(cand[ncand++], sizeof cand[0], "%s/%s", dir, link);
-			snprintf(cand[ncand++], sizeof cand[0], "%s/.debug/%s", dir, link);
-			snprintf(cand[ncand++], sizeof cand[0], "%s/usr/lib/debug%.*s/%s", root, (int)odl, orig_dir, link);
-		}
 		for (int c = 0; c < ncand && !dbg; c++) {
 			if (!strcmp(cand[c], path) || (dbgfd = open(cand[c], O_RDONLY | O_CLOEXEC)) < 0)
 				continue;

@@ -170,39 +170,6 @@ int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err
 	return rc;
 }
 
-static bool is_file(const char *p)
-{
-	struct stat st;
-	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
-}
-
-int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned build_id_size,
-			 const char *symfs, const char *buildid_dir, char *out, size_t outsz)
-{
-	char home_debug[4096];
-	if (!buildid_dir) {
-		const char *home = getenv("HOME");
-		snprintf(home_debug, sizeof home_debug, "%s/.debug", home ? home : "");
-		buildid_dir = home ? home_debug : NULL;
-	}
-	if (build_id && build_id_size && buildid_dir) {
-		char hex[41];
-		mt_hex(build_id, build_id_size < 20 ? build_id_size : 20, hex);
-		/* perf's cache: .build-id/xx/rest/elf (the exact file, so first) */
-		snprintf(out, outsz, "%s/.build-id/%.2s/%s/elf", buildid_dir, hex, hex + 2);
-		if (is_file(out))
-			return 0;
-	}
-	if (symfs && *symfs) {
-		snprintf(out, outsz, "%s/%s", symfs, path);
-		if (is_file(out))
-			return 0;
-		return MT_EIO;
-	}
-	snprintf(out, outsz, "%s", path);
-	return is_file(out) ? 0 : MT_EIO;
-}
-
 static int cmp_u64(const void *a, const void *b)
 {
 	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;

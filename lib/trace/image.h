@@ -73,12 +73,6 @@ int mt_image_add_spec(struct mt_image *img, const char *spec, struct mt_err *err
 /* Adds a page-image set: `prefix`.addr (u64 page addresses) + `prefix`.dump. */
 int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err *err);
 
-/* Finds the file for a mapping: by build-id in perf's build-id cache
- * (buildid_dir/.build-id/xx/rest/elf; buildid_dir NULL = ~/.debug), then
- * symfs + path, then -- only without a symfs -- path itself. Writes the
- * chosen path to out; returns 0 or MT_EIO. */
-int mt_image_find_object(const char *path, const uint8_t *build_id, unsigned build_id_size,
-			 const char *symfs, const char *buildid_dir, char *out, size_t outsz);
 /* Adds a perf.data mapping of an ELF file: its code and its function
  * symbols (load bias computed from the PT_LOAD segment holding pgoff). */
 int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,

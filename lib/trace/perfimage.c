@@ -5,6 +5,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects/objfind.h"
+
 void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
 {
 	for (size_t i = 0; i < wd->n; i++)
@@ -70,7 +72,7 @@ void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const st
 		unsigned bidsz;
 		mt_side_buildid(pd, m, &bid, &bidsz);
 		char path[4096], msg[4400];
-		if (mt_image_find_object(m->path, bid, bidsz, o->symfs, o->buildid_dir, path, sizeof path)) {
+		if (mt_obj_find(m->path, bid, bidsz, o->symfs, o->buildid_dir, path, sizeof path)) {
 			snprintf(msg, sizeof msg, "warning: %s not found%s%s: code there cannot be decoded",
 				 m->path, o->symfs ? " under --symfs " : "", o->symfs ? o->symfs : "");
 			mt_warn_once(o, wd, m->path, msg);

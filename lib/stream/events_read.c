@@ -1,0 +1,437 @@
+/* events_read: the stream's reader: text lines or binary records (either
+ * told by the first bytes), events and metadata lines in order. */
+#define _POSIX_C_SOURCE 200809L
+#include "stream/events.h"
+
+#include <errno.h>
+#include <inttypes.h>
+#include <stdarg.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+
+#include "mt-events.pb-c.h"
+#include "stream/limits.h"
+#include "stream/pbwire.h"
+
+#define READ_CHUNK (1u << 20)
+#define RECORD_MAX (64u << 20)
+
+/* Makes at least want bytes available from start; returns how many are. */
+static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
+{
+	while (r->end - r->start < want && !r->eof) {
+		if (r->start && (r->cap - r->end < READ_CHUNK || r->start == r->end)) {
+			memmove(r->buf, r->buf + r->start, r->end - r->start);
+			r->end -= r->start;
+			r->start = 0;
+		}
+		if (r->cap - r->end < READ_CHUNK) {
+			size_t ncap = r->cap ? r->cap * 2 : 2 * READ_CHUNK;
+			char *nb = realloc(r->buf, ncap + 1);
+			if (!nb) {
+				mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+				return 0;
+			}
+			r->buf = nb;
+			r->cap = ncap;
+		}
+		size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->in);
+		r->end += got;
+		if (got == 0) {
+			if (ferror(r->in)) {
+				mt_err_set(err, MT_EIO, "%s: read: %s", r->name, strerror(errno));
+				return 0;
+			}
+			r->eof = true;
+		}
+	}
+	size_t have = r->end - r->start;
+	return have < want ? have : want;
+}
+
+/* The next text line, NUL-terminated in the buffer, or NULL at the end. */
+static char *next_line(struct mt_events_reader *r, struct mt_err *err)
+{
+	size_t scanned = 0;
+	for (;;) {
+		char *base = r->buf + r->start;
+		char *nl = memchr(base + scanned, '\n', r->end - r->start - scanned);
+		if (nl) {
+			*nl = '\0';
+			r->start = (size_t)(nl + 1 - r->buf);
+			r->line++;
+			return base;
+		}
+		scanned = r->end - r->start;
+		if (r->eof) {
+			if (!scanned)
+				return NULL;
+			r->buf[r->end] = '\0'; /* last line without a newline */
+			r->start = r->end;
+			r->line++;
+			return base;
+		}
+		if (scanned > RECORD_MAX) {
+			mt_err_set(err, MT_EFORMAT, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
+				   r->line + 1, RECORD_MAX);
+			return NULL;
+		}
+		fill(r, scanned + 1, err);
+		if (err->code)
+			return NULL;
+	}
+}
+
+/* Bump allocator for protobuf-c: one arena, reset for every record, so
+ * reading a record allocates nothing once the arena is big enough. */
+static void *arena_alloc(void *data, size_t size)
+{
+	struct mt_events_reader *r = data;
+	size_t at = (r->arena_used + 15) & ~(size_t)15;
+	if (at + size > r->arena_cap)
+		return NULL;
+	r->arena_used = at + size;
+	return (char *)r->arena + at;
+}
+
+static void arena_free(void *data, void *ptr)
+{
+	(void)data;
+	(void)ptr;
+}
+
+/* Epochs are unique in the process: a consumer fed by two readers never
+ * mistakes one table's strings for the other's. */
+static uint64_t new_strings_epoch(void)
+{
+	static _Atomic uint64_t last;
+	return ++last;
+}
+
+static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
+{
+	memset(r, 0, sizeof *r);
+	r->in = in;
+	r->name = name;
+	size_t have = fill(r, MT_EVENTS_MAGIC_LEN, err);
+	if (err->code)
+		return err->code;
+	if (have == MT_EVENTS_MAGIC_LEN && !memcmp(r->buf, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN)) {
+		r->format = MT_EVENTS_BINARY;
+		r->start = MT_EVENTS_MAGIC_LEN;
+		r->strings_epoch = new_strings_epoch();
+		return 0;
+	}
+	r->format = MT_EVENTS_TEXT;
+	char *first = next_line(r, err);
+	if (err->code)
+		return err->code;
+	if (!first)
+		return mt_err_set(err, MT_EFORMAT, "%s: empty input, not an mt event stream", name);
+	int version;
+	if (sscanf(first, "# mt-events %d", &version) != 1)
+		return mt_err_set(err, MT_EFORMAT, "%s: not an mt event stream (no '# mt-events' line)", name);
+	if (version != MT_EVENTS_VERSION)
+		return mt_err_set(err, MT_EUNSUP, "%s: mt-events version %d, this reader knows %d", name, version,
+				  MT_EVENTS_VERSION);
+	return 0;
+}
+
+/* On failure nothing is left allocated (closing r again is harmless). */
+int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
+{
+	int rc = reader_open(r, in, name, err);
+	if (rc)
+		mt_events_reader_close(r);
+	return rc;
+}
+
+static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	for (;;) {
+		char *line = next_line(r, err);
+		if (!line)
+			return err->code ? err->code : MT_EVENTS_EOF;
+		if (line[0] == '#') {
+			size_t n = strlen(line);
+			if (n && line[n - 1] == '\r')
+				line[n - 1] = '\0';
+			*meta = line + 1 + (line[1] == ' ');
+			return MT_EVENTS_META;
+		}
+		int rc = mt_events_parse_line(line, ev, r->kv, err);
+		if (rc < 0) {
+			char msg[sizeof err->msg];
+			snprintf(msg, sizeof msg, "%s", err->msg);
+			mt_err_clear(err);
+			return mt_err_set(err, rc, "%s:%" PRIu64 ": %s", r->name, r->line, msg);
+		}
+		if (rc == 1)
+			return MT_EVENTS_EVENT;
+	}
+}
+
+static int bad_record(struct mt_events_reader *r, struct mt_err *err, const char *what)
+{
+	return mt_err_set(err, MT_EFORMAT, "%s: record %" PRIu64 ": %s", r->name, r->line, what);
+}
+
+static const char *string_id(struct mt_events_reader *r, uint32_t id)
+{
+	return id && id <= r->nstrings ? r->strings[id - 1] : NULL;
+}
+
+/* One varint field of an Event into ev; false for a bad value or a field
+ * the fast path leaves to protobuf-c. */
+static inline bool set_field(struct mt_events_reader *r, struct mt_event *ev, unsigned field, uint64_t v,
+			     bool *has_delta, uint64_t *delta)
+{
+	switch (field) {
+	case 1: *has_delta = true; *delta = (v >> 1) ^ -(v & 1); return true;
+	case 2: ev->pid = (uint32_t)v; return true;
+	case 3: ev->tid = (uint32_t)v; return true;
+	case 4: ev->kind = (enum mt_event_kind)v; return v < MT_EV_KIND_COUNT;
+	case 5: ev->from = v; return true;
+	case 6: ev->to = v; return true;
+	case 7: ev->cpu = (int32_t)v; return v <= INT32_MAX;
+	case 8: ev->insn = v; return true;
+	case 9: ev->offset = v; return true;
+	case 10: ev->cbr = (uint32_t)v; return true;
+	case 11: ev->cond = v != 0; return true;
+	case 12: ev->async = v != 0; return true;
+	case 13: return v <= UINT32_MAX && (ev->msg = string_id(r, (uint32_t)v));
+	default: return false;
+	}
+}
+
+/* The fast path for the common record, an Event with the fields mt
+ * writers use (tag numbers of proto/mt-events.proto), decoded straight
+ * into ev. Returns false for anything else, or anything wrong, which
+ * protobuf-c then reads (or rejects with the message). */
+static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct mt_event *ev)
+{
+	const uint8_t *end = p + n;
+	uint64_t len;
+	if (n < 2 || p[0] != 0x12) /* Record.event, length-delimited */
+		return false;
+	p++;
+	if (!mt_pb_get_varint(&p, end, &len) || len != (uint64_t)(end - p))
+		return false;
+	/* field by field: a compound literal became a rep stos, slow to start */
+	ev->time = 0;
+	ev->has_time = false;
+	ev->pid = ev->tid = 0;
+	ev->cpu = -1;
+	ev->kind = MT_EV_CALL;
+	ev->from = ev->to = ev->insn = 0;
+	ev->offset = MT_NO_OFFSET;
+	ev->cbr = 0;
+	ev->cond = ev->async = false;
+	ev->msg = NULL;
+	ev->extra = r->kv;
+	ev->nextra = 0;
+	ev->strings_epoch = r->strings_epoch;
+	bool has_delta = false, seen_extra = false;
+	uint64_t delta = 0, v;
+	/* mt's writers put the fields in number order: the first six are
+	 * matched in that order (no tag decoding, no dispatch), the rest and
+	 * anything out of order by the loop (unrolled: each copy's field is a
+	 * constant, so set_field's switch folds away) */
+#pragma GCC unroll 6
+	for (unsigned field = 1; field <= 6; field++)
+		if (p < end && *p == field << 3) {
+			p++;
+			if (!mt_pb_get_varint(&p, end, &v) || !set_field(r, ev, field, v, &has_delta, &delta))
+				return false;
+		}
+	while (p < end) {
+		uint64_t tag;
+		if (!mt_pb_get_varint(&p, end, &tag))
+			return false;
+		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */
+			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || seen_extra)
+				return false;
+			seen_extra = true;
+			const uint8_t *q = p, *qe = p + len;
+			unsigned k = 0;
+			while (q < qe) {
+				uint64_t key, val;
+				if (k == MT_EVENT_MAX_EXTRA || !mt_pb_get_varint(&q, qe, &key) ||
+				    !mt_pb_get_varint(&q, qe, &val) || key > UINT32_MAX || val > UINT32_MAX)
+					return false;
+				const char *ks = string_id(r, (uint32_t)key), *vs = NULL;
+				if (!ks || (val && !(vs = string_id(r, (uint32_t)val))))
+					return false;
+				r->kv[k++] = (struct mt_kv){ks, vs};
+			}
+			ev->nextra = k;
+			p = qe;
+			continue;
+		}
+		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v) || tag >> 3 > UINT32_MAX ||
+		    !set_field(r, ev, (unsigned)(tag >> 3), v, &has_delta, &delta))
+			return false;
+	}
+	if (has_delta) {
+		r->last_time += delta;
+		ev->time = r->last_time;
+		ev->has_time = true;
+	}
+	return true;
+}
+
+/* An Event's fields as protobuf-c read them. */
+struct evfields {
+	bool has_time_delta, has_cpu, has_offset, has_msg, cond, async;
+	int64_t time_delta;
+	uint32_t pid, tid, kind, cpu, cbr, msg;
+	uint64_t from, to, insn, offset;
+	const uint32_t *extra;
+	size_t n_extra;
+};
+
+static int fill_event(struct mt_events_reader *r, const struct evfields *e, struct mt_event *ev, struct mt_err *err)
+{
+	memset(ev, 0, sizeof *ev);
+	ev->cpu = -1;
+	ev->offset = MT_NO_OFFSET;
+	ev->extra = r->kv;
+	if (e->has_time_delta) {
+		r->last_time += (uint64_t)e->time_delta;
+		ev->time = r->last_time;
+		ev->has_time = true;
+	}
+	ev->pid = e->pid;
+	ev->tid = e->tid;
+	if (e->kind >= MT_EV_KIND_COUNT)
+		return bad_record(r, err, "unknown event kind");
+	ev->kind = (enum mt_event_kind)e->kind;
+	ev->from = e->from;
+	ev->to = e->to;
+	if (e->has_cpu) {
+		if (e->cpu > INT32_MAX)
+			return bad_record(r, err, "bad cpu");
+		ev->cpu = (int32_t)e->cpu;
+	}
+	ev->insn = e->insn;
+	if (e->has_offset)
+		ev->offset = e->offset;
+	ev->cbr = e->cbr;
+	ev->cond = e->cond;
+	ev->async = e->async;
+	if (e->has_msg && !(ev->msg = string_id(r, e->msg)))
+		return bad_record(r, err, "undefined string id");
+	if (e->n_extra % 2 || e->n_extra / 2 > MT_EVENT_MAX_EXTRA)
+		return bad_record(r, err, "bad extra columns");
+	for (size_t k = 0; k < e->n_extra / 2; k++) {
+		r->kv[k].key = string_id(r, e->extra[2 * k]);
+		r->kv[k].val = e->extra[2 * k + 1] ? string_id(r, e->extra[2 * k + 1]) : NULL;
+		if (!r->kv[k].key || (e->extra[2 * k + 1] && !r->kv[k].val))
+			return bad_record(r, err, "undefined string id");
+	}
+	ev->nextra = (unsigned)(e->n_extra / 2);
+	ev->strings_epoch = r->strings_epoch;
+	return MT_EVENTS_EVENT;
+}
+
+static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	for (;;) {
+		/* the common case first: a short record wholly in the buffer */
+		size_t avail = r->end - r->start;
+		const uint8_t *b = (const uint8_t *)r->buf + r->start;
+		if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && decode_event_fast(r, b + 1, b[0], ev)) {
+			r->line++;
+			r->start += (size_t)b[0] + 1;
+			return MT_EVENTS_EVENT;
+		}
+		size_t have = fill(r, 10, err);
+		if (err->code)
+			return err->code;
+		if (have == 0)
+			return MT_EVENTS_EOF;
+		r->line++;
+		const uint8_t *p = (const uint8_t *)r->buf + r->start, *q = p;
+		uint64_t len;
+		if (!mt_pb_get_varint(&q, p + have, &len))
+			return bad_record(r, err, "truncated or bad length");
+		if (len > RECORD_MAX)
+			return bad_record(r, err, "longer than 64 MiB");
+		size_t hdr = (size_t)(q - p);
+		if (fill(r, hdr + len, err) < hdr + len)
+			return err->code ? err->code : bad_record(r, err, "truncated");
+		p = (const uint8_t *)r->buf + r->start;
+		if (decode_event_fast(r, p + hdr, len, ev)) {
+			r->start += hdr + len;
+			return MT_EVENTS_EVENT;
+		}
+		size_t need = 32 * len + 4096; /* unpacked size is bounded by this */
+		if (need > r->arena_cap) {
+			void *na = realloc(r->arena, need);
+			if (!na)
+				return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+			r->arena = na;
+			r->arena_cap = need;
+		}
+		r->arena_used = 0;
+		ProtobufCAllocator alloc = {arena_alloc, arena_free, r};
+		Mt__Record *rec = mt__record__unpack(&alloc, len, p + hdr);
+		r->start += hdr + len;
+		if (!rec)
+			return bad_record(r, err, "not a valid protobuf Record");
+		/* The arena is reset for every record: nothing to free. */
+		switch (rec->record_case) {
+		case MT__RECORD__RECORD_STRINGS_RESET:
+			for (size_t k = 0; k < r->nstrings; k++)
+				free(r->strings[k]);
+			r->nstrings = 0;
+			r->strings_epoch = new_strings_epoch();
+			continue;
+		case MT__RECORD__RECORD_STRING_DEF:
+			if (r->nstrings == r->strings_cap) {
+				size_t ncap = r->strings_cap ? 2 * r->strings_cap : 1024;
+				char **ns = realloc(r->strings, ncap * sizeof *ns);
+				if (!ns)
+					return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+				r->strings = ns;
+				r->strings_cap = ncap;
+			}
+			if (!(r->strings[r->nstrings] = strdup(rec->string_def)))
+				return mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+			r->nstrings++;
+			continue;
+		case MT__RECORD__RECORD_META:
+			*meta = rec->meta;
+			return MT_EVENTS_META;
+		case MT__RECORD__RECORD_EVENT:
+			break;
+		default:
+			continue; /* a record kind from a later writer */
+		}
+		const Mt__Event *e = rec->event;
+		struct evfields f = (struct evfields){.has_time_delta = e->has_time_delta, .time_delta = e->time_delta, .pid = e->pid,
+				      .tid = e->tid, .kind = (uint32_t)e->kind, .from = e->from, .to = e->to,
+				      .has_cpu = e->has_cpu, .cpu = e->cpu, .insn = e->insn, .has_offset = e->has_offset,
+				      .offset = e->offset, .cbr = e->cbr, .cond = e->cond, .async = e->async,
+				      .has_msg = e->has_msg, .msg = e->msg, .extra = e->extra, .n_extra = e->n_extra};
+		return fill_event(r, &f, ev, err);
+	}
+}
+
+int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+{
+	return r->format == MT_EVENTS_BINARY ? read_binary(r, ev, meta, err) : read_text(r, ev, meta, err);
+}
+
+void mt_events_reader_close(struct mt_events_reader *r)
+{
+	for (size_t k = 0; k < r->nstrings; k++)
+		free(r->strings[k]);
+	free(r->strings);
+	free(r->buf);
+	free(r->arena);
+	memset(r, 0, sizeof *r);
+}

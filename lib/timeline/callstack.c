@@ -9,130 +9,9 @@
 
 #include "base/strtab.h"
 
-/* --- per-thread state (5.4) -------------------------------------------------- */
+#include "timeline/cs_state.h"
 
-struct frame {
-	uint64_t ip;
-	const char *name;
-	uint64_t id;
-	const char *file;
-	int line;
-};
-
-struct stack {
-	struct frame *v;
-	size_t n, cap;
-	uint64_t create_time;
-};
-
-enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
-
-struct pev {
-	enum pkind k;
-	const char *name, *file;
-	int line;
-	uint64_t ip, id;
-	bool inferred;
-	uint64_t reset_time;
-};
-
-struct sev {
-	uint64_t time;
-	struct pev ev;
-};
-
-struct thread {
-	struct mt_cs_thread pub;
-	struct stack cur;
-	struct stack *inactive;
-	size_t ninactive, capinactive;
-	uint64_t last_decode_error_time, last_event_time, pending_time;
-	struct pev *pending;
-	size_t npending, cappending;
-	struct sev *start;     /* deque (ring) of start events */
-	size_t start_head, start_n, start_cap;
-	int ocaml_frames;
-	uint64_t last_known_ip;   /* OCaml mode A: where the trap walk resumes (UINT64_MAX: not yet) */
-	/* TSX (5.10): events inside a transaction wait for its outcome */
-	struct txev *tx;
-	size_t ntx, captx;
-};
-
-struct txev {
-	struct mt_event ev;   /* strings below, extra rebuilt on replay */
-	const char *to_sym, *via;
-};
-
-/* The columns the algorithm reads, found in one pass over an event's
- * extra columns (a lookup by name per use cost a tenth of the time). The
- * first of a repeated key counts. */
-enum col { C_TO_SYM, C_FROM_SYM, C_VIA, C_TX, C_TO_FILE, C_TO_LINE, C_TO_OFF, C_MHZ, C_EVENT, C_FRAME, C_PERIOD,
-	   C_COUNT };
-static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx", "to_file", "to_line", "to_off",
-						"mhz", "event", "frame", "period"};
-
-/* Caches by string pointer while the input's strings are stable (a
- * binary stream's table, events.h strings_epoch): column keys and symbol
- * names are then found without comparing or hashing their text. */
-#define KEY_CACHE 16
-#define SYM_CACHE 4096
-struct ptr_cache {
-	uint64_t epoch;           /* 0: nothing cached */
-	const char *key[KEY_CACHE];
-	signed char col[KEY_CACHE];
-	size_t nkeys;
-	struct { const char *s, *name; } sym[SYM_CACHE];
-};
-
-struct mt_cs {
-	const char *col[C_COUNT]; /* the current event's columns (scan_cols) ... */
-	unsigned colset;          /* ... those set (bit per column; the rest are stale) */
-	bool stable;              /* ... and they are the input's stable strings */
-	struct ptr_cache *pc;
-	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
-	size_t ntraps;
-	struct mt_cs_sink sink;
-	struct mt_cs_opts opts;
-	struct mt_strtab names;
-	struct thread **threads; /* in order of appearance */
-	size_t nthreads, capthreads;
-	struct thread **map;     /* (pid,tid) -> thread, open addressing */
-	size_t mapcap;
-	struct thread *last;     /* the thread found last */
-	bool have_base;
-	bool snapshot_pending;   /* a snapshot event: the next trace event ends every stack */
-	uint64_t base;
-	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot;
-	bool oom;
-	unsigned warned;
-	uint64_t next_id;
-	/* range filter (5.12), one pass: a region opens at a call to start and is
-	 * written only once a call to stop closes it; until then its output
-	 * waits in log */
-	const char *filter_start, *filter_stop;
-	bool in_region, tentative, filter_seen;
-	struct logrec *log;
-	size_t nlog, caplog;
-	/* the current event's target source line, when it is a function entry */
-	uint64_t src_ip;
-	const char *src_file;
-	int src_line;
-};
-
-enum logkind { L_BEGIN, L_END, L_COMPLETE, L_INSTANT, L_COUNTER, L_SAMPLE };
-
-struct logrec {
-	enum logkind k;
-	struct thread *t;
-	uint64_t time, time2, ip, id;
-	const char *name, *name2, *file;
-	int line;
-	bool inferred;
-	double value;
-};
-
-
-static uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
+uint64_t mt_cs_push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
 {
 	if (!mt_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
 		cs->oom = true;
@@ -296,7 +175,7 @@ static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct 
 
 static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip, const char *name)
 {
-	uint64_t id = push_frame(cs, &t->cur, ip, name);
+	uint64_t id = mt_cs_push_frame(cs, &t->cur, ip, name);
 	struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .id = id};
 	if (ip && ip == cs->src_ip) { /* the event's target, at a function entry */
 		ev.file = cs->src_file;
@@ -351,7 +230,7 @@ static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t ti
 {
 	if (!t->cur.n) {
 		/* An inferred frame: it started no later than the stack did. */
-		uint64_t id = push_frame(cs, &t->cur, ip, name);
+		uint64_t id = mt_cs_push_frame(cs, &t->cur, ip, name);
 		struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .inferred = true, .id = id};
 		write_pending(cs, t, t->cur.create_time, &ev);
 		return;
@@ -363,7 +242,7 @@ static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t ti
 	}
 }
 
-static void clear_callstack(struct mt_cs *cs, struct thread *t, uint64_t time)
+void mt_cs_clear_stack(struct mt_cs *cs, struct thread *t, uint64_t time)
 {
 	while (t->cur.n)
 		ret(cs, t, time);
@@ -380,7 +259,7 @@ static bool is_kernel_addr(uint64_t a)
 	return a >> 63;
 }
 
-static void push_inactive(struct mt_cs *cs, struct thread *t)
+void mt_cs_push_inactive(struct mt_cs *cs, struct thread *t)
 {
 	if (!mt_grow((void **)&t->inactive, &t->capinactive, t->ninactive + 1, sizeof *t->inactive)) {
 		cs->oom = true;
@@ -390,7 +269,7 @@ static void push_inactive(struct mt_cs *cs, struct thread *t)
 	t->cur = (struct stack){0};
 }
 
-static void pop_inactive(struct thread *t)
+void mt_cs_pop_inactive(struct thread *t)
 {
 	free(t->cur.v);
 	t->cur = t->inactive[--t->ninactive];
@@ -398,10 +277,10 @@ static void pop_inactive(struct thread *t)
 
 static void clear_all_callstacks(struct mt_cs *cs, struct thread *t, uint64_t time)
 {
-	clear_callstack(cs, t, time);
+	mt_cs_clear_stack(cs, t, time);
 	while (t->ninactive) {
-		pop_inactive(t);
-		clear_callstack(cs, t, time);
+		mt_cs_pop_inactive(t);
+		mt_cs_clear_stack(cs, t, time);
 	}
 }
 
@@ -581,7 +460,7 @@ static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
 	}
 }
 
-static void warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
+void mt_cs_warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
 {
 	if (cs->warned & (1u << bit))
 		return;
@@ -630,110 +509,26 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		call(cs, t, time, ips[i], names[i]);
 }
 
-/* --- OCaml mode A (5.11): exception handlers from .note.ocaml_eh --------- */
-
-/* The first trap at or above addr. */
-static size_t trap_at_or_above(const struct mt_cs *cs, uint64_t addr)
-{
-	size_t lo = 0, hi = cs->ntraps;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (cs->traps[mid].addr < addr)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
-	return lo;
-}
-
-static bool is_entertrap(const struct mt_cs *cs, uint64_t addr)
-{
-	for (size_t i = trap_at_or_above(cs, addr); i < cs->ntraps && cs->traps[i].addr == addr; i++)
-		if (cs->traps[i].kind == MT_TRAP_ENTER)
-			return true;
-	return false;
-}
-
-/* Clear the try block's stack, then resume the one it interrupted (or an
- * empty one). */
-static void clear_trap_stack(struct mt_cs *cs, struct thread *t, uint64_t time)
-{
-	clear_callstack(cs, t, time);
-	if (t->ninactive) {
-		pop_inactive(t);
-	} else {
-		t->cur.n = 0;
-		t->cur.create_time = time;
-	}
-}
-
-/* A try block begins: the current stack is suspended and the block runs on
- * a stack holding a copy of its top frame (no BEGIN is written for it). */
-static void pushtrap(struct mt_cs *cs, struct thread *t, uint64_t time)
-{
-	if (!t->cur.n) {
-		/* magic-trace crashes here; mt skips the trap */
-		warn_once(cs, 3, "warning: an OCaml try block begins with no known frame; its trap is ignored");
-		return;
-	}
-	struct frame top = t->cur.v[t->cur.n - 1];
-	push_inactive(cs, t);
-	t->cur.create_time = time;
-	push_frame(cs, &t->cur, top.ip, top.name);
-}
-
-static void poptrap(struct mt_cs *cs, struct thread *t, uint64_t time)
-{
-	if (t->cur.n != 1) {
-		warn_once(cs, 4, "warning: expected callstack depth to be the same going into a [try] block as "
-			  "when leaving it");
-		return;
-	}
-	t->cur.n = 0; /* the copy goes without an END, as it came without a BEGIN */
-	clear_trap_stack(cs, t, time);
-}
-
-/* Before each branch: the pushtraps and poptraps executed since the last
- * known IP, up to the branch. */
-static void trap_walk(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
-{
-	if (t->last_known_ip != UINT64_MAX && t->last_known_ip <= ev->from) {
-		for (size_t i = trap_at_or_above(cs, t->last_known_ip); i < cs->ntraps &&
-		     cs->traps[i].addr <= ev->from; i++) {
-			if (cs->traps[i].kind == MT_TRAP_PUSH)
-				pushtrap(cs, t, time);
-			else if (cs->traps[i].kind == MT_TRAP_POP)
-				poptrap(cs, t, time);
-		}
-	}
-	t->last_known_ip = ev->to;
-}
-
 /* A return, jump or int to an exception handler: the raise left the try
  * block; otherwise the usual symbol check. */
 static void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
 {
-	if (cs->ntraps && is_entertrap(cs, ev->to)) {
+	if (cs->ntraps && mt_cs_is_entertrap(cs, ev->to)) {
 		if (t->cur.n) { /* drop the bottom (copied) frame */
 			memmove(t->cur.v, t->cur.v + 1, (t->cur.n - 1) * sizeof *t->cur.v);
 			t->cur.n--;
 		}
-		clear_trap_stack(cs, t, time);
+		mt_cs_clear_trap_stack(cs, t, time);
 		return;
 	}
 	check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
 }
 
-void mt_cs_set_ocaml_traps(struct mt_cs *cs, const struct mt_ocaml_trap *traps, size_t n)
-{
-	cs->traps = traps;
-	cs->ntraps = n;
-}
 
 static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
 {
 	if (cs->ntraps)
-		trap_walk(cs, t, time, ev);
+		mt_cs_trap_walk(cs, t, time, ev);
 	switch (ev->kind) {
 	case MT_EV_CALL:
 		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
@@ -757,15 +552,15 @@ static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const
 			call(cs, t, time, 0, cs->n_syscall);
 			break;
 		}
-		push_inactive(cs, t);
+		mt_cs_push_inactive(cs, t);
 		set_callstack(t, is_kernel_addr(ev->to), time);
 		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
 		break;
 	case MT_EV_SYSRET:
 	case MT_EV_IRET:
-		clear_callstack(cs, t, time);
+		mt_cs_clear_stack(cs, t, time);
 		if (t->ninactive) {
-			pop_inactive(t);
+			mt_cs_pop_inactive(t);
 		} else {
 			set_callstack(t, is_kernel_addr(ev->to), time);
 			check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
@@ -782,7 +577,7 @@ static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const
 		} else if (!strcmp(via, "syscall")) {
 			call(cs, t, time, 0, cs->n_syscall);
 		} else { /* sysret, iret: leaving the kernel under kernel-only tracing */
-			clear_callstack(cs, t, time);
+			mt_cs_clear_stack(cs, t, time);
 			call(cs, t, time, 0, cs->n_untraced);
 		}
 		break;
@@ -892,7 +687,7 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 		t->ntx = 0; /* the transaction's work is undone */
 	} else if (ev->kind == MT_EV_ERROR) {
 		if (t->ntx)
-			warn_once(cs, 1, "warning: error received during a transaction, dropping its events");
+			mt_cs_warn_once(cs, 1, "warning: error received during a transaction, dropping its events");
 		t->ntx = 0;
 	} else {
 		/* committed: its events happened */
@@ -928,7 +723,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	if (ev->has_time && (ev->time < cs->base || mapped < t->last_event_time)) {
 		/* Policy: time never runs backwards on a thread. */
 		mapped = t->last_event_time;
-		warn_once(cs, 2, "warning: events out of time order: taken at the time of the event before them");
+		mt_cs_warn_once(cs, 2, "warning: events out of time order: taken at the time of the event before them");
 	}
 	/* 5.7: untimed events take the last time; nothing lands on a decode
 	 * error's time except the error itself. */
@@ -958,7 +753,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		char msg[1300];
 		snprintf(msg, sizeof msg, "warning: decode errors in the trace, e.g. '%s' @ IP 0x%llx",
 			 ev->msg ? ev->msg : "", (unsigned long long)ev->from);
-		warn_once(cs, 0, msg);
+		mt_cs_warn_once(cs, 0, msg);
 		const char *iname = mt_strtab_intern(&cs->names, name);
 		if (!iname)
 			return mt_err_set(err, MT_ENOMEM, "out of memory");

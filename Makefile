@@ -89,7 +89,7 @@ $(BUILD)/testtools/%: tests/tools/%.c $(BUILD)/libmt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
 
-$(BUILD)/unit/%: tests/unit/%.c $(BUILD)/libmt.a
+$(BUILD)/unit/%: tests/unit/%.c $(wildcard tests/unit/*.h) $(BUILD)/libmt.a
 	@mkdir -p $(@D)
 	$(CC) $(CFLAGS) $(LDFLAGS) -o $@ $< $(BUILD)/libmt.a $(LDLIBS)
 

@@ -11,12 +11,8 @@
 
 #include "trace/ptquery.h"
 
-static int n_test;
+#include "tap.h"
 
-static void ok(int cond, const char *name)
-{
-	printf("%sok %d - %s\n", cond ? "" : "not ", ++n_test, name);
-}
 
 /* A Skylake-like clock: TSC / CTC = 216 / 2, MTC every 2^3 CTC ticks. */
 static struct pt_config base_config(uint8_t nom_freq)
@@ -318,6 +314,5 @@ int main(void)
 	test_mtc();
 	test_cyc();
 	test_cyc_own_tsc_cbr();
-	printf("1..%d\n", n_test);
-	return 0;
+	return tap_done();
 }

@@ -1,0 +1,307 @@
+/* Unit tests of the event stream (stream/events*.c): text and binary
+ * codecs, interning, value cleaning; TAP output. Each test names its oracle. */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/events.h"
+
+#include "memstream.h"
+#include "tap.h"
+
+/* Oracle: the fields written are the fields read back. */
+static void test_events_roundtrip(void)
+{
+	char *buf = NULL;
+	size_t len = 0;
+	FILE *f = open_memstream(&buf, &len);
+	struct mt_events_writer w;
+	mt_events_writer_init(&w, f);
+	struct mt_event in[4] = {
+		{.time = 123456789, .has_time = true, .pid = 1, .tid = 2, .cpu = 3, .kind = MT_EV_CALL,
+		 .from = 0x401000, .to = 0x7fffffffe000, .insn = 17, .offset = MT_NO_OFFSET},
+		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_JUMP, .from = 1, .to = 2, .cond = true, .offset = MT_NO_OFFSET},
+		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_ERROR, .offset = 0x1234, .msg = "bad\tpacket"},
+		{.time = 1, .has_time = true, .pid = 0, .tid = 0, .cpu = 0, .kind = MT_EV_POWER, .cbr = 42,
+		 .offset = MT_NO_OFFSET},
+	};
+	mt_events_write_fact(&w, "source", "unit");
+	for (int i = 0; i < 4; i++)
+		mt_events_write(&w, &in[i]);
+	struct mt_err err = {0};
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	char *save, *line = strtok_r(buf, "\n", &save);
+	int idx = 0, good = strcmp(line, "# mt-events 1") == 0;
+	while ((line = strtok_r(NULL, "\n", &save))) {
+		struct mt_event ev;
+		struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+		int rc = mt_events_parse_line(line, &ev, kv, &err);
+		if (rc == 0)
+			continue;
+		if (rc < 0 || idx >= 4) {
+			good = 0;
+			break;
+		}
+		const struct mt_event *e = &in[idx++];
+		good &= ev.has_time == e->has_time && (!e->has_time || ev.time == e->time) && ev.pid == e->pid &&
+			ev.tid == e->tid && ev.cpu == e->cpu && ev.kind == e->kind && ev.from == e->from &&
+			ev.to == e->to && ev.insn == e->insn && ev.cond == e->cond && ev.offset == e->offset &&
+			ev.cbr == e->cbr;
+		if (e->msg)
+			good &= ev.msg && !strcmp(ev.msg, "bad packet"); /* TAB cannot survive a TAB-separated field */
+	}
+	ok(good && idx == 4, "event text round trip keeps every field");
+	free(buf);
+
+	char bad1[] = "1\t2\t3\tcall\t0x1";
+	char bad2[] = "-\t1\t1\tfly\t0x1\t0x2";
+	char okl[] = "-\t1\t1\treturn\t0x1\t0x2\tfuture=column\tinsn=9\tflag";
+	char bad3[] = "-\t1\t1\treturn\t0x1\t0x2\tcpu=x";
+	struct mt_event ev;
+	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(bad1, &ev, kv, &err) == MT_EFORMAT, "a line with 5 columns is rejected");
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(bad2, &ev, kv, &err) == MT_EFORMAT && strstr(err.msg, "unknown event kind"),
+	   "an unknown kind is rejected by name");
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(bad3, &ev, kv, &err) == MT_EFORMAT && strstr(err.msg, "bad cpu value"),
+	   "a known key with a bad value is rejected");
+	mt_err_clear(&err);
+	ok(mt_events_parse_line(okl, &ev, kv, &err) == 1 && ev.insn == 9 && ev.nextra == 2 &&
+	   !strcmp(ev.extra[0].key, "future") && !strcmp(ev.extra[0].val, "column") &&
+	   !strcmp(ev.extra[1].key, "flag") && !ev.extra[1].val,
+	   "unknown columns are kept, in order, as extra key=value pairs");
+}
+
+static int same_event(const struct mt_event *a, const struct mt_event *b)
+{
+	int good = a->has_time == b->has_time && (!a->has_time || a->time == b->time) && a->pid == b->pid &&
+		   a->tid == b->tid && a->cpu == b->cpu && a->kind == b->kind && a->from == b->from &&
+		   a->to == b->to && a->insn == b->insn && a->cond == b->cond && a->async == b->async &&
+		   a->offset == b->offset && (a->kind != MT_EV_POWER || a->cbr == b->cbr) &&
+		   !a->msg == !b->msg && (!a->msg || !strcmp(a->msg, b->msg)) && a->nextra == b->nextra;
+	for (unsigned i = 0; good && i < a->nextra; i++)
+		good = !strcmp(a->extra[i].key, b->extra[i].key) && !a->extra[i].val == !b->extra[i].val &&
+		       (!a->extra[i].val || !strcmp(a->extra[i].val, b->extra[i].val));
+	return good;
+}
+
+/* Oracle: the events written are the events read back, in both forms; the
+ * binary reader reports damage instead of inventing events. */
+static void test_events_binary(void)
+{
+	static const struct mt_kv kv1[] = {{"sym", "main"}, {"flag", NULL}, {"sym_to", ""}};
+	struct mt_event in[] = {
+		{.time = 5000000000ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = 1, .kind = MT_EV_CALL,
+		 .from = 0x401000, .to = 0xffffffff81000000ULL, .insn = 3, .offset = MT_NO_OFFSET,
+		 .extra = kv1, .nextra = 3},
+		{.time = 4999999990ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = -1, .kind = MT_EV_RETURN,
+		 .offset = MT_NO_OFFSET, .extra = kv1, .nextra = 1},
+		{.pid = 1, .tid = 1, .cpu = 0, .kind = MT_EV_ERROR, .offset = 0, .msg = "overflow"},
+		{.pid = 1, .tid = 1, .cpu = 0, .kind = MT_EV_TRACE_END, .async = true, .cond = true,
+		 .offset = MT_NO_OFFSET},
+		{.time = 1, .has_time = true, .cpu = 3, .kind = MT_EV_POWER, .cbr = 33, .offset = MT_NO_OFFSET},
+	};
+	const int n = (int)(sizeof in / sizeof in[0]);
+	for (int fmt = 0; fmt < 2; fmt++) {
+		char *buf;
+		size_t len;
+		struct mt_events_writer w;
+		FILE *f = write_to_memory(&w, fmt ? MT_EVENTS_BINARY : MT_EVENTS_TEXT, &buf, &len);
+		mt_events_write_comm(&w, 7, 8, "app");
+		for (int i = 0; i < n; i++)
+			mt_events_write(&w, &in[i]);
+		struct mt_err err = {0};
+		int good = mt_events_writer_finish(&w, &err) == 0;
+		fclose(f);
+		f = fmemopen(buf, len, "r");
+		struct mt_events_reader r;
+		good &= mt_events_reader_open(&r, f, "mem", &err) == 0 &&
+			r.format == (fmt ? MT_EVENTS_BINARY : MT_EVENTS_TEXT);
+		struct mt_event ev;
+		const char *meta = NULL;
+		good &= mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_META && !strcmp(meta, "comm\t7\t8\tapp");
+		for (int i = 0; i < n && good; i++)
+			good = mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT && same_event(&ev, &in[i]);
+		good &= mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EOF;
+		mt_events_reader_close(&r);
+		fclose(f);
+		ok(good, fmt ? "binary stream: every field, extra column and metadata line read back"
+			     : "text stream reader: every field, extra column and metadata line read back");
+		if (fmt) {
+			/* cut the binary stream at every byte: a clean end or a clear error, never garbage */
+			int cut_ok = 1;
+			for (size_t cut = 8; cut < len && cut_ok; cut++) {
+				f = fmemopen(buf, cut, "r");
+				mt_err_clear(&err);
+				mt_events_reader_open(&r, f, "mem", &err);
+				int rc, events = 0;
+				while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0)
+					events += rc == MT_EVENTS_EVENT;
+				cut_ok = events <= n && (rc == MT_EVENTS_EOF || (rc == MT_EFORMAT && strstr(err.msg, "record")));
+				mt_events_reader_close(&r);
+				fclose(f);
+			}
+			ok(cut_ok, "a binary stream cut at any byte ends cleanly or with a record error");
+		}
+		free(buf);
+	}
+
+	/* More distinct strings than the writer keeps: the reset keeps ids right. */
+	char *buf;
+	size_t len;
+	struct mt_events_writer w;
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
+	char msg[32];
+	const int many = 300000;
+	for (int i = 0; i < many; i++) {
+		snprintf(msg, sizeof msg, "m%d", i % 280000);
+		struct mt_event e = {.kind = MT_EV_ERROR, .cpu = -1, .offset = MT_NO_OFFSET, .msg = msg};
+		mt_events_write(&w, &e);
+	}
+	struct mt_err err = {0};
+	struct mt_events_reader r;
+	f = read_back(&w, f, &buf, &len, &r, &err);
+	struct mt_event ev;
+	const char *meta;
+	int good = 1, i = 0;
+	for (; good && mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT; i++) {
+		snprintf(msg, sizeof msg, "m%d", i % 280000);
+		good = ev.msg && !strcmp(ev.msg, msg);
+	}
+	ok(good && i == many && r.nstrings < 280000, "string table resets keep every message right (300000 events)");
+	mt_events_reader_close(&r);
+	fclose(f);
+	free(buf);
+
+	/* Several new strings per event: the reset falls before an event's
+	 * strings, never between them (ids taken before it would be stale). */
+	f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
+	const int events = 200000;
+	char v1[32], v2[32], v3[32];
+	for (int k = 0; k < events; k++) {
+		snprintf(v1, sizeof v1, "a%d", k);
+		snprintf(v2, sizeof v2, "b%d", k);
+		snprintf(v3, sizeof v3, "c%d", k);
+		struct mt_kv kv[4] = {{"sym", v1}, {"off", v2}, {"dso", "/lib/x"}, {"file", v3}};
+		struct mt_event e = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL, .offset = MT_NO_OFFSET,
+				     .extra = kv, .nextra = 4};
+		mt_events_write(&w, &e);
+	}
+	f = read_back(&w, f, &buf, &len, &r, &err);
+	good = 1;
+	int resets = 0;
+	uint64_t epoch = 0;
+	for (i = 0; good && mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT; i++) {
+		snprintf(v1, sizeof v1, "a%d", i);
+		snprintf(v2, sizeof v2, "b%d", i);
+		snprintf(v3, sizeof v3, "c%d", i);
+		good = ev.nextra == 4 && !strcmp(ev.extra[0].key, "sym") && !strcmp(ev.extra[0].val, v1) &&
+		       !strcmp(ev.extra[1].key, "off") && !strcmp(ev.extra[1].val, v2) &&
+		       !strcmp(ev.extra[2].key, "dso") && !strcmp(ev.extra[2].val, "/lib/x") &&
+		       !strcmp(ev.extra[3].key, "file") && !strcmp(ev.extra[3].val, v3);
+		resets += i && ev.strings_epoch != epoch;
+		epoch = ev.strings_epoch;
+	}
+	ok(good && i == events && resets >= 1,
+	   "string table resets between events keep every column right (200000 events, 3 new strings each)");
+	mt_events_reader_close(&r);
+	fclose(f);
+	free(buf);
+}
+
+/* Oracle: the strings each event was given, read back. The binary writer
+ * knows a string by its address alone only while the event's strings_epoch
+ * promises it unchanged: one buffer is rewritten between events under no
+ * promise (0), under one epoch after another, and kept under one epoch. */
+static void test_writer_string_epochs(void)
+{
+	char *buf;
+	size_t len;
+	struct mt_events_writer w;
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
+	static const struct { uint64_t epoch; const char *val; } step[] = {
+		{7, "aaa"}, {7, "aaa"}, {0, "bbb"}, {0, "ccc"}, {7, "ccc"}, {8, "ddd"}, {8, "ddd"}, {0, "ddd"},
+		{9, "aaa"}, {0, "eee\tf"}, {10, "eee\tf"}, {10, "eee\tf"}, {11, "ggg"},
+	};
+	const size_t nstep = sizeof step / sizeof step[0];
+	char val[16];
+	for (size_t i = 0; i < nstep; i++) {
+		strcpy(val, step[i].val);
+		struct mt_kv kv = {"v", val};
+		struct mt_event ev = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL, .offset = MT_NO_OFFSET,
+				      .extra = &kv, .nextra = 1, .strings_epoch = step[i].epoch};
+		mt_events_write(&w, &ev);
+	}
+	struct mt_err err = {0};
+	struct mt_events_reader r;
+	f = read_back(&w, f, &buf, &len, &r, &err);
+	struct mt_event ev;
+	const char *meta;
+	size_t n = 0;
+	int rc, good = 1;
+	while ((rc = mt_events_read(&r, &ev, &meta, &err)) > 0) {
+		if (rc != MT_EVENTS_EVENT)
+			continue;
+		char want[16];
+		strcpy(want, n < nstep ? step[n].val : "");
+		for (char *c = want; *c; c++)
+			*c = *c == '\t' ? ' ' : *c; /* as the text form carries it */
+		good &= n < nstep && ev.nextra == 1 && !strcmp(ev.extra[0].val, want);
+		n++;
+	}
+	mt_events_reader_close(&r);
+	fclose(f);
+	free(buf);
+	ok(good && rc == 0 && n == nstep, "binary writer: a rewritten buffer is read again unless its epoch promises it unchanged");
+}
+
+/* Oracle: the value with each TAB and newline replaced by a space, byte by
+ * byte. The text writer finds them a word at a time: every length and
+ * position, around word boundaries and in the overlapping last word. */
+static void test_text_value_cleaning(void)
+{
+	int good = 1;
+	for (size_t len = 1; len <= 24 && good; len++)
+		for (size_t pos = 0; pos < len && good; pos++)
+			for (int c = 0; c < 3 && good; c++) {
+				char val[32], want[32];
+				for (size_t i = 0; i < len; i++)
+					val[i] = (char)('a' + i);
+				val[len] = '\0';
+				val[pos] = c == 0 ? '\t' : c == 1 ? '\n' : '\x01';
+				memcpy(want, val, len + 1);
+				if (c < 2)
+					want[pos] = ' ';
+				struct mt_kv kv = {"k", val};
+				struct mt_event e = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL,
+						     .offset = MT_NO_OFFSET, .extra = &kv, .nextra = 1};
+				char *buf = NULL;
+				size_t blen = 0;
+				FILE *f = open_memstream(&buf, &blen);
+				struct mt_events_writer w;
+				mt_events_writer_init(&w, f);
+				mt_events_write(&w, &e);
+				struct mt_err err = {0};
+				mt_events_writer_finish(&w, &err);
+				fclose(f);
+				char line[96];
+				snprintf(line, sizeof line, "# mt-events 1\n-\t1\t1\tcall\t0x0\t0x0\tk=%s\n", want);
+				good = !strcmp(buf, line);
+				free(buf);
+			}
+	ok(good, "text writer: every TAB and newline in a value becomes a space, nothing else changes");
+}
+
+int main(void)
+{
+	test_events_roundtrip();
+	test_events_binary();
+	test_writer_string_epochs();
+	test_text_value_cleaning();
+	return tap_done();
+}

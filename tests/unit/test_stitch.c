@@ -1,0 +1,153 @@
+/* Unit tests of the stitcher (trace/stitch.c), TAP output. Oracle: one
+ * sequential list of events, as one decoder would write it; piece a holds
+ * it from the start to past the cut (as a decoder that went on through the
+ * overlap), piece b from the cut's PSB on (its first event counting its
+ * instructions from the PSB). The stitched output, a's events before
+ * keep_to and b's from keep_from on, must be the list itself. */
+#define _GNU_SOURCE
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+#include "trace/split.h"
+
+#include "tap.h"
+
+#define N 400
+
+static struct mt_event seq[N];
+static uint64_t before[N + 1]; /* instructions before event i */
+
+static void make_sequence(void)
+{
+	uint64_t x = 12345;
+	for (int i = 0; i < N; i++) {
+		x = x * 6364136223846793005ULL + 1442695040888963407ULL;
+		seq[i] = (struct mt_event){.time = 1000 + (uint64_t)i * 7, .has_time = true, .pid = 5, .tid = 6, .cpu = 1,
+					   .kind = i % 3 ? MT_EV_CALL : MT_EV_RETURN, .from = 0x400000 + (x >> 40),
+					   .to = 0x400000 + ((x >> 20) & 0xfffff), .insn = 1 + (x >> 59) + (i % 5 == 0 ? 0 : 3),
+					   .offset = (uint64_t)i * 4};
+		before[i + 1] = before[i] + seq[i].insn;
+	}
+}
+
+static void log_event(struct piece *p, const struct mt_event *ev, uint64_t idx, uint64_t insns_before)
+{
+	size_t k = p->log.n;
+	mt_evlog_sink(&p->log, ev);
+	if (!mt_grow((void **)&p->pos, &p->pcap, k + 1, sizeof *p->pos))
+		abort();
+	p->pos[k] = (struct logpos){.idx = idx, .before = insns_before};
+}
+
+/* a: events [0, a_end); the cut's PSB at instruction `mark`, inside event
+ * k's instructions (before[k] < mark <= before[k + 1]). b: from event k
+ * on, to b_end. */
+static void make_pieces(struct piece *a, struct piece *b, size_t k, uint64_t mark, size_t a_end, size_t b_end)
+{
+	memset(a, 0, sizeof *a);
+	memset(b, 0, sizeof *b);
+	for (size_t i = 0; i < a_end; i++)
+		log_event(a, &seq[i], i, before[i]);
+	a->mark = mark;
+	a->tail = k; /* event k's branch comes after the mark */
+	a->stop = 1;
+	for (size_t i = k; i < b_end; i++) {
+		struct mt_event ev = seq[i];
+		if (i == k)
+			ev.insn = before[k + 1] - mark;
+		log_event(b, &ev, i - k, i == k ? 0 : before[i] - mark);
+	}
+}
+
+static void free_piece(struct piece *p)
+{
+	mt_evlog_free(&p->log);
+	free(p->pos);
+}
+
+static bool same(const struct mt_event *x, const struct mt_event *y)
+{
+	return x->time == y->time && x->from == y->from && x->to == y->to && x->insn == y->insn &&
+	       x->offset == y->offset && x->kind == y->kind && x->pid == y->pid && x->tid == y->tid;
+}
+
+/* The stitched output equals the sequence. */
+static bool output_is_sequence(const struct piece *a, const struct piece *b)
+{
+	size_t n = 0;
+	struct mt_event ev;
+	for (size_t i = 0; i < a->keep_to; i++, n++)
+		if (n >= N || !same(mt_evlog_event(&a->log, i, &ev), &seq[n]))
+			return false;
+	for (size_t j = b->keep_from; j < b->log.n; j++, n++)
+		if (n >= N || !same(mt_evlog_event(&b->log, j, &ev), &seq[n]))
+			return false;
+	return n == N;
+}
+
+static void test_every_cut(void)
+{
+	int good = 0, tried = 0;
+	for (size_t k = 10; k < 300; k += 7) {
+		uint64_t mark = before[k] + 1 + (before[k + 1] - before[k] - 1) / 2;
+		struct piece a, b;
+		make_pieces(&a, &b, k, mark, k + 60, N);
+		char why[WHY_LEN];
+		tried++;
+		good += mt_stitch(&a, &b, why) && output_is_sequence(&a, &b);
+		free_piece(&a);
+		free_piece(&b);
+	}
+	ok(good == tried, "every cut of the sequence stitches, and the output is the sequence");
+}
+
+static void test_not_enough_overlap(void)
+{
+	struct piece a, b;
+	make_pieces(&a, &b, 100, before[100] + 1, 100 + 20, N); /* fewer than STITCH_MIN agree */
+	char why[WHY_LEN] = "";
+	ok(!mt_stitch(&a, &b, why) && strstr(why, "agree before the piece before ends"),
+	   "under STITCH_MIN events of overlap: no stitch, and the reason says so");
+	free_piece(&a);
+	free_piece(&b);
+}
+
+static void test_disagreement(void)
+{
+	struct piece a, b;
+	make_pieces(&a, &b, 100, before[100] + 1, 100 + 60, N);
+	/* b decodes one event of the overlap differently (the decoders are
+	 * not in the same state there) */
+	for (size_t j = 0; j < b.log.n; j++)
+		b.log.v[j].to ^= 0x10;
+	char why[WHY_LEN] = "";
+	ok(!mt_stitch(&a, &b, why) && strstr(why, "events agree, then"),
+	   "events that differ after the cut: no stitch, the first difference named");
+	free_piece(&a);
+	free_piece(&b);
+}
+
+static void test_mark_not_reached(void)
+{
+	struct piece a, b;
+	make_pieces(&a, &b, 100, before[100] + 1, 100 + 60, N);
+	a.mark = UINT64_MAX;
+	char why[WHY_LEN] = "";
+	ok(!mt_stitch(&a, &b, why) && strstr(why, "never reached"),
+	   "a piece that never reached the next one's PSB does not stitch");
+	free_piece(&a);
+	free_piece(&b);
+}
+
+int main(void)
+{
+	make_sequence();
+	test_every_cut();
+	test_not_enough_overlap();
+	test_disagreement();
+	test_mark_not_reached();
+	return tap_done();
+}

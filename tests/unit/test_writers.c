@@ -1,0 +1,211 @@
+/* Unit tests of the timeline's writers behind their ops table
+ * (timeline/write_*.c through pftrace.c), TAP output. One thread's slices,
+ * an instant and a counter value are given to each format; oracles: the
+ * Perfetto trace decoded with protobuf-c from proto/perfetto_trace.proto
+ * (every event's type, name and absolute time, slices nested as given);
+ * the JSON parsed by python3's json module and its X/i/C events compared
+ * with the times given (perfetto-output.md section 8: microseconds with
+ * 3 decimals); FXT's records walked by their size fields to the end of the
+ * file (section 7), its string and event records counted; the stacks text
+ * line for line as magic-trace's test format writes it (times as Core's
+ * Time_ns.Span.to_string_hum: ns, us, ms, s, at most 3 decimals). */
+#define _GNU_SOURCE
+#include <inttypes.h>
+#include <stdbool.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "perfetto_trace.pb-c.h"
+#include "timeline/pftrace.h"
+
+#include "tap.h"
+
+#define BASE ((uint64_t)1000000)
+
+/* The scenario: main [0, 50), work [10, 30), an instant at 35, a counter at 5. */
+static char *write_format(enum mt_pftrace_format format, size_t *len)
+{
+	char *buf = NULL;
+	FILE *f = open_memstream(&buf, len);
+	struct mt_pftrace *pf = mt_pftrace_new(f, format, false);
+	mt_pftrace_meta(pf, "comm\t1\t1\tapp");
+	mt_pftrace_meta(pf, "comm\t1\t2\tworker");
+	struct mt_cs_sink s;
+	mt_pftrace_sink(pf, &s);
+	struct mt_cs_thread th = {.pid = 1, .tid = 2, .base = BASE};
+	struct mt_cs_frame fmain = {.name = "main", .ip = 0x401000, .id = 1};
+	struct mt_cs_frame fwork = {.name = "work", .ip = 0x401100, .id = 2};
+	s.begin(s.ctx, &th, 0, &fmain);
+	if (s.counter)
+		s.counter(s.ctx, &th, 5, "CPU", 2000);
+	s.begin(s.ctx, &th, 10, &fwork);
+	s.end(s.ctx, &th, 30, "work", 2);
+	s.instant(s.ctx, &th, 35, "err");
+	s.end(s.ctx, &th, 50, "main", 1);
+	struct mt_err err = {0};
+	int rc = mt_pftrace_finish(pf, NULL, &err);
+	fclose(f);
+	if (rc) {
+		free(buf);
+		return NULL;
+	}
+	return buf;
+}
+
+static void test_perfetto(void)
+{
+	size_t len;
+	char *buf = write_format(MT_PFTRACE_PROTO, &len);
+	Perfetto__Protos__Trace *t = buf ? perfetto__protos__trace__unpack(NULL, len, (uint8_t *)buf) : NULL;
+	char got[512] = "";
+	const char *names[8] = {0};
+	uint64_t now = 0;
+	bool thread_named = false;
+	for (size_t i = 0; t && i < t->n_packet; i++) {
+		const Perfetto__Protos__TracePacket *p = t->packet[i];
+		if (p->track_descriptor && p->track_descriptor->thread)
+			thread_named = !strcmp(p->track_descriptor->thread->thread_name, "worker");
+		if (p->has_timestamp_clock_id && p->timestamp_clock_id == 6 && p->has_trusted_packet_sequence_id &&
+		    p->trusted_packet_sequence_id != 1)
+			now = p->timestamp; /* the sequence's first packet: absolute */
+		if (p->interned_data)
+			for (size_t k = 0; k < p->interned_data->n_event_names; k++)
+				if (p->interned_data->event_names[k]->iid < 8)
+					names[p->interned_data->event_names[k]->iid] = p->interned_data->event_names[k]->name;
+		if (!p->track_event)
+			continue;
+		now += p->timestamp; /* incremental clock */
+		const Perfetto__Protos__TrackEvent *e = p->track_event;
+		char one[64];
+		snprintf(one, sizeof one, "%d:%s@%" PRIu64 " ", (int)e->type,
+			 e->has_name_iid && e->name_iid < 8 && names[e->name_iid] ? names[e->name_iid] : "-", now - BASE);
+		strncat(got, one, sizeof got - strlen(got) - 1);
+	}
+	/* types: 1 begin, 2 end, 3 instant, 4 counter */
+	const char *want = "1:main@0 4:-@5 1:work@10 2:-@30 3:err@35 2:-@50 ";
+	ok(t && !strcmp(got, want) && thread_named, "Perfetto: every event's type, name and time, nested as given");
+	if (strcmp(got, want))
+		printf("# got %s\n", got);
+	if (t)
+		perfetto__protos__trace__free_unpacked(t, NULL);
+	free(buf);
+}
+
+static void test_json(void)
+{
+	size_t len;
+	char *buf = write_format(MT_PFTRACE_JSON, &len);
+	char path[] = "/tmp/mt-test-json.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f) {
+		fwrite(buf, 1, len, f);
+		fclose(f);
+	}
+	char cmd[600];
+	snprintf(cmd, sizeof cmd,
+		 "python3 -c 'import json,sys\n"
+		 "t=json.load(open(sys.argv[1]))\n"
+		 "for e in t[\"traceEvents\"]:\n"
+		 " print(e[\"ph\"], e.get(\"ts\",\"-\"), e.get(\"dur\",\"-\"), e.get(\"name\",\"-\"), "
+		 "e.get(\"args\",{}).get(\"name\", e.get(\"args\",{}).get(\"freq (MHz)\",\"-\")))' %s",
+		 path);
+	FILE *p = popen(cmd, "r");
+	char got[1024] = "", line[256];
+	while (p && fgets(line, sizeof line, p))
+		strncat(got, line, sizeof got - strlen(got) - 1);
+	int rc = p ? pclose(p) : -1;
+	unlink(path);
+	const char *want = "M - - process_name app\n"
+			   "M - - thread_name worker\n"
+			   "X 0.0 0.05 main -\n"
+			   "C 0.005 - CPU 2000\n"
+			   "X 0.01 0.02 work -\n"
+			   "i 0.035 - err -\n";
+	ok(rc == 0 && !strcmp(got, want), "Chrome JSON: valid, X events with their durations, i and C, in microseconds");
+	if (strcmp(got, want))
+		printf("# got:\n%s", got);
+	ok(buf && strstr(buf, "\"ts\":0.010,") && strstr(buf, "\"dur\":0.020,"), "JSON times keep the nanoseconds: 3 decimals");
+	free(buf);
+}
+
+static void test_fxt(void)
+{
+	size_t len;
+	uint8_t *buf = (uint8_t *)write_format(MT_PFTRACE_FXT, &len);
+	bool tiled = buf && len % 8 == 0 && len >= 8;
+	uint64_t w0;
+	if (tiled) {
+		memcpy(&w0, buf, 8);
+		tiled = w0 == 0x0016547846040010ULL; /* the magic number record */
+	}
+	int strings = 0, complete = 0, counters = 0, names = 0;
+	for (size_t off = 8; tiled && off < len;) {
+		uint64_t h;
+		memcpy(&h, buf + off, 8);
+		size_t words = (size_t)((h >> 4) & 0xfff);
+		if (!words || off + words * 8 > len) {
+			tiled = false;
+			break;
+		}
+		unsigned type = (unsigned)(h & 15);
+		if (type == 2) {
+			strings++;
+			size_t slen = (size_t)((h >> 32) & 0x7fff);
+			const char *s = (const char *)buf + off + 8;
+			names += (slen == 4 && (!memcmp(s, "main", 4) || !memcmp(s, "work", 4))) ||
+				 (slen == 3 && !memcmp(s, "err", 3));
+		}
+		if (type == 4) {
+			unsigned etype = (unsigned)((h >> 16) & 15);
+			complete += etype == 4;
+			counters += etype == 1;
+		}
+		off += words * 8;
+	}
+	ok(tiled && names == 3 && complete == 3 && counters == 1 && strings >= 3,
+	   "FXT: records tile the file, names in string records, 2 slices + 1 instant complete, 1 counter");
+	free(buf);
+}
+
+static void test_stacks(void)
+{
+	size_t len;
+	char *buf = write_format(MT_PFTRACE_STACKS, &len);
+	const char *want = "0ns BEGIN main\n10ns BEGIN work\n30ns END   work\n35ns BEGIN err\nEND   err\n50ns END   main\n";
+	ok(buf && !strcmp(buf, want), "stacks: begins and ends as they arrive, an instant as BEGIN and a timeless END");
+	free(buf);
+	/* the time format */
+	char *tb = NULL;
+	size_t tl;
+	FILE *f = open_memstream(&tb, &tl);
+	struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_STACKS, false);
+	struct mt_cs_sink s;
+	mt_pftrace_sink(pf, &s);
+	struct mt_cs_thread th = {.pid = 1, .tid = 1};
+	static const uint64_t times[] = {999, 1000, 1500, 1234, 1234567, 2000000000, 2500000001ULL, 59999};
+	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
+		struct mt_cs_frame fr = {.name = "f", .id = i + 1};
+		s.begin(s.ctx, &th, times[i], &fr);
+	}
+	struct mt_err err = {0};
+	mt_pftrace_finish(pf, NULL, &err);
+	fclose(f);
+	const char *want_t = "999ns BEGIN f\n1us BEGIN f\n1.5us BEGIN f\n1.234us BEGIN f\n1.235ms BEGIN f\n"
+			     "2s BEGIN f\n2.5s BEGIN f\n59.999us BEGIN f\n";
+	ok(tb && !strcmp(tb, want_t), "stacks times: ns, us, ms, s with at most 3 decimals, rounded, zeros dropped");
+	if (tb && strcmp(tb, want_t))
+		printf("# got:\n%s", tb);
+	free(tb);
+}
+
+int main(void)
+{
+	test_perfetto();
+	test_json();
+	test_fxt();
+	test_stacks();
+	return tap_done();
+}

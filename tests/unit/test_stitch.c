@@ -104,50 +104,50 @@ static void test_every_cut(void)
 	ok(good == tried, "every cut of the sequence stitches, and the output is the sequence");
 }
 
-static void test_not_enough_overlap(void)
+/* The pieces cut at event 100 (a going overlap events past it), changed
+ * by change (when not NULL): no stitch, and the reason names the problem. */
+static bool no_stitch(size_t overlap, void (*change)(struct piece *a, struct piece *b), const char *reason)
 {
 	struct piece a, b;
-	make_pieces(&a, &b, 100, before[100] + 1, 100 + 20, N); /* fewer than STITCH_MIN agree */
+	make_pieces(&a, &b, 100, before[100] + 1, 100 + overlap, N);
+	if (change)
+		change(&a, &b);
 	char why[WHY_LEN] = "";
-	ok(!mt_stitch(&a, &b, why) && strstr(why, "agree before the piece before ends"),
+	bool r = !mt_stitch(&a, &b, why) && strstr(why, reason);
+	free_piece(&a);
+	free_piece(&b);
+	return r;
+}
+
+/* b decodes the overlap differently (the decoders are not in the same
+ * state there) */
+static void other_targets(struct piece *a, struct piece *b)
+{
+	(void)a;
+	for (size_t j = 0; j < b->log.n; j++)
+		b->log.v[j].to ^= 0x10;
+}
+
+static void mark_not_reached(struct piece *a, struct piece *b)
+{
+	(void)b;
+	a->mark = UINT64_MAX;
+}
+
+static void test_failures(void)
+{
+	ok(no_stitch(20, NULL, "agree before the piece before ends"),
 	   "under STITCH_MIN events of overlap: no stitch, and the reason says so");
-	free_piece(&a);
-	free_piece(&b);
-}
-
-static void test_disagreement(void)
-{
-	struct piece a, b;
-	make_pieces(&a, &b, 100, before[100] + 1, 100 + 60, N);
-	/* b decodes one event of the overlap differently (the decoders are
-	 * not in the same state there) */
-	for (size_t j = 0; j < b.log.n; j++)
-		b.log.v[j].to ^= 0x10;
-	char why[WHY_LEN] = "";
-	ok(!mt_stitch(&a, &b, why) && strstr(why, "events agree, then"),
+	ok(no_stitch(60, other_targets, "events agree, then"),
 	   "events that differ after the cut: no stitch, the first difference named");
-	free_piece(&a);
-	free_piece(&b);
-}
-
-static void test_mark_not_reached(void)
-{
-	struct piece a, b;
-	make_pieces(&a, &b, 100, before[100] + 1, 100 + 60, N);
-	a.mark = UINT64_MAX;
-	char why[WHY_LEN] = "";
-	ok(!mt_stitch(&a, &b, why) && strstr(why, "never reached"),
+	ok(no_stitch(60, mark_not_reached, "never reached"),
 	   "a piece that never reached the next one's PSB does not stitch");
-	free_piece(&a);
-	free_piece(&b);
 }
 
 int main(void)
 {
 	make_sequence();
 	test_every_cut();
-	test_not_enough_overlap();
-	test_disagreement();
-	test_mark_not_reached();
+	test_failures();
 	return tap_done();
 }

@@ -1,6 +1,8 @@
-/* pftrace: the Perfetto protobuf writer behind mt-toperfetto.
+/* pftrace: the timeline writer behind mt-toperfetto: the call-stack
+ * slices of callstack.h, held and ordered (pftrace.c, order.c), written by
+ * the chosen format's writer (writer.h's ops table).
  *
- * Takes the call-stack slices of callstack.h and writes a Perfetto trace
+ * Perfetto (write_perfetto.c) is a Perfetto trace
  * (proto/perfetto_trace.proto, shared/docs/perfetto-output.md section 3):
  * track descriptors for every process and thread on sequence 1, then one
  * sequence per thread with interned names and an incremental clock, its
@@ -21,7 +23,8 @@
  * The same slices can be written as Chrome JSON (X events when the end is
  * known at the time of writing, else B and E; microseconds with 3
  * decimals) or FXT (duration complete, else begin and end), and any of
- * them gzipped.
+ * them gzipped; or as magic-trace's stacks text (write_stacks.c), in the
+ * order the stacks arrive, without the window.
  *
  * Depth policy: Perfetto drops slices 512 deep; frames deeper than
  * MT_PFTRACE_MAX_DEPTH are not written, and each thread that lost some gets

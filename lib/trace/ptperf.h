@@ -1,9 +1,11 @@
 /* ptperf: decode the Intel PT in a perf.data into the event stream.
  *
- * Collects the sideband (AUXTRACE_INFO, TIME_CONV, COMM, MMAP/MMAP2,
- * ITRACE_START, SWITCH*, AUXTRACE buffers) in one walk over the records,
- * then decodes each PT queue (one per CPU or per thread) with ptdecode.
- * Also reports what a perf.data contains (--info). */
+ * Collects the sideband (sideband.c: AUXTRACE_INFO, TIME_CONV, COMM,
+ * MMAP/MMAP2, ITRACE_START, SWITCH*, AUXTRACE buffers) in one walk over the
+ * records, then decodes each PT queue (one per CPU or per thread) with
+ * ptdecode: short segments on the pool's workers (pool.c), long ones in
+ * pieces (split.c, stitch.c), event samples merged in time order
+ * (samples.c). Also reports what a perf.data contains (--info, ptinfo.c). */
 #ifndef MT_PTPERF_H
 #define MT_PTPERF_H
 

@@ -23,7 +23,7 @@ static void test_roundtrip(void)
 {
 	enum { N = 20000 };
 	static struct mt_event evs[N];
-	static char msgs[N][24];
+	static char msgs[N][32];
 	struct evlog l = {0};
 	uint64_t x = 3;
 	for (int i = 0; i < N; i++) {

@@ -201,8 +201,46 @@ static void test_stacks(void)
 	free(tb);
 }
 
+/* The window (pftrace.h's streaming policy): past N held items every
+ * thread writes out what it holds; a slice arriving later with an earlier
+ * start begins at the last time written, and is counted as clamped. With
+ * room for everything, nothing is clamped. */
+static void test_window(void)
+{
+	uint64_t clamped[2], slices[2];
+	for (int k = 0; k < 2; k++) {
+		char *buf = NULL;
+		size_t len;
+		FILE *f = open_memstream(&buf, &len);
+		struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_JSON, false);
+		mt_pftrace_set_window(pf, k ? 4 : 0);
+		struct mt_cs_sink s;
+		mt_pftrace_sink(pf, &s);
+		struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
+		for (uint64_t i = 0; i < 10; i++) {
+			struct mt_cs_frame fr = {.name = "f", .id = i + 1};
+			s.begin(s.ctx, &th, 100 + 10 * i, &fr);
+			s.end(s.ctx, &th, 105 + 10 * i, "f", i + 1);
+		}
+		/* an inferred caller found late, reaching back to time 0 */
+		struct mt_cs_frame caller = {.name = "caller", .id = 99, .inferred = true};
+		s.begin(s.ctx, &th, 0, &caller);
+		s.end(s.ctx, &th, 300, "caller", 99);
+		struct mt_pftrace_stats st;
+		struct mt_err err = {0};
+		mt_pftrace_finish(pf, &st, &err);
+		fclose(f);
+		free(buf);
+		clamped[k] = st.clamped;
+		slices[k] = st.slices;
+	}
+	ok(slices[0] == 11 && clamped[0] == 0, "a window holding everything writes every slice exactly");
+	ok(slices[1] == 11 && clamped[1] >= 1, "a window of 4 items: the late caller is clamped, and counted");
+}
+
 int main(void)
 {
+	test_window();
 	test_perfetto();
 	test_json();
 	test_fxt();

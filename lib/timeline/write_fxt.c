@@ -27,13 +27,47 @@ static void fxt_padded(struct mt_pftrace *pf, const char *s, size_t n)
 	mt_tl_out(pf, zero, (8 - n % 8) % 8);
 }
 
+/* The string-to-slot map: open addressing by the interned pointer, with
+ * exactly the strings the slots hold (an evicted string's entry goes), so
+ * it is never more than a quarter full, whatever the number of names. */
+#define FXT_MAP_BITS 17
+
+/* Multiplied: names from one array sit a few bytes apart, and homes one
+ * after another made clusters as long as the table's live part. */
+static size_t fxt_home(const struct mt_pftrace *pf, const char *s)
+{
+	(void)pf;
+	return (size_t)((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL >> (64 - FXT_MAP_BITS));
+}
+
+/* Removes s's entry (linear probing: the entries after it that could sit
+ * in the hole move back into it, so no lookup stops early). */
+static void fxt_map_remove(struct mt_pftrace *pf, const char *s)
+{
+	size_t mask = pf->fxt_map.cap - 1, i = fxt_home(pf, s);
+	while (pf->fxt_map.k[i] && pf->fxt_map.k[i] != s)
+		i = (i + 1) & mask;
+	if (!pf->fxt_map.k[i])
+		return;
+	for (size_t j = (i + 1) & mask; pf->fxt_map.k[j]; j = (j + 1) & mask) {
+		size_t h = fxt_home(pf, pf->fxt_map.k[j]);
+		/* the entry at j may move to i unless its home lies in (i, j] */
+		if (i <= j ? h > i && h <= j : h > i || h <= j)
+			continue;
+		pf->fxt_map.k[i] = pf->fxt_map.k[j];
+		pf->fxt_map.v[i] = pf->fxt_map.v[j];
+		i = j;
+	}
+	pf->fxt_map.k[i] = NULL;
+}
+
 /* The string-table index of s, defining (or redefining) a slot when new:
  * past 32767 strings the oldest slot is reused, which FXT allows. */
 static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
 {
 	if (!pf->fxt_str) {
 		pf->fxt_str = calloc(FXT_STRINGS + 1, sizeof *pf->fxt_str);
-		pf->fxt_map.cap = 1u << 17;
+		pf->fxt_map.cap = 1u << FXT_MAP_BITS;
 		pf->fxt_map.k = calloc(pf->fxt_map.cap, sizeof *pf->fxt_map.k);
 		pf->fxt_map.v = calloc(pf->fxt_map.cap, sizeof *pf->fxt_map.v);
 		pf->fxt_next = 1;
@@ -42,13 +76,18 @@ static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
 			return 0;
 		}
 	}
-	size_t mask = pf->fxt_map.cap - 1, j = ((uintptr_t)s >> 4) & mask;
+	size_t mask = pf->fxt_map.cap - 1, j = fxt_home(pf, s);
 	for (; pf->fxt_map.k[j]; j = (j + 1) & mask)
-		if (pf->fxt_map.k[j] == s && pf->fxt_str[pf->fxt_map.v[j]] == s)
+		if (pf->fxt_map.k[j] == s)
 			return pf->fxt_map.v[j];
 	uint16_t idx = pf->fxt_next;
 	pf->fxt_next = pf->fxt_next == FXT_STRINGS ? 1 : pf->fxt_next + 1;
-	pf->fxt_str[idx] = s; /* a stale map entry for the old string no longer matches */
+	if (pf->fxt_str[idx]) {
+		fxt_map_remove(pf, pf->fxt_str[idx]);
+		for (j = fxt_home(pf, s); pf->fxt_map.k[j]; j = (j + 1) & mask)
+			;
+	}
+	pf->fxt_str[idx] = s;
 	pf->fxt_map.k[j] = s;
 	pf->fxt_map.v[j] = idx;
 	size_t len = strlen(s);

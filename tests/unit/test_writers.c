@@ -238,8 +238,61 @@ static void test_window(void)
 	ok(slices[1] == 11 && clamped[1] >= 1, "a window of 4 items: the late caller is clamped, and counted");
 }
 
+/* FXT past its 32,767-slot string table (and past the 131,072 entries its
+ * slot map had, where it used to loop forever): 150,000 distinct names,
+ * each event's name reference must name, by the string records before it,
+ * the name its slice was given (FXT's string table semantics). */
+static void test_fxt_many_names(void)
+{
+	enum { N = 200000, DISTINCT = 150000 };
+	static char names[DISTINCT][16];
+	char *buf = NULL;
+	size_t len;
+	FILE *f = open_memstream(&buf, &len);
+	struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_FXT, false);
+	struct mt_cs_sink s;
+	mt_pftrace_sink(pf, &s);
+	struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
+	for (uint64_t i = 0; i < N; i++) {
+		/* 150,000 names, the first 50,000 again at the end: evicted
+		 * long ago, they are defined again */
+		const char *name = names[i % DISTINCT];
+		if (i < DISTINCT)
+			snprintf(names[i], sizeof names[i], "fn_%" PRIu64, i);
+		struct mt_cs_frame fr = {.name = name, .id = i + 1};
+		s.begin(s.ctx, &th, 10 * i, &fr);
+		s.end(s.ctx, &th, 10 * i + 5, name, i + 1);
+	}
+	struct mt_err err = {0};
+	int rc = mt_pftrace_finish(pf, NULL, &err);
+	fclose(f);
+	static char table[32768][16];
+	size_t n = 0;
+	bool good = !rc && len % 8 == 0;
+	for (size_t off = 8; good && off < len;) {
+		uint64_t h;
+		memcpy(&h, buf + off, 8);
+		size_t words = (size_t)((h >> 4) & 0xfff);
+		if (!words || off + words * 8 > len) {
+			good = false;
+			break;
+		}
+		if ((h & 15) == 2) { /* string record: index, length, text */
+			size_t idx = (size_t)((h >> 16) & 0x7fff), slen = (size_t)((h >> 32) & 0x7fff);
+			snprintf(table[idx], sizeof table[idx], "%.*s", (int)slen, buf + off + 8);
+		}
+		if ((h & 15) == 4 && ((h >> 16) & 15) == 4 && n < N) /* a complete event */
+			good = !strcmp(table[(h >> 48) & 0x7fff], names[n++ % DISTINCT]);
+		off += words * 8;
+	}
+	ok(good && n == N, "FXT with 150,000 names, 50,000 of them again: every event's name reference names its slice's name");
+	free(buf);
+}
+
 int main(void)
 {
+	alarm(120); /* a writer that loops forever fails here, not CI */
+	test_fxt_many_names();
 	test_window();
 	test_perfetto();
 	test_json();

@@ -131,41 +131,56 @@ static void test_json(void)
 	free(buf);
 }
 
+/* Walks an FXT file's records after the magic number: rec(ctx, header,
+ * record) for each; false unless the magic is there and the records' size
+ * fields tile the file exactly. */
+static bool fxt_walk(const uint8_t *buf, size_t len, void (*rec)(void *ctx, uint64_t h, const uint8_t *r), void *ctx)
+{
+	uint64_t w0;
+	if (!buf || len % 8 || len < 8)
+		return false;
+	memcpy(&w0, buf, 8);
+	if (w0 != 0x0016547846040010ULL) /* the magic number record */
+		return false;
+	for (size_t off = 8; off < len;) {
+		uint64_t h;
+		memcpy(&h, buf + off, 8);
+		size_t words = (size_t)((h >> 4) & 0xfff);
+		if (!words || off + words * 8 > len)
+			return false;
+		rec(ctx, h, buf + off);
+		off += words * 8;
+	}
+	return true;
+}
+
+struct fxt_counts { int strings, complete, counters, names; };
+
+static void count_record(void *ctx, uint64_t h, const uint8_t *r)
+{
+	struct fxt_counts *c = ctx;
+	unsigned type = (unsigned)(h & 15);
+	if (type == 2) {
+		c->strings++;
+		size_t slen = (size_t)((h >> 32) & 0x7fff);
+		const char *s = (const char *)r + 8;
+		c->names += (slen == 4 && (!memcmp(s, "main", 4) || !memcmp(s, "work", 4))) ||
+			    (slen == 3 && !memcmp(s, "err", 3));
+	}
+	if (type == 4) {
+		unsigned etype = (unsigned)((h >> 16) & 15);
+		c->complete += etype == 4;
+		c->counters += etype == 1;
+	}
+}
+
 static void test_fxt(void)
 {
 	size_t len;
 	uint8_t *buf = (uint8_t *)write_format(MT_PFTRACE_FXT, &len);
-	bool tiled = buf && len % 8 == 0 && len >= 8;
-	uint64_t w0;
-	if (tiled) {
-		memcpy(&w0, buf, 8);
-		tiled = w0 == 0x0016547846040010ULL; /* the magic number record */
-	}
-	int strings = 0, complete = 0, counters = 0, names = 0;
-	for (size_t off = 8; tiled && off < len;) {
-		uint64_t h;
-		memcpy(&h, buf + off, 8);
-		size_t words = (size_t)((h >> 4) & 0xfff);
-		if (!words || off + words * 8 > len) {
-			tiled = false;
-			break;
-		}
-		unsigned type = (unsigned)(h & 15);
-		if (type == 2) {
-			strings++;
-			size_t slen = (size_t)((h >> 32) & 0x7fff);
-			const char *s = (const char *)buf + off + 8;
-			names += (slen == 4 && (!memcmp(s, "main", 4) || !memcmp(s, "work", 4))) ||
-				 (slen == 3 && !memcmp(s, "err", 3));
-		}
-		if (type == 4) {
-			unsigned etype = (unsigned)((h >> 16) & 15);
-			complete += etype == 4;
-			counters += etype == 1;
-		}
-		off += words * 8;
-	}
-	ok(tiled && names == 3 && complete == 3 && counters == 1 && strings >= 3,
+	struct fxt_counts c = {0};
+	bool tiled = fxt_walk(buf, len, count_record, &c);
+	ok(tiled && c.names == 3 && c.complete == 3 && c.counters == 1 && c.strings >= 3,
 	   "FXT: records tile the file, names in string records, 2 slices + 1 instant complete, 1 counter");
 	free(buf);
 }
@@ -238,6 +253,26 @@ static void test_window(void)
 	ok(slices[1] == 11 && clamped[1] >= 1, "a window of 4 items: the late caller is clamped, and counted");
 }
 
+/* FXT's string table as its records define it, and each complete
+ * event's name checked against the name its slice was given. */
+struct name_check {
+	char (*names)[16];
+	size_t distinct, n;
+	bool good;
+	char table[32768][16];
+};
+
+static void check_names(void *ctx, uint64_t h, const uint8_t *r)
+{
+	struct name_check *c = ctx;
+	if ((h & 15) == 2) { /* string record: index, length, text */
+		size_t idx = (size_t)((h >> 16) & 0x7fff), slen = (size_t)((h >> 32) & 0x7fff);
+		snprintf(c->table[idx], sizeof c->table[idx], "%.*s", (int)slen, (const char *)r + 8);
+	}
+	if ((h & 15) == 4 && ((h >> 16) & 15) == 4) /* a complete event */
+		c->good &= !strcmp(c->table[(h >> 48) & 0x7fff], c->names[c->n++ % c->distinct]);
+}
+
 /* FXT past its 32,767-slot string table (and past the 131,072 entries its
  * slot map had, where it used to loop forever): 150,000 distinct names,
  * each event's name reference must name, by the string records before it,
@@ -266,25 +301,12 @@ static void test_fxt_many_names(void)
 	struct mt_err err = {0};
 	int rc = mt_pftrace_finish(pf, NULL, &err);
 	fclose(f);
-	static char table[32768][16];
-	size_t n = 0;
-	bool good = !rc && len % 8 == 0;
-	for (size_t off = 8; good && off < len;) {
-		uint64_t h;
-		memcpy(&h, buf + off, 8);
-		size_t words = (size_t)((h >> 4) & 0xfff);
-		if (!words || off + words * 8 > len) {
-			good = false;
-			break;
-		}
-		if ((h & 15) == 2) { /* string record: index, length, text */
-			size_t idx = (size_t)((h >> 16) & 0x7fff), slen = (size_t)((h >> 32) & 0x7fff);
-			snprintf(table[idx], sizeof table[idx], "%.*s", (int)slen, buf + off + 8);
-		}
-		if ((h & 15) == 4 && ((h >> 16) & 15) == 4 && n < N) /* a complete event */
-			good = !strcmp(table[(h >> 48) & 0x7fff], names[n++ % DISTINCT]);
-		off += words * 8;
-	}
+	static struct name_check c; /* its table is 512 KB */
+	c.names = names;
+	c.distinct = DISTINCT;
+	c.good = true;
+	bool good = !rc && fxt_walk((const uint8_t *)buf, len, check_names, &c) && c.good;
+	size_t n = c.n;
 	ok(good && n == N, "FXT with 150,000 names, 50,000 of them again: every event's name reference names its slice's name");
 	free(buf);
 }

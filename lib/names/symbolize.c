@@ -386,7 +386,9 @@ static void add_plt(Elf *elf, struct symbuf *b)
 	Elf_Data *dd = elf_getdata(dsym, NULL);
 	if (!dd || !rsh.sh_entsize)
 		return;
-	size_t nrel = rsh.sh_size / rsh.sh_entsize, entsize = psh.sh_entsize ? psh.sh_entsize : 16;
+	/* sizes from the file, bounded by what it holds: a .rela.plt claiming
+	 * 2^62 bytes (SHT_NOBITS) was looped over entry by entry */
+	size_t nrel = mt_elf_entries(rd, &rsh, rsh.sh_entsize), entsize = psh.sh_entsize ? psh.sh_entsize : 16;
 	for (size_t k = 0; k < nrel; k++) {
 		GElf_Rela r;
 		GElf_Sym sym;

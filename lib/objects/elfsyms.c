@@ -27,13 +27,21 @@ Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *out)
 	return chosen;
 }
 
+size_t mt_elf_entries(const Elf_Data *data, const GElf_Shdr *sh, size_t entsize)
+{
+	if (!data || !data->d_buf || !entsize || sh->sh_type == SHT_NOBITS)
+		return 0;
+	uint64_t size = sh->sh_size < data->d_size ? sh->sh_size : data->d_size;
+	return (size_t)(size / entsize);
+}
+
 void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
 			  void *ctx)
 {
 	GElf_Shdr sh;
 	Elf_Scn *tab = mt_elf_symtab(elf, &sh);
 	Elf_Data *data = tab ? elf_getdata(tab, NULL) : NULL;
-	size_t count = data && sh.sh_entsize ? sh.sh_size / sh.sh_entsize : 0;
+	size_t count = mt_elf_entries(data, &sh, sh.sh_entsize);
 	for (size_t i = 0; i < count; i++) {
 		GElf_Sym sym;
 		if (!gelf_getsym(data, (int)i, &sym) || sym.st_shndx == SHN_UNDEF || !sym.st_value)

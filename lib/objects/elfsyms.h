@@ -8,6 +8,11 @@
 #include <stdbool.h>
 #include <stdint.h>
 
+/* How many entries of entsize bytes a section's data really holds: its
+ * header's size bounded by the data read from the file, and none for
+ * data not in the file (SHT_NOBITS: a header may claim 2^62 bytes). */
+size_t mt_elf_entries(const Elf_Data *data, const GElf_Shdr *sh, size_t entsize);
+
 /* The table functions come from: .symtab, else .dynsym; NULL when neither. */
 Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *sh);
 /* Calls fn for each defined, non-zero function symbol (FUNC, IFUNC and, with

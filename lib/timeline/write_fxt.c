@@ -34,9 +34,8 @@ static void fxt_padded(struct mt_pftrace *pf, const char *s, size_t n)
 
 /* Multiplied: names from one array sit a few bytes apart, and homes one
  * after another made clusters as long as the table's live part. */
-static size_t fxt_home(const struct mt_pftrace *pf, const char *s)
+static size_t fxt_home(const char *s)
 {
-	(void)pf;
 	return (size_t)((uint64_t)(uintptr_t)s * 0x9e3779b97f4a7c15ULL >> (64 - FXT_MAP_BITS));
 }
 
@@ -44,13 +43,13 @@ static size_t fxt_home(const struct mt_pftrace *pf, const char *s)
  * in the hole move back into it, so no lookup stops early). */
 static void fxt_map_remove(struct mt_pftrace *pf, const char *s)
 {
-	size_t mask = pf->fxt_map.cap - 1, i = fxt_home(pf, s);
+	size_t mask = pf->fxt_map.cap - 1, i = fxt_home(s);
 	while (pf->fxt_map.k[i] && pf->fxt_map.k[i] != s)
 		i = (i + 1) & mask;
 	if (!pf->fxt_map.k[i])
 		return;
 	for (size_t j = (i + 1) & mask; pf->fxt_map.k[j]; j = (j + 1) & mask) {
-		size_t h = fxt_home(pf, pf->fxt_map.k[j]);
+		size_t h = fxt_home(pf->fxt_map.k[j]);
 		/* the entry at j may move to i unless its home lies in (i, j] */
 		if (i <= j ? h > i && h <= j : h > i || h <= j)
 			continue;
@@ -76,7 +75,7 @@ static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
 			return 0;
 		}
 	}
-	size_t mask = pf->fxt_map.cap - 1, j = fxt_home(pf, s);
+	size_t mask = pf->fxt_map.cap - 1, j = fxt_home(s);
 	for (; pf->fxt_map.k[j]; j = (j + 1) & mask)
 		if (pf->fxt_map.k[j] == s)
 			return pf->fxt_map.v[j];
@@ -84,7 +83,7 @@ static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
 	pf->fxt_next = pf->fxt_next == FXT_STRINGS ? 1 : pf->fxt_next + 1;
 	if (pf->fxt_str[idx]) {
 		fxt_map_remove(pf, pf->fxt_str[idx]);
-		for (j = fxt_home(pf, s); pf->fxt_map.k[j]; j = (j + 1) & mask)
+		for (j = fxt_home(s); pf->fxt_map.k[j]; j = (j + 1) & mask)
 			;
 	}
 	pf->fxt_str[idx] = s;

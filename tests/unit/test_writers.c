@@ -24,16 +24,40 @@
 
 #define BASE ((uint64_t)1000000)
 
+/* A trace of one format written to memory, and the sink that feeds it. */
+struct memtrace {
+	char *buf;
+	size_t len;
+	FILE *f;
+	struct mt_pftrace *pf;
+	struct mt_cs_sink s;
+};
+
+static void memtrace_open(struct memtrace *m, enum mt_pftrace_format format)
+{
+	m->buf = NULL;
+	m->f = open_memstream(&m->buf, &m->len);
+	m->pf = mt_pftrace_new(m->f, format, false);
+	mt_pftrace_sink(m->pf, &m->s);
+}
+
+/* Ends the trace (st: its statistics, may be NULL); 0 or the writer's error. */
+static int memtrace_close(struct memtrace *m, struct mt_pftrace_stats *st)
+{
+	struct mt_err err = {0};
+	int rc = mt_pftrace_finish(m->pf, st, &err);
+	fclose(m->f);
+	return rc;
+}
+
 /* The scenario: main [0, 50), work [10, 30), an instant at 35, a counter at 5. */
 static char *write_format(enum mt_pftrace_format format, size_t *len)
 {
-	char *buf = NULL;
-	FILE *f = open_memstream(&buf, len);
-	struct mt_pftrace *pf = mt_pftrace_new(f, format, false);
-	mt_pftrace_meta(pf, "comm\t1\t1\tapp");
-	mt_pftrace_meta(pf, "comm\t1\t2\tworker");
-	struct mt_cs_sink s;
-	mt_pftrace_sink(pf, &s);
+	struct memtrace m;
+	memtrace_open(&m, format);
+	mt_pftrace_meta(m.pf, "comm\t1\t1\tapp");
+	mt_pftrace_meta(m.pf, "comm\t1\t2\tworker");
+	struct mt_cs_sink s = m.s;
 	struct mt_cs_thread th = {.pid = 1, .tid = 2, .base = BASE};
 	struct mt_cs_frame fmain = {.name = "main", .ip = 0x401000, .id = 1};
 	struct mt_cs_frame fwork = {.name = "work", .ip = 0x401100, .id = 2};
@@ -44,14 +68,13 @@ static char *write_format(enum mt_pftrace_format format, size_t *len)
 	s.end(s.ctx, &th, 30, "work", 2);
 	s.instant(s.ctx, &th, 35, "err");
 	s.end(s.ctx, &th, 50, "main", 1);
-	struct mt_err err = {0};
-	int rc = mt_pftrace_finish(pf, NULL, &err);
-	fclose(f);
+	int rc = memtrace_close(&m, NULL);
+	*len = m.len;
 	if (rc) {
-		free(buf);
+		free(m.buf);
 		return NULL;
 	}
-	return buf;
+	return m.buf;
 }
 
 static void test_perfetto(void)
@@ -193,21 +216,17 @@ static void test_stacks(void)
 	ok(buf && !strcmp(buf, want), "stacks: begins and ends as they arrive, an instant as BEGIN and a timeless END");
 	free(buf);
 	/* the time format */
-	char *tb = NULL;
-	size_t tl;
-	FILE *f = open_memstream(&tb, &tl);
-	struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_STACKS, false);
-	struct mt_cs_sink s;
-	mt_pftrace_sink(pf, &s);
+	struct memtrace m;
+	memtrace_open(&m, MT_PFTRACE_STACKS);
+	struct mt_cs_sink s = m.s;
 	struct mt_cs_thread th = {.pid = 1, .tid = 1};
 	static const uint64_t times[] = {999, 1000, 1500, 1234, 1234567, 2000000000, 2500000001ULL, 59999};
 	for (size_t i = 0; i < sizeof times / sizeof times[0]; i++) {
 		struct mt_cs_frame fr = {.name = "f", .id = i + 1};
 		s.begin(s.ctx, &th, times[i], &fr);
 	}
-	struct mt_err err = {0};
-	mt_pftrace_finish(pf, NULL, &err);
-	fclose(f);
+	memtrace_close(&m, NULL);
+	char *tb = m.buf;
 	const char *want_t = "999ns BEGIN f\n1us BEGIN f\n1.5us BEGIN f\n1.234us BEGIN f\n1.235ms BEGIN f\n"
 			     "2s BEGIN f\n2.5s BEGIN f\n59.999us BEGIN f\n";
 	ok(tb && !strcmp(tb, want_t), "stacks times: ns, us, ms, s with at most 3 decimals, rounded, zeros dropped");
@@ -224,13 +243,10 @@ static void test_window(void)
 {
 	uint64_t clamped[2], slices[2];
 	for (int k = 0; k < 2; k++) {
-		char *buf = NULL;
-		size_t len;
-		FILE *f = open_memstream(&buf, &len);
-		struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_JSON, false);
-		mt_pftrace_set_window(pf, k ? 4 : 0);
-		struct mt_cs_sink s;
-		mt_pftrace_sink(pf, &s);
+		struct memtrace m;
+		memtrace_open(&m, MT_PFTRACE_JSON);
+		mt_pftrace_set_window(m.pf, k ? 4 : 0);
+		struct mt_cs_sink s = m.s;
 		struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
 		for (uint64_t i = 0; i < 10; i++) {
 			struct mt_cs_frame fr = {.name = "f", .id = i + 1};
@@ -242,10 +258,8 @@ static void test_window(void)
 		s.begin(s.ctx, &th, 0, &caller);
 		s.end(s.ctx, &th, 300, "caller", 99);
 		struct mt_pftrace_stats st;
-		struct mt_err err = {0};
-		mt_pftrace_finish(pf, &st, &err);
-		fclose(f);
-		free(buf);
+		memtrace_close(&m, &st);
+		free(m.buf);
 		clamped[k] = st.clamped;
 		slices[k] = st.slices;
 	}
@@ -281,12 +295,9 @@ static void test_fxt_many_names(void)
 {
 	enum { N = 200000, DISTINCT = 150000 };
 	static char names[DISTINCT][16];
-	char *buf = NULL;
-	size_t len;
-	FILE *f = open_memstream(&buf, &len);
-	struct mt_pftrace *pf = mt_pftrace_new(f, MT_PFTRACE_FXT, false);
-	struct mt_cs_sink s;
-	mt_pftrace_sink(pf, &s);
+	struct memtrace m;
+	memtrace_open(&m, MT_PFTRACE_FXT);
+	struct mt_cs_sink s = m.s;
 	struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
 	for (uint64_t i = 0; i < N; i++) {
 		/* 150,000 names, the first 50,000 again at the end: evicted
@@ -298,9 +309,9 @@ static void test_fxt_many_names(void)
 		s.begin(s.ctx, &th, 10 * i, &fr);
 		s.end(s.ctx, &th, 10 * i + 5, name, i + 1);
 	}
-	struct mt_err err = {0};
-	int rc = mt_pftrace_finish(pf, NULL, &err);
-	fclose(f);
+	int rc = memtrace_close(&m, NULL);
+	char *buf = m.buf;
+	size_t len = m.len;
 	static struct name_check c; /* its table is 512 KB */
 	c.names = names;
 	c.distinct = DISTINCT;

@@ -26,3 +26,22 @@ perf_cr() {
 perf_insns() { perf script -i "$1" --itrace=i1i -F ip 2>/dev/null | wc -l; }
 
 stat_field() { sed -n "s/.* $1=\\([0-9]*\\).*/\\1/p" "$2"; }
+
+# CPU seconds (user + system) one command takes, its output discarded.
+cpu_seconds() {
+	local TIMEFORMAT='%3U %3S'
+	{ time "$@" > /dev/null 2>&1; } 2>&1 | awk '{ print $1 + $2 }'
+}
+
+# How a cost grows: prints the CPU time of BIG divided by that of SMALL,
+# as the ratio of two commands timed back to back in this run (never an
+# absolute time). Input 10x larger: about 10 (n) to 13 (n log n); a
+# quadratic cost gives about 100. Each is timed twice, the faster kept.
+cost_ratio() { # "SMALL COMMAND" "BIG COMMAND"
+	local s1 s2 b1 b2
+	s1=$(cpu_seconds bash -c "$1"); b1=$(cpu_seconds bash -c "$2")
+	s2=$(cpu_seconds bash -c "$1"); b2=$(cpu_seconds bash -c "$2")
+	awk -v s1="$s1" -v s2="$s2" -v b1="$b1" -v b2="$b2" 'BEGIN {
+		s = s1 < s2 ? s1 : s2; b = b1 < b2 ? b1 : b2; if (s < 0.001) s = 0.001
+		printf "%.1f\n", b / s }'
+}

@@ -319,3 +319,94 @@ PY
 	[ "$status" -eq 0 ]
 	echo "$output" | grep -q 'to_sym=main'
 }
+
+# Perf maps live in /tmp, where anyone can write (issue 25). A FIFO there
+# hung mt-symbolize; a link or another user's file could name a victim's
+# JIT frames at will. perf reads a map only when it is owned by the user or
+# root; mt does the same, does not follow a link it finds by pid, and says
+# why in a warning. Oracle: the map, by hand; the same map as a plain file
+# of this user names the frame.
+@test "perf maps: a FIFO, a planted link, another user's map are refused with a reason, never hang" {
+	d=$BATS_TEST_TMPDIR
+	mkdir "$d/real"
+	echo '7f0000001000 40 jit_frame' > "$d/real/perf-4250.map"
+	for pid in 4250 4251 4252 4253; do
+		printf '# mt-events 1\n# mmap\t%s\t0x7f0000000000\t0x100000\t0x0\t-\t//anon\n-\t%s\t%s\tcall\t0x400000\t0x7f0000001008\n' \
+			"$pid" "$pid" "$pid" > "$d/ev$pid"
+	done
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d/real" "$d/ev4250"
+	[[ "$output" == *"to_sym=jit_frame	to_off=0x8"* ]]
+	mkfifo "$d/perf-4250.map"
+	run --separate-stderr timeout 30 "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev4250"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"perf-4250.map: not a regular file (a FIFO): perf map ignored"* ]]
+	[[ "$output" != *jit_frame* ]]
+	ln -s "$d/real/perf-4250.map" "$d/perf-4251.map"
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev4251"
+	[[ "$stderr" == *"perf-4251.map: a symbolic link, not followed here: perf map ignored"* ]]
+	[[ "$output" != *jit_frame* ]]
+	# named by the user (--perf-map FILE), a link is followed
+	run --separate-stderr "$SYMBOLIZE" --perf-map="$d/perf-4251.map" "$d/ev4251"
+	[[ "$output" == *"to_sym=jit_frame"* ]]
+	# a directory in its place: refused too
+	mkdir "$d/perf-4253.map"
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev4253"
+	[[ "$stderr" == *"perf-4253.map: not a regular file (a directory)"* ]]
+	if [ "$(id -u)" -ne 0 ]; then
+		skip "not root: cannot make a map of another user"
+	fi
+	cp "$d/real/perf-4250.map" "$d/perf-4252.map"
+	chown 54321:54321 "$d/perf-4252.map"
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev4252"
+	[[ "$stderr" == *"perf-4252.map: owned by uid 54321, not by this user or root: perf map ignored"* ]]
+	[[ "$output" != *jit_frame* ]]
+}
+
+# Lines were read in 4,095-byte pieces: the tail of a long line (a Java
+# signature) was parsed as an entry of its own, so a crafted name injected
+# a symbol. A NUL inside a line ended it silently. Oracle: the map by hand.
+@test "perf maps: a long name is one entry, whole; a line with a NUL is malformed" {
+	d=$BATS_TEST_TMPDIR
+	long=$(printf 'L%.0s' $(seq 5000))
+	{
+		printf '7f0000001000 40 %s' "$long"
+		printf '%*s7f0000005000 10 injected\n' $((4095 - 5000 % 4095)) ''
+		printf '7f0000006000 10 good\0tail\n'
+		printf '7f0000007000 10 after\n'
+	} > "$d/perf-4260.map"
+	printf '# mt-events 1\n# mmap\t4260\t0x7f0000000000\t0x100000\t0x0\t-\t//anon\n' > "$d/ev"
+	for a in 7f0000001008 7f0000005000 7f0000006000 7f0000007000; do
+		printf -- '-\t4260\t4260\tcall\t0x400000\t0x%s\n' "$a" >> "$d/ev"
+	done
+	run --separate-stderr "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"perf-4260.map: 1 malformed line(s) skipped"* ]]
+	echo "$output" | grep -v '^#' > "$d/got"
+	# the name whole, up to the stream's cut of a value at 4096 bytes (mt-events(5))
+	[ "$(sed -n 1p "$d/got" | grep -o 'to_sym=L*' | wc -c)" -eq $((7 + 4096 + 1)) ]
+	sed -n 1p "$d/got" | grep -q '	to_off=0x8	'
+	sed -n 2p "$d/got" | grep -qv 'to_sym='
+	sed -n 3p "$d/got" | grep -qv 'to_sym='
+	sed -n 4p "$d/got" | grep -q 'to_sym=after	to_off=0x0'
+
+	! grep -q injected "$d/got" || false
+	! grep -q 'to_sym=good' "$d/got" || false
+}
+
+# Java, V8 and .NET maps hold 10^5 to 10^6 entries, JITs append in
+# ascending order; the load was a reversal and an insertion sort (100,000
+# ascending entries: 47 s). Oracle for the bound: n log n grows about 12x
+# for 10x the entries, quadratic 100x; timed in this run, never absolutely.
+@test "perf maps: 10x the entries costs about 10x, not 100x (ascending, as JITs write them)" {
+	d=$BATS_TEST_TMPDIR
+	for n in 40000 400000; do
+		awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "7f00%08x 10 f%d\n", 16 * i, i }' > "$d/perf-$n.map"
+		printf '# mt-events 1\n# mmap\t%s\t0x7f0000000000\t0x10000000\t0x0\t-\t//anon\n-\t%s\t%s\tcall\t0x400000\t0x%x\n' \
+			"$n" "$n" "$n" $((0x7f0000000000 + 16 * (n - 1) + 4)) > "$d/ev$n"
+	done
+	run timeout 60 "$SYMBOLIZE" --perf-map-dir="$d" "$d/ev400000"
+	[[ "$output" == *"to_sym=f399999	to_off=0x4"* ]]
+	ratio=$(cost_ratio "timeout 60 $SYMBOLIZE --perf-map-dir=$d $d/ev40000" "timeout 60 $SYMBOLIZE --perf-map-dir=$d $d/ev400000")
+	echo "cost ratio for 10x the entries: $ratio"
+	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
+}

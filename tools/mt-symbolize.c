@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/infile.h"
 #include "bundle/bundle.h"
 #include "stream/events.h"
 #include "stream/filterio.h"
@@ -71,11 +72,14 @@ static bool has_key(const struct mt_event *ev, const char *key)
 }
 
 /* Objects, kernel symbols and perf maps from a bundle only. */
-static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path, bool kernel_given,
-		      bool perf_map_given)
+static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path, bool from_stream,
+		      bool kernel_given, bool perf_map_given)
 {
 	struct mt_err err = {0};
-	if (mt_bundle_open(b, path, &err)) {
+	/* a path a stream names must be a regular file (a FIFO there would
+	 * hang); one given by the user may be a pipe */
+	int fd = from_stream ? mt_infile_open(path, 0, &err) : -1;
+	if (from_stream ? fd < 0 || mt_bundle_open_fd(b, fd, path, NULL, 0, &err) : mt_bundle_open(b, path, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return -1;
 	}
@@ -159,7 +163,7 @@ int main(int argc, char **argv)
 		mt_sym_set_demangle(sym, demangle);
 		mt_sym_set_perf_maps(sym, perf_map_dir, perf_map);
 		if (symfs_bundle) {
-			if (use_bundle(sym, &bundle, symfs, kernel_given, perf_map_given)) {
+			if (use_bundle(sym, &bundle, symfs, false, kernel_given, perf_map_given)) {
 				mt_sym_free(sym);
 				return mt_filterio_close(&io, EXIT_DATA, true);
 			}
@@ -185,7 +189,7 @@ int main(int argc, char **argv)
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			if (!strncmp(meta, "bundle\t", 7) && !symfs && !bundle_open) {
-				if (use_bundle(sym, &bundle, meta + 7, kernel_given, perf_map_given)) {
+				if (use_bundle(sym, &bundle, meta + 7, true, kernel_given, perf_map_given)) {
 					fprintf(stderr, PROG ": the stream was decoded from that bundle; "
 						"give --symfs to symbolize from elsewhere\n");
 					status = EXIT_DATA;

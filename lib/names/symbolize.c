@@ -2,6 +2,7 @@
 #define _GNU_SOURCE
 #include "names/symbolize.h"
 
+#include <errno.h>
 #include <fcntl.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
@@ -13,8 +14,10 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/infile.h"
 #include "names/demangle.h"
 #include "objects/elfsyms.h"
 #include "stream/events.h"
@@ -454,10 +457,11 @@ static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 /* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
 static void load_kallsyms(struct mt_sym *s, struct object *o)
 {
-	FILE *f = fopen(s->kallsyms, "r");
+	struct mt_err err = {0};
+	FILE *f = mt_infile_fopen(s->kallsyms, 0, &err);
 	if (!f) {
 		o->failed = true;
-		warnf(s, "warning: %s: cannot open%s: kernel addresses stay unnamed", s->kallsyms, "");
+		warnf(s, "warning: %s%s: kernel addresses stay unnamed", err.msg, "");
 		return;
 	}
 	char line[1024], name[512];
@@ -519,7 +523,8 @@ static bool vdso_image(struct mt_sym *s, const char *bid, char *path, size_t n)
 	const char *own = own_vdso(s);
 	if (!own)
 		return false;
-	int fd = open(own, O_RDONLY | O_CLOEXEC);
+	struct mt_err err = {0};
+	int fd = mt_infile_open(own, 0, &err);
 	Elf *elf = fd >= 0 ? elf_begin(fd, ELF_C_READ, NULL) : NULL;
 	char have[48];
 	hex_build_id(elf, have, sizeof have);
@@ -577,10 +582,11 @@ static void load(struct mt_sym *s, struct object *o)
 			      s->symfs ? " under --symfs" : "");
 		return;
 	}
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct mt_err err = {0};
+	int fd = mt_infile_open(path, 0, &err);
 	if (fd < 0) {
 		o->failed = true;
-		warnf(s, "warning: %s: cannot open%s: its addresses stay unnamed", path, "");
+		warnf(s, "warning: %s%s: its addresses stay unnamed", err.msg, "");
 		return;
 	}
 	elf_version(EV_CURRENT);
@@ -612,8 +618,14 @@ static void load(struct mt_sym *s, struct object *o)
 		const void *idp;
 		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
 		for (int c = 0; c < ncand && !dbg; c++) {
-			if (!strcmp(cand[c], path) || (dbgfd = open(cand[c], O_RDONLY | O_CLOEXEC)) < 0)
+			if (!strcmp(cand[c], path))
 				continue;
+			struct mt_err derr = {0};
+			if ((dbgfd = mt_infile_open(cand[c], 0, &derr)) < 0) {
+				if (derr.code == MT_EFORMAT) /* there, but a FIFO or a device */
+					warnf(s, "warning: %s%s: not read as debug info", derr.msg, "");
+				continue;
+			}
 			dbg = elf_begin(dbgfd, ELF_C_READ_MMAP, NULL);
 			if (dbg && (elf_kind(dbg) != ELF_K_ELF || !has_symtab(dbg))) {
 				elf_end(dbg);
@@ -753,7 +765,8 @@ static Dwarf *dwarf_of(struct object *o)
 	if (!o->dw_tried) {
 		o->dw_tried = true;
 		const char *p = o->debug_path ? o->debug_path : o->elf_path;
-		o->dwfd = p ? open(p, O_RDONLY | O_CLOEXEC) : -1;
+		struct mt_err err = {0};
+		o->dwfd = p ? mt_infile_open(p, 0, &err) : -1;
 		if (o->dwfd >= 0)
 			o->dw = dwarf_begin(o->dwfd, DWARF_C_READ);
 	}
@@ -810,33 +823,54 @@ static void inlines_of(struct object *o, uint64_t a, bool demangle, struct mt_sy
 	free(scopes);
 }
 
+/* Equal starts: the later line first. Before names are resolved a name is
+ * its offset in the string block, which grows with the line number. */
+static int cmp_map_entry(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return (uintptr_t)x->name > (uintptr_t)y->name ? -1 : (uintptr_t)x->name < (uintptr_t)y->name;
+}
+
 /* perf map lines: "START SIZE NAME", hex with or without 0x; V8, Java
- * (perf-map-agent) and .NET write the same form. Later lines win for one
- * start address, as in perf. */
+ * (perf-map-agent) and .NET write the same form, and a name may be long (a
+ * Java signature): lines have no length limit. Later lines win for one
+ * start address, as in perf. The file must be regular, and owned by this
+ * user or root as perf requires: anyone can plant one in /tmp. */
 static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 {
 	struct object *o = &pm->obj;
 	o->loaded = true;
-	FILE *f = fopen(pm->path, "r");
+	struct mt_err err = {0};
+	/* a map found by pid in a shared directory: a link there is not followed */
+	FILE *f = mt_infile_fopen(pm->path, MT_INFILE_OWNED | (s->perf_map_file ? 0 : MT_INFILE_NOFOLLOW), &err);
 	if (!f) {
 		o->failed = true;
+		struct stat st; /* no map for this pid: the common case, said nothing of */
+		if (err.code != MT_EIO || !lstat(pm->path, &st))
+			warnf(s, "warning: %s%s: perf map ignored", err.msg, "");
 		return;
 	}
-	char line[4096];
+	char *line = NULL;
+	size_t cap = 0, bad = 0;
+	ssize_t len;
 	struct symbuf b = {0};
-	size_t bad = 0;
-	while (fgets(line, sizeof line, f)) {
+	while ((len = getline(&line, &cap, f)) > 0) {
 		uint64_t start, size;
 		int used = 0;
-		line[strcspn(line, "\n")] = '\0';
-		if (!line[0])
+		if (line[len - 1] == '\n')
+			line[--len] = '\0';
+		if (!len)
 			continue;
-		if (sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &used) != 2 || !used || !line[used] || !size) {
+		if (strlen(line) != (size_t)len || /* a NUL inside: not a text line */
+		    sscanf(line, "%" SCNx64 " %" SCNx64 " %n", &start, &size, &used) != 2 || !used || !line[used] || !size) {
 			bad++;
 			continue;
 		}
 		symbuf_add(&b, start, start + size, line + used, "", STB_GLOBAL);
 	}
+	free(line);
 	fclose(f);
 	if (bad) {
 		char count[32];
@@ -845,25 +879,13 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 	}
 	struct symbol *syms = b.syms;
 	size_t n = b.n;
-	/* the later of two entries at one address wins: keep input order for equal starts, last first */
-	for (size_t i = 0; i < n / 2; i++) {
-		struct symbol t = syms[i];
-		syms[i] = syms[n - 1 - i];
-		syms[n - 1 - i] = t;
-	}
-	for (size_t i = 0; i < n; i++)
-		syms[i].name = b.strings + (uintptr_t)syms[i].name;
-	/* stable by start (mergesort-like via index), so the later entry stays first */
-	for (size_t i = 1; i < n; i++)
-		for (size_t k = i; k > 0 && syms[k - 1].start > syms[k].start; k--) {
-			struct symbol t = syms[k];
-			syms[k] = syms[k - 1];
-			syms[k - 1] = t;
-		}
+	qsort(syms, n, sizeof *syms, cmp_map_entry);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!k || syms[i].start != syms[k - 1].start)
 			syms[k++] = syms[i];
+	for (size_t i = 0; i < k; i++)
+		syms[i].name = b.strings + (uintptr_t)syms[i].name;
 	o->syms = syms;
 	o->nsyms = k;
 	o->strings = b.strings;

@@ -116,13 +116,15 @@ static int cyc_packet_size(const uint8_t *p, const uint8_t *end, uint64_t *value
 /* Where libipt takes over when the scan stops: the PSB before (last);
  * for a timed decode, the last whose PSB+ starts with a TSC, which sets
  * libipt's time as reading on would (timed); with CYC, the first, as
- * libipt's CYC calibration carries on over PSBs. */
+ * libipt's CYC calibration carries on over PSBs. A CYC in a trace recorded
+ * without (damage) is timed by that calibration too: libipt has it from
+ * the core:bus ratios of earlier PSB+s, so it reads from the first. */
 static const uint8_t *hand_over_psb(const struct mt_ptq *q, const uint8_t *first, const uint8_t *timed,
-				    const uint8_t *last)
+				    const uint8_t *last, bool at_cyc)
 {
 	if (!q->timed)
 		return last;
-	return q->cyc ? first : timed;
+	return q->cyc || at_cyc ? first : timed;
 }
 
 /* Walks the packets from the PSB at p; returns the PSB from which libipt
@@ -216,7 +218,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			}
 		}
 		if (!n)
-			return hand_over_psb(q, first_psb, timed_psb, last_psb);
+			return hand_over_psb(q, first_psb, timed_psb, last_psb, (b & 3) == 3);
 		p += n;
 	}
 	/* the end inside a PSB+: libipt reads what there is of it (nothing

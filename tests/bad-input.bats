@@ -195,3 +195,53 @@ bats_require_minimum_version 1.5.0
 		done
 	done
 }
+
+# Paths that must name regular files (issue 25): each taken from a trace,
+# a stream or a directory, where a FIFO, a device or a directory hung the
+# tool or read forever. Each now refused at once, naming the path and its
+# kind, within a bounded run. Oracle: the file kinds made here.
+@test "hostile paths: a FIFO or a device where a regular file must be is refused, never waited on" {
+	local d=$BATS_TEST_TMPDIR
+	mkfifo "$d/fifo"
+	# --kcore: its kallsyms, then its kcore, a FIFO
+	for f in kallsyms kcore; do
+		rm -rf "$d/kc"
+		cp -r "$MT_FIXTURES/libc/kcore.kcore_dir" "$d/kc"
+		rm "$d/kc/$f"
+		mkfifo "$d/kc/$f"
+		run --separate-stderr timeout 30 "$PT2EVENTS" --kcore="$d/kc" -o "$d/ev" "$MT_FIXTURES/libc/kcore.data"
+		[ "$status" -ne 124 ]
+		[[ "$stderr" == *"$d/kc/$f: not a regular file (a FIFO)"* ]]
+	done
+	# --kallsyms given a FIFO, and /dev/zero: a warning, no names, exit 0
+	"$PT2EVENTS" --vmlinux="$MT_FIXTURES/flow/kernel.vmlinux" -o "$d/kev" "$MT_FIXTURES/flow/kernel.data"
+	for k in "$d/fifo" /dev/zero; do
+		run --separate-stderr timeout 30 "$MT_BIN/mt-symbolize" --kallsyms="$k" "$d/kev"
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *"$k: not a regular file"*"kernel addresses stay unnamed"* ]]
+	done
+	# a stream that names a FIFO as its bundle: an error, exit 1
+	printf '# mt-events 1\n# bundle\t%s\n' "$d/fifo" > "$d/bev"
+	run --separate-stderr timeout 30 "$MT_BIN/mt-symbolize" "$d/bev"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$d/fifo: not a regular file (a FIFO)"* ]]
+	# a separate debug file (found by build-id under --symfs) that is a FIFO
+	local root=$d/root dir
+	dir=$root$(dirname "$MT_PROGS/flow")
+	mkdir -p "$dir"
+	strip -o "$dir/flow" "$MT_PROGS/flow"
+	bid=$(readelf -n "$MT_PROGS/flow" | sed -n 's/.*Build ID: //p')
+	mkdir -p "$root/usr/lib/debug/.build-id/${bid:0:2}"
+	mkfifo "$root/usr/lib/debug/.build-id/${bid:0:2}/${bid:2}.debug"
+	"$PT2EVENTS" -o "$d/fev" "$MT_FIXTURES/flow/plain.data"
+	run --separate-stderr timeout 30 "$MT_BIN/mt-symbolize" --symfs="$root" "$d/fev"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"${bid:2}.debug: not a regular file (a FIFO): not read as debug info"* ]]
+	# --image with a directory or a FIFO as its file
+	printf '\x02\x82%.0s' 1 2 3 4 5 6 7 8 > "$d/psb.pt"
+	for f in "$d" "$d/fifo"; do
+		run --separate-stderr timeout 30 "$PT2EVENTS" --pt "$d/psb.pt" --image "$f@0x1000"
+		[ "$status" -eq 1 ]
+		[[ "$stderr" == *"$f: not a regular file"* ]]
+	done
+}

@@ -3,6 +3,7 @@
  * create.c writes them. */
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
+#include "base/infile.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -80,7 +81,8 @@ bool mt_bundle_is_type(const char *p, mode_t type)
 
 static char *read_small_file(const char *path, size_t max)
 {
-	FILE *f = fopen(path, "re");
+	struct mt_err err = {0};
+	FILE *f = mt_infile_fopen(path, 0, &err);
 	if (!f)
 		return NULL;
 	char *buf = malloc(max + 1);

@@ -3,6 +3,7 @@
  * kcore, and a manifest. */
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
+#include "base/infile.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -279,13 +280,13 @@ static int write_mem(struct writer *w, const char *name, const void *data, size_
 
 static int write_file(struct writer *w, const char *name, const char *src, struct mt_err *err)
 {
-	int fd = open(src, O_RDONLY | O_CLOEXEC);
+	int fd = mt_infile_open(src, 0, err);
 	struct stat st;
-	if (fd < 0 || fstat(fd, &st) || !S_ISREG(st.st_mode)) {
-		int e = errno;
-		if (fd >= 0)
-			close(fd);
-		return mt_err_set(err, MT_EIO, "%s: %s", src, fd < 0 ? strerror(e) : "not a regular file");
+	if (fd < 0)
+		return err->code;
+	if (fstat(fd, &st)) {
+		close(fd);
+		return mt_err_set(err, MT_EIO, "%s: %s", src, strerror(errno));
 	}
 	int r = write_header(w, name, (uint64_t)st.st_size, (st.st_mode & 0111) ? 0755 : 0644, err);
 	static char buf[1 << 16];

@@ -20,6 +20,7 @@
 #include "base/infile.h"
 #include "names/demangle.h"
 #include "objects/elfsyms.h"
+#include "objects/kallsyms.h"
 #include "stream/events.h"
 #include "objects/objfind.h"
 #include "base/strtab.h"
@@ -205,7 +206,8 @@ void mt_sym_set_perf_maps(struct mt_sym *s, const char *dir, const char *file)
 
 bool mt_kallsyms_usable(const char *path)
 {
-	FILE *f = fopen(path, "re");
+	struct mt_err err = {0};
+	FILE *f = mt_infile_fopen(path, 0, &err);
 	if (!f)
 		return false;
 	char line[256];
@@ -454,26 +456,26 @@ static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 		symbuf_add(ctx, sym->st_value, sym->st_value + sym->st_size, name, "", (uint8_t)GELF_ST_BIND(sym->st_info));
 }
 
-/* kallsyms text: "ADDR TYPE NAME [module]"; code symbols end at the next. */
+static void add_kallsyms_symbol(void *ctx, uint64_t addr, const char *name)
+{
+	symbuf_add(ctx, addr, addr, name, "", STB_GLOBAL);
+}
+
+/* kallsyms: code symbols, each ending at the next. */
 static void load_kallsyms(struct mt_sym *s, struct object *o)
 {
 	struct mt_err err = {0};
-	FILE *f = mt_infile_fopen(s->kallsyms, 0, &err);
-	if (!f) {
+	struct symbuf b = {0};
+	size_t bad = 0;
+	if (mt_kallsyms_read(s->kallsyms, add_kallsyms_symbol, &b, &bad, &err)) {
 		o->failed = true;
 		warnf(s, "warning: %s%s: kernel addresses stay unnamed", err.msg, "");
-		return;
 	}
-	char line[1024], name[512];
-	struct symbuf b = {0};
-	while (fgets(line, sizeof line, f)) {
-		uint64_t a;
-		char type;
-		if (sscanf(line, "%" SCNx64 " %c %511s", &a, &type, name) != 3 || !strchr("tTwW", type) || !a)
-			continue;
-		symbuf_add(&b, a, a, name, "", STB_GLOBAL);
+	if (bad) {
+		char count[32];
+		snprintf(count, sizeof count, "%zu", bad);
+		warnf(s, "warning: %s: %s malformed line(s) skipped", s->kallsyms, count);
 	}
-	fclose(f);
 	o->syms = b.syms;
 	o->nsyms = b.n;
 	o->strings = b.strings;

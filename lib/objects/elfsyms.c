@@ -1,6 +1,7 @@
 /* elfsyms: see elfsyms.h. */
 #define _GNU_SOURCE
 #include "objects/elfsyms.h"
+#include "base/infile.h"
 
 #include <elfutils/libdwelf.h>
 #include <fcntl.h>
@@ -94,7 +95,8 @@ static int build_id_of(Elf *elf, uint8_t id[20])
 
 int mt_elf_file_build_id(const char *path, uint8_t id[20])
 {
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct mt_err err = {0};
+	int fd = mt_infile_open(path, 0, &err);
 	if (fd < 0)
 		return -1;
 	elf_version(EV_CURRENT);

@@ -1,6 +1,7 @@
 #define _POSIX_C_SOURCE 200809L
 /* ocamleh: OCaml exception-handler notes (see ocamleh.h). */
 #include "timeline/ocamleh.h"
+#include "base/infile.h"
 
 #include <fcntl.h>
 #include <gelf.h>
@@ -76,7 +77,8 @@ int mt_ocaml_traps_add_elf(struct mt_ocaml_traps *t, const char *path, uint64_t 
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	t->npaths++;
 	elf_version(EV_CURRENT);
-	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct mt_err oerr = {0};
+	int fd = mt_infile_open(path, 0, &oerr);
 	if (fd < 0)
 		return 0;
 	Elf *elf = elf_begin(fd, ELF_C_READ, NULL);

@@ -1,6 +1,8 @@
 #define _GNU_SOURCE
 #include "trace/image.h"
+#include "base/infile.h"
 #include "objects/elfsyms.h"
+#include "objects/kallsyms.h"
 #include "base/strtab.h"
 #include "trace/x86.h"
 
@@ -84,6 +86,8 @@ int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
 	struct stat st;
 	if (stat(path, &st) < 0)
 		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	if (!S_ISREG(st.st_mode)) /* libipt would read a FIFO or a device blindly */
+		return mt_err_set(err, MT_EFORMAT, "%s: not a regular file (%s)", path, mt_infile_kind(st.st_mode));
 	if ((uint64_t)st.st_size <= offset)
 		return mt_err_set(err, MT_EFORMAT, "%s: offset 0x%" PRIx64 " is beyond the end of the file (%lld bytes)",
 				  path, offset, (long long)st.st_size);
@@ -139,13 +143,17 @@ int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err
 	char apath[4096], dpath[4096];
 	snprintf(apath, sizeof apath, "%s.addr", prefix);
 	snprintf(dpath, sizeof dpath, "%s.dump", prefix);
-	FILE *f = fopen(apath, "rb");
+	FILE *f = mt_infile_fopen(apath, 0, err);
 	if (!f)
-		return mt_err_set(err, MT_EIO, "%s: %s", apath, strerror(errno));
+		return err->code;
 	struct stat st;
 	if (stat(dpath, &st) < 0) {
 		fclose(f);
 		return mt_err_set(err, MT_EIO, "%s: %s", dpath, strerror(errno));
+	}
+	if (!S_ISREG(st.st_mode)) {
+		fclose(f);
+		return mt_err_set(err, MT_EFORMAT, "%s: not a regular file (%s)", dpath, mt_infile_kind(st.st_mode));
 	}
 	uint64_t addr;
 	uint64_t i = 0;
@@ -212,7 +220,8 @@ static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 
 static void load_funcs(struct mt_image *img, const char *file, uint64_t start, uint64_t len, uint64_t pgoff)
 {
-	int fd = open(file, O_RDONLY | O_CLOEXEC);
+	struct mt_err err = {0};
+	int fd = mt_infile_open(file, 0, &err);
 	if (fd < 0)
 		return;
 	elf_version(EV_CURRENT);
@@ -243,9 +252,9 @@ int mt_image_add_mapping(struct mt_image *img, const char *file, uint64_t start,
 int mt_image_add_kernel(struct mt_image *img, const char *elf_path, uint64_t start, uint64_t len,
 			struct mt_err *err)
 {
-	int fd = open(elf_path, O_RDONLY | O_CLOEXEC);
+	int fd = mt_infile_open(elf_path, 0, err);
 	if (fd < 0)
-		return mt_err_set(err, MT_EIO, "%s: %s", elf_path, strerror(errno));
+		return err->code;
 	elf_version(EV_CURRENT);
 	Elf *elf = elf_begin(fd, ELF_C_READ_MMAP, NULL);
 	size_t nph;
@@ -281,40 +290,37 @@ out:
 	return rc;
 }
 
+struct kallsyms_addrs {
+	uint64_t *addrs;
+	size_t n, cap;
+	bool oom;
+};
+
+static void add_kallsyms_addr(void *ctx, uint64_t addr, const char *name)
+{
+	struct kallsyms_addrs *k = ctx;
+	(void)name;
+	if (!k->oom && !mt_grow((void **)&k->addrs, &k->cap, k->n + 1, sizeof *k->addrs))
+		k->oom = true;
+	if (!k->oom)
+		k->addrs[k->n++] = addr;
+}
+
 int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err *err)
 {
-	FILE *f = fopen(path, "r");
-	if (!f)
-		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
-	char line[512], type;
-	uint64_t addr, *addrs = NULL;
-	size_t n = 0, cap = 0;
-	int rc = 0;
-	while (fgets(line, sizeof line, f)) {
-		if (sscanf(line, "%" SCNx64 " %c", &addr, &type) != 2)
-			continue;
-		if (type != 't' && type != 'T' && type != 'w' && type != 'W')
-			continue;
-		if (n == cap) {
-			cap = cap ? 2 * cap : 4096;
-			uint64_t *na = realloc(addrs, cap * sizeof *na);
-			if (!na) {
-				rc = mt_err_set(err, MT_ENOMEM, "out of memory reading %s", path);
-				break;
-			}
-			addrs = na;
-		}
-		addrs[n++] = addr;
-	}
-	fclose(f);
+	struct kallsyms_addrs k = {0};
+	size_t bad;
+	int rc = mt_kallsyms_read(path, add_kallsyms_addr, &k, &bad, err);
+	if (!rc && k.oom)
+		rc = mt_err_set(err, MT_ENOMEM, "out of memory reading %s", path);
 	if (!rc) {
-		qsort(addrs, n, sizeof *addrs, cmp_u64);
-		for (size_t i = 0; i + 1 < n && !rc; i++)
-			if (addrs[i + 1] > addrs[i])
-				rc = add_func(img, addrs[i], addrs[i + 1]);
+		qsort(k.addrs, k.n, sizeof *k.addrs, cmp_u64);
+		for (size_t i = 0; i + 1 < k.n && !rc; i++)
+			if (k.addrs[i + 1] > k.addrs[i])
+				rc = add_func(img, k.addrs[i], k.addrs[i + 1]);
 		/* the last symbol's size is unknown: leave it out */
 	}
-	free(addrs);
+	free(k.addrs);
 	return rc;
 }
 

@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 	if (rc < 0) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
+		mt_events_write_error(&w, err.msg); /* the output says it stops short */
 	}
 	struct mt_err werr = {0};
 	bool wfail = mt_events_writer_finish(&w, &werr) != 0;

@@ -189,6 +189,8 @@ int main(int argc, char **argv)
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			mt_pftrace_meta(pf, meta);
+			if (io.reader.upstream_error && !strncmp(meta, "error", 5))
+				mt_pftrace_note_damage(pf, io.reader.upstream_msg);
 			if (ocaml_notes)
 				add_ocaml_traps(cs, &traps, meta);
 			continue;
@@ -223,5 +225,9 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 		wfail = true;
 	}
+	/* folded stacks have no place to say the input was cut short: such a
+	 * file is not left under its name (the timeline formats say so inside) */
+	if (format == FMT_STACKS && (rc < 0 || io.reader.upstream_error))
+		wfail = true;
 	return mt_filterio_close(&io, status, wfail);
 }

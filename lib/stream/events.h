@@ -131,6 +131,9 @@ struct mt_events_reader {
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	void *arena;          /* binary: unpack memory, reused for every record */
 	size_t arena_cap, arena_used;
+	/* an "# error" line seen: the writer's own input stopped short there */
+	bool upstream_error;
+	char upstream_msg[256];
 };
 
 enum { MT_EVENTS_EOF = 0, MT_EVENTS_EVENT = 1, MT_EVENTS_META = 2 };
@@ -138,8 +141,13 @@ enum { MT_EVENTS_EOF = 0, MT_EVENTS_EVENT = 1, MT_EVENTS_META = 2 };
 /* Reads the header and detects the form: MT_EFORMAT when it is neither. */
 int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err);
 /* Returns MT_EVENTS_EVENT (ev filled), MT_EVENTS_META (*meta: the text after
- * "# "), MT_EVENTS_EOF, or a negative MT_E* code with err set. */
+ * "# "), MT_EVENTS_EOF, or a negative MT_E* code with err set. An "error"
+ * metadata line is returned like any other and also noted in
+ * upstream_error: the stream is sound but incomplete (mt-events(5)). */
 int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err);
 void mt_events_reader_close(struct mt_events_reader *r);
+/* The metadata line a writer ends a stream with when its input stopped
+ * short: "error\tMESSAGE" (tabs and newlines in msg become spaces). */
+void mt_events_write_error(struct mt_events_writer *w, const char *msg);
 
 #endif

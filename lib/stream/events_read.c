@@ -52,6 +52,25 @@ static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
 	return have < want ? have : want;
 }
 
+/* A NUL inside a text line would end it silently: an error instead. */
+static bool has_nul(const struct mt_events_reader *r, const char *line, size_t len, struct mt_err *err)
+{
+	if (!memchr(line, '\0', len))
+		return false;
+	mt_err_set(err, MT_EFORMAT, "%s:%" PRIu64 ": a NUL byte in a text line", r->name, r->line);
+	return true;
+}
+
+/* An "error" metadata line: noted, and passed on like any other. */
+static void note_meta(struct mt_events_reader *r, const char *meta)
+{
+	if (strncmp(meta, "error", 5) || (meta[5] && meta[5] != '\t'))
+		return;
+	if (!r->upstream_error)
+		snprintf(r->upstream_msg, sizeof r->upstream_msg, "%s", meta[5] ? meta + 6 : "(no message)");
+	r->upstream_error = true;
+}
+
 /* The next text line, NUL-terminated in the buffer, or NULL at the end. */
 static char *next_line(struct mt_events_reader *r, struct mt_err *err)
 {
@@ -63,7 +82,7 @@ static char *next_line(struct mt_events_reader *r, struct mt_err *err)
 			*nl = '\0';
 			r->start = (size_t)(nl + 1 - r->buf);
 			r->line++;
-			return base;
+			return has_nul(r, base, (size_t)(nl - base), err) ? NULL : base;
 		}
 		scanned = r->end - r->start;
 		if (r->eof) {
@@ -72,7 +91,7 @@ static char *next_line(struct mt_events_reader *r, struct mt_err *err)
 			r->buf[r->end] = '\0'; /* last line without a newline */
 			r->start = r->end;
 			r->line++;
-			return base;
+			return has_nul(r, base, scanned, err) ? NULL : base;
 		}
 		if (scanned > RECORD_MAX) {
 			mt_err_set(err, MT_EFORMAT, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
@@ -160,6 +179,7 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 			if (n && line[n - 1] == '\r')
 				line[n - 1] = '\0';
 			*meta = line + 1 + (line[1] == ' ');
+			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		}
 		int rc = mt_events_parse_line(line, ev, r->kv, err);
@@ -405,6 +425,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			continue;
 		case MT__RECORD__RECORD_META:
 			*meta = rec->meta;
+			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		case MT__RECORD__RECORD_EVENT:
 			break;

@@ -497,6 +497,16 @@ void mt_events_write_meta(struct mt_events_writer *w, const char *line)
 	w->len += n + 3;
 }
 
+void mt_events_write_error(struct mt_events_writer *w, const char *msg)
+{
+	char line[1024];
+	int n = snprintf(line, sizeof line, "error\t%s", msg);
+	for (int i = 6; i < n && i < (int)sizeof line - 1; i++)
+		if (line[i] == '\t' || line[i] == '\n')
+			line[i] = ' ';
+	mt_events_write_meta(w, line);
+}
+
 static void write_meta(struct mt_events_writer *w, const char *fmt, ...)
 {
 	char line[LINE_MAX_BYTES];

@@ -27,6 +27,11 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 
 int mt_filterio_close(struct mt_filterio *io, int status, bool failed)
 {
+	if (io->have_reader && io->reader.upstream_error && !status) {
+		fprintf(stderr, "%s: %s: the stream is incomplete: %s\n", io->prog, io->reader.name,
+			io->reader.upstream_msg);
+		status = 1;
+	}
 	if (io->have_out) {
 		struct mt_err err = {0};
 		if (failed || ferror(io->out.f)) {

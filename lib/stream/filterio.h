@@ -22,7 +22,9 @@ struct mt_filterio {
 /* Opens both ends. Returns 0, or 1 (the data exit status) after printing why. */
 int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_path, const char *out_path);
 /* Commits the output (or removes it when failed is set), closes the input.
- * Returns status, or 1 if committing failed. */
+ * Returns status, or 1 if committing failed or the input said it is
+ * incomplete (an "# error" line, said on stderr; the output, which carries
+ * the line on, is kept). */
 int mt_filterio_close(struct mt_filterio *io, int status, bool failed);
 
 #endif

@@ -245,3 +245,66 @@ bats_require_minimum_version 1.5.0
 		[[ "$stderr" == *"$f: not a regular file"* ]]
 	done
 }
+
+# A signal mid-write (issue 25): each tool left its X.tmp.XXXXXX behind.
+# Each tool here is stopped while it writes -o (its input a FIFO held
+# open, more than the reader's first 2 MiB read given), by SIGINT, SIGTERM
+# and SIGHUP: it ends by that signal and its temporary file is gone.
+# (env --default-signal: a background job of a script starts with SIGINT
+# ignored, and an ignored signal is left so.) Oracle: the directory's
+# listing, and the status the shell reports.
+@test "a signal mid-write leaves no temporary file, and the tool ends by that signal" {
+	local d=$BATS_TEST_TMPDIR
+	"$PT2EVENTS" -o "$d/ev" "$MT_FIXTURES/flow/plain.data"
+	{ head -1 "$d/ev"; for i in $(seq 80); do grep -v '^#' "$d/ev"; done; } > "$d/big.ev"
+	[ "$(stat -c %s "$d/big.ev")" -gt $((3 << 20)) ]
+	head -c 3000 "$MT_REAL/magic-trace/hello_world_userspace.perf" > "$d/script.head"
+	for tool in mt-events mt-symbolize mt-toperfetto mt-pt2events; do
+		for sig in INT TERM HUP; do
+			mkdir "$d/out"
+			mkfifo "$d/in"
+			env --default-signal=INT "$MT_BIN/$tool" -o "$d/out/result" "$d/in" &
+			local pid=$!
+			local w
+			exec {w}> "$d/in" # not 3: Bats' own
+			if [ "$tool" = mt-pt2events ]; then cat "$d/script.head" >&"$w"; else cat "$d/big.ev" >&"$w"; fi
+			for i in $(seq 100); do
+				compgen -G "$d/out/result.tmp.*" > /dev/null && break
+				sleep 0.1
+			done
+			compgen -G "$d/out/result.tmp.*" > /dev/null # it is writing
+			kill -s "$sig" "$pid"
+			local st=0
+			wait "$pid" || st=$?
+			exec {w}>&-
+			echo "$tool SIG$sig: status $st, left: $(ls -A "$d/out")"
+			[ "$st" -eq $((128 + $(kill -l "$sig"))) ]
+			[ -z "$(ls -A "$d/out")" ]
+			rm -r "$d/out" "$d/in"
+		done
+	done
+}
+
+# -o over a 0600 file left it 0644 (issue 25): a private trace made
+# readable. A file replaced keeps its mode; a new one is 0600, as perf
+# makes perf.data. Oracle: stat.
+@test "-o keeps the mode of the file it replaces; a new output is 0600 as perf.data is" {
+	local d=$BATS_TEST_TMPDIR
+	"$PT2EVENTS" -o "$d/ev" "$MT_FIXTURES/flow/plain.data"
+	[ "$(stat -c %a "$d/ev")" = 600 ]
+	for mode in 600 640 644 755; do
+		for tool in mt-events mt-toperfetto mt-pt2events; do
+			echo old > "$d/out"
+			chmod "$mode" "$d/out"
+			if [ "$tool" = mt-pt2events ]; then
+				"$PT2EVENTS" -o "$d/out" "$MT_FIXTURES/flow/plain.data"
+			else
+				"$MT_BIN/$tool" -o "$d/out" "$d/ev"
+			fi
+			[ "$(stat -c %a "$d/out")" = "$mode" ]
+			[ "$(head -c 3 "$d/out")" != old ]
+		done
+	done
+	"$MT_BIN/mt-toperfetto" -o "$d/new.pftrace" "$d/ev"
+	[ "$(stat -c %a "$d/new.pftrace")" = 600 ]
+}

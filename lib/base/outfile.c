@@ -7,6 +7,21 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "base/onsignal.h"
+
+static void remove_tmp(void *ctx)
+{
+	const struct mt_outfile *o = ctx;
+	if (o->tmp)
+		unlink(o->tmp);
+}
+
+static void forget_tmp(struct mt_outfile *o)
+{
+	mt_onsignal_remove(o->sigslot - 1);
+	o->sigslot = 0;
+}
+
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 {
 	memset(o, 0, sizeof *o);
@@ -15,7 +30,8 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		return 0;
 	}
 	struct stat st;
-	if (stat(path, &st) == 0 && !S_ISREG(st.st_mode)) {
+	bool exists = stat(path, &st) == 0;
+	if (exists && !S_ISREG(st.st_mode)) {
 		/* a device, pipe or /dev/stdout: written in place (renaming a
 		 * file over it would replace the device node itself) */
 		if (S_ISDIR(st.st_mode))
@@ -41,15 +57,20 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		o->tmp = o->path = NULL;
 		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(e));
 	}
-	/* mkstemp makes 0600; a finished output gets the usual 0666 & ~umask */
-	mode_t mask = umask(0);
-	umask(mask);
-	fchmod(fd, 0666 & ~mask);
+	o->sigslot = mt_onsignal_add(remove_tmp, o) + 1;
+	/* mkstemp makes 0600, kept for a new file; a replaced one keeps its mode */
+	if (exists)
+		fchmod(fd, st.st_mode & 07777);
 	o->f = fdopen(fd, "w");
 	if (!o->f) {
+		int e = errno;
 		close(fd);
+		forget_tmp(o);
 		unlink(o->tmp);
-		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+		free(o->tmp);
+		free(o->path);
+		o->tmp = o->path = NULL;
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(e));
 	}
 	return 0;
 }
@@ -76,6 +97,7 @@ int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err)
 		rc = mt_err_set(err, MT_EIO, "%s: %s", o->path, strerror(errno));
 	if (rc)
 		unlink(o->tmp);
+	forget_tmp(o);
 	free(o->tmp);
 	free(o->path);
 	o->tmp = o->path = NULL;
@@ -90,6 +112,7 @@ void mt_outfile_abort(struct mt_outfile *o)
 		if (o->f)
 			fclose(o->f);
 		unlink(o->tmp);
+		forget_tmp(o);
 	}
 	free(o->tmp);
 	free(o->path);

@@ -2,7 +2,10 @@
  * target and is renamed over it only when complete, so a failed run never
  * leaves a partial file under the final name. "-" means stdout; a path that
  * is not a regular file (a device, a fifo, /dev/stdout) is written in place,
- * and a symlink's target is replaced, not the link. */
+ * and a symlink's target is replaced, not the link. A file replaced keeps
+ * its mode; a new one is 0600, as perf makes perf.data (a trace shows what
+ * a program did). A signal that ends the process (SIGINT, SIGTERM, SIGHUP,
+ * SIGPIPE) removes the temporary file. */
 #ifndef MT_OUTFILE_H
 #define MT_OUTFILE_H
 
@@ -15,6 +18,7 @@ struct mt_outfile {
 	FILE *f;
 	char *path, *tmp;
 	bool direct;          /* not a regular file (device, fifo): written in place */
+	int sigslot;          /* its onsignal slot + 1, 0 when none */
 };
 
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);

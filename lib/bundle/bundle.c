@@ -4,6 +4,7 @@
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
 #include "base/infile.h"
+#include "base/onsignal.h"
 
 #include <archive.h>
 #include <archive_entry.h>
@@ -206,15 +207,14 @@ static void close_all(void)
 		}
 }
 
-static void close_on_signal(int sig)
+/* on a signal: the extracted copy must not outlive the process (nftw is
+ * not async-signal-safe, but the process is ending) */
+static void remove_on_signal(void *ctx)
 {
-	/* not async-signal-safe, but the process is ending; what matters is
-	 * that the extracted copy does not outlive it */
+	(void)ctx;
 	for (size_t i = 0; i < 4; i++)
 		if (open_bundles[i])
 			mt_bundle_remove_tree(open_bundles[i]->dir);
-	signal(sig, SIG_DFL);
-	raise(sig);
 }
 
 void mt_bundle_close_at_exit(struct mt_bundle *b)
@@ -223,13 +223,7 @@ void mt_bundle_close_at_exit(struct mt_bundle *b)
 	if (!registered) {
 		registered = true;
 		atexit(close_all);
-		static const int sigs[] = {SIGINT, SIGTERM, SIGHUP, SIGPIPE};
-		for (size_t i = 0; i < 4; i++) {
-			struct sigaction sa = {.sa_handler = close_on_signal};
-			struct sigaction old;
-			if (!sigaction(sigs[i], NULL, &old) && old.sa_handler == SIG_DFL)
-				sigaction(sigs[i], &sa, NULL);
-		}
+		mt_onsignal_add(remove_on_signal, NULL);
 	}
 	for (size_t i = 0; i < 4; i++)
 		if (!open_bundles[i]) {

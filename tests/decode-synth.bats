@@ -426,41 +426,56 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 	[ "$errs" -ge 10 ]
 }
 
+# Offsets in the file of the packets perf script -D shows as OPCODE BYTES
+# (a regular expression over the dump's hex), for damage at known places:
+# "[CPU] 0 0x4b0 [0x30]: PERF_RECORD_AUXTRACE size: ..." gives the (first)
+# record's offset and header size, ".  00000018:  02 03 14 00  CBR 0x14" a packet.
+packet_offsets() { # DATA HEX-REGEX
+	perf script -D -i "$1" 2>/dev/null | python3 -c '
+import re, sys
+aux = None
+for line in sys.stdin:
+    m = re.search(r" (0x[0-9a-f]+) \[(0x[0-9a-f]+)\]: PERF_RECORD_AUXTRACE size:", line)
+    if m and aux is None:
+        aux = int(m.group(1), 16) + int(m.group(2), 16)
+    m = re.match(r"\. +([0-9a-f]+):  " + sys.argv[1] + " ", line)
+    if m and aux is not None:
+        print(aux + int(m.group(1), 16))' "$2"
+}
+
+# Damage at packets perf names: the byte at +AT of the 2nd, middle and
+# last-but-one of them becomes BYTE; mt must answer as libipt alone does,
+# and libipt's answer must have changed (else the damage tested nothing).
+damage_packets() { # DATA HEX-REGEX AT BYTE
+	local t=$BATS_TEST_TMPDIR n k
+	packet_offsets "$1" "$2" > "$t/offsets"
+	n=$(wc -l < "$t/offsets")
+	[ "$n" -ge 10 ]
+	"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches -o "$t/good" "$1"
+	for k in 2 $((n / 2)) $((n - 1)); do
+		cp "$1" "$t/bad.data"
+		printf "\\x$4" | dd of="$t/bad.data" bs=1 seek=$(($(sed -n "${k}p" "$t/offsets") + $3)) conv=notrunc status=none
+		"$PT2EVENTS" -j 1 --all-branches -o "$t/mt" "$t/bad.data"
+		"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches -o "$t/q" "$t/bad.data"
+		! cmp -s "$t/good" "$t/q" || false
+		cmp <(grep -v '^# fact	decoder' "$t/q") <(grep -v '^# fact	decoder' "$t/mt")
+	done
+}
+
 # A CYC in a trace recorded without CYC (a PSB+'s CBR whose first byte is
 # damaged into 0x0f reads as a CYC and a PAD): libipt times it with the
 # core:bus ratio calibrated at the PSB+s before, so mt, which does not read
 # it, must hand libipt the trace from its first PSB, not from the PSB+ where
 # it stopped (there libipt has no ratio yet and the time would be the
-# TSC's). Found on a CI machine's fixture. Oracle: libipt's query decoder
-# alone; perf script -D gives the CBRs' offsets.
+# TSC's). Found on a CI machine's fixture. Oracle: libipt's query decoder.
 @test "a CYC where none was recorded: timed as libipt times it, from the ratio of earlier PSB+s" {
-	local t=$BATS_TEST_TMPDIR data=$MT_FIXTURES/libc/psb.data
-	perf script -D -i "$data" 2>/dev/null > "$t/dump"
-	# "0 0x4b0 [0x30]: PERF_RECORD_AUXTRACE size: ..." (the record's offset
-	# and header size), then ".  00000018:  02 03 14 00  CBR 0x14"
-	python3 - "$t/dump" > "$t/cbrs" <<'PY'
-import re, sys
-aux = None
-for line in open(sys.argv[1], errors='replace'):
-    m = re.match(r'\S+ (0x[0-9a-f]+) \[(0x[0-9a-f]+)\]: PERF_RECORD_AUXTRACE size:', line)
-    if m and aux is None:
-        aux = int(m.group(1), 16) + int(m.group(2), 16)
-    m = re.match(r'\. +([0-9a-f]+):  02 03 [0-9a-f]{2} 00 +CBR', line)
-    if m and aux is not None:
-        print(aux + int(m.group(1), 16))
-PY
-	local n
-	n=$(wc -l < "$t/cbrs")
-	[ "$n" -ge 10 ]
-	"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches -o "$t/good" "$data"
-	for k in 2 $((n / 2)) $((n - 1)); do
-		cp "$data" "$t/bad.data"
-		printf '\x0f' | dd of="$t/bad.data" bs=1 seek="$(sed -n "${k}p" "$t/cbrs")" conv=notrunc status=none
-		"$PT2EVENTS" -j 1 --all-branches -o "$t/mt" "$t/bad.data"
-		"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches -o "$t/q" "$t/bad.data"
-		! cmp -s "$t/good" "$t/q" || false # the CYC moved libipt's times
-		cmp <(grep -v '^# fact	decoder' "$t/q") <(grep -v '^# fact	decoder' "$t/mt")
-	done
+	damage_packets "$MT_FIXTURES/libc/psb.data" '02 03 [0-9a-f]{2} 00 +CBR' 0 0f
+}
+
+# A TMA whose reserved byte (after the CTC) is set: libipt refuses the
+# packet, and so the PSB+; mt read it as sound. Found by random damage.
+@test "a TMA with its reserved byte set is refused as libipt refuses it" {
+	damage_packets "$MT_FIXTURES/libc/per-cpu-mtc.data" '02 73 [0-9a-f]{2} [0-9a-f]{2} 00 [0-9a-f]{2} [0-9a-f]{2} +TMA' 4 6c
 }
 
 # One PSB+ made unreadable (its MODE.Exec byte becomes a TNT, which has no

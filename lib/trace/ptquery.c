@@ -169,9 +169,11 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
 				n = TNT64_SIZE;
 			} else if (b1 == EXT_TMA && q->mtc_ok && in_psb && psb_tsc && !psb_tma && end - p >= TMA_SIZE &&
-				   !(p[6] & 0xfe)) {
+				   !(p[6] & 0xfe) && !p[4]) {
 				/* one TMA after the PSB+'s TSC (anything else is
-				 * an error to libipt); FC has 9 bits */
+				 * an error to libipt); FC has 9 bits, and the byte
+				 * after the CTC is reserved: libipt refuses a TMA
+				 * where it is not zero */
 				psb_tma = true;
 				n = TMA_SIZE;
 			}

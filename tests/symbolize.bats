@@ -410,3 +410,53 @@ PY
 	echo "cost ratio for 10x the entries: $ratio"
 	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
 }
+
+# DWARF nested 100,000 levels (issue 25): libdw's dwarf_getscopes
+# recursed once per level and mt-symbolize --inlines died of a stack
+# overflow (SIGSEGV). A hand-written CU: main, in it N nested instances of
+# the inlined subroutine "inl", each covering main's code; assembled here.
+# Below the documented bound of 512 levels the chain is read (3 levels: 3
+# names; 400: the same answer as before the bound existed, at least 100
+# names before the value's cut); past it, a warning and no chain, the name
+# still given. Oracle: the DWARF as written, and nm.
+@test "--inlines: DWARF nested 100,000 levels deep gives a warning, not a crash; 3 and 400 levels are read" {
+	d=$BATS_TEST_TMPDIR
+	for n in 3 400 100000; do
+		python3 - "$n" > "$d/deep$n.s" <<'PY'
+import sys
+n = int(sys.argv[1])
+# abbrevs: 1 compile_unit, 2 subprogram main: children, name, low_pc, high_pc;
+# 3 inlined_subroutine: children, abstract_origin ref4, low_pc, high_pc;
+# 4 subprogram "inl" (abstract): no children, name, inline
+A = ('\t.uleb128 1\n\t.uleb128 0x11\n\t.byte 1\n\t.uleb128 3\n\t.uleb128 8\n\t.uleb128 0x11\n\t.uleb128 1\n\t.uleb128 0x12\n\t.uleb128 7\n\t.byte 0,0\n'
+     '\t.uleb128 2\n\t.uleb128 0x2e\n\t.byte 1\n\t.uleb128 3\n\t.uleb128 8\n\t.uleb128 0x11\n\t.uleb128 1\n\t.uleb128 0x12\n\t.uleb128 7\n\t.byte 0,0\n'
+     '\t.uleb128 3\n\t.uleb128 0x1d\n\t.byte 1\n\t.uleb128 0x31\n\t.uleb128 0x13\n\t.uleb128 0x11\n\t.uleb128 1\n\t.uleb128 0x12\n\t.uleb128 7\n\t.byte 0,0\n'
+     '\t.uleb128 4\n\t.uleb128 0x2e\n\t.byte 0\n\t.uleb128 3\n\t.uleb128 8\n\t.uleb128 0x20\n\t.uleb128 0x0b\n\t.byte 0,0\n\t.byte 0\n')
+print('\t.text\n\t.globl main\n\t.type main,@function\nmain:\n\txorl %eax,%eax\n\tret\n.Lend:\n\t.size main,.-main')
+print('\t.section .debug_abbrev,"",@progbits\n' + A)
+print('\t.section .debug_info,"",@progbits\n.Lcu:\n\t.long .Lcu_end-.Lcu_start\n.Lcu_start:\n\t.value 4\n\t.long 0\n\t.byte 8')
+print('\t.uleb128 1\n\t.string "deep.c"\n\t.quad main\n\t.quad .Lend-main')
+print('.Linl:\n\t.uleb128 4\n\t.string "inl"\n\t.byte 1')
+print('\t.uleb128 2\n\t.string "main"\n\t.quad main\n\t.quad .Lend-main')
+print('\t.rept %d\n\t.uleb128 3\n\t.long .Linl-.Lcu\n\t.quad main\n\t.quad .Lend-main\n\t.endr' % n)
+print('\t.rept %d\n\t.byte 0\n\t.endr\n.Lcu_end:' % (n + 2))
+print('\t.section .debug_aranges,"",@progbits\n\t.long .Lar_end-.Lar_start\n.Lar_start:\n\t.value 2\n\t.long .Lcu\n\t.byte 8,0\n\t.long 0\n\t.quad main\n\t.quad .Lend-main\n\t.quad 0,0\n.Lar_end:')
+print('\t.section .note.GNU-stack,"",@progbits')
+PY
+		cc -no-pie -o "$d/deep$n" "$d/deep$n.s"
+		main=$(nm "$d/deep$n" | awk '$3=="main" {print $1}')
+		printf '# mt-events 1\n# mmap\t7\t0x401000\t0x1000\t0x1000\t-\t%s\n-\t7\t7\tcall\t0x401000\t0x%s\n' \
+			"$d/deep$n" "$main" > "$d/ev$n"
+	done
+	run --separate-stderr "$SYMBOLIZE" --inlines "$d/ev3"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"to_sym=main	to_off=0x0	"*"	to_inline=inl;inl;inl" ]]
+	run --separate-stderr "$SYMBOLIZE" --inlines "$d/ev400"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$output" | grep -o 'to_inline=.*' | tr ';' '\n' | grep -c 'inl$')" -ge 100 ]
+	run --separate-stderr timeout 60 "$SYMBOLIZE" --inlines "$d/ev100000"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"deep100000: DWARF nested deeper than 512 levels: its inline chains are left out"* ]]
+	[[ "$output" == *"to_sym=main	to_off=0x0	"* ]]
+	[[ "$output" != *to_inline=* ]]
+}

@@ -70,6 +70,11 @@ struct object {
 	char **demangled;     /* names owned here */
 	size_t ndemangled;
 	bool dw_tried;
+	/* compilation units checked for their DIE depth (inlines_of), sorted
+	 * by offset; deep_warned: the one warning said for this object */
+	struct cu_depth { uint64_t off; bool shallow; } *cus;
+	size_t ncus, capcus;
+	bool deep_warned;
 	Dwarf *dw;            /* line tables, opened on first use */
 	/* page index: pidx[p] = symbols starting below page pidx_lo + p, so a
 	 * lookup searches one page's symbols (a binary search over all of them
@@ -171,6 +176,7 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->objs[i]->demangled);
 		free(s->objs[i]->debug_path);
 		free(s->objs[i]->pidx);
+		free(s->objs[i]->cus);
 		if (s->objs[i]->dw)
 			dwarf_end(s->objs[i]->dw);
 		if (s->objs[i]->dw_tried && s->objs[i]->dwfd >= 0)
@@ -788,13 +794,78 @@ static void line_of(struct object *o, uint64_t a, struct mt_sym_result *r)
 	r->line = line;
 }
 
+/* libdw's dwarf_getscopes recurses once per level of DIE nesting: a CU
+ * nested 100,000 levels deep (5 KB compressed) overflowed the stack. A CU
+ * is walked once, without recursion, and its inline chains are read only
+ * when it nests at most MAX_DIE_DEPTH levels (real code: a few dozen). */
+#define MAX_DIE_DEPTH 512
+
+static bool die_tree_shallow(Dwarf_Die *cu)
+{
+	Dwarf_Die path[MAX_DIE_DEPTH + 1], next;
+	if (!dwarf_haschildren(cu) || dwarf_child(cu, &path[1]))
+		return true;
+	int d = 1;
+	for (;;) {
+		if (dwarf_haschildren(&path[d]) && dwarf_child(&path[d], &next) == 0) {
+			if (d == MAX_DIE_DEPTH)
+				return false;
+			path[++d] = next;
+			continue;
+		}
+		for (;;) {
+			int rc = dwarf_siblingof(&path[d], &next);
+			if (rc == 0) {
+				path[d] = next;
+				break;
+			}
+			if (rc < 0)
+				return false; /* unreadable: not handed to libdw either */
+			if (--d == 0)
+				return true;
+		}
+	}
+}
+
+static bool cu_shallow(struct object *o, Dwarf_Die *cu)
+{
+	uint64_t off = dwarf_dieoffset(cu);
+	size_t lo = 0, hi = o->ncus;
+	while (lo < hi) {
+		size_t mid = (lo + hi) / 2;
+		if (o->cus[mid].off < off)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (lo < o->ncus && o->cus[lo].off == off)
+		return o->cus[lo].shallow;
+	bool shallow = die_tree_shallow(cu);
+	if (mt_grow((void **)&o->cus, &o->capcus, o->ncus + 1, sizeof *o->cus)) {
+		memmove(o->cus + lo + 1, o->cus + lo, (o->ncus - lo) * sizeof *o->cus);
+		o->cus[lo] = (struct cu_depth){off, shallow};
+		o->ncus++;
+	}
+	return shallow;
+}
+
 /* The inlined subroutines whose code holds a, innermost first (what
  * addr2line -i lists before the real function). */
-static void inlines_of(struct object *o, uint64_t a, bool demangle, struct mt_sym_result *r)
+static void inlines_of(struct mt_sym *s, struct object *o, uint64_t a, bool demangle, struct mt_sym_result *r)
 {
 	Dwarf_Die cu, *scopes = NULL;
 	if (!dwarf_of(o) || !dwarf_addrdie(o->dw, a, &cu))
 		return;
+	if (!cu_shallow(o, &cu)) {
+		if (!o->deep_warned) {
+			char depth[16];
+			snprintf(depth, sizeof depth, "%d", MAX_DIE_DEPTH);
+			warnf(s, "warning: %s: DWARF nested deeper than %s levels: its inline chains are left out",
+			      o->debug_path ? o->debug_path : o->elf_path, depth);
+		}
+		o->deep_warned = true;
+		return;
+	}
 	int n = dwarf_getscopes(&cu, a, &scopes), first = 0;
 	while (first < n && dwarf_tag(&scopes[first]) != DW_TAG_inlined_subroutine)
 		first++;
@@ -1004,5 +1075,5 @@ static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 	if (s->lines)
 		line_of(o, a, r);
 	if (s->inlines)
-		inlines_of(o, a, !s->no_demangle, r);
+		inlines_of(s, o, a, !s->no_demangle, r);
 }

@@ -460,3 +460,24 @@ PY
 	[[ "$output" == *"to_sym=main	to_off=0x0	"* ]]
 	[[ "$output" != *to_inline=* ]]
 }
+
+# 100,000 mappings (issue 25): each mmap line searched every object by
+# name and cleared a 256 KB memo (68 s). A stream of N mappings of distinct
+# files, each followed by a call into it. Oracle for the bound: 10x the
+# input costs about 10x for a linear cost, 100x for a quadratic one (timed
+# in this run); every call lands in its own mapping (by the arithmetic).
+@test "10x the mappings costs about 10x, not 100x; every call finds its own mapping" {
+	d=$BATS_TEST_TMPDIR
+	for n in 20000 200000; do
+		awk -v n=$n 'BEGIN { print "# mt-events 1"; for (i = 0; i < n; i++) {
+			printf "# mmap\t%d\t0x%x\t0x1000\t0x0\t-\t/nonexistent/lib%d.so\n", 1000 + i % 7, 4096 * (i + 16), i
+			printf "-\t%d\t%d\tcall\t0x%x\t0x%x\n", 1000 + i % 7, 1000 + i % 7, 4096 * 16, 4096 * (i + 16) + 8 } }' > "$d/maps$n.ev"
+	done
+	timeout 60 "$SYMBOLIZE" "$d/maps200000.ev" 2> /dev/null > "$d/out"
+	grep -v '^#' "$d/out" | sed 's/.*to_dso=//' > "$d/dsos"
+	[ "$(wc -l < "$d/dsos")" -eq 200000 ]
+	diff <(seq 0 199999 | sed 's|.*|/nonexistent/lib&.so|') "$d/dsos"
+	ratio=$(cost_ratio "timeout 60 $SYMBOLIZE $d/maps20000.ev" "timeout 60 $SYMBOLIZE $d/maps200000.ev")
+	echo "cost ratio for 10x the mappings: $ratio"
+	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
+}

@@ -105,13 +105,15 @@ struct perf_map {
  * result of each of a few thousand address slots is kept, so a repeated
  * address costs a compare instead of two binary searches. Cleared when
  * mappings or settings change (results are all pointers into the tables,
- * valid as long as mt_sym). Not with inlines on: that result is a buffer. */
+ * valid as long as mt_sym). Not with inlines on: that result is a buffer.
+ * Clearing is a new epoch, not a 256 KB memset: a stream of 100,000 mmap
+ * lines cleared it 100,000 times. */
 #define MEMO_SLOTS 4096
 struct lookup_memo {
 	uint64_t addr, off;
 	uint32_t pid;
 	int line;
-	bool valid;
+	uint32_t epoch;       /* valid while it equals mt_sym's memo_epoch */
 	const char *name, *dso, *file;
 };
 
@@ -132,6 +134,10 @@ struct mt_sym {
 	bool sorted;
 	const struct mapping *last;
 	struct lookup_memo *memo;   /* recent results by address; NULL: none yet */
+	uint32_t memo_epoch;        /* of the valid entries; never 0 */
+	/* objects by path and build-id: open addressing, a power of two */
+	struct object **obj_index;
+	size_t obj_index_cap;
 	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
 	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
 	bool vdso_tried;
@@ -140,8 +146,10 @@ struct mt_sym {
 
 static void forget_lookups(struct mt_sym *s)
 {
-	if (s->memo)
+	if (s->memo && ++s->memo_epoch == 0) {
 		memset(s->memo, 0, MEMO_SLOTS * sizeof *s->memo);
+		s->memo_epoch = 1;
+	}
 }
 
 struct mt_sym *mt_sym_new(const char *symfs, void (*warn)(void *ctx, const char *msg), void *warn_ctx)
@@ -184,6 +192,7 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->objs[i]);
 	}
 	free(s->objs);
+	free(s->obj_index);
 	free(s->maps);
 	free(s->symfs);
 	free(s->buildid_dir);
@@ -265,11 +274,55 @@ void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsy
 	s->kallsyms = kallsyms ? strdup(kallsyms) : NULL;
 }
 
+static size_t object_hash(const char *path, const char *bid)
+{
+	uint64_t h = 1469598103934665603ull; /* FNV-1a */
+	for (const char *p = path; *p; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	h = (h ^ 0xff) * 1099511628211ull;
+	for (const char *p = bid; *p && p < bid + 40; p++)
+		h = (h ^ (uint8_t)*p) * 1099511628211ull;
+	return (size_t)(h ^ h >> 29);
+}
+
+/* The slot of (path, bid) in the index: its object, or the empty slot
+ * where it goes. */
+static struct object **object_slot(struct mt_sym *s, const char *path, const char *bid)
+{
+	size_t mask = s->obj_index_cap - 1;
+	for (size_t i = object_hash(path, bid) & mask;; i = (i + 1) & mask) {
+		struct object *o = s->obj_index[i];
+		if (!o || (!strcmp(o->path, path) && !strncmp(o->bid, bid, 40)))
+			return &s->obj_index[i];
+	}
+}
+
+/* Keeps the index at most half full; false when out of memory. */
+static bool object_index_room(struct mt_sym *s)
+{
+	if (2 * (s->nobjs + 1) <= s->obj_index_cap)
+		return true;
+	size_t ncap = s->obj_index_cap ? 2 * s->obj_index_cap : 256;
+	struct object **old = s->obj_index, **ni = calloc(ncap, sizeof *ni);
+	if (!ni)
+		return false;
+	s->obj_index = ni;
+	s->obj_index_cap = ncap;
+	for (size_t i = 0; i < s->nobjs; i++)
+		*object_slot(s, s->objs[i]->path, s->objs[i]->bid) = s->objs[i];
+	free(old);
+	return true;
+}
+
+/* One object per path and build-id, found by hash: a stream of 100,000
+ * mappings of distinct files was 100,000 linear searches. */
 static struct object *object_of(struct mt_sym *s, const char *path, const char *bid)
 {
-	for (size_t i = 0; i < s->nobjs; i++)
-		if (!strcmp(s->objs[i]->path, path) && !strcmp(s->objs[i]->bid, bid))
-			return s->objs[i];
+	if (!object_index_room(s))
+		return NULL;
+	struct object **slot = object_slot(s, path, bid);
+	if (*slot)
+		return *slot;
 	struct object **no = realloc(s->objs, (s->nobjs + 1) * sizeof *no);
 	if (!no)
 		return NULL;
@@ -281,7 +334,16 @@ static struct object *object_of(struct mt_sym *s, const char *path, const char *
 	}
 	snprintf(o->bid, sizeof o->bid, "%.40s", bid);
 	s->objs[s->nobjs++] = o;
+	*slot = o;
 	return o;
+}
+
+static int cmp_map(const void *a, const void *b)
+{
+	const struct mapping *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->pid < y->pid ? -1 : x->pid > y->pid;
 }
 
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
@@ -302,21 +364,16 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 	if (!o)
 		return false;
 	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
-	s->maps[s->nmaps++] = (struct mapping){.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o,
-					       .dso = o->path};
-	s->sorted = false;
+	struct mapping m = {.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o, .dso = o->path};
+	/* appended in order, the table stays sorted (no sort before the next lookup) */
+	if (s->nmaps && cmp_map(&s->maps[s->nmaps - 1], &m) >= 0)
+		s->sorted = false;
+	s->maps[s->nmaps++] = m;
 	s->last = NULL;
 	forget_lookups(s);
 	return true;
 }
 
-static int cmp_map(const void *a, const void *b)
-{
-	const struct mapping *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
-}
 
 static size_t underscores(const char *s)
 {
@@ -1016,12 +1073,15 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 		lookup(s, pid, addr, r);
 		return;
 	}
-	if (!s->memo && !(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo))) {
-		lookup(s, pid, addr, r);
-		return;
+	if (!s->memo) {
+		if (!(s->memo = calloc(MEMO_SLOTS, sizeof *s->memo))) {
+			lookup(s, pid, addr, r);
+			return;
+		}
+		s->memo_epoch = 1;
 	}
 	struct lookup_memo *e = &s->memo[(addr ^ addr >> 12 ^ pid) & (MEMO_SLOTS - 1)];
-	if (e->valid && e->addr == addr && e->pid == pid) {
+	if (e->epoch == s->memo_epoch && e->addr == addr && e->pid == pid) {
 		r->name = e->name;
 		r->off = e->off;
 		r->dso = e->dso;
@@ -1030,7 +1090,7 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 		return;
 	}
 	lookup(s, pid, addr, r);
-	*e = (struct lookup_memo){.addr = addr, .off = r->off, .pid = pid, .line = r->line, .valid = true,
+	*e = (struct lookup_memo){.addr = addr, .off = r->off, .pid = pid, .line = r->line, .epoch = s->memo_epoch,
 				  .name = r->name, .dso = r->dso, .file = r->file};
 }
 

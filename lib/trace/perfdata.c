@@ -149,6 +149,36 @@ static void parse_feature(struct mt_perfdata *pd, int bit, const uint8_t *p, uin
 	}
 }
 
+static int cmp_perf_id(const void *a, const void *b)
+{
+	const struct mt_perf_id *x = a, *y = b;
+	if (x->id != y->id)
+		return x->id < y->id ? -1 : 1;
+	return x->attr < y->attr ? -1 : x->attr > y->attr;
+}
+
+/* (Re)builds the id index once the attrs are known (file mode) or change
+ * (pipe mode). Out of memory: no index, and ids find no attr. */
+static void index_ids(struct mt_perfdata *pd)
+{
+	if (!pd->any_identifier)
+		return; /* records then carry no id to look up */
+	size_t n = 0;
+	for (size_t i = 0; i < pd->nattrs; i++)
+		n += pd->attrs[i].nids;
+	free(pd->id_index);
+	pd->nid_index = 0;
+	pd->id_index = n ? malloc(n * sizeof *pd->id_index) : NULL;
+	if (!pd->id_index)
+		return;
+	for (size_t i = 0; i < pd->nattrs; i++)
+		for (size_t j = 0; j < pd->attrs[i].nids; j++)
+			pd->id_index[pd->nid_index++] =
+				(struct mt_perf_id){mt_rd64((const uint8_t *)&pd->attrs[i].ids[j]), (uint32_t)i};
+	qsort(pd->id_index, pd->nid_index, sizeof *pd->id_index, cmp_perf_id);
+}
+
+
 static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 {
 	const uint8_t *b = pd->base;
@@ -184,6 +214,7 @@ static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 			pd->any_identifier = true;
 	}
 	pd->nattrs = n;
+	index_ids(pd);
 	pd->data_off = data_off;
 	if (data_off > pd->len) {
 		pd->data_end = data_off;
@@ -307,17 +338,25 @@ void mt_perfdata_close(struct mt_perfdata *pd)
 	else if (!pd->borrowed)
 		free((void *)pd->base);
 	free(pd->buildids);
+	free(pd->id_index);
 	pd->base = NULL;
 	pd->buildids = NULL;
+	pd->id_index = NULL;
+	pd->nid_index = 0;
 }
 
+/* The first attr whose ids hold id, or -1. */
 static int attr_index_by_id(const struct mt_perfdata *pd, uint64_t id)
 {
-	for (size_t i = 0; i < pd->nattrs; i++)
-		for (size_t j = 0; j < pd->attrs[i].nids; j++)
-			if (mt_rd64((const uint8_t *)&pd->attrs[i].ids[j]) == id)
-				return (int)i;
-	return -1;
+	size_t lo = 0, hi = pd->nid_index;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (pd->id_index[mid].id < id)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	return lo < pd->nid_index && pd->id_index[lo].id == id ? (int)pd->id_index[lo].attr : -1;
 }
 
 /* Size of the sample_id_all trailer for a sample_type. */
@@ -423,6 +462,7 @@ static int take_pipe_header_record(struct mt_perfdata *pd, const struct mt_perf_
 		a->nids = (rec->body_size - asz) / 8;
 		if (a->sample_type & MT_SAMPLE_IDENTIFIER)
 			pd->any_identifier = true;
+		index_ids(pd);
 	} else if (rec->type == MT_REC_HEADER_FEATURE && rec->body_size >= 8) {
 		uint64_t bit = mt_rd64(rec->body);
 		if (bit < 256) {

@@ -117,6 +117,10 @@ struct mt_perfdata {
 	struct mt_perf_evattr attrs[64];
 	size_t nattrs;
 	bool any_identifier;
+	/* every attr's ids, sorted (id, then attr): a record's attr by binary
+	 * search, not a scan of all ids per record */
+	struct mt_perf_id { uint64_t id; uint32_t attr; } *id_index;
+	size_t nid_index;
 	/* features that --info reports (NUL-terminated, in the input or owned) */
 	const char *hostname, *osrelease, *version, *arch, *cpudesc, *cpuid;
 	uint32_t nrcpus_online, nrcpus_avail;

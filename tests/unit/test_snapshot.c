@@ -57,8 +57,33 @@ static void test_overlaps(void)
 	ok(!mt_snapshot_overlap(a, &alen, other + 2600, N - 2600), "b differing from a after its PSB: no overlap");
 }
 
+/* a cut just after one of its PSBs and the first byte of its PSB+ (a MODE,
+ * 0x99, as every PSB+ of a timeless trace starts): any b starting at a PSB
+ * matches those 17 bytes, and a fixture's second snapshot was stitched on
+ * there (found on a clean clone's fixture, libc snapshot). The overlap is
+ * the one b really repeats. */
+static void test_cut_after_psb(void)
+{
+	enum { N = 6000 };
+	static uint8_t s[N], a[N];
+	make_stream(s, N);
+	for (size_t i = 100; i + 17 < N; i += 500)
+		s[i + 16] = 0x99;
+	int good = 0, n = 0;
+	for (size_t last = 1100; last + 17 < N; last += 500)
+		for (size_t start = 100; start < last; start += 500) {
+			size_t alen = last + 17;
+			memcpy(a, s, alen);
+			size_t ov = mt_snapshot_overlap(a, &alen, s + start, N - start);
+			n++;
+			good += ov == last + 17 - start;
+		}
+	ok(n > 10 && good == n, "a cut 17 bytes after a PSB: the overlap is what b repeats, not those 17 bytes");
+}
+
 int main(void)
 {
 	test_overlaps();
+	test_cut_after_psb();
 	return tap_done();
 }

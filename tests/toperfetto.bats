@@ -470,3 +470,29 @@ PY
 	[ "$status" -eq 0 ]
 	[[ "$output" == *" begins=1280001 "* ]]
 }
+
+# Call depth past the window (issue 25): with more open frames than
+# --window holds (262,144), each return looked for its frame over every
+# ended frame above it (270,000 nested calls: 69 s). N nested calls then N
+# returns, as in the depth policy test. Oracle: the file is valid
+# (pfcheck), nests 500 deep, and says N + 1 - 500 frames were not shown
+# (the arithmetic, as above); 10x the calls cost about 10x, timed here.
+@test "call depth past --window: 300,000 nested calls cost about 10x 30,000, the file valid and exact" {
+	local t=$BATS_TEST_TMPDIR n
+	for n in 30000 300000; do
+		awk -v n=$n 'BEGIN { print "# mt-events 1"
+			for (i = 1; i <= n; i++) printf "%d\t1\t1\tcall\t0x%x\t0x%x\tto_sym=f%d\n", 1000 + i, i, i + 1, i
+			for (i = n; i >= 1; i--) printf "%d\t1\t1\treturn\t0x%x\t0x%x\tto_sym=f%d\n", 1000 + 2 * n + 1 - i, i, i, i - 1 }' \
+			> "$t/deep$n.events"
+	done
+	timeout 60 "$TOPERFETTO" -o "$t/deep.pftrace" "$t/deep300000.events"
+	run "$PFCHECK" "$t/deep.pftrace"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"begins=500 ends=500"*"max_depth=500"* ]]
+	protoc -I proto proto/perfetto_trace.proto --decode=perfetto.protos.Trace < "$t/deep.pftrace" |
+		grep -q 'name: "\[299501 frames deeper than 500 not shown\]"'
+	ratio=$(cost_ratio "timeout 60 $TOPERFETTO -o $t/s.pftrace $t/deep30000.events" \
+		"timeout 60 $TOPERFETTO -o $t/b.pftrace $t/deep300000.events")
+	echo "cost ratio for 10x the depth: $ratio"
+	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
+}

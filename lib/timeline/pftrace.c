@@ -140,9 +140,11 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		t->open[i] = t->open[--t->nopen];
 		return;
 	}
-	for (size_t i = t->depth; i-- > 0;)
+	for (size_t i = t->ws_unended; i-- > 0;)
 		if (t->ws[i].id == id && t->ws[i].end == UINT64_MAX) {
 			t->ws[i].end = time;
+			while (t->ws_unended && t->ws[t->ws_unended - 1].end != UINT64_MAX)
+				t->ws_unended--;
 			return;
 		}
 	/* magic-trace may end a frame before it writes the frame's inferred
@@ -370,6 +372,8 @@ static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 {
 	while (t->depth && t->ws[t->depth - 1].end <= at) {
 		struct wframe *f = &t->ws[--t->depth];
+		if (t->ws_unended > t->depth)
+			t->ws_unended = t->depth;
 		if (f->mode == WF_DROPPED)
 			continue;
 		t->wdepth--;
@@ -412,6 +416,8 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		}
 		struct wframe *f = &t->ws[t->depth++];
 		*f = (struct wframe){.id = it->u.id, .end = end, .mode = WF_DROPPED};
+		if (end == UINT64_MAX)
+			t->ws_unended = t->depth;
 		if (t->wdepth >= MT_PFTRACE_MAX_DEPTH) {
 			t->dropped++;
 			pf->st.depth_dropped++;
@@ -484,6 +490,7 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 	for (size_t i = 0; i < t->depth; i++)
 		if (t->ws[i].end == UINT64_MAX)
 			t->ws[i].end = last;
+	t->ws_unended = 0;
 	close_until(pf, t, UINT64_MAX);
 	if (t->dropped) {
 		char msg[128];

@@ -96,6 +96,9 @@ struct pthread {
 	bool unordered, ties;     /* an item held began before / with the one before it */
 	struct wframe *ws;        /* written slices still open, outermost first */
 	size_t depth, wdepth, capws; /* wdepth: frames on ws actually written */
+	size_t ws_unended;        /* ws[ws_unended, depth) all have their ends: an end
+				   * is looked for below (returns past the window were
+				   * a scan of every ended frame above, quadratic) */
 	uint64_t wmapped;         /* mapped time of the last packet written */
 	uint64_t maxtime;         /* the latest time the thread has seen */
 	uint64_t dropped;         /* frames too deep to write */

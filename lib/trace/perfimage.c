@@ -9,23 +9,16 @@
 
 void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
 {
-	for (size_t i = 0; i < wd->n; i++)
-		if (!strcmp(wd->v[i], key))
-			return;
-	char *k = strdup(key);
-	if (!k || PUSH(*wd, k)) {
-		free(k);
+	size_t before = wd->keys.n;
+	if (!mt_strtab_intern(&wd->keys, key) || wd->keys.n == before)
 		return;
-	}
 	if (o->warn)
 		o->warn(o->warn_ctx, msg);
 }
 
 void mt_warned_free(struct warned *wd)
 {
-	for (size_t i = 0; i < wd->n; i++)
-		free(wd->v[i]);
-	free(wd->v);
+	mt_strtab_free(&wd->keys);
 }
 
 /* Kernel maps (pid -1): code from --vmlinux or the kcore copy. */

@@ -161,6 +161,60 @@ make_inputs() { # DIR
 	[[ "$stderr" == *"the same name"* ]]
 }
 
+# Hostile names and inputs (issue 25): a FIFO input hung the batch and no
+# summary was written; a name with a newline made two jobs; a leading '-'
+# was read as an option; a TAB shifted the summary's columns; a killed job
+# left $TMPDIR/mt-batch.* behind. Oracle: the files made here, by name;
+# each decoded input's trace equal to the filters run by hand.
+@test "mt-batch: --timeout stops a FIFO input; newline, TAB and '-' in names; a signal still gives the summary" {
+	cd "$BATS_TEST_TMPDIR"
+	export TMPDIR=$BATS_TEST_TMPDIR/tmp
+	mkdir "$TMPDIR"
+	cp "$MT_FIXTURES/flow/plain.data" ./-x.data
+	cp "$MT_FIXTURES/flow/plain.data" "$(printf 'we\nird.data')"
+	cp "$MT_FIXTURES/flow/plain.data" "$(printf 'ta\tb.data')"
+	mkfifo fifo.data
+	run --separate-stderr "$PIPES/mt-batch" -j 2 --no-bar --timeout=3 -d out -- -x.data "$(printf 'we\nird.data')" \
+		"$(printf 'ta\tb.data')" fifo.data
+	[ "$status" -eq 1 ]
+	[ "$(wc -l < out/summary.tsv)" -eq 5 ]
+	[ "$(awk -F'\t' '{ print NF }' out/summary.tsv | sort -u)" = 8 ]
+	grep -q '^-x.data	ok	' out/summary.tsv
+	grep -q '^we\\nird.data	ok	.*	out/we\\nird.data.pftrace	' out/summary.tsv
+	grep -q '^ta\\tb.data	ok	.*	out/ta\\tb.data.pftrace	' out/summary.tsv
+	grep -q '^fifo.data	failed	.*	timed out: stopped after --timeout=3 seconds$' out/summary.tsv
+	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+	cmp byhand.pftrace "out/$(printf 'we\nird.data').pftrace"
+	cmp byhand.pftrace "out/-x.data.pftrace"
+	[ -z "$(ls -A "$TMPDIR")" ]
+	# names NUL-separated from a list: one job for the name with a newline
+	printf '%s\0' "$(printf 'we\nird.data')" -x.data > list0
+	run --separate-stderr "$PIPES/mt-batch" --no-bar -d out0 -0 --inputs-from=list0
+	[ "$status" -eq 0 ]
+	[ "$(wc -l < out0/summary.tsv)" -eq 3 ]
+	# stopped by SIGTERM while a job waits on the FIFO: the summary is
+	# written, the jobs not finished listed as not-run, nothing left behind
+	"$PIPES/mt-batch" -j 1 --no-bar -d out2 -- fifo.data -x.data > /dev/null 2> err &
+	local pid=$!
+	for i in $(seq 50); do
+		pgrep -f 'mt-pt2events --output-format=binary -- fifo.data' > /dev/null && break
+		sleep 0.1
+	done
+	kill -TERM "$pid"
+	local st=0
+	wait "$pid" || st=$?
+	[ "$st" -eq 1 ]
+	grep -q 'stopped by a signal' err
+	grep -q '^fifo.data	not-run	' out2/summary.tsv
+	[ "$(wc -l < out2/summary.tsv)" -eq 3 ]
+	sleep 0.5
+	! pgrep -f 'mt-pt2events --output-format=binary -- fifo.data' || false
+	[ -z "$(ls -A "$TMPDIR")" ]
+	run --separate-stderr "$PIPES/mt-batch" --timeout=soon -x.data
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"bad --timeout 'soon'"* ]]
+}
+
 @test "mt-archive-watch --once: converts the bundles in an inbox, then only new ones" {
 	cd "$BATS_TEST_TMPDIR"
 	mkdir inbox

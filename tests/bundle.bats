@@ -329,3 +329,42 @@ refused() { # ARCHIVE MESSAGE
 	"$BUNDLE" create -o "$t/u.tar" "$MT_FIXTURES/flow/plain.data" 2>/dev/null
 	! "$BUNDLE" list "$t/u.tar" | grep -q kallsyms || false
 }
+
+# Bundles and hostile names (issue 25): list printed names as they were,
+# so an entry named "x<newline>file<tab>9<tab>perf.data" printed as a line
+# of its own; a failed extract -C DIR removed a DIR the user had; create on
+# a --kcore directory without a regular kcore exited 0 with a manifest
+# claiming one. Oracle: the archives and directories made here.
+@test "bundles: list escapes names; a failed extract keeps the user's DIR; a kcore_dir without its kcore is refused" {
+	local t=$BATS_TEST_TMPDIR
+	craft "$t/names.tar" file manifest "mt-bundle-format=1" file "$(printf 'x\nfile\t9\tperf.data')" y \
+		file 'back\slash' z
+	run --separate-stderr "$BUNDLE" list "$t/names.tar"
+	[ "$status" -eq 0 ]
+	[ "${#lines[@]}" -eq 3 ]
+	[ "${lines[1]}" = "$(printf 'file\t1\tx\\nfile\\t9\\tperf.data')" ]
+	[ "${lines[2]}" = "$(printf 'file\t1\tback\\\\slash')" ]
+	# extract -C onto an empty directory of the user's, refused: the
+	# directory stays, empty, with its mode
+	craft "$t/bad.tar" file manifest "mt-bundle-format=1" file ok x file ../evil x
+	mkdir -m 0710 "$t/mine"
+	run --separate-stderr "$BUNDLE" extract -C "$t/mine" "$t/bad.tar"
+	[ "$status" -eq 1 ]
+	[ -d "$t/mine" ]
+	[ -z "$(ls -A "$t/mine")" ]
+	[ "$(stat -c %a "$t/mine")" = 710 ]
+	# a kcore_dir whose kcore is missing, or a FIFO
+	mkdir -p "$t/rec"
+	cp "$MT_FIXTURES/flow/kcore.data" "$t/rec/data"
+	cp -r "$MT_FIXTURES/flow/kcore.kcore_dir" "$t/rec/kcore_dir"
+	rm "$t/rec/kcore_dir/kcore"
+	run --separate-stderr "$BUNDLE" create --no-kallsyms -o "$t/k.tar.zst" "$t/rec"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$t/rec/kcore_dir/kcore: No such file or directory"* ]]
+	[ ! -e "$t/k.tar.zst" ]
+	mkfifo "$t/rec/kcore_dir/kcore"
+	run --separate-stderr timeout 30 "$BUNDLE" create --no-kallsyms -o "$t/k.tar.zst" "$t/rec"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$t/rec/kcore_dir/kcore: not a regular file (a FIFO)"* ]]
+	[ ! -e "$t/k.tar.zst" ]
+}

@@ -1,7 +1,9 @@
 /* mt-bundle: make, list, check and extract trace bundles (mt-bundle(5)). */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <getopt.h>
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -143,6 +145,23 @@ static int cmd_create(int argc, char **argv)
 	return 0;
 }
 
+/* A directory (not a link to one) that holds nothing. */
+static bool dir_is_empty(const char *dir)
+{
+	struct stat st;
+	if (lstat(dir, &st) || !S_ISDIR(st.st_mode))
+		return false;
+	DIR *d = opendir(dir);
+	if (!d)
+		return false;
+	struct dirent *e;
+	bool empty = true;
+	while (empty && (e = readdir(d)))
+		empty = !strcmp(e->d_name, ".") || !strcmp(e->d_name, "..");
+	closedir(d);
+	return empty;
+}
+
 static int cmd_extract(int argc, char **argv)
 {
 	static const struct option opts[] = {
@@ -162,29 +181,24 @@ static int cmd_extract(int argc, char **argv)
 		fprintf(stderr, PROG ": extract takes one BUNDLE\nTry '" PROG " --help' for more information.\n");
 		return EXIT_USAGE;
 	}
-	bool made = false;
-	if (mkdir(dir, 0755) == 0)
-		made = true;
-	else if (errno != EEXIST) {
+	/* made here, or the user's own and empty: a failure then empties it
+	 * again but leaves it (its mode and owner are the user's) */
+	bool made = mkdir(dir, 0755) == 0;
+	if (!made && errno != EEXIST) {
 		fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
 		return EXIT_DATA;
 	}
-	if (!made && rmdir(dir) == 0) {
-		/* existing and empty (rmdir succeeded): make it again, ours now */
-		if (mkdir(dir, 0755)) {
-			fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
-			return EXIT_DATA;
-		}
-		made = true;
-	}
-	if (!made) {
+	if (!made && !dir_is_empty(dir)) {
 		fprintf(stderr, PROG ": %s: not an empty directory\n", dir);
 		return EXIT_DATA;
 	}
 	struct mt_err err = {0};
 	if (mt_bundle_extract(argv[optind], dir, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
-		mt_bundle_remove_tree(dir); /* nothing half-extracted stays */
+		if (made)
+			mt_bundle_remove_tree(dir); /* nothing half-extracted stays */
+		else
+			mt_bundle_empty_tree(dir);
 		return EXIT_DATA;
 	}
 	return 0;

@@ -63,6 +63,20 @@ static int remove_one(const char *path, const struct stat *st, int flag, struct 
 	return 0;
 }
 
+static int remove_below(const char *path, const struct stat *st, int flag, struct FTW *ftw)
+{
+	(void)st, (void)flag;
+	if (ftw->level > 0)
+		remove(path);
+	return 0;
+}
+
+void mt_bundle_empty_tree(const char *dir)
+{
+	if (dir && *dir)
+		nftw(dir, remove_below, 16, FTW_DEPTH | FTW_PHYS);
+}
+
 void mt_bundle_remove_tree(const char *dir)
 {
 	if (dir && *dir)

@@ -107,5 +107,8 @@ int mt_bundle_read_manifest(const char *path, char **text, struct mt_err *err);
 
 /* Removes a directory tree without following symbolic links. */
 void mt_bundle_remove_tree(const char *dir);
+/* Removes what a directory holds, keeping the directory itself (one the
+ * user had, with its mode and owner). */
+void mt_bundle_empty_tree(const char *dir);
 
 #endif

@@ -415,6 +415,15 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 		snprintf(kcore_dir, sizeof kcore_dir, "%s/kcore_dir", o->perf_data);
 		if (!mt_bundle_is_type(kcore_dir, S_IFDIR))
 			kcore_dir[0] = '\0';
+		/* a kcore_dir without its kcore as a regular file: refused, not a
+		 * bundle whose manifest claims one */
+		char kcore[4300];
+		snprintf(kcore, sizeof kcore, "%s/kcore", kcore_dir);
+		int fd = kcore_dir[0] ? mt_infile_open(kcore, MT_INFILE_NOFOLLOW, err) : -1;
+		if (kcore_dir[0] && fd < 0)
+			return err->code;
+		if (fd >= 0)
+			close(fd);
 	} else {
 		snprintf(data_path, sizeof data_path, "%s", o->perf_data);
 	}
@@ -531,7 +540,10 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 			char src[4300], name[64];
 			snprintf(src, sizeof src, "%s/%s", kcore_dir, parts[i]);
 			snprintf(name, sizeof name, "kcore_dir/%s", parts[i]);
-			if (mt_bundle_is_type(src, S_IFREG))
+			/* kallsyms and modules where perf wrote them; present, they
+			 * must be regular files too */
+			struct stat ps;
+			if (!lstat(src, &ps))
 				rc = write_file(&w, name, src, err);
 		}
 	}

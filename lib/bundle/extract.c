@@ -158,6 +158,25 @@ static int copy_data(struct archive *a, int fd, struct walk *w, const char *name
 	return 0;
 }
 
+/* A name as list prints it: one line whatever it holds (a crafted entry
+ * named "x\nfile\t9\tperf.data" printed as a line of its own):
+ * backslash, tab and newline as \\, \t and \n, other control bytes \xHH. */
+static void list_name(FILE *out, const char *name)
+{
+	for (const unsigned char *p = (const unsigned char *)(name ? name : ""); *p; p++) {
+		if (*p == '\\')
+			fputs("\\\\", out);
+		else if (*p == '\t')
+			fputs("\\t", out);
+		else if (*p == '\n')
+			fputs("\\n", out);
+		else if (*p < 0x20 || *p == 0x7f)
+			fprintf(out, "\\x%02x", *p);
+		else
+			fputc(*p, out);
+	}
+}
+
 static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk *w, struct mt_err *err)
 {
 	char name[MAX_NAME + 8];
@@ -232,9 +251,12 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 	if (w->list) {
 		const char *kind = hardlink ? "hardlink" : type == AE_IFLNK ? "symlink"
 						: type == AE_IFDIR ? "dir" : "file";
-		fprintf(w->list, "%s\t%" PRIu64 "\t%s", kind, size, name);
-		if (hardlink || type == AE_IFLNK)
-			fprintf(w->list, " -> %s", hardlink ? target : archive_entry_symlink(ent));
+		fprintf(w->list, "%s\t%" PRIu64 "\t", kind, size);
+		list_name(w->list, name);
+		if (hardlink || type == AE_IFLNK) {
+			fputs(" -> ", w->list);
+			list_name(w->list, hardlink ? target : archive_entry_symlink(ent));
+		}
 		fputc('\n', w->list);
 	}
 	if (w->rootfd < 0 && w->want && !strcmp(name, w->want) && type == AE_IFREG && !hardlink) {

@@ -431,3 +431,16 @@ PY
 	echo "cost ratio for 10x the missing objects: $ratio"
 	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
 }
+
+# An empty recording (issue 25): decoded to an empty stream with exit 0.
+# Recorded for real: a sampling period no run of true(1) reaches. Oracle:
+# perf report on the same file ("has no samples").
+@test "an empty recording is an error, not an empty success" {
+	local t=$BATS_TEST_TMPDIR
+	perf record -q -e cpu-clock -c 10000000000 -o "$t/empty.data" -- true 2> /dev/null
+	perf report -i "$t/empty.data" --stdio 2>&1 | grep -q 'has no samples'
+	run --separate-stderr "$PT2EVENTS" -o "$t/ev" "$t/empty.data"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-pt2events: $t/empty.data: nothing recorded: no trace data and no samples" ]
+	[ ! -e "$t/ev" ]
+}

@@ -554,7 +554,17 @@ int main(int argc, char **argv)
 	}
 	if (damaged)
 		status = EXIT_DATA;
-	if (status && (rc || wrc)) {
+	uint64_t nevents = 0;
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+		nevents += st.by_kind[k];
+	bool empty = !rc && !wrc && !nevents;
+	if (empty) {
+		/* perf report says "no samples" and exits 0; an empty result is
+		 * not a success here (mt-guarantees(7)) */
+		fprintf(stderr, PROG ": %s: nothing recorded: no trace data and no samples\n", ptpath ? ptpath : in_name);
+		status = EXIT_DATA;
+	}
+	if (status && (rc || wrc || empty)) {
 		mt_outfile_abort(&of);
 	} else if (mt_outfile_commit(&of, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);

@@ -709,7 +709,13 @@ static void load(struct mt_sym *s, struct object *o)
 			dbg = debuginfod_debug(s, o, path, idp, (int)idlen, &dbgfd);
 	}
 	o->elf_path = strdup(path);
-	mt_elf_for_each_func(dbg ? dbg : elf, true, add_func_symbol, &b);
+	size_t unnamed = mt_elf_for_each_func(dbg ? dbg : elf, true, add_func_symbol, &b);
+	if (unnamed) {
+		char count[32];
+		snprintf(count, sizeof count, "%zu", unnamed);
+		warnf(s, "warning: %s: a damaged symbol table: %s function names cannot be read", dbg ? o->debug_path : path,
+		      count);
+	}
 	if (dbg)
 		elf_end(dbg);
 	if (dbgfd >= 0)

@@ -36,9 +36,10 @@ size_t mt_elf_entries(const Elf_Data *data, const GElf_Shdr *sh, size_t entsize)
 	return (size_t)(size / entsize);
 }
 
-void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
-			  void *ctx)
+size_t mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+			    void *ctx)
 {
+	size_t unnamed = 0;
 	GElf_Shdr sh;
 	Elf_Scn *tab = mt_elf_symtab(elf, &sh);
 	Elf_Data *data = tab ? elf_getdata(tab, NULL) : NULL;
@@ -56,8 +57,13 @@ void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GEl
 		} else if (type != STT_FUNC && type != STT_GNU_IFUNC) {
 			continue;
 		}
-		fn(ctx, &sym, elf_strptr(elf, sh.sh_link, sym.st_name));
+		const char *name = elf_strptr(elf, sh.sh_link, sym.st_name);
+		if (!name)
+			unnamed++;
+		else
+			fn(ctx, &sym, name);
 	}
+	return unnamed;
 }
 
 bool mt_elf_load_bias(Elf *elf, uint64_t start, uint64_t pgoff, uint64_t *bias)

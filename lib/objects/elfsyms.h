@@ -16,9 +16,11 @@ size_t mt_elf_entries(const Elf_Data *data, const GElf_Shdr *sh, size_t entsize)
 /* The table functions come from: .symtab, else .dynsym; NULL when neither. */
 Elf_Scn *mt_elf_symtab(Elf *elf, GElf_Shdr *sh);
 /* Calls fn for each defined, non-zero function symbol (FUNC, IFUNC and, with
- * labels, NOTYPE symbols in executable sections, as perf counts them). */
-void mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
-			  void *ctx);
+ * labels, NOTYPE symbols in executable sections, as perf counts them) whose
+ * name can be read. Returns how many such symbols had a name that cannot
+ * (a damaged table: its string table missing, or names past its end). */
+size_t mt_elf_for_each_func(Elf *elf, bool labels, void (*fn)(void *ctx, const GElf_Sym *sym, const char *name),
+			    void *ctx);
 
 /* The load bias of a mapping of elf at start with file offset pgoff:
  * start - (vaddr + (pgoff - offset)) of the PT_LOAD segment that holds

@@ -69,8 +69,10 @@ PY
 		"$BATS_TEST_DIRNAME"/../testdata/callstack
 }
 
-@test "fuzz seeds: perf maps and kallsyms" {
-	replay symbols "$BATS_TEST_DIRNAME/../fuzz/seeds/symbols"
+@test "fuzz seeds and regressions: perf maps and kallsyms (long lines; an empty one), ELF objects (a .rela.plt claiming 2^62 bytes)" {
+	"$BATS_TEST_DIRNAME/tools/nobits-relaplt.py" "$MT_PROGS/libc_flow" "$BATS_TEST_TMPDIR/nobits"
+	replay symbols "$BATS_TEST_DIRNAME/../fuzz/seeds/symbols" "$BATS_TEST_DIRNAME/../fuzz/regress/symbols" \
+		"$MT_PROGS/libc_flow" "$MT_PROGS/inlined" "$BATS_TEST_TMPDIR/nobits"
 }
 
 @test "fuzz harness: bundles (the checking walk, extraction and manifest) replay their seeds cleanly" {

@@ -297,20 +297,8 @@ MAP
 	d=$BATS_TEST_TMPDIR
 	printf '#include <stdio.h>\nint main(void){ puts("x"); return 0; }\n' > "$d/p.c"
 	cc -O0 -no-pie -o "$d/p" "$d/p.c"
-	python3 - "$d/p" <<'PY'
-import struct, sys
-p = sys.argv[1]; b = bytearray(open(p, 'rb').read())
-shoff, = struct.unpack_from('<Q', b, 0x28); shentsize, shnum, shstrndx = struct.unpack_from('<HHH', b, 0x3a)
-stroff, = struct.unpack_from('<Q', b, shoff + shstrndx * shentsize + 0x18)
-for i in range(shnum):
-    h = shoff + i * shentsize
-    name, = struct.unpack_from('<I', b, h)
-    if b[stroff + name:stroff + name + 10] == b'.rela.plt\0':
-        struct.pack_into('<I', b, h + 4, 8)          # sh_type = SHT_NOBITS
-        struct.pack_into('<Q', b, h + 0x20, 1 << 62)  # sh_size
-        open(p, 'wb').write(b); sys.exit(0)
-sys.exit('no .rela.plt')
-PY
+	"$BATS_TEST_DIRNAME/tools/nobits-relaplt.py" "$d/p" "$d/p.patched"
+	mv "$d/p.patched" "$d/p"
 	main=$(nm "$d/p" | awk '$3=="main" {print $1}')
 	[ -n "$main" ]
 	printf '# mt-events 1\n# mmap\t7\t0x401000\t0x1000\t0x1000\t-\t%s\n-\t7\t7\tcall\t0x401000\t0x%s\n' \

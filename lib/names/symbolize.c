@@ -1015,7 +1015,8 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 	}
 	struct symbol *syms = b.syms;
 	size_t n = b.n;
-	qsort(syms, n, sizeof *syms, cmp_map_entry);
+	if (n)
+		qsort(syms, n, sizeof *syms, cmp_map_entry);
 	size_t k = 0;
 	for (size_t i = 0; i < n; i++)
 		if (!k || syms[i].start != syms[k - 1].start)

@@ -313,7 +313,7 @@ int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err 
 	int rc = mt_kallsyms_read(path, add_kallsyms_addr, &k, &bad, err);
 	if (!rc && k.oom)
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory reading %s", path);
-	if (!rc) {
+	if (!rc && k.n) {
 		qsort(k.addrs, k.n, sizeof *k.addrs, cmp_u64);
 		for (size_t i = 0; i + 1 < k.n && !rc; i++)
 			if (k.addrs[i + 1] > k.addrs[i])

@@ -17,13 +17,22 @@ RECORD=$MT_BIN/mt-record
 	samples=$(stat_field sample "$BATS_TEST_TMPDIR/stats")
 	[ "$samples" -gt 20 ]
 	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/hot.pftrace" --slices > "$BATS_TEST_TMPDIR/slices"
+	# what a failure needs to be understood (issue 25: this test failed 1 run
+	# in 5 on clean clones, never here since): the top frames with their
+	# depths, main's depths, the decoder's stats
+	echo "samples=$samples; $(cat "$BATS_TEST_TMPDIR/stats")"
+	echo "top frames (count depth name):"
+	cut -f2,3 "$BATS_TEST_TMPDIR/slices" | sort | uniq -c | sort -rn | head -8
 	# the most frequent frame is hot_loop, and it sits under main (a sample
 	# taken in a prologue can miss a frame-pointer link: most, not all)
 	[ "$(cut -f3 "$BATS_TEST_TMPDIR/slices" | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')" = hot_loop ]
-	main_depth=$(awk -F'\t' '$3=="main"{print $2; exit}' "$BATS_TEST_TMPDIR/slices")
-	[ -n "$main_depth" ]
+	# "under main": the slice enclosing it (the last begun one depth up) is
+	# main; not "deeper than the first main", which a first sample with a
+	# longer chain than the rest would have put below every hot_loop
 	hot=$(awk -F'\t' '$3=="hot_loop"' "$BATS_TEST_TMPDIR/slices" | wc -l)
-	under=$(awk -F'\t' -v m="$main_depth" '$3=="hot_loop" && $2 > m' "$BATS_TEST_TMPDIR/slices" | wc -l)
+	under=$(awk -F'\t' '{ last[$1, $2] = $3 } $3=="hot_loop" && last[$1, $2 - 1] == "main"' "$BATS_TEST_TMPDIR/slices" | wc -l)
+	echo "main's depths: $(awk -F'\t' '$3=="main" {print $2}' "$BATS_TEST_TMPDIR/slices" | sort | uniq -c | tr '\n' ' ')"
+	echo "hot_loop slices $hot, $under of them in main"
 	[ $((under * 10)) -ge $((hot * 8)) ]
 }
 

@@ -17,7 +17,7 @@ uint64_t mt_hash_str(const char *s)
 
 bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem)
 {
-	size_t nc = *cap ? *cap : 16;
+	size_t nc = *cap ? *cap : 4; /* small: per-thread arrays, 100,000 threads */
 	while (nc < need)
 		nc *= 2;
 	void *nv = realloc(*v, nc * elem);

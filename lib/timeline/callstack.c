@@ -94,7 +94,7 @@ static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const s
 static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev, bool front)
 {
 	if (t->start_n == t->start_cap) {
-		size_t nc = t->start_cap ? 2 * t->start_cap : 16;
+		size_t nc = t->start_cap ? 2 * t->start_cap : 4;
 		struct sev *nv = malloc(nc * sizeof *nv);
 		if (!nv) {
 			cs->oom = true;

@@ -134,7 +134,7 @@ static uint64_t sample_track(struct mt_pftrace *pf, struct pthread *t, uint32_t 
 static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, bool *is_new)
 {
 	if ((m->n + 1) * 2 > m->cap) {
-		size_t nc = m->cap ? 2 * m->cap : 256;
+		size_t nc = m->cap ? 2 * m->cap : 16; /* per thread: 100,000 threads */
 		const char **nk = calloc(nc, sizeof *nk);
 		uint64_t *nv = calloc(nc, sizeof *nv);
 		if (!nk || !nv) {

@@ -557,7 +557,7 @@ int main(int argc, char **argv)
 	uint64_t nevents = 0;
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 		nevents += st.by_kind[k];
-	bool empty = !rc && !wrc && !nevents;
+	bool empty = !rc && !wrc && !nevents && !st.insns && !st.pt_bytes;
 	if (empty) {
 		/* perf report says "no samples" and exits 0; an empty result is
 		 * not a success here (mt-guarantees(7)) */

@@ -318,49 +318,11 @@ bats_require_minimum_version 1.5.0
 # 10x; the scan: about 100x).
 @test "a large attr id table: records find their attr by search, 10x the ids and records cost about 10x" {
 	local t=$BATS_TEST_TMPDIR
-	cat > "$t/manyrec.py" <<'PY'
-import struct, sys
-# manyrec.py SRC DST K NIDS: K more copies of the first COMM record, and
-# NIDS ids no record carries before attr 0's own
-src, dst, k, nids = sys.argv[1], sys.argv[2], int(sys.argv[3]), int(sys.argv[4])
-b = bytearray(open(src, 'rb').read())
-assert b[:8] == b'PERFILE2'
-attr_size, = struct.unpack_from('<Q', b, 16)
-attrs_off, attrs_size = struct.unpack_from('<QQ', b, 24)
-data_off, data_size = struct.unpack_from('<QQ', b, 40)
-flags = b[72:104]
-p = data_off
-while p < data_off + data_size:
-    typ, misc, size = struct.unpack_from('<IHH', b, p)
-    if typ == 3:
-        break
-    p += size
-assert typ == 3
-rec = bytes(b[p:p + size])
-ins = rec * k
-b[p + size:p + size] = ins
-struct.pack_into('<Q', b, 48, data_size + len(ins))
-# feature sections: one (offset, size) per set bit, at the end of data
-nfeat = sum(bin(x).count('1') for x in flags)
-fs = data_off + data_size + len(ins)
-for i in range(nfeat):
-    off, sz = struct.unpack_from('<QQ', b, fs + 16 * i)
-    if off >= p + size:
-        struct.pack_into('<Q', b, fs + 16 * i, off + len(ins))
-e = attrs_off
-ids_off, ids_size = struct.unpack_from('<QQ', b, e + attr_size - 16)
-if ids_off >= p + size:
-    ids_off += len(ins)
-own = b[ids_off:ids_off + ids_size]
-new_off = len(b)
-b += b''.join(struct.pack('<Q', (1 << 62) + i) for i in range(nids)) + own
-struct.pack_into('<QQ', b, e + attr_size - 16, new_off, 8 * nids + ids_size)
-open(dst, 'wb').write(b)
-PY
 	mkdir "$t/s" "$t/b" "$t/z"
-	python3 "$t/manyrec.py" "$MT_FIXTURES/threads/per-cpu.data" "$t/s/t.data" 10000 10000
-	python3 "$t/manyrec.py" "$MT_FIXTURES/threads/per-cpu.data" "$t/b/t.data" 100000 100000
-	python3 "$t/manyrec.py" "$MT_FIXTURES/threads/per-cpu.data" "$t/z/t.data" 100000 0
+	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
+	"$grow" "$MT_FIXTURES/threads/per-cpu.data" "$t/s/t.data" comm 10000 10000
+	"$grow" "$MT_FIXTURES/threads/per-cpu.data" "$t/b/t.data" comm 100000 100000
+	"$grow" "$MT_FIXTURES/threads/per-cpu.data" "$t/z/t.data" comm 100000 0
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -c 'PERF_RECORD_COMM')" -eq 100001 ]
 	(cd "$t/b" && timeout 60 "$PT2EVENTS" t.data) > "$t/b.ev"
 	(cd "$t/z" && "$PT2EVENTS" t.data) | cmp - "$t/b.ev"
@@ -377,50 +339,10 @@ PY
 # mappings costing about 10x, timed here.
 @test "100,000 missing objects: one warning each, the decode unchanged, 10x the mappings cost about 10x" {
 	local t=$BATS_TEST_TMPDIR
-	cat > "$t/manymmap.py" <<'PY'
-import struct, sys
-# manymmap.py SRC DST K: K more MMAP2 records after the first one, each a
-# distinct file (FILE.N: a path that is not there) at its own address
-src, dst, k = sys.argv[1], sys.argv[2], int(sys.argv[3])
-b = bytearray(open(src, 'rb').read())
-data_off, data_size = struct.unpack_from('<QQ', b, 40)
-flags = b[72:104]
-p = data_off
-while True:
-    typ, misc, size = struct.unpack_from('<IHH', b, p)
-    if typ == 10:
-        break
-    p += size
-rec = bytes(b[p:p + size])
-pid, tid, start, ln, pgoff = struct.unpack_from('<IIQQQ', rec, 8)
-# the filename after maj, min, ino, ino_gen, prot, flags: 8+8*4+4*? -> fixed layout
-fn_off = 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4
-end = rec.index(b'\0', fn_off)
-trailer_len = size - ((end + 1 + 7) & ~7)
-trailer = rec[size - trailer_len:] if trailer_len else b''
-out = []
-for i in range(k):
-    name = b'/nonexistent/lib%d.so\0' % i
-    name += b'\0' * ((-(fn_off + len(name))) % 8)
-    body = bytearray(rec[:fn_off]) + name + trailer
-    struct.pack_into('<IHH', body, 0, 10, misc, len(body))
-    struct.pack_into('<Q', body, 16, 0x10000000000 + 0x10000 * i)
-    struct.pack_into('<Q', body, 24, 0x1000)
-    out.append(bytes(body))
-ins = b''.join(out)
-b[p + size:p + size] = ins
-struct.pack_into('<Q', b, 48, data_size + len(ins))
-nfeat = sum(bin(x).count('1') for x in flags)
-fs = data_off + data_size + len(ins)
-for i in range(nfeat):
-    off, sz = struct.unpack_from('<QQ', b, fs + 16 * i)
-    if off >= p + size:
-        struct.pack_into('<Q', b, fs + 16 * i, off + len(ins))
-open(dst, 'wb').write(b)
-PY
 	mkdir "$t/s" "$t/b" "$t/z"
-	python3 "$t/manymmap.py" "$MT_FIXTURES/flow/plain.data" "$t/s/t.data" 10000
-	python3 "$t/manymmap.py" "$MT_FIXTURES/flow/plain.data" "$t/b/t.data" 100000
+	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
+	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/s/t.data" mmap2 10000
+	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/b/t.data" mmap2 100000
 	cp "$MT_FIXTURES/flow/plain.data" "$t/z/t.data"
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -c 'PERF_RECORD_MMAP2')" -ge 100001 ]
 	(cd "$t/b" && timeout 60 "$PT2EVENTS" t.data) > "$t/b.ev" 2> "$t/b.err"

@@ -892,15 +892,8 @@ static bool die_tree_shallow(Dwarf_Die *cu)
 
 static bool cu_shallow(struct object *o, Dwarf_Die *cu)
 {
-	uint64_t off = dwarf_dieoffset(cu);
-	size_t lo = 0, hi = o->ncus;
-	while (lo < hi) {
-		size_t mid = (lo + hi) / 2;
-		if (o->cus[mid].off < off)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	uint64_t off = dwarf_dieoffset(cu); /* past the unit's header: never 0 */
+	size_t lo = mt_count_at_or_below(o->cus, o->ncus, sizeof *o->cus, offsetof(struct cu_depth, off), off - 1);
 	if (lo < o->ncus && o->cus[lo].off == off)
 		return o->cus[lo].shallow;
 	bool shallow = die_tree_shallow(cu);

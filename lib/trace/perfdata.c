@@ -2,12 +2,15 @@
 #include "trace/perfdata.h"
 
 #include <errno.h>
+#include <stddef.h>
 #include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
+
+#include "base/strtab.h"
 
 #define FILE_HEADER_SIZE 104
 #define PIPE_HEADER_SIZE 16
@@ -345,17 +348,12 @@ void mt_perfdata_close(struct mt_perfdata *pd)
 	pd->nid_index = 0;
 }
 
-/* The first attr whose ids hold id, or -1. */
+/* The first attr whose ids hold id (never 0: records with id 0 take attr 0),
+ * or -1: the index's first entry with it follows those below it. */
 static int attr_index_by_id(const struct mt_perfdata *pd, uint64_t id)
 {
-	size_t lo = 0, hi = pd->nid_index;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (pd->id_index[mid].id < id)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t lo = mt_count_at_or_below(pd->id_index, pd->nid_index, sizeof *pd->id_index,
+					 offsetof(struct mt_perf_id, id), id - 1);
 	return lo < pd->nid_index && pd->id_index[lo].id == id ? (int)pd->id_index[lo].attr : -1;
 }
 

@@ -1,0 +1,69 @@
+#!/usr/bin/env python3
+# perfdata-grow.py SRC DST comm K NIDS | mmap2 K: a perf.data (file mode)
+# made larger where a reader's costs grow (issue 25), the rest untouched
+# (perf script -D reads the result):
+#   comm K NIDS: K more copies of the first COMM record, and NIDS ids no
+#     record carries ahead of attr 0's own ids (a large attr id table);
+#   mmap2 K: K more MMAP2 records after the first, each a distinct file that
+#     is not there (/nonexistent/libN.so) at its own address.
+import struct
+import sys
+
+src, dst, mode, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+b = bytearray(open(src, 'rb').read())
+assert b[:8] == b'PERFILE2'
+attr_size, = struct.unpack_from('<Q', b, 16)
+attrs_off, attrs_size = struct.unpack_from('<QQ', b, 24)
+data_off, data_size = struct.unpack_from('<QQ', b, 40)
+flags = b[72:104]
+
+
+def first_record(want):
+    p = data_off
+    while p < data_off + data_size:
+        typ, misc, size = struct.unpack_from('<IHH', b, p)
+        if typ == want:
+            return p, misc, size
+        p += size
+    sys.exit('no record of type %d' % want)
+
+
+if mode == 'comm':
+    p, misc, size = first_record(3)
+    ins = bytes(b[p:p + size]) * k
+else:
+    p, misc, size = first_record(10)
+    rec = bytes(b[p:p + size])
+    # pid, tid, start, len, pgoff, maj, min, ino, ino_gen, prot, flags: then the name
+    fn_off = 8 + 4 + 4 + 8 + 8 + 8 + 4 + 4 + 8 + 8 + 4 + 4
+    end = rec.index(b'\0', fn_off)
+    trailer = rec[((end + 1 + 7) & ~7):]
+    out = []
+    for i in range(k):
+        name = b'/nonexistent/lib%d.so\0' % i
+        name += b'\0' * ((-(fn_off + len(name))) % 8)
+        body = bytearray(rec[:fn_off]) + name + trailer
+        struct.pack_into('<IHH', body, 0, 10, misc, len(body))
+        struct.pack_into('<QQ', body, 16, 0x10000000000 + 0x10000 * i, 0x1000)
+        out.append(bytes(body))
+    ins = b''.join(out)
+at = p + size
+b[at:at] = ins
+struct.pack_into('<Q', b, 48, data_size + len(ins))
+# feature sections: one (offset, size) per set bit, after the data
+nfeat = sum(bin(x).count('1') for x in flags)
+fs = data_off + data_size + len(ins)
+for i in range(nfeat):
+    off, sz = struct.unpack_from('<QQ', b, fs + 16 * i)
+    if off >= at:
+        struct.pack_into('<Q', b, fs + 16 * i, off + len(ins))
+if mode == 'comm':
+    nids = int(sys.argv[5])
+    ids_off, ids_size = struct.unpack_from('<QQ', b, attrs_off + attr_size - 16)
+    if ids_off >= at:
+        ids_off += len(ins)
+    own = b[ids_off:ids_off + ids_size]
+    new_off = len(b)
+    b += b''.join(struct.pack('<Q', (1 << 62) + i) for i in range(nids)) + own
+    struct.pack_into('<QQ', b, attrs_off + attr_size - 16, new_off, 8 * nids + ids_size)
+open(dst, 'wb').write(b)

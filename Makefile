@@ -9,7 +9,7 @@ SAN ?=
 
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time \
-	libdebuginfod-dev debuginfod shellcheck bzip2
+	libdebuginfod-dev debuginfod shellcheck bzip2 openssh-server rsync
 
 ifeq ($(FUZZ),1)
 # libFuzzer harnesses (make fuzz): clang, the library instrumented for it

@@ -11,6 +11,44 @@ bats_require_minimum_version 1.5.0
 PIPES=$BATS_TEST_DIRNAME/../pipelines
 PFCHECK=$MT_TESTTOOLS/pfcheck
 
+# A second "host": Debian's sshd on 127.0.0.1 at a free port, with a
+# throwaway host key and user key in DIR, the mt pipelines (and through
+# them the tools) on the PATH of its sessions. Sets login (GNU parallel's
+# --sshlogin for it, one job at a time), PARALLEL_SSH and sshd_pid.
+start_sshd() { # DIR
+	local d=$1 port
+	mkdir -p "$d" /run/sshd
+	[ -f "$d/host_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$d/host_key"
+	[ -f "$d/user_key" ] || ssh-keygen -q -t ed25519 -N '' -f "$d/user_key"
+	cp "$d/user_key.pub" "$d/authorized_keys"
+	port=$(python3 -c 'import socket; s = socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+	printf '%s\n' "Port $port" "ListenAddress 127.0.0.1" "HostKey $d/host_key" "AuthorizedKeysFile $d/authorized_keys" \
+		"PidFile $d/sshd.pid" "StrictModes no" "UsePAM no" "PermitRootLogin prohibit-password" \
+		"PasswordAuthentication no" "SetEnv PATH=$PIPES:/usr/bin:/bin" > "$d/sshd_config"
+	rm -f "$d/sshd.pid"
+	/usr/sbin/sshd -f "$d/sshd_config" -E "$d/sshd.log"
+	for i in $(seq 50); do [ -s "$d/sshd.pid" ] && break; sleep 0.1; done
+	sshd_pid=$(cat "$d/sshd.pid")
+	# the host by a name of its own (a login with spaces, "ssh -p ...", is
+	# one parallel cannot read back from its job log for --resume-failed)
+	host=mthost-$(basename "$d")
+	printf '%s\n' "Host $host" "HostName 127.0.0.1" "Port $port" "IdentityFile $d/user_key" "BatchMode yes" \
+		"StrictHostKeyChecking no" "UserKnownHostsFile /dev/null" "LogLevel ERROR" >> "$BATS_TEST_TMPDIR/ssh_config"
+	export PARALLEL_SSH="ssh -F $BATS_TEST_TMPDIR/ssh_config"
+	login=1/$host
+	$PARALLEL_SSH "$host" true # up, and letting us in
+}
+
+teardown() {
+	# an sshd a test started, with its sessions
+	local f
+	for f in "$BATS_TEST_TMPDIR"/ssh*/sshd.pid; do
+		[ -s "$f" ] || continue
+		pkill -P "$(cat "$f")" 2> /dev/null || true
+		kill "$(cat "$f")" 2> /dev/null || true
+	done
+}
+
 @test "the pipelines are shellcheck-clean" {
 	shellcheck "$PIPES"/*
 }
@@ -213,6 +251,58 @@ make_inputs() { # DIR
 	run --separate-stderr "$PIPES/mt-batch" --timeout=soon -x.data
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"bad --timeout 'soon'"* ]]
+}
+
+# Many hosts, for real (issue 25): --sshlogin was tested only with ':'.
+# A second host is sshd on loopback (start_sshd) whose sessions start in
+# root's home, where none of the inputs are: parallel carries each input
+# there and each trace back (--transferfile, --return, --cleanup). Then
+# that host is stopped mid-batch (its sshd and sessions killed): the jobs
+# it held fail with the reason, --resume-failed on a healthy host completes
+# them, and the summary reports every input once. Oracle: a local run of
+# the same inputs, byte for byte.
+@test "mt-batch across real ssh: traces equal a local run; a host stopped mid-batch; --resume-failed completes" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir in
+	for i in 1 2 3 4 5; do cp "$MT_FIXTURES/flow/plain.data" "in/ssh$i-$$.data"; done
+	"$PIPES/mt-batch" --no-bar -d local in/* > /dev/null 2>&1
+	start_sshd "$BATS_TEST_TMPDIR/ssh1"
+	run --separate-stderr "$PIPES/mt-batch" --no-bar -d remote --sshlogin "$login" in/*
+	echo "$output"
+	[ "$status" -eq 0 ]
+	for f in local/*.pftrace; do cmp "$f" "remote/${f#local/}"; done
+	[ "$(ls remote/*.pftrace | wc -l)" -eq 5 ]
+	# the copies on the host are gone
+	[ ! -e "$HOME/in/ssh1-$$.data" ]
+	# stopped after its first result
+	"$PIPES/mt-batch" --no-bar -d cut --sshlogin "$login" in/* > /dev/null 2> cut.err &
+	local batch=$!
+	for i in $(seq 300); do
+		[ -n "$(ls -A cut/.status 2> /dev/null)" ] && break
+		sleep 0.1
+	done
+	pkill -P "$sshd_pid" || true # its sessions, if one is open now
+	kill "$sshd_pid"
+	local st=0
+	wait "$batch" || st=$?
+	cat cut/summary.tsv
+	[ "$st" -eq 1 ]
+	[ "$(awk -F'\t' 'NR > 1' cut/summary.tsv | wc -l)" -eq 5 ]
+	[ "$(awk -F'\t' 'NR > 1 {print $1}' cut/summary.tsv | sort -u | wc -l)" -eq 5 ]
+	ok=$(awk -F'\t' '$2 == "ok"' cut/summary.tsv | wc -l)
+	[ "$ok" -ge 1 ]
+	[ "$ok" -lt 5 ]
+	grep -q '	failed	.*	host mthost-ssh1 not reachable (ssh exit 255): no result came back$' cut/summary.tsv
+	[ "$(awk -F'\t' '$2 != "ok" && $8 == ""' cut/summary.tsv | wc -l)" -eq 0 ] # every failure says why
+	# a healthy host runs the failed ones again, and only those
+	start_sshd "$BATS_TEST_TMPDIR/ssh2"
+	nlog=$(wc -l < cut/joblog)
+	run --separate-stderr "$PIPES/mt-batch" --no-bar -d cut --resume-failed --sshlogin "$login" in/*
+	echo "$output"
+	[ "$status" -eq 0 ]
+	[ "$(awk -F'\t' '$2 == "ok"' cut/summary.tsv | wc -l)" -eq 5 ]
+	[ $(($(wc -l < cut/joblog) - nlog)) -eq $((5 - ok)) ]
+	for f in local/*.pftrace; do cmp "$f" "cut/${f#local/}"; done
 }
 
 @test "mt-archive-watch --once: converts the bundles in an inbox, then only new ones" {

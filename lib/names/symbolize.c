@@ -68,7 +68,7 @@ struct object {
 	size_t nloads;
 	char *elf_path, *debug_path; /* as found; debug_path: separate debug info */
 	char **demangled;     /* names owned here */
-	size_t ndemangled;
+	size_t ndemangled, capdemangled;
 	bool dw_tried;
 	/* compilation units checked for their DIE depth (inlines_of), sorted
 	 * by offset; deep_warned: the one warning said for this object */
@@ -123,12 +123,12 @@ struct mt_sym {
 	bool lines, inlines, no_demangle;
 	char *perf_map_dir, *perf_map_file;
 	struct perf_map *pmaps;
-	size_t npmaps;
+	size_t npmaps, cappmaps;
 	char *vmlinux, *kallsyms;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
 	struct object **objs;
-	size_t nobjs;
+	size_t nobjs, capobjs;
 	struct mapping *maps;
 	size_t nmaps, capmaps;
 	bool sorted;
@@ -323,10 +323,10 @@ static struct object *object_of(struct mt_sym *s, const char *path, const char *
 	struct object **slot = object_slot(s, path, bid);
 	if (*slot)
 		return *slot;
-	struct object **no = realloc(s->objs, (s->nobjs + 1) * sizeof *no);
-	if (!no)
+	/* grown by doubling: one element at a time is a copy of all each time
+	 * where realloc cannot extend in place (ASan's always copies) */
+	if (!mt_grow((void **)&s->objs, &s->capobjs, s->nobjs + 1, sizeof *s->objs))
 		return NULL;
-	s->objs = no;
 	struct object *o = calloc(1, sizeof *o);
 	if (!o || !(o->path = strdup(path))) {
 		free(o);
@@ -792,12 +792,10 @@ static void finish_symbols(struct object *o, bool demangle)
 		char *d = mt_demangle(syms[i].name);
 		if (!d)
 			continue;
-		char **nd = realloc(o->demangled, (o->ndemangled + 1) * sizeof *nd);
-		if (!nd) {
+		if (!mt_grow((void **)&o->demangled, &o->capdemangled, o->ndemangled + 1, sizeof *o->demangled)) {
 			free(d);
 			break;
 		}
-		o->demangled = nd;
 		o->demangled[o->ndemangled++] = d;
 		syms[i].name = d;
 	}
@@ -1031,10 +1029,8 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 		if (s->pmaps[i].pid == pid || s->perf_map_file)
 			pm = &s->pmaps[i];
 	if (!pm) {
-		struct perf_map *np = realloc(s->pmaps, (s->npmaps + 1) * sizeof *np);
-		if (!np)
+		if (!mt_grow((void **)&s->pmaps, &s->cappmaps, s->npmaps + 1, sizeof *s->pmaps))
 			return false;
-		s->pmaps = np;
 		pm = &s->pmaps[s->npmaps++];
 		memset(pm, 0, sizeof *pm);
 		pm->pid = pid;

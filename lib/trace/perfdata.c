@@ -217,7 +217,6 @@ static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 			pd->any_identifier = true;
 	}
 	pd->nattrs = n;
-	index_ids(pd);
 	pd->data_off = data_off;
 	if (data_off > pd->len) {
 		pd->data_end = data_off;
@@ -234,6 +233,7 @@ static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 		pd->data_end = data_off + data_size;
 	}
 	pd->pos = data_off;
+	index_ids(pd); /* past the refusals above: a failed open holds nothing */
 	/* Feature table: one {offset,size} per set bit, right after the data
 	 * (none to read when the data size itself runs past the end). */
 	bool have_table = data_size && data_size <= pd->len - data_off;

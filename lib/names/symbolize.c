@@ -423,6 +423,15 @@ static void warnf(struct mt_sym *s, const char *fmt, const char *a, const char *
 	s->warn(s->warn_ctx, msg);
 }
 
+/* "warning: PATH: N malformed line(s) skipped", when n is not 0. */
+static void warn_malformed(struct mt_sym *s, const char *path, size_t n)
+{
+	char count[32];
+	snprintf(count, sizeof count, "%zu", n);
+	if (n)
+		warnf(s, "warning: %s: %s malformed line(s) skipped", path, count);
+}
+
 /* name@plt for each lazy-binding PLT entry: entry k+1 jumps through
  * .rela.plt[k] (perf names them the same way). */
 static void add_plt(Elf *elf, struct symbuf *b)
@@ -534,11 +543,7 @@ static void load_kallsyms(struct mt_sym *s, struct object *o)
 		o->failed = true;
 		warnf(s, "warning: %s%s: kernel addresses stay unnamed", err.msg, "");
 	}
-	if (bad) {
-		char count[32];
-		snprintf(count, sizeof count, "%zu", bad);
-		warnf(s, "warning: %s: %s malformed line(s) skipped", s->kallsyms, count);
-	}
+	warn_malformed(s, s->kallsyms, bad);
 	o->syms = b.syms;
 	o->nsyms = b.n;
 	o->strings = b.strings;
@@ -999,11 +1004,7 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 	}
 	free(line);
 	fclose(f);
-	if (bad) {
-		char count[32];
-		snprintf(count, sizeof count, "%zu", bad);
-		warnf(s, "warning: %s: %s malformed line(s) skipped", pm->path, count);
-	}
+	warn_malformed(s, pm->path, bad);
 	struct symbol *syms = b.syms;
 	size_t n = b.n;
 	if (n)

@@ -18,21 +18,19 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
 int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err)
 {
 	memset(img, 0, sizeof *img);
-	img->iscache = pt_iscache_alloc(name);
+	mt_secmap_init(&img->map);
 	img->image = pt_image_alloc(name);
-	if (!img->iscache || !img->image) {
+	if (!img->image) {
 		mt_image_fini(img);
 		return mt_err_set(err, MT_ENOMEM, "out of memory allocating a PT image");
 	}
-	/* keep sections mapped between decoders (one per segment): without
-	 * a limit libipt maps them again for each and its memory grows */
-	pt_iscache_set_limit(img->iscache, (uint64_t)256 << 20);
 	return 0;
 }
 
@@ -42,6 +40,13 @@ void mt_image_fini(struct mt_image *img)
 		pt_image_free(img->image);
 	if (img->iscache)
 		pt_iscache_free(img->iscache);
+	for (size_t i = 0; i < img->nfiles; i++)
+		if (img->files[i].map)
+			munmap((void *)img->files[i].map, img->files[i].mapped);
+	free(img->files);
+	free(img->file_slots);
+	mt_strtab_free(&img->names);
+	mt_secmap_fini(&img->map);
 	free(img->funcs);
 	free(img->secs);
 	free(img->blocks);
@@ -53,6 +58,88 @@ void mt_image_fini(struct mt_image *img)
 	memset(img, 0, sizeof *img);
 }
 
+/* The file's number in the image, added on first sight; -1 when out of memory. */
+static ptrdiff_t image_file(struct mt_image *img, const char *path, uint64_t size)
+{
+	const char *name = mt_strtab_intern(&img->names, path);
+	if (!name)
+		return -1;
+	if (2 * (img->nfiles + 1) > img->capslots) {
+		size_t cap = img->capslots ? 2 * img->capslots : 64;
+		uint32_t *ns = calloc(cap, sizeof *ns);
+		if (!ns)
+			return -1;
+		for (size_t i = 0; i < img->nfiles; i++) {
+			size_t k = mt_hash_str(img->files[i].path) & (cap - 1);
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)i + 1;
+		}
+		free(img->file_slots);
+		img->file_slots = ns;
+		img->capslots = cap;
+	}
+	size_t k = mt_hash_str(name) & (img->capslots - 1);
+	for (; img->file_slots[k]; k = (k + 1) & (img->capslots - 1)) {
+		struct mt_image_file *f = &img->files[img->file_slots[k] - 1];
+		if (f->path == name) {
+			if (size < f->size)
+				f->size = size; /* it shrank since: read no more than is there now */
+			return img->file_slots[k] - 1;
+		}
+	}
+	if (img->nfiles >= UINT32_MAX - 1 ||
+	    !mt_grow((void **)&img->files, &img->capfiles, img->nfiles + 1, sizeof *img->files))
+		return -1;
+	img->files[img->nfiles] = (struct mt_image_file){.path = name, .size = size};
+	img->file_slots[k] = (uint32_t)++img->nfiles;
+	return (ptrdiff_t)img->nfiles - 1;
+}
+
+/* More files than this mapped at once would near the kernel's limit on
+ * mappings (vm.max_map_count, 65,530) with a few decode jobs: the rest
+ * are read with pread, each read opening the file. */
+enum { MAX_MAPPED_FILES = 4096 };
+
+/* Reads n bytes at off of file f (within its size); returns how many. */
+static size_t file_read(struct mt_image *img, struct mt_image_file *f, uint64_t off, uint8_t *buf, size_t n)
+{
+	if (!f->tried) {
+		f->tried = true;
+		if (img->nmapped < MAX_MAPPED_FILES) {
+			struct mt_err e = {0};
+			int fd = mt_infile_open(f->path, 0, &e);
+			struct stat st;
+			if (fd >= 0 && !fstat(fd, &st) && st.st_size > 0) {
+				uint64_t len = (uint64_t)st.st_size < f->size ? (uint64_t)st.st_size : f->size;
+				void *m = mmap(NULL, len, PROT_READ, MAP_PRIVATE, fd, 0);
+				if (m != MAP_FAILED) {
+					f->map = m;
+					f->mapped = len;
+					img->nmapped++;
+				}
+			}
+			if (fd >= 0)
+				close(fd);
+		}
+	}
+	if (f->map) {
+		if (off >= f->mapped)
+			return 0;
+		if (n > f->mapped - off)
+			n = (size_t)(f->mapped - off);
+		memcpy(buf, f->map + off, n);
+		return n;
+	}
+	struct mt_err e = {0};
+	int fd = mt_infile_open(f->path, 0, &e);
+	if (fd < 0)
+		return 0;
+	ssize_t r = pread(fd, buf, n, (off_t)off);
+	close(fd);
+	return r > 0 ? (size_t)r : 0;
+}
+
 static void flush_blocks(struct mt_image *img)
 {
 	if (img->nblocks) {
@@ -62,20 +149,17 @@ static void flush_blocks(struct mt_image *img)
 	}
 }
 
-/* Notes a section added to the image; blocks decoded before may now read
- * other bytes, so the block cache starts afresh. */
-static int add_section(struct mt_image *img, int isid, uint64_t vaddr, uint64_t size)
+/* Adds bytes [offset, offset+size) of a file at vaddr, the file already
+ * checked to hold them; blocks decoded before may now read other bytes,
+ * so the block cache starts afresh. */
+static int add_section(struct mt_image *img, const char *path, uint64_t file_size, uint64_t offset,
+		       uint64_t vaddr, uint64_t size)
 {
-	if (img->nsections == img->capsecs) {
-		size_t cap = img->capsecs ? 2 * img->capsecs : 16;
-		void *n = realloc(img->secs, cap * sizeof *img->secs);
-		if (!n)
-			return MT_ENOMEM;
-		img->secs = n;
-		img->capsecs = cap;
-	}
-	img->secs[img->nsections++] = (struct mt_image_section){vaddr, size, isid};
-	img->last_sec = img->nsections - 1;
+	ptrdiff_t file = image_file(img, path, file_size);
+	if (file < 0 || !mt_grow((void **)&img->secs, &img->capsecs, img->nsections + 1, sizeof *img->secs) ||
+	    !mt_secmap_add(&img->map, vaddr, size))
+		return MT_ENOMEM;
+	img->secs[img->nsections++] = (struct mt_image_section){vaddr, size, offset, (uint32_t)file};
 	flush_blocks(img);
 	return 0;
 }
@@ -93,13 +177,7 @@ int mt_image_add_file(struct mt_image *img, const char *path, uint64_t offset,
 				  path, offset, (long long)st.st_size);
 	if (size == 0 || size > (uint64_t)st.st_size - offset)
 		size = (uint64_t)st.st_size - offset;
-	int isid = pt_iscache_add_file(img->iscache, path, offset, size, vaddr);
-	if (isid < 0)
-		return mt_err_set(err, MT_EIO, "%s: cannot add to image: %s", path, pt_errstr(pt_errcode(isid)));
-	int rc = pt_image_add_cached(img->image, img->iscache, isid, NULL);
-	if (rc < 0)
-		return mt_err_set(err, MT_EIO, "%s: cannot add to image: %s", path, pt_errstr(pt_errcode(rc)));
-	if (add_section(img, isid, vaddr, size))
+	if (add_section(img, path, (uint64_t)st.st_size, offset, vaddr, size))
 		return mt_err_set(err, MT_ENOMEM, "out of memory adding %s to an image", path);
 	return 0;
 }
@@ -164,10 +242,8 @@ int mt_image_add_pageset(struct mt_image *img, const char *prefix, struct mt_err
 					dpath, i, (long long)st.st_size);
 			break;
 		}
-		int isid = pt_iscache_add_file(img->iscache, dpath, i * 4096, 4096, addr);
-		if (isid < 0 || pt_image_add_cached(img->image, img->iscache, isid, NULL) < 0 ||
-		    add_section(img, isid, addr, 4096)) {
-			rc = mt_err_set(err, MT_EIO, "%s: cannot add page %" PRIu64 " at 0x%" PRIx64, dpath, i, addr);
+		if (add_section(img, dpath, (uint64_t)st.st_size, i * 4096, addr, 4096)) {
+			rc = mt_err_set(err, MT_ENOMEM, "out of memory adding page %" PRIu64 " of %s", i, dpath);
 			break;
 		}
 		i++;
@@ -364,37 +440,95 @@ uint64_t mt_image_func_of(struct mt_image *img, uint64_t addr)
 	return mt_image_func_range(img, addr, &start, &end) ? start : 0;
 }
 
-/* The newest section holding vaddr, or -1. */
-static ptrdiff_t section_at(struct mt_image *img, uint64_t vaddr)
-{
-	if (!img->nsections)
-		return -1; /* an image with no code (secs NULL) */
-	const struct mt_image_section *s = &img->secs[img->last_sec];
-	if (vaddr - s->vaddr < s->size && img->last_sec == img->nsections - 1)
-		return (ptrdiff_t)img->last_sec;
-	for (size_t i = img->nsections; i-- > 0;) {
-		s = &img->secs[i];
-		if (vaddr - s->vaddr < s->size) {
-			img->last_sec = i;
-			return (ptrdiff_t)i;
-		}
-	}
-	return -1;
-}
-
 size_t mt_image_read(struct mt_image *img, uint64_t vaddr, uint8_t *buf, size_t size)
 {
 	size_t got = 0;
+	bool oom = false;
 	while (got < size) {
-		ptrdiff_t k = section_at(img, vaddr + got);
-		if (k < 0)
+		uint64_t va = vaddr + got;
+		const struct mt_secmap_piece *p = mt_secmap_find(&img->map, va, &oom);
+		if (!p)
 			break;
-		int n = pt_iscache_read(img->iscache, buf + got, size - got, img->secs[k].isid, vaddr + got);
-		if (n <= 0)
+		const struct mt_image_section *s = &img->secs[p->sec];
+		size_t n = size - got;
+		if (n > p->end - va)
+			n = (size_t)(p->end - va);
+		size_t r = file_read(img, &img->files[s->file], s->offset + (va - s->vaddr), buf + got, n);
+		got += r;
+		if (r < n)
 			break;
-		got += (size_t)n;
 	}
 	return got;
+}
+
+static int read_for_libipt(uint8_t *buf, size_t size, const struct pt_asid *asid, uint64_t ip, void *ctx)
+{
+	(void)asid;
+	size_t n = mt_image_read(ctx, ip, buf, size < 4096 ? size : 4096);
+	return n ? (int)n : -pte_nomap;
+}
+
+/* libipt's image searches all the sections it holds on each add, and its
+ * block cache is kept per section: past this many, libipt reads every byte
+ * through mt (no block cache, about 4x slower, never quadratic). */
+enum { MAX_LIBIPT_SECTIONS = 4096 };
+
+/* Gives libipt's image mt's pieces as its sections (neighbours in one file,
+ * one after the other, as one); false when there are too many, or libipt
+ * refuses one. */
+static bool libipt_sections(struct mt_image *img)
+{
+	bool oom = false;
+	if (!mt_secmap_find(&img->map, 0, &oom) && oom)
+		return false;
+	const struct mt_secmap_piece *p = img->map.pieces;
+	size_t n = img->map.npieces, nsec = 0;
+	for (size_t i = 0; i < n;) {
+		const struct mt_image_section *s = &img->secs[p[i].sec];
+		uint64_t off = s->offset + (p[i].start - s->vaddr), end = p[i].end;
+		size_t j = i + 1;
+		for (; j < n; j++) {
+			const struct mt_image_section *t = &img->secs[p[j].sec];
+			if (p[j].start != end || t->file != s->file || t->offset + (p[j].start - t->vaddr) != off + (end - p[i].start))
+				break;
+			end = p[j].end;
+		}
+		if (++nsec > MAX_LIBIPT_SECTIONS)
+			return false;
+		int isid = pt_iscache_add_file(img->iscache, img->files[s->file].path, off, end - p[i].start, p[i].start);
+		if (isid < 0 || pt_image_add_cached(img->image, img->iscache, isid, NULL) < 0)
+			return false;
+		i = j;
+	}
+	return true;
+}
+
+struct pt_image *mt_image_libipt(struct mt_image *img)
+{
+	if (!img->libipt_built || img->libipt_nsections != img->nsections) {
+		img->libipt_built = true;
+		img->libipt_nsections = img->nsections;
+		if (!img->iscache) {
+			/* keeps sections mapped between decoders (one per segment):
+			 * without it libipt maps each again (and builds its block
+			 * cache again) whenever the decoder moves to another */
+			img->iscache = pt_iscache_alloc(NULL);
+			if (img->iscache)
+				pt_iscache_set_limit(img->iscache, (uint64_t)256 << 20);
+		}
+		struct pt_image *fresh = pt_image_alloc(NULL);
+		if (fresh) {
+			pt_image_free(img->image);
+			img->image = fresh;
+			if (!img->iscache || !libipt_sections(img)) {
+				/* all or none: every byte through mt */
+				pt_image_free(img->image);
+				img->image = pt_image_alloc(NULL);
+			}
+		}
+	}
+	pt_image_set_callback(img->image, read_for_libipt, img);
+	return img->image;
 }
 
 enum { BLOCK_BYTES = 512, BLOCK_MAX_INSNS = 256 };

@@ -12,6 +12,8 @@
 #include <stdint.h>
 
 #include "base/mt_err.h"
+#include "base/strtab.h"
+#include "trace/secmap.h"
 
 struct pt_image;
 struct pt_image_section_cache;
@@ -20,10 +22,21 @@ struct mt_func_range {
 	uint64_t start, end;
 };
 
-/* A section of the image, as libipt numbers it (isid) in the cache. */
+/* A section of the image: bytes of one of its files at an address. */
 struct mt_image_section {
 	uint64_t vaddr, size;
-	int isid;
+	uint64_t offset; /* in the file */
+	uint32_t file;
+};
+
+/* A file sections read from, mapped on first read (most are never read:
+ * only code that ran is). */
+struct mt_image_file {
+	const char *path; /* interned in the image's names */
+	uint64_t size;    /* as it was when added: no section reads past it */
+	const uint8_t *map;
+	uint64_t mapped;  /* bytes of map */
+	bool tried;       /* mapping tried (map NULL: read by pread) */
 };
 
 /* A block of code: the instructions from ip up to and including the next
@@ -43,16 +56,27 @@ struct mt_code_block {
 };
 
 struct mt_image {
-	struct pt_image_section_cache *iscache;
-	struct pt_image *image;
+	struct pt_image *image; /* libipt's, made from mt's sections (mt_image_libipt) */
+	struct pt_image_section_cache *iscache; /* libipt's sections, kept mapped */
+	bool libipt_built;
+	size_t libipt_nsections;
 	struct mt_func_range *funcs; /* sorted by start once finalized */
 	size_t nfuncs, capfuncs;
 	bool funcs_sorted;
 	size_t nsections;
 	/* the sections in the order added: a later one hides an earlier one
-	 * where they overlap, as in libipt's image */
+	 * where they overlap, as in libipt's image (secmap finds which) */
 	struct mt_image_section *secs;
-	size_t capsecs, last_sec;
+	size_t capsecs;
+	struct mt_secmap map;
+	/* each file once, however many sections read it (a recording may map
+	 * one object thousands of times); file_slots: open addressing by
+	 * path, file index + 1 */
+	struct mt_image_file *files;
+	size_t nfiles, capfiles, nmapped;
+	uint32_t *file_slots;
+	size_t capslots;
+	struct mt_strtab names;
 	/* blocks decoded so far (open addressing by ip), emptied whenever
 	 * a section is added; offs: each block's instruction offsets */
 	struct mt_code_block *blocks;
@@ -114,6 +138,11 @@ static inline const struct mt_code_block *mt_image_block(struct mt_image *img, u
 	}
 	return mt_image_block_new(img, ip, err);
 }
+/* libipt's image for its own decoders, made on first use (again when
+ * sections were added since): mt's sections where they are few, else none
+ * and every byte read from img through a callback (img must not move
+ * while it is used). */
+struct pt_image *mt_image_libipt(struct mt_image *img);
 /* Reads up to size bytes of code at vaddr, across adjacent sections (an
  * instruction may straddle two pages of a page-image set); returns how
  * many it read, 0 where nothing is mapped. */

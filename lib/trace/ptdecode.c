@@ -647,7 +647,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	d.blk = pt_blk_alloc_decoder(&config);
 	if (!d.blk)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
-	pt_blk_set_image(d.blk, img->image);
+	pt_blk_set_image(d.blk, mt_image_libipt(img));
 
 	uint64_t ip;
 	int status = sync_on(&d, &ip, true);

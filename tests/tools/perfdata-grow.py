@@ -1,11 +1,14 @@
 #!/usr/bin/env python3
-# perfdata-grow.py SRC DST comm K NIDS | mmap2 K: a perf.data (file mode)
+# perfdata-grow.py SRC DST comm K NIDS | mmap2 K | mmap2obj K: a perf.data (file mode)
 # made larger where a reader's costs grow (issue 25), the rest untouched
 # (perf script -D reads the result):
 #   comm K NIDS: K more copies of the first COMM record, and NIDS ids no
 #     record carries ahead of attr 0's own ids (a large attr id table);
 #   mmap2 K: K more MMAP2 records after the first, each a distinct file that
-#     is not there (/nonexistent/libN.so) at its own address.
+#     is not there (/nonexistent/libN.so) at its own address;
+#   mmap2obj K: K more MMAP2 records after the first, each of the first's
+#     own file (there: its code is read) at its own address, where no
+#     code runs.
 import struct
 import sys
 
@@ -40,7 +43,10 @@ else:
     trailer = rec[((end + 1 + 7) & ~7):]
     out = []
     for i in range(k):
-        name = b'/nonexistent/lib%d.so\0' % i
+        if mode == 'mmap2obj':
+            name = rec[fn_off:end + 1]
+        else:
+            name = b'/nonexistent/lib%d.so\0' % i
         name += b'\0' * ((-(fn_off + len(name))) % 8)
         body = bytearray(rec[:fn_off]) + name + trailer
         struct.pack_into('<IHH', body, 0, 10, misc, len(body))

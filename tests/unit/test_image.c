@@ -85,9 +85,57 @@ static void test_code_blocks(void)
 	unlink(path);
 }
 
+/* One file in many sections is one file of the image; past the files
+ * mapped at once, the rest are read with pread (the same bytes). Oracle:
+ * the file's own bytes. */
+static void test_image_files(void)
+{
+	char dir[] = "/tmp/mt-unit-files-XXXXXX";
+	ok(mkdtemp(dir) != NULL, "a directory for the files");
+	char path[4200];
+	snprintf(path, sizeof path, "%s/f", dir);
+	uint8_t bytes[8192];
+	for (size_t i = 0; i < sizeof bytes; i++)
+		bytes[i] = (uint8_t)(i * 31 + 7);
+	FILE *f = fopen(path, "wb");
+	ok(f && fwrite(bytes, 1, sizeof bytes, f) == sizeof bytes && !fclose(f), "a file of known bytes");
+	struct mt_image img;
+	struct mt_err err = {0};
+	mt_image_init(&img, "t", &err);
+	int bad = 0;
+	for (uint64_t i = 0; i < 5000; i++)
+		bad += mt_image_add_file(&img, path, (i % 2) * 4096, 4096, 0x10000000 + 0x10000 * i, &err) != 0;
+	uint8_t b[16];
+	for (uint64_t i = 0; i < 5000; i += 7)
+		bad += mt_image_read(&img, 0x10000000 + 0x10000 * i + 100, b, 16) != 16 ||
+		       memcmp(b, bytes + (i % 2) * 4096 + 100, 16);
+	ok(!bad && img.nsections == 5000 && img.nfiles == 1, "5,000 sections of one file: one file, each read right");
+	mt_image_fini(&img);
+	/* 4,200 files by 4,200 names (hard links): the last ones past the mapped */
+	mt_image_init(&img, "t", &err);
+	bad = 0;
+	char name[4300];
+	for (int i = 0; i < 4200; i++) {
+		snprintf(name, sizeof name, "%s/l%d", dir, i);
+		bad += link(path, name) != 0 || mt_image_add_file(&img, name, 0, 0, 0x10000000 + 0x10000 * (uint64_t)i, &err) != 0;
+	}
+	for (uint64_t i = 0; i < 4200; i++)
+		bad += mt_image_read(&img, 0x10000000 + 0x10000 * i + 8000, b, 16) != 16 || memcmp(b, bytes + 8000, 16);
+	ok(!bad && img.nfiles == 4200 && img.nmapped < 4200, "4,200 files, some past those mapped: each read right");
+	ok(mt_image_read(&img, 0x10000000 + 0x10000 * 4199 + 8190, b, 16) == 2, "a read stops at the end of its file");
+	mt_image_fini(&img);
+	for (int i = 0; i < 4200; i++) {
+		snprintf(name, sizeof name, "%s/l%d", dir, i);
+		unlink(name);
+	}
+	unlink(path);
+	rmdir(dir);
+}
+
 int main(void)
 {
 	test_image_specs();
 	test_code_blocks();
+	test_image_files();
 	return tap_done();
 }

@@ -47,6 +47,8 @@ teardown() {
 		pkill -P "$(cat "$f")" 2> /dev/null || true
 		kill "$(cat "$f")" 2> /dev/null || true
 	done
+	# a watcher a test left running (it failed before stopping it)
+	[ ! -s "$BATS_TEST_TMPDIR/watcher.pid" ] || kill "$(cat "$BATS_TEST_TMPDIR/watcher.pid")" 2> /dev/null || true
 }
 
 @test "the pipelines are shellcheck-clean" {
@@ -368,4 +370,59 @@ settle() { touch -d '1 minute ago' "$@"; }
 		"$MT_BIN/mt-pt2events" inbox/$n.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
 		cmp byhand.pftrace archive/inbox_$n.tar.zst.pftrace
 	done
+}
+
+# The watcher as a service runs it, not --once (issue 25): it noted each
+# bundle's size in a subshell, so no size was ever the same "at the last
+# look" and it never converted anything. Oracle: the job log (one line a
+# bundle) and a trace made by hand.
+@test "mt-archive-watch running: a bundle is taken once its size holds over a pass, each converted once, nothing left behind" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir inbox tmp
+	"$MT_BIN/mt-bundle" create -o inbox/a.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	settle inbox/a.tar.zst
+	TMPDIR=$PWD/tmp "$PIPES/mt-archive-watch" --interval=1 inbox archive > /dev/null 2>&1 3>&- &
+	local w=$! i
+	echo "$w" > watcher.pid
+	for i in $(seq 300); do [ -s archive/inbox_a.tar.zst.pftrace ] && break; sleep 0.1; done
+	[ -s archive/inbox_a.tar.zst.pftrace ]
+	# one arriving while it runs: taken once it has not changed for a pass
+	"$MT_BIN/mt-bundle" create -o inbox/b.tar.zst "$MT_FIXTURES/libc/plain.data" 2>/dev/null
+	for i in $(seq 300); do [ -s archive/inbox_b.tar.zst.pftrace ] && break; sleep 0.1; done
+	sleep 2.5 # two more passes: nothing converted again
+	kill -TERM "$w"
+	wait "$w" || true
+	[ -s archive/inbox_b.tar.zst.pftrace ]
+	for n in a b; do
+		[ "$(awk -F'\t' -v b="inbox/$n.tar.zst" '$7 == 0 && $9 ~ ("--job " b " ")' archive/joblog | wc -l)" -eq 1 ]
+	done
+	"$MT_BIN/mt-pt2events" inbox/b.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+	cmp byhand.pftrace archive/inbox_b.tar.zst.pftrace
+	[ -z "$(ls tmp)" ] # its list of names went with it
+}
+
+# 1,000 small bundles in the inbox (issue 25): each converted once, and the
+# memory of the pass flat (the largest process of the pass, against the
+# same pass over 100: names go to mt-batch in a file, not held per bundle).
+# A second pass converts none again.
+@test "mt-archive-watch with 1,000 bundles: each converted once, memory flat against 100, none converted twice" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir in100 in1000
+	"$MT_BIN/mt-bundle" create -o one.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	local i
+	for i in $(seq 1000); do
+		[ "$i" -gt 100 ] || cp one.tar.zst "in100/b $i.tar.zst"
+		cp one.tar.zst "in1000/b $i.tar.zst" # a space in every name
+	done
+	settle in100/* in1000/*
+	/usr/bin/time -f %M -o rss100 "$PIPES/mt-archive-watch" --once in100 out100 2> /dev/null
+	/usr/bin/time -f %M -o rss1000 "$PIPES/mt-archive-watch" --once in1000 out1000 2> /dev/null
+	[ "$(awk -F'\t' 'NR > 1 && $2 == "ok"' out1000/summary.tsv | wc -l)" -eq 1000 ]
+	[ "$(awk -F'\t' 'NR > 1 && $7 == 0' out1000/joblog | wc -l)" -eq 1000 ]
+	[ "$(ls out1000/*.pftrace | wc -l)" -eq 1000 ]
+	echo "max RSS: 100 bundles $(cat rss100) KB, 1,000 bundles $(cat rss1000) KB"
+	[ "$(cat rss1000)" -lt $(($(cat rss100) * 3 / 2)) ]
+	"$PIPES/mt-archive-watch" --once in1000 out1000 2> /dev/null
+	[ "$(awk -F'\t' 'NR > 1' out1000/joblog | wc -l)" -eq 1000 ]
+	[ "$(awk -F'\t' 'NR > 1 && $2 == "ok"' out1000/summary.tsv | wc -l)" -eq 1000 ]
 }

@@ -410,3 +410,38 @@ bats_require_minimum_version 1.5.0
 	[ "$stderr" = "mt-pt2events: $t/empty.data: nothing recorded: no trace data and no samples" ]
 	[ ! -e "$t/ev" ]
 }
+
+# ... and through the pipeline (issue 23): mt-pt2events's stream on a pipe
+# said nothing of it, so mt-symbolize and mt-toperfetto exited 0 and left a
+# 0-byte trace; under mt-trace the later stages repeated the error. Oracle:
+# perf report (no samples), and each stage's status.
+@test "an empty recording through the pipeline: every stage exits 1, no trace is left, one message under mt-trace" {
+	cd "$BATS_TEST_TMPDIR"
+	perf record -q -e cpu-clock -c 10000000000 -o empty.data -- true 2> /dev/null
+	perf report -i empty.data --stdio 2>&1 | grep -q 'has no samples'
+	local codes
+	{
+		"$PT2EVENTS" --output-format=binary empty.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null |
+			"$MT_BIN/mt-toperfetto" -o t.pftrace 2> /dev/null
+		codes="${PIPESTATUS[*]}"
+	} || true
+	[ "$codes" = "1 1 1" ]
+	[ ! -e t.pftrace ]
+	# the text stream's last line says why it has nothing
+	run --separate-stderr "$PT2EVENTS" empty.data
+	[ "$status" -eq 1 ]
+	[ "${lines[-1]}" = "# error	empty.data: nothing recorded: no trace data and no samples" ]
+	run --separate-stderr "$BATS_TEST_DIRNAME/../pipelines/mt-trace" decode empty.data -o t2.pftrace
+	[ "$status" -eq 1 ]
+	echo "$stderr"
+	[ "$(grep -c 'nothing recorded' <<< "$stderr")" -eq 1 ]
+	[ -z "$(grep -E '^mt-(symbolize|toperfetto):' <<< "$stderr")" ]
+	[ ! -e t2.pftrace ]
+	# a stage's input that is not a perf.data at all: the same, one message
+	head -c 100 /dev/zero > zero.data
+	run --separate-stderr "$BATS_TEST_DIRNAME/../pipelines/mt-trace" decode zero.data -o t3.pftrace
+	[ "$status" -eq 1 ]
+	[ -z "$(grep -E '^mt-(symbolize|toperfetto):' <<< "$stderr")" ]
+	[[ "$stderr" == *"mt-pt2events: zero.data: "* ]]
+	[ ! -e t3.pftrace ]
+}

@@ -61,11 +61,30 @@ teardown() {
 	TMPDIR=$PWD/tmp run --separate-stderr "$PIPES/mt-trace" run -- "$MT_PROGS/hot"
 	[ "$status" -eq 0 ]
 	[[ "$output" =~ ^[0-9]+$ ]] # the program's own output
-	[[ "$stderr" == *"mt-trace: wrote trace.pftrace"* ]]
 	"$PFCHECK" trace.pftrace --slices > slices
 	[ "$(cut -f3 slices | sort | uniq -c | sort -rn | awk 'NR==1{print $2}')" = hot_loop ]
 	# no temporary recording or extracted bundle is left
 	[ -z "$(ls -A tmp)" ]
+	# it says where the trace is, its size and counts, how to open it, and
+	# keeps the recording beside it (issue 23); perf's line names no file
+	# that is gone (its perf.data in mt-record's temporary directory)
+	[[ "$stderr" == *"mt-trace: wrote $PWD/trace.pftrace ($(stat -c %s trace.pftrace) bytes)"* ]]
+	[[ "$stderr" == *"mt-toperfetto: wrote trace.pftrace: perfetto, $(wc -l < slices) slices, "* ]]
+	[[ "$stderr" == *"open https://ui.perfetto.dev"* ]]
+	[[ "$stderr" == *"mt-trace: the recording is kept in $PWD/trace.tar.zst"* ]]
+	[[ "$stderr" == *"[ perf record: Captured and wrote "*" MB for the bundle"* ]]
+	[[ "$stderr" != *".mt-record."* ]]
+	"$MT_BIN/mt-bundle" manifest trace.tar.zst | grep -q "^command=$MT_PROGS/hot$"
+	# --no-keep: the trace alone; a name's ending chooses the bundle's name
+	TMPDIR=$PWD/tmp "$PIPES/mt-trace" run --no-keep -o t2.json.gz -- "$MT_PROGS/hot" > /dev/null 2>&1
+	gzip -dc t2.json.gz | python3 -c 'import json, sys; json.load(sys.stdin)'
+	[ ! -e t2.tar.zst ]
+	[ ! -e t2.json.tar.zst ]
+	[ -z "$(ls -A tmp)" ]
+	TMPDIR=$PWD/tmp "$PIPES/mt-trace" run -o t3.fxt -- "$MT_PROGS/hot" > /dev/null 2>&1
+	[ -s t3.tar.zst ]
+	"$PIPES/mt-trace" decode t3.tar.zst -o t3again.fxt 2> /dev/null
+	cmp t3.fxt t3again.fxt
 }
 
 @test "mt-trace run -trigger .: the recording ends at the hit, the trace holds the time before it only" {

@@ -522,3 +522,33 @@ PY
 	# a process, its CPU counter and a thread track; a sequence a thread
 	[[ "$output" == *"begins=8000 ends=8000"*"tracks=12000 sequences=4000"* ]]
 }
+
+# The format from the output's name (issue 23): -o t.json wrote protobuf
+# under a JSON name, and --format=json -o t.pftrace said nothing. Oracle:
+# the same stream written with the format given explicitly to a neutral
+# name (byte for byte; gzip's header has no name or time here).
+@test "the output's name picks the format; a --format it contradicts is warned of" {
+	local t=$BATS_TEST_TMPDIR f
+	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" > "$t/ev"
+	for f in pftrace:perfetto perfetto-trace:perfetto pb:perfetto json:json fxt:fxt stacks:stacks \
+		json.gz:json pftrace.gz:perfetto; do
+		"$TOPERFETTO" --format=${f#*:} -o "$t/want.out" "$t/ev"
+		run --separate-stderr "$TOPERFETTO" -o "$t/got.${f%%:*}" "$t/ev"
+		[ "$status" -eq 0 ]
+		[ -z "$stderr" ]
+		case $f in
+		*.gz:*) gzip -dc "$t/got.${f%%:*}" | cmp - "$t/want.out" ;;
+		*) cmp "$t/got.${f%%:*}" "$t/want.out" ;;
+		esac
+	done
+	python3 -c 'import json, sys; json.load(open(sys.argv[1]))' "$t/got.json"
+	# a name that says nothing: perfetto, silently
+	"$TOPERFETTO" -o "$t/plain.out" "$t/ev"
+	"$TOPERFETTO" --format=perfetto -o "$t/want.out" "$t/ev"
+	cmp "$t/plain.out" "$t/want.out"
+	# --format wins, and the contradiction is said
+	run --separate-stderr "$TOPERFETTO" --format=json -o "$t/odd.pftrace" "$t/ev"
+	[ "$status" -eq 0 ]
+	[ "$stderr" = "mt-toperfetto: warning: writing json into $t/odd.pftrace, whose name says perfetto" ]
+	cmp "$t/odd.pftrace" "$t/got.json"
+}

@@ -542,28 +542,36 @@ int main(int argc, char **argv)
 	}
 	if (bar.shown)
 		fputs("\r\033[K", stderr); /* the bar goes; messages follow on a clean line */
+	uint64_t nevents = 0;
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+		nevents += st.by_kind[k];
+	/* perf report says "no samples" and exits 0; an empty result is not a
+	 * success here (mt-guarantees(7)) */
+	bool empty = !rc && !nevents && !st.insns && !st.pt_bytes;
+	char emsg[4200] = "";
+	if (rc)
+		snprintf(emsg, sizeof emsg, "%.4000s", err.msg);
+	else if (empty)
+		snprintf(emsg, sizeof emsg, "%.4000s: nothing recorded: no trace data and no samples",
+			 ptpath ? ptpath : in_name);
+	/* the stream says it stops short: a reader downstream (a pipe cannot
+	 * be taken back) exits non-zero instead of writing a complete-looking
+	 * result */
+	if (emsg[0])
+		mt_events_write_error(&w, emsg);
 	struct mt_err werr = {0};
 	int wrc = mt_events_writer_finish(&w, &werr);
-	if (rc) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
+	if (emsg[0]) {
+		fprintf(stderr, PROG ": %s\n", emsg);
 		status = EXIT_DATA;
 	}
 	if (wrc) {
 		fprintf(stderr, PROG ": %s\n", werr.msg);
 		status = EXIT_DATA;
+		empty = false;
 	}
 	if (damaged)
 		status = EXIT_DATA;
-	uint64_t nevents = 0;
-	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
-		nevents += st.by_kind[k];
-	bool empty = !rc && !wrc && !nevents && !st.insns && !st.pt_bytes;
-	if (empty) {
-		/* perf report says "no samples" and exits 0; an empty result is
-		 * not a success here (mt-guarantees(7)) */
-		fprintf(stderr, PROG ": %s: nothing recorded: no trace data and no samples\n", ptpath ? ptpath : in_name);
-		status = EXIT_DATA;
-	}
 	if (status && (rc || wrc || empty)) {
 		mt_outfile_abort(&of);
 	} else if (mt_outfile_commit(&of, &err)) {

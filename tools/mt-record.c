@@ -493,8 +493,16 @@ int main(int argc, char **argv)
 		return 0;
 	}
 
+	if (tmpdir[0]) {
+		/* perf names the perf.data it wrote, which is gone once the
+		 * bundle holds it */
+		r.perf.hide_path = tmpdata;
+		r.perf.hide_as = "for the bundle";
+	}
 	if (mt_perfctl_start(&r.perf, args, &err) || mt_perfctl_ready(&r.perf, &err)) {
 		/* perf's end is told once, with the hint */
+		if (r.perf.exited)
+			mt_perfctl_relay_join(&r.perf);
 		rc = r.perf.exited ? perf_status(r.perf.status, &caps, " before it was ready") : 0;
 		if (!rc) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
@@ -537,6 +545,7 @@ int main(int argc, char **argv)
 	mt_recording_set_duration(&r, duration_ms);
 	enum mt_record_end why = mt_recording_run(&r);
 	mt_recording_stop(&r, why);
+	mt_perfctl_relay_join(&r.perf); /* perf's last words before ours */
 	int perf_rc = perf_status(r.perf.status, &caps, "");
 	if (pipe_mode) {
 		/* perf's stream is complete: let the reader finish now, not when

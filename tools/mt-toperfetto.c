@@ -29,11 +29,14 @@ static void usage(FILE *f)
 "and write a timeline of every function call.\n"
 "\n"
 "  -o, --output=FILE        write to FILE (atomically) instead of stdout\n"
-"      --format=FORMAT      perfetto (default: Perfetto protobuf, .pftrace),\n"
-"                           json (Chrome JSON, Trace Event Format), fxt (Fuchsia\n"
-"                           trace format, for magic-trace's viewer), or stacks\n"
-"                           (text: TIME BEGIN|END NAME, magic-trace's test\n"
-"                           format, times since the first event)\n"
+"      --format=FORMAT      perfetto (Perfetto protobuf, .pftrace), json (Chrome\n"
+"                           JSON, Trace Event Format), fxt (Fuchsia trace format,\n"
+"                           for magic-trace's viewer), or stacks (text: TIME\n"
+"                           BEGIN|END NAME, magic-trace's test format, times\n"
+"                           since the first event). Default: what the output's\n"
+"                           name ends in (.pftrace, .perfetto-trace, .pb, .json,\n"
+"                           .fxt, .stacks), else perfetto; a --format\n"
+"                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
 "      --filter=START,STOP  write only what runs from each call to START up to\n"
 "                           the next call to STOP (one pass; unpaired calls\n"
@@ -44,6 +47,9 @@ static void usage(FILE *f)
 "                           out; 0: no bound. Default 262144 (16 MB).\n"
 "                           A slice whose inferred start reaches back past a\n"
 "                           write-out starts at the write-out instead.\n"
+"      --stats              say on stderr, at the end, what was written: the\n"
+"                           output, its slices, instants, counter values and\n"
+"                           threads (one line, fields as mt-toperfetto(1) says)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -86,13 +92,15 @@ int main(int argc, char **argv)
 		{"no-annotate-inferred", no_argument, NULL, 'A'},
 		{"filter", required_argument, NULL, 'f'},
 		{"window", required_argument, NULL, 'w'},
+		{"stats", no_argument, NULL, 'S'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	const char *out = "-";
 	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS } format = FMT_PERFETTO;
-	bool annotate = true;
+	bool format_given = false;
+	bool annotate = true, stats = false;
 	char *filter = NULL, *filter_stop = NULL;
 	size_t window = MT_PFTRACE_WINDOW;
 	int c;
@@ -100,6 +108,7 @@ int main(int argc, char **argv)
 		switch (c) {
 		case 'o': out = optarg; break;
 		case 'F':
+			format_given = true;
 			if (!strcmp(optarg, "perfetto"))
 				format = FMT_PERFETTO;
 			else if (!strcmp(optarg, "stacks"))
@@ -114,6 +123,7 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'A': annotate = false; break;
+		case 'S': stats = true; break;
 		case 'f':
 			filter = optarg;
 			filter_stop = strchr(optarg, ',');
@@ -146,16 +156,26 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
+	static const enum mt_pftrace_format formats[] = {
+		[FMT_PERFETTO] = MT_PFTRACE_PROTO, [FMT_JSON] = MT_PFTRACE_JSON, [FMT_FXT] = MT_PFTRACE_FXT,
+		[FMT_STACKS] = MT_PFTRACE_STACKS,
+	};
+	enum mt_pftrace_format named;
+	if (strcmp(out, "-") && mt_pftrace_format_of_name(out, &named)) {
+		if (!format_given)
+			for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
+				if (formats[i] == named)
+					format = i;
+		if (formats[format] != named)
+			fprintf(stderr, PROG ": warning: writing %s into %s, whose name says %s\n",
+				mt_pftrace_format_name(formats[format]), out, mt_pftrace_format_name(named));
+	}
 	struct mt_filterio io;
 	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
 	struct mt_err err = {0};
 	struct mt_pftrace *pf = NULL;
 	struct mt_cs_sink sink;
-	static const enum mt_pftrace_format formats[] = {
-		[FMT_PERFETTO] = MT_PFTRACE_PROTO, [FMT_JSON] = MT_PFTRACE_JSON, [FMT_FXT] = MT_PFTRACE_FXT,
-		[FMT_STACKS] = MT_PFTRACE_STACKS,
-	};
 	size_t ol = strlen(out);
 	bool gz = format != FMT_STACKS && ol > 3 && !strcmp(out + ol - 3, ".gz");
 	pf = mt_pftrace_new(io.out.f, formats[format], gz);
@@ -213,7 +233,8 @@ int main(int argc, char **argv)
 	}
 	mt_cs_finish(cs);
 	bool wfail = false;
-	if (mt_pftrace_finish(pf, NULL, &err)) {
+	struct mt_pftrace_stats st = {0};
+	if (mt_pftrace_finish(pf, &st, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
 		wfail = true; /* no output file left looking complete */
@@ -229,5 +250,15 @@ int main(int argc, char **argv)
 	 * file is not left under its name (the timeline formats say so inside) */
 	if (format == FMT_STACKS && (rc < 0 || io.reader.upstream_error))
 		wfail = true;
-	return mt_filterio_close(&io, status, wfail);
+	/* nor a trace with nothing in it, not even the mark of the damage: a
+	 * writer upstream that failed at once (an empty recording) */
+	if ((rc < 0 || io.reader.upstream_error) && !st.slices && !st.instants && !st.counters)
+		wfail = true;
+	status = mt_filterio_close(&io, status, wfail);
+	if (stats && !status)
+		fprintf(stderr, PROG ": wrote %s: %s, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
+			" counter values, %" PRIu64 " threads\n",
+			strcmp(out, "-") ? out : "standard output", mt_pftrace_format_name(formats[format]), st.slices,
+			st.instants, st.counters, st.threads);
+	return status;
 }

@@ -28,7 +28,7 @@ int mt_perfctl_init(struct mt_perfctl *p, const char *version, enum mt_snapshot_
 		    int *perf_ack, struct mt_err *err)
 {
 	*p = (struct mt_perfctl){.ctl_w = -1, .ack_r = -1, .ctl_r = -1, .ack_w = -1, .when = when,
-				 .ack_timeout_ms = 8000};
+				 .ack_timeout_ms = 8000, .relay_r = -1};
 	if (!version || sscanf(version, "%d.%d", &p->major, &p->minor) != 2)
 		return mt_err_set(err, MT_EUSAGE, "perf version '%s' not understood", version ? version : "");
 	*perf_ctl = *perf_ack = -1;
@@ -53,13 +53,55 @@ int mt_perfctl_init(struct mt_perfctl *p, const char *version, enum mt_snapshot_
 	return 0;
 }
 
+/* Copies perf's standard error to ours line by line, hide_path written as
+ * hide_as. */
+static void *relay_stderr(void *arg)
+{
+	struct mt_perfctl *p = arg;
+	FILE *in = fdopen(p->relay_r, "r");
+	if (!in) {
+		close(p->relay_r);
+		return NULL;
+	}
+	char *line = NULL;
+	size_t cap = 0, hl = strlen(p->hide_path);
+	ssize_t n;
+	while ((n = getline(&line, &cap, in)) > 0) {
+		char *at, *from = line;
+		while (hl && (at = strstr(from, p->hide_path))) {
+			fwrite(from, 1, (size_t)(at - from), stderr);
+			fputs(p->hide_as, stderr);
+			from = at + hl;
+		}
+		fputs(from, stderr);
+		fflush(stderr);
+	}
+	free(line);
+	fclose(in);
+	return NULL;
+}
+
 int mt_perfctl_start(struct mt_perfctl *p, char *const argv[], struct mt_err *err)
 {
+	int relay[2] = {-1, -1};
+	if (p->hide_path && pipe(relay) < 0)
+		return mt_err_set(err, MT_EIO, "pipe: %s", strerror(errno));
+	if (relay[0] >= 0)
+		fcntl(relay[0], F_SETFD, FD_CLOEXEC);
 	pid_t parent = getpid();
 	pid_t pid = fork();
-	if (pid < 0)
+	if (pid < 0) {
+		if (relay[0] >= 0) {
+			close(relay[0]);
+			close(relay[1]);
+		}
 		return mt_err_set(err, MT_EIO, "fork: %s", strerror(errno));
+	}
 	if (pid == 0) {
+		if (relay[1] >= 0) {
+			dup2(relay[1], 2);
+			close(relay[1]);
+		}
 		setpgid(0, 0);
 		prctl(PR_SET_PDEATHSIG, SIGKILL);
 		if (getppid() != parent)
@@ -71,6 +113,15 @@ int mt_perfctl_start(struct mt_perfctl *p, char *const argv[], struct mt_err *er
 	}
 	setpgid(pid, pid); /* both sides, so it holds before either runs on */
 	p->pid = pid;
+	if (relay[1] >= 0) {
+		close(relay[1]);
+		p->relay_r = relay[0];
+		p->relaying = !pthread_create(&p->relay, NULL, relay_stderr, p);
+		if (!p->relaying) {
+			close(p->relay_r); /* perf's messages are lost, not its run */
+			p->relay_r = -1;
+		}
+	}
 	if (p->ctl_r >= 0) {
 		close(p->ctl_r);
 		close(p->ack_w);
@@ -245,8 +296,18 @@ void mt_perfctl_kill(struct mt_perfctl *p)
 	}
 }
 
+void mt_perfctl_relay_join(struct mt_perfctl *p)
+{
+	if (p->relaying) {
+		pthread_join(p->relay, NULL);
+		p->relaying = false;
+		p->relay_r = -1;
+	}
+}
+
 void mt_perfctl_close(struct mt_perfctl *p)
 {
+	mt_perfctl_relay_join(p);
 	int *fds[] = {&p->ctl_w, &p->ack_r, &p->ctl_r, &p->ack_w};
 	for (size_t i = 0; i < sizeof fds / sizeof *fds; i++)
 		if (*fds[i] >= 0) {

@@ -8,6 +8,7 @@
 #ifndef MT_PERFCTL_H
 #define MT_PERFCTL_H
 
+#include <pthread.h>
 #include <stdbool.h>
 #include <sys/types.h>
 
@@ -26,6 +27,13 @@ struct mt_perfctl {
 	bool exited;                /* reaped; status is its wait status */
 	int status;
 	unsigned ack_timeout_ms;    /* 8000, as magic-trace */
+	/* set before start: perf's standard error passes through a relay that
+	 * writes hide_as for hide_path (a temporary perf.data, removed before
+	 * anyone could open it: perf's "Captured and wrote PATH") */
+	const char *hide_path, *hide_as;
+	int relay_r;                /* our end of perf's stderr; -1 without */
+	bool relaying;
+	pthread_t relay;
 };
 
 /* Sets up for a perf of version "MAJOR.MINOR[...]": the control pipes when
@@ -56,6 +64,9 @@ bool mt_perfctl_poll_exit(struct mt_perfctl *p);
 void mt_perfctl_kill(struct mt_perfctl *p);
 /* Closes the pipes. */
 void mt_perfctl_close(struct mt_perfctl *p);
+/* Waits until perf's standard error has all passed the relay (its end
+ * closed: perf exited); nothing without a relay. */
+void mt_perfctl_relay_join(struct mt_perfctl *p);
 /* CLOCK_MONOTONIC in milliseconds: the deadlines of commands and sessions. */
 long mt_monotonic_ms(void);
 

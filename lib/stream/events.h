@@ -133,6 +133,7 @@ struct mt_events_reader {
 	size_t arena_cap, arena_used;
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;
+	bool empty; /* opening failed: not one byte (a writer that failed first) */
 	char upstream_msg[256];
 };
 

@@ -148,8 +148,10 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 	char *first = next_line(r, err);
 	if (err->code)
 		return err->code;
-	if (!first)
+	if (!first) {
+		r->empty = true;
 		return mt_err_set(err, MT_EFORMAT, "%s: empty input, not an mt event stream", name);
+	}
 	int version;
 	if (sscanf(first, "# mt-events %d", &version) != 1)
 		return mt_err_set(err, MT_EFORMAT, "%s: not an mt event stream (no '# mt-events' line)", name);
@@ -163,8 +165,11 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
 {
 	int rc = reader_open(r, in, name, err);
-	if (rc)
+	if (rc) {
+		bool empty = r->empty;
 		mt_events_reader_close(r);
+		r->empty = empty;
+	}
 	return rc;
 }
 

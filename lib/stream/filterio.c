@@ -2,7 +2,19 @@
 #include "stream/filterio.h"
 
 #include <errno.h>
+#include <stdlib.h>
 #include <string.h>
+
+/* MT_UPSTREAM_REPORTED set: the stream's writer shares our standard error
+ * (mt-trace and mt-batch set it for the later stages of their pipelines),
+ * so what it said is not said again: an upstream error line, or an empty
+ * stream from a writer that failed before writing. The exit status is 1
+ * all the same. */
+static bool upstream_reported(void)
+{
+	const char *e = getenv("MT_UPSTREAM_REPORTED");
+	return e && *e;
+}
 
 int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_path, const char *out_path)
 {
@@ -15,8 +27,13 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 	}
 	struct mt_err err = {0};
 	io->have_reader = true;
-	if (mt_events_reader_open(&io->reader, io->in, strcmp(in_path, "-") ? in_path : "standard input", &err) ||
-	    mt_outfile_open(&io->out, out_path, &err)) {
+	if (mt_events_reader_open(&io->reader, io->in, strcmp(in_path, "-") ? in_path : "standard input", &err)) {
+		if (!(upstream_reported() && io->reader.empty))
+			fprintf(stderr, "%s: %s\n", prog, err.msg);
+		mt_filterio_close(io, 1, true);
+		return 1;
+	}
+	if (mt_outfile_open(&io->out, out_path, &err)) {
 		fprintf(stderr, "%s: %s\n", prog, err.msg);
 		mt_filterio_close(io, 1, true);
 		return 1;
@@ -28,8 +45,9 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 int mt_filterio_close(struct mt_filterio *io, int status, bool failed)
 {
 	if (io->have_reader && io->reader.upstream_error && !status) {
-		fprintf(stderr, "%s: %s: the stream is incomplete: %s\n", io->prog, io->reader.name,
-			io->reader.upstream_msg);
+		if (!upstream_reported())
+			fprintf(stderr, "%s: %s: the stream is incomplete: %s\n", io->prog, io->reader.name,
+				io->reader.upstream_msg);
 		status = 1;
 	}
 	if (io->have_out) {

@@ -261,6 +261,40 @@ static void a_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const c
 		pf->ops->instant(&t->w, time, name);
 }
 
+static const struct {
+	const char *ending;
+	enum mt_pftrace_format format;
+} format_endings[] = {
+	{".pftrace", MT_PFTRACE_PROTO}, {".perfetto-trace", MT_PFTRACE_PROTO}, {".pb", MT_PFTRACE_PROTO},
+	{".json", MT_PFTRACE_JSON},     {".fxt", MT_PFTRACE_FXT},              {".stacks", MT_PFTRACE_STACKS},
+};
+
+bool mt_pftrace_format_of_name(const char *name, enum mt_pftrace_format *format)
+{
+	size_t n = strlen(name);
+	if (n > 3 && !strcmp(name + n - 3, ".gz"))
+		n -= 3;
+	for (size_t i = 0; i < sizeof format_endings / sizeof *format_endings; i++) {
+		size_t e = strlen(format_endings[i].ending);
+		if (n > e && !strncmp(name + n - e, format_endings[i].ending, e)) {
+			*format = format_endings[i].format;
+			return true;
+		}
+	}
+	return false;
+}
+
+const char *mt_pftrace_format_name(enum mt_pftrace_format format)
+{
+	switch (format) {
+	case MT_PFTRACE_PROTO: return "perfetto";
+	case MT_PFTRACE_JSON: return "json";
+	case MT_PFTRACE_FXT: return "fxt";
+	case MT_PFTRACE_STACKS: return "stacks";
+	}
+	return "?";
+}
+
 struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool gzip)
 {
 	static const struct mt_tl_ops *const ops[] = {
@@ -535,8 +569,10 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	else if (pf->write_failed || fflush(pf->out))
 		rc = mt_err_set(err, MT_EIO, "writing the trace: %s",
 				strerror(pf->write_failed ? pf->write_errno : errno));
-	if (st)
+	if (st) {
 		*st = pf->st;
+		st->threads = pf->nthreads;
+	}
 	for (size_t i = 0; i < pf->nthreads; i++) {
 		struct pthread *t = pf->threads[i];
 		free(t->items);

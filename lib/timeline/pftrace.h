@@ -51,6 +51,14 @@ enum mt_pftrace_format {
 	MT_PFTRACE_STACKS,    /* text, magic-trace's test format, in the order the stacks arrive */
 };
 
+/* The format an output's name asks for by its ending, a .gz after it
+ * aside: .pftrace, .perfetto-trace, .pb (Perfetto); .json; .fxt; .stacks
+ * (magic-trace's stacks text, not folded stacks: .folded names none).
+ * false when the name asks for none. */
+bool mt_pftrace_format_of_name(const char *name, enum mt_pftrace_format *format);
+/* The format's name, as --format spells it. */
+const char *mt_pftrace_format_name(enum mt_pftrace_format format);
+
 /* gzip: compress what is written (level 6). */
 struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool gzip);
 /* The sink to give callstack. */
@@ -61,6 +69,7 @@ void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta);
 void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg);
 struct mt_pftrace_stats {
 	uint64_t packets, bytes, slices, instants, counters, depth_dropped, clamped;
+	uint64_t threads; /* filled by mt_pftrace_finish */
 };
 
 /* Items held before every thread writes out what it holds (0: no bound;

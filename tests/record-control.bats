@@ -41,7 +41,7 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ -n "$pid" ]
 	# ... and perf got exactly magic-trace's arguments for it
 	fds=$(sed -n 's/.*--control=fd:\([0-9]*,[0-9]*\).*/\1/p' "$FAKEPERF_LOG")
-	want=$("$MT_BIN/mt-perfargs" --caps "$BATS_TEST_TMPDIR/caps" --shell --pid="$pid" --control-fds="$fds" -o DIR 2>/dev/null)
+	want=$("$MT_BIN/mt-perfargs" --caps "$BATS_TEST_TMPDIR/caps" --shell --pid="$pid" --control-fds="$fds" -C DIR 2>/dev/null)
 	got=$(sed -n 's|^argv ||p' "$FAKEPERF_LOG" | sed "s|-o $BATS_TEST_TMPDIR/out.data|-o DIR/perf.data|")
 	[ -n "$got" ]
 	[ "$got" = "${want#perf }" ]
@@ -162,7 +162,7 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[[ "$stderr" == *"/nonexistent/perf: not found, or 'perf --version' failed"* ]]
 	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --callgraph=lbr -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
 	[ "$status" -eq 2 ]
-	[[ "$stderr" == *"-callgraph-mode is for sampling, not Intel PT"* ]]
+	[[ "$stderr" == *"mt-record: --callgraph is for sampling, not Intel PT"* ]]
 	run --separate-stderr "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --sampling --multi-snapshot --trigger=. -o "$BATS_TEST_TMPDIR/f.data" -- "$TRIGGER" 1 31998
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"--multi-snapshot is for Intel PT snapshots, not sampling"* ]]

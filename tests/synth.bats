@@ -2,6 +2,7 @@
 # mt-synth's command line (its output is checked in decode-synth.bats).
 
 load helpers
+bats_require_minimum_version 1.5.0
 
 @test "mt-synth: --help, --version, --list-variants" {
 	run "$SYNTH" --help
@@ -60,4 +61,16 @@ load helpers
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"--hit: no function 'no_such_function'"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/plain.data" ]
+}
+
+# -o DIR that is not there yet (issue 23): it said "not a directory". Made,
+# as mkdir would; a file there is still refused, by name.
+@test "mt-synth -o a missing directory makes it; a file there is refused" {
+	cd "$BATS_TEST_TMPDIR"
+	"$MT_BIN/mt-synth" -q -o new --variants plain -- "$MT_PROGS/flow" > /dev/null 2>&1
+	[ -s new/plain.data ]
+	touch afile
+	run --separate-stderr "$MT_BIN/mt-synth" -q -o afile --variants plain -- "$MT_PROGS/flow"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-synth: afile: not a directory" ]
 }

@@ -552,3 +552,23 @@ PY
 	[ "$stderr" = "mt-toperfetto: warning: writing json into $t/odd.pftrace, whose name says perfetto" ]
 	cmp "$t/odd.pftrace" "$t/got.json"
 }
+
+# The CPU frequency counter track (issue 23): every process got one, so a
+# sampling trace (which has no CPU frequency) showed an empty "CPU" track.
+# Oracle: pfcheck's count of the values on each counter track; the real
+# Intel PT trace with a frequency change (magic-trace's demo) keeps it.
+@test "a CPU counter track only for a process with values on it" {
+	local t=$BATS_TEST_TMPDIR f
+	for f in "$MT_FIXTURES"/flow/*.data "$MT_GOLD/hello_world_userspace.perf" "$MT_GOLD/c_demo_sampling.perf"; do
+		"$MT_BIN/mt-pt2events" "$f" 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null |
+			"$TOPERFETTO" -o "$t/c.pftrace" 2> /dev/null || true
+		run "$PFCHECK" "$t/c.pftrace"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *" empty_counter_tracks=0"* ]] || { echo "$f: $output"; false; }
+	done
+	[[ "$output" == *" counters=0 "*" counter_tracks=0 "* ]] # the sampling trace, last
+	"$MT_BIN/mt-pt2events" "$MT_GOLD/demo_with_branch_misses.perf" | "$MT_BIN/mt-symbolize" |
+		"$TOPERFETTO" -o "$t/d.pftrace" 2> /dev/null
+	run "$PFCHECK" "$t/d.pftrace"
+	[[ "$output" == *" counters=1 "*" counter_tracks=1 empty_counter_tracks=0"* ]]
+}

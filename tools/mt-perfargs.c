@@ -35,7 +35,7 @@ static void usage(FILE *f)
 "      --sampling               stack sampling instead of Intel PT\n"
 "      --callgraph=MODE         lbr, lbr-no-stitch, fp or dwarf (sampling)\n"
 "      --pid=PIDS               PID[,PID...] (default: the word PID)\n"
-"  -o, --working-directory=DIR  where perf.data goes (default .)\n"
+"  -C, --working-directory=DIR  where perf.data goes (default .)\n"
 "      --perf=PATH              argv[0] (default perf)\n"
 "      --control-fds=R,W        the --control=fd:R,W pair (default 3,4)\n"
 "      --shell                  one shell-quoted line instead\n"
@@ -82,9 +82,9 @@ int main(int argc, char **argv)
 		{"sampling", no_argument, NULL, 'P'},
 		{"callgraph", required_argument, NULL, 'g'},
 		{"pid", required_argument, NULL, 'p'},
-		{"working-directory", required_argument, NULL, 'o'},
+		{"working-directory", required_argument, NULL, 'W'},
 		{"perf", required_argument, NULL, 'x'},
-		{"control-fds", required_argument, NULL, 'C'},
+		{"control-fds", required_argument, NULL, 'K'},
 		{"shell", no_argument, NULL, 'q'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -97,7 +97,7 @@ int main(int argc, char **argv)
 	const char *caps_path = NULL;
 	bool shell = false;
 	int c;
-	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
+	while ((c = getopt_long(argc, argv, "C:hV", opts, NULL)) != -1) {
 		switch (c) {
 		case 'c': caps_path = optarg; break;
 		case 'r':
@@ -126,9 +126,10 @@ int main(int argc, char **argv)
 				return bad("--callgraph", optarg);
 			break;
 		case 'p': o.pids = optarg; break;
-		case 'o': o.dir = optarg; break;
-		case 'x': o.perf = optarg; break;
 		case 'C':
+		case 'W': o.dir = optarg; break;
+		case 'x': o.perf = optarg; break;
+		case 'K':
 			if (sscanf(optarg, "%d,%d", &o.ctl_fd, &o.ack_fd) != 2)
 				return bad("--control-fds", optarg);
 			break;
@@ -155,6 +156,11 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s: not mt-caps output (key=value lines)\n", caps_path ? caps_path : "standard input");
 		return 1;
 	}
+	if (!caps.n) {
+		fprintf(stderr, PROG ": %s: empty: no mt-caps output (try: mt-caps | " PROG ")\n",
+			caps_path ? caps_path : "standard input");
+		return 1;
+	}
 	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
 	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
 	struct mt_perfargs a;
@@ -164,7 +170,7 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	for (int i = 0; i < a.nwarn; i++)
-		fprintf(stderr, "%s\n", a.warn[i]);
+		fprintf(stderr, PROG ": %s\n", a.warn[i]);
 	for (int i = 0; i < a.argc; i++) {
 		if (shell) {
 			if (i)

@@ -458,9 +458,9 @@ int main(int argc, char **argv)
 	 * callgraph default is fp here, and the sampling fallback is said in
 	 * mt-record's words */
 	for (int i = 0; i < a.nwarn; i++)
-		if (strncmp(a.warn[i], "Warning: [-callgraph-mode]", 26) &&
-		    strncmp(a.warn[i], "Intel PT support not found.", 27))
-			fprintf(stderr, "%s\n", a.warn[i]);
+		if (strncmp(a.warn[i], "warning: --callgraph defaults to", 32) &&
+		    strncmp(a.warn[i], "no Intel PT on this machine", 27))
+			fprintf(stderr, PROG ": %s\n", a.warn[i]);
 	if (sampling && !o.sampling)
 		fprintf(stderr, PROG ": no Intel PT on this machine: stack sampling on %s instead\n",
 			mt_caps_get(&caps, "sampling.event") ? mt_caps_get(&caps, "sampling.event") : "cycles");

@@ -254,8 +254,17 @@ int main(int argc, char **argv)
 		}
 	}
 	free(list);
+	/* a missing output directory is made (one level, as mkdir would) */
 	struct stat st;
-	if (stat(dir, &st) < 0 || !S_ISDIR(st.st_mode)) {
+	if (stat(dir, &st) < 0 && errno == ENOENT && mkdir(dir, 0755) < 0) {
+		fprintf(stderr, PROG ": %s: cannot make the directory: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (stat(dir, &st) < 0) {
+		fprintf(stderr, PROG ": %s: %s\n", dir, strerror(errno));
+		return 1;
+	}
+	if (!S_ISDIR(st.st_mode)) {
 		fprintf(stderr, PROG ": %s: not a directory\n", dir);
 		return 1;
 	}

@@ -181,32 +181,32 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 	memset(a, 0, sizeof *a);
 	int major, minor;
 	if (perf_version(caps, &major, &minor))
-		return mt_err_set(err, MT_EUSAGE, "unable to interpret perf version string (no usable perf in the caps)");
+		return mt_err_set(err, MT_EUSAGE, "no perf version in the capabilities read (is the input mt-caps output? try: mt-caps | mt-perfargs)");
 	bool old54 = major < 5 || (major == 5 && minor < 4), ge510 = major > 5 || (major == 5 && minor >= 10);
 	bool ge55 = major > 5 || (major == 5 && minor >= 5);
 	/* sampling when asked, or forced when there is no Intel PT */
 	bool sampling = o->sampling || !cap(caps, "intel_pt");
 	if (!o->sampling && sampling)
-		warn(a, "Intel PT support not found. magic-trace will continue and use sampling instead.");
+		warn(a, "no Intel PT on this machine: stack sampling instead");
 	if (sampling && o->res == MT_RES_CUSTOM)
-		return mt_err_set(err, MT_EUSAGE, "-timer-resolution Custom is for Intel PT, not sampling");
+		return mt_err_set(err, MT_EUSAGE, "--timer-resolution=custom:... is for Intel PT, not sampling");
 	if (!sampling && o->res == MT_RES_SAMPLE)
-		return mt_err_set(err, MT_EUSAGE, "-timer-resolution Sample is for sampling, not Intel PT");
+		return mt_err_set(err, MT_EUSAGE, "--timer-resolution=sample:... is for sampling, not Intel PT");
 	if (!sampling && o->callgraph != MT_CG_DEFAULT)
-		return mt_err_set(err, MT_EUSAGE, "-callgraph-mode is for sampling, not Intel PT");
+		return mt_err_set(err, MT_EUSAGE, "--callgraph is for sampling, not Intel PT");
 	bool lbr = cap(caps, "last_branch_record");
 	if (sampling && (o->callgraph == MT_CG_LBR || o->callgraph == MT_CG_LBR_NO_STITCH) && !lbr)
-		return mt_err_set(err, MT_EUSAGE, "-callgraph-mode lbr needs last branch record support (pdcm)");
+		return mt_err_set(err, MT_EUSAGE, "--callgraph=lbr needs last branch record support (the CPU's pdcm flag)");
 	if ((o->scope == MT_SCOPE_K || o->scope == MT_SCOPE_UK) && !cap(caps, "kernel_tracing") &&
 	    !getenv("MAGIC_TRACE_PERF_IS_PRIVILEGED") && !getenv("MT_PERF_IS_PRIVILEGED"))
-		return mt_err_set(err, MT_EUSAGE, "magic-trace must be run as root in order to trace the kernel");
+		return mt_err_set(err, MT_EUSAGE, "tracing the kernel (--scope=k or uk) needs root, CAP_PERFMON or perf_event_paranoid <= 1 (MT_PERF_IS_PRIVILEGED=1: perf is privileged another way)");
 	const char *sel = o->scope == MT_SCOPE_U ? "u" : o->scope == MT_SCOPE_K ? "k" : "uk";
 
 	char primary[256];
 	enum mt_resolution res = o->res;
 	if (!sampling && (res == MT_RES_NORMAL || res == MT_RES_HIGH) && !cap(caps, "configurable_psb_period")) {
-		warn(a, "Warning: This machine has an older generation processor, timing granularity will be ~1us "
-			"instead of ~10ns. Consider using a newer machine.");
+		warn(a, "warning: this CPU cannot set the PSB period: times are good to ~1 us, not ~10 ns "
+			"(--timer-resolution=low)");
 		res = MT_RES_LOW;
 	}
 	if (!sampling) {
@@ -287,26 +287,24 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 		if (ge55)
 			arg(a, "--kcore");
 		else
-			warn(a, "Warning: old perf version detected! perf userspace tools v5.5 contain an important feature, "
-				"kcore, that make decoding kernel traces more reliable. In our experience, tracing the "
-				"kernel mostly works without this feature, but you may run into problems if you're trying "
-				"to trace through self-modifying code (the kernel may do this more than you think). Install "
-				"a perf version >= 5.5 to avoid this.");
+			warn(a, "warning: perf %d.%d has no --kcore (5.5 and later): kernel code that changes while "
+				"traced (the kernel patches itself) may decode wrong; install perf 5.5 or later",
+			     major, minor);
 	}
 	if (o->snapshot_size) {
 		if (sampling) {
-			warn(a, "Warning: -snapshot-size is ignored when sampling.");
+			warn(a, "warning: --snapshot-size is for Intel PT: ignored when sampling");
 		} else {
 			/* whole pages, a power of two of them, clamped to [4 KiB, 2^48 B] */
 			char was[32], now[32];
 			uint64_t pages = (o->snapshot_size + 4095) / 4096, p2 = 1;
 			if (o->snapshot_size < 4096) {
 				fmt_bytes(was, sizeof was, o->snapshot_size);
-				warn(a, "Rounding small bytes, %s, up to the minimum of 4K.", was);
+				warn(a, "warning: --snapshot-size=%s rounded up to the minimum, 4K", was);
 				pages = 1;
 			} else if (o->snapshot_size > (1ULL << 48)) {
 				fmt_bytes(was, sizeof was, o->snapshot_size);
-				warn(a, "Rounding large bytes, %s, down to the maximum of 256T.", was);
+				warn(a, "warning: --snapshot-size=%s rounded down to the maximum, 256T", was);
 				pages = (1ULL << 48) / 4096;
 			}
 			while (p2 < pages)
@@ -314,7 +312,7 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 			if (p2 * 4096 != o->snapshot_size && o->snapshot_size >= 4096 && o->snapshot_size <= (1ULL << 48)) {
 				fmt_bytes(was, sizeof was, o->snapshot_size);
 				fmt_bytes(now, sizeof now, p2 * 4096);
-				warn(a, "Rounding %s up to the next power of two number of pages, %s.", was, now);
+				warn(a, "warning: --snapshot-size=%s rounded up to a power of two of pages, %s", was, now);
 			}
 			arg(a, "-m,%" PRIu64, p2);
 		}
@@ -323,10 +321,8 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 		enum mt_callgraph cg = o->callgraph;
 		if (cg == MT_CG_DEFAULT) {
 			cg = lbr ? MT_CG_LBR : MT_CG_DWARF;
-			warn(a, lbr ? "Warning: [-callgraph-mode] is defaulting to [Last_branch_record] which may lose data "
-				      "and has limited callstack depth."
-				    : "Warning: [-callgraph-mode] is defaulting to [Dwarf] which may have high overhead and "
-				      "decoding time.");
+			warn(a, lbr ? "warning: --callgraph defaults to lbr, which may lose data and keeps shallow stacks"
+				    : "warning: --callgraph defaults to dwarf, which costs time and space recording and decoding");
 		}
 		arg(a, "--call-graph");
 		arg(a, "%s", cg == MT_CG_FP ? "fp" : cg == MT_CG_DWARF ? "dwarf" : "lbr");

@@ -584,6 +584,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	}
 	free(pf->threads);
 	free(pf->pids);
+	free(pf->cpu_pids);
 	free(pf->late);
 	free(pf->comms);
 	free(pf->extra_names);

@@ -54,17 +54,6 @@ static void proto_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 		pd.pid = (int32_t)t->pid;
 		pd.process_name = (char *)(pname ? pname : "");
 		track_packet(pf, t0, &td);
-		/* the CPU frequency counter of this process */
-		Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
-		Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
-		cd.has_uuid = true;
-		cd.uuid = UUID_COUNTER(t->pid);
-		cd.has_parent_uuid = true;
-		cd.parent_uuid = UUID_PROCESS(t->pid);
-		cd.name = "CPU";
-		cnt.unit_name = "MHz";
-		cd.counter = &cnt;
-		track_packet(pf, t0, &cd);
 	}
 	Perfetto__Protos__ThreadDescriptor thd = PERFETTO__PROTOS__THREAD_DESCRIPTOR__INIT;
 	Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
@@ -290,8 +279,36 @@ static void proto_sample(struct seqw *w, uint64_t time, const char *name, uint32
 	emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, name, track, ip, false, 0);
 }
 
+/* The CPU frequency counter track of the thread's process, described at
+ * its first value (a process without values has no empty track). */
+static void cpu_track(struct mt_pftrace *pf, struct pthread *t)
+{
+	t->cpu_track = true;
+	for (size_t i = 0; i < pf->ncpu_pids; i++)
+		if (pf->cpu_pids[i] == t->pid)
+			return;
+	if (!mt_grow((void **)&pf->cpu_pids, &pf->capcpu_pids, pf->ncpu_pids + 1, sizeof *pf->cpu_pids)) {
+		pf->oom = true;
+		return;
+	}
+	pf->cpu_pids[pf->ncpu_pids++] = t->pid;
+	Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
+	Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
+	cd.has_uuid = true;
+	cd.uuid = UUID_COUNTER(t->pid);
+	cd.has_parent_uuid = true;
+	cd.parent_uuid = UUID_PROCESS(t->pid);
+	cd.name = "CPU";
+	cnt.unit_name = "MHz";
+	cd.counter = &cnt;
+	track_packet(pf, t->w.base, &cd);
+}
+
 static void proto_counter(struct seqw *w, uint64_t time, double value)
 {
+	struct pthread *t = w->pf->threads[w->k];
+	if (!t->cpu_track)
+		cpu_track(w->pf, t);
 	emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(w->pid), 0, true,
 		   value);
 }

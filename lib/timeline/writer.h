@@ -105,6 +105,7 @@ struct pthread {
 	struct seqw w;
 	bool started;             /* descriptors and the sequence's first packet written */
 	uint8_t xdesc[64];        /* sample tracks described (bit per extra index) */
+	bool cpu_track;           /* its process's CPU counter track is described */
 };
 
 struct comm {
@@ -133,6 +134,8 @@ struct mt_pftrace {
 	size_t nthreads, capthreads;
 	uint32_t *pids;           /* processes described */
 	size_t npids, cappids;
+	uint32_t *cpu_pids;       /* processes whose CPU counter track is described */
+	size_t ncpu_pids, capcpu_pids;
 	struct comm *comms;
 	size_t ncomms, capcomms;
 	const char **extra_names; /* event names of sample tracks */

@@ -38,6 +38,8 @@ struct track {
 	int64_t tid;
 	int depth, max_depth;
 	bool thread;
+	bool counter;    /* a counter track */
+	uint64_t events; /* track events on it */
 };
 
 static struct seq seqs[MAX_SEQ];
@@ -124,7 +126,8 @@ int main(int argc, char **argv)
 			if (ntracks == MAX_TRACKS)
 				return fail(pkt, "too many tracks");
 			tracks[ntracks++] = (struct track){.uuid = td->uuid, .thread = td->thread != NULL,
-							   .tid = td->thread ? td->thread->tid : -1};
+							   .tid = td->thread ? td->thread->tid : -1,
+							   .counter = td->counter != NULL};
 		}
 		if (p->track_event || p->sequence_flags || p->trace_packet_defaults) {
 			if (!p->has_trusted_packet_sequence_id || !p->trusted_packet_sequence_id)
@@ -185,6 +188,8 @@ int main(int argc, char **argv)
 				const Perfetto__Protos__TrackEvent *te = p->track_event;
 				uint64_t uuid = te->has_track_uuid ? te->track_uuid : s->default_track;
 				struct track *t = track_of(uuid);
+				if (t)
+					t->events++;
 				if (!t)
 					return fail(pkt, "event on a track without a descriptor");
 				if (te->has_name_iid && (te->name_iid == 0 || te->name_iid > s->nnames))
@@ -222,13 +227,17 @@ int main(int argc, char **argv)
 		if (tracks[i].depth)
 			return fail(pkt, "slices left open at the end of the trace");
 	int maxd = 0;
-	for (size_t i = 0; i < ntracks; i++)
+	size_t ncounter = 0, nempty = 0;
+	for (size_t i = 0; i < ntracks; i++) {
 		if (tracks[i].max_depth > maxd)
 			maxd = tracks[i].max_depth;
+		ncounter += tracks[i].counter;
+		nempty += tracks[i].counter && !tracks[i].events;
+	}
 	fflush(stdout); /* the slice list first: the summary never lands inside it */
 	fprintf(stderr, "pfcheck: ok packets=%" PRIu64 " begins=%" PRIu64 " ends=%" PRIu64 " instants=%" PRIu64
-		" counters=%" PRIu64 " tracks=%zu sequences=%zu max_depth=%d\n", pkt, begins, ends, instants, counters,
-		ntracks, nseqs, maxd);
+		" counters=%" PRIu64 " tracks=%zu sequences=%zu max_depth=%d counter_tracks=%zu empty_counter_tracks=%zu\n",
+		pkt, begins, ends, instants, counters, ntracks, nseqs, maxd, ncounter, nempty);
 	free(buf);
 	fclose(f);
 	return 0;

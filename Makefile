@@ -133,6 +133,8 @@ install: all
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/
 	install -m 644 $(wildcard doc/*.5) $(DESTDIR)$(PREFIX)/share/man/man5/
 	install -m 644 $(wildcard doc/*.7) $(DESTDIR)$(PREFIX)/share/man/man7/
+	@# man -k mt- finds them: the index made again where there is one (not for a staged DESTDIR)
+	@if [ -z "$(DESTDIR)" ] && command -v mandb > /dev/null; then mandb -q $(DESTDIR)$(PREFIX)/share/man || true; fi
 
 clean:
 	rm -rf build build-san build-fuzz demo.events

@@ -115,6 +115,30 @@ teardown() {
 		"$MT_BIN/mt-toperfetto" --format=stacks | cmp - stacks.txt
 }
 
+# mt-record's and mt-pt2events's options through mt-trace (issue 23): it
+# had no --duration, --trigger-via, --extra-events, --jobs or --progress.
+# Oracle: mt-record's own word that --duration ended the recording (the
+# program runs on, as mt-record(1) says), and the decode with -j 1 and
+# --progress=never equal to the filters by hand.
+@test "mt-trace passes --duration, --trigger-via, --jobs and --progress on" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr "$PIPES/mt-trace" run --duration=1 --trigger-via=auto -j 1 --progress=never \
+		-o d.pftrace -- "$MT_PROGS/hot" 1500
+	echo "$stderr"
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"mt-record: recording ended (--duration reached)"* ]]
+	"$MT_BIN/mt-pt2events" d.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+	cmp d.pftrace byhand.pftrace
+	run --separate-stderr "$PIPES/mt-trace" run --snapshot-size=banana -- "$MT_PROGS/hot" 10
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-record: "* ]]
+	# a value a filter refuses is a usage error of mt-trace's (issue 23: it was 1)
+	run --separate-stderr "$PIPES/mt-trace" decode --jobs=2 --progress=bogus d.tar.zst -o e.pftrace
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"mt-pt2events: "*"--progress"* ]]
+	[ ! -e e.pftrace ]
+}
+
 @test "mt-trace attach -pid: traces a running process until it ends" {
 	cd "$BATS_TEST_TMPDIR"
 	"$MT_PROGS/hot" 300 > /dev/null &
@@ -218,6 +242,9 @@ make_inputs() { # DIR
 	run --separate-stderr "$PIPES/mt-batch" -d same d1/a.data d1_a.data
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == *"the same name"* ]]
+	# --format=stacks (issue 23: mt-batch lacked it), as the filters write it
+	"$PIPES/mt-batch" --no-bar -d st --format=stacks a.data > /dev/null
+	"$MT_BIN/mt-pt2events" a.data | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=stacks | cmp - st/a.data.stacks
 }
 
 # Hostile names and inputs (issue 25): a FIFO input hung the batch and no

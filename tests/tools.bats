@@ -35,6 +35,56 @@ tools() {
 	[ "$n" -ge 12 ]
 }
 
+# Options (issue 23): every long option a tool's --help lists at the start
+# of a line is a tag of its man page's OPTIONS section, and every tag there
+# is in --help (mt-caps(1) had no --help, mt-perfargs(1) only "see --help").
+# Oracle: the two texts themselves, the man page as man(1) renders it.
+@test "every tool: each option of --help is in its man page's OPTIONS, and the reverse" {
+	local t name help man bad=0
+	while read -r t; do
+		name=$(basename "$t")
+		help=$("$t" --help | awk '/^ +-/ { sub(/^ +/, ""); sub(/  .*/, ""); print }' |
+			grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		man=$(MANWIDTH=300 man -l "$DOC/$name.1" 2> /dev/null | col -b |
+			awk '/^OPTIONS/ { f = 1; next } /^[A-Z][A-Z ]+$/ { f = 0 } f && /^       -/' |
+			grep -oE -- '--[a-z][a-z0-9-]*' | sort -u)
+		[ -n "$help" ] || { echo "$name: no options read from --help"; bad=1; }
+		if [ "$help" != "$man" ]; then
+			echo "$name: --help only: $(comm -23 <(echo "$help") <(echo "$man") | tr '\n' ' ')"
+			echo "$name: man page only: $(comm -13 <(echo "$help") <(echo "$man") | tr '\n' ' ')"
+			bad=1
+		fi
+	done < <(tools)
+	[ "$bad" -eq 0 ]
+}
+
+# Messages (issue 23): a usage error names the tool (getopt named the path
+# it ran by: /usr/local/bin/mt-caps: unrecognized option), then says how
+# to get help; a run with no operands where some are needed is a message,
+# not the whole usage (mt-archive-watch).
+@test "every tool: usage errors are said in the tool's name, then 'Try ... --help'" {
+	local t name line
+	while read -r t; do
+		name=$(basename "$t")
+		for args in "--no-such-option" "create --no-such-option"; do
+			[ "$name" = mt-bundle ] || [ "$args" = --no-such-option ] || continue
+			# shellcheck disable=SC2086
+			run --separate-stderr "$t" $args
+			[ "$status" -eq 2 ]
+			[ -n "$stderr" ]
+			while IFS= read -r line; do
+				[[ "$line" == "$name: "* || "$line" == "Try '$name --help' for more information." ]] ||
+					{ echo "$name $args: $line"; false; }
+			done <<< "$stderr"
+			[[ "$stderr" == *"Try '$name --help' for more information." ]]
+		done
+	done < <(tools)
+	run --separate-stderr "$PIPES/mt-archive-watch"
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "mt-archive-watch: expected INBOX and OUTDIR
+Try 'mt-archive-watch --help' for more information." ]
+}
+
 @test "the file-format and guarantee pages render without warnings" {
 	for p in "$DOC"/*.5 "$DOC"/*.7; do
 		groff -man -ww -z "$p" 2>&1 | { ! grep .; }

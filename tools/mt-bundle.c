@@ -206,6 +206,7 @@ static int cmd_extract(int argc, char **argv)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
 		usage(stdout);
 		return 0;
@@ -221,6 +222,7 @@ int main(int argc, char **argv)
 	}
 	const char *cmd = argv[1];
 	argc--, argv++;
+	argv[0] = (char *)PROG; /* the subcommand's getopt speaks as the tool too */
 	if (!strcmp(cmd, "create"))
 		return cmd_create(argc, argv);
 	if (!strcmp(cmd, "extract"))

@@ -36,6 +36,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"json", no_argument, NULL, 'j'},
 		{"sysfs-root", required_argument, NULL, 's'},

@@ -37,6 +37,7 @@ static void usage(FILE *f)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"output-format", required_argument, NULL, 'F'},

@@ -69,6 +69,7 @@ static int bad(const char *what, const char *val)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"caps", required_argument, NULL, 'c'},
 		{"timer-resolution", required_argument, NULL, 'r'},

@@ -271,6 +271,7 @@ static void bundle_meta_line(char *out, size_t n, const char *path)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	/* Decoded events are held in buffers of megabytes, allocated and freed
 	 * round after round: returned to the kernel each time, every round
 	 * would fault its pages in afresh (a quarter of the CPU time with two

@@ -163,6 +163,7 @@ static int perf_status(int status, const struct mt_caps *caps, const char *when)
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"bundle", required_argument, NULL, 'b'},

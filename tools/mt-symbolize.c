@@ -95,6 +95,7 @@ static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path,
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"symfs", required_argument, NULL, 's'},

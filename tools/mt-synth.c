@@ -177,6 +177,7 @@ static int write_variant(const struct mt_synth_run *run, const struct mt_synth_v
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"output-dir", required_argument, NULL, 'o'},
 		{"variants", required_argument, NULL, 'v'},

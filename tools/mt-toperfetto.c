@@ -86,6 +86,7 @@ static void add_ocaml_traps(struct mt_cs *cs, struct mt_ocaml_traps *traps, cons
 
 int main(int argc, char **argv)
 {
+	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
 	static const struct option opts[] = {
 		{"output", required_argument, NULL, 'o'},
 		{"format", required_argument, NULL, 'F'},

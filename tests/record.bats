@@ -43,6 +43,29 @@ RECORD=$MT_BIN/mt-record
 	[ "$(stat_field sample "$BATS_TEST_TMPDIR/stats")" -gt 20 ]
 }
 
+# Where the recording and the program's output go (issue 23): said once on
+# standard error in every case; on a terminal (a pty from script(1)) the
+# recording goes to ./perf.data as perf's does and the program's output
+# stays on the terminal; -o FILE leaves the program's output alone.
+# Oracle: the files and streams themselves (perf.data's magic, the
+# program's printed number).
+@test "mt-record says where the recording and the program's output go: pipe, -o FILE, a terminal" {
+	cd "$BATS_TEST_TMPDIR"
+	"$RECORD" -- "$MT_PROGS/hot" 200 2> pipe.err > pipe.data
+	head -c 8 pipe.data | grep -q PERFILE2
+	[ "$(grep -c 'the recording goes to' pipe.err)" -eq 1 ]
+	grep -q "^mt-record: the recording goes to standard output (perf's pipe format); the program's standard output goes to standard error$" pipe.err
+	grep -qx '[0-9]*' pipe.err # the program's own output, moved
+	"$RECORD" -o f.data -- "$MT_PROGS/hot" 200 2> f.err > f.out
+	grep -qx '[0-9]*' f.out
+	grep -q "^mt-record: the recording goes to f.data; the program's standard output is its own$" f.err
+	mkdir tty && cd tty
+	script -qec "$RECORD -- $MT_PROGS/hot 200" /dev/null > typescript 2>&1
+	head -c 8 perf.data | grep -q PERFILE2
+	grep -q "the recording goes to perf.data; the program's standard output is its own" typescript
+	grep -qa '^[0-9]*.$' typescript # the program's output, on the terminal
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]

@@ -85,6 +85,30 @@ tools() {
 Try 'mt-archive-watch --help' for more information." ]
 }
 
+# Writing over a file (issue 23): every tool replaced it without a word.
+# One convention for all: replaced, and said once on standard error; a new
+# file says nothing. Oracle: the files (the new content is there).
+@test "every tool that writes a file says when it replaced one, and only then" {
+	cd "$BATS_TEST_TMPDIR"
+	local data=$MT_FIXTURES/flow/plain.data t
+	"$MT_BIN/mt-pt2events" "$data" > ev
+	for t in "mt-pt2events:$data" "mt-events:ev" "mt-symbolize:ev" "mt-toperfetto:ev" "mt-bundle:$data"; do
+		local tool=${t%%:*} in=${t#*:} cmd
+		cmd=("$MT_BIN/$tool" -o "out.$tool" "$in")
+		[ "$tool" != mt-bundle ] || cmd=("$MT_BIN/mt-bundle" create -o "out.$tool" "$in")
+		run --separate-stderr "${cmd[@]}"
+		[ "$status" -eq 0 ]
+		[[ "$stderr" != *"replaced"* ]] || { echo "$tool: $stderr"; false; }
+		cp "out.$tool" first
+		echo old > "out.$tool"
+		run --separate-stderr "${cmd[@]}"
+		[ "$status" -eq 0 ]
+		[[ "$stderr" == *"$tool: replaced out.$tool"* ]] || { echo "$tool: $stderr"; false; }
+		[ "$(grep -c replaced <<< "$stderr")" -eq 1 ]
+		[ "$(head -c 3 "out.$tool")" != old ]
+	done
+}
+
 @test "the file-format and guarantee pages render without warnings" {
 	for p in "$DOC"/*.5 "$DOC"/*.7; do
 		groff -man -ww -z "$p" 2>&1 | { ! grep .; }

@@ -198,6 +198,8 @@ static int decode_script(int fd, const char *name, const char *head, size_t head
 	} else if (mt_outfile_commit(&of, &werr)) {
 		fprintf(stderr, PROG ": %s\n", werr.msg);
 		status = EXIT_DATA;
+	} else {
+		mt_outfile_say_replaced(&of, PROG, out);
 	}
 	if (stats) {
 		fprintf(stderr, PROG ": stats: lines=%" PRIu64 " records=%" PRIu64 " events=%" PRIu64, r.lineno,
@@ -451,7 +453,7 @@ int main(int argc, char **argv)
 	 * tell a perf.data from a bundle and from perf script text. */
 	int in_fd = -1;
 	char head[512], in_name[4200];
-	snprintf(in_name, sizeof in_name, "%s", strcmp(in, "-") ? in : "<stdin>");
+	snprintf(in_name, sizeof in_name, "%s", strcmp(in, "-") ? in : "standard input");
 	size_t head_len = 0;
 	if (!ptpath) {
 		if (open_peek(in, &in_fd, head, sizeof head, &head_len))
@@ -462,7 +464,7 @@ int main(int argc, char **argv)
 				close(in_fd);
 				return EXIT_USAGE;
 			}
-			const char *name = strcmp(in, "-") ? in : "<stdin>";
+			const char *name = strcmp(in, "-") ? in : "standard input";
 			if (mt_bundle_open_fd(&in_bundle, in_fd, name, head, head_len, &err)) {
 				fprintf(stderr, PROG ": %s\n", err.msg);
 				return EXIT_DATA;
@@ -578,6 +580,8 @@ int main(int argc, char **argv)
 	} else if (mt_outfile_commit(&of, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		status = EXIT_DATA;
+	} else {
+		mt_outfile_say_replaced(&of, PROG, out);
 	}
 	if (stats)
 		print_stats(&st);

@@ -526,11 +526,22 @@ int main(int argc, char **argv)
 				: via == MT_TRIGGER_UPROBE ? "uprobe"
 							   : "uprobe (hardware breakpoints do not fire on this machine)");
 	}
+	/* where the recording goes, and (with a COMMAND) its own output: said
+	 * once, as a perf user would not guess that stdout carries perf.data */
+	char where[4400];
+	if (bundle)
+		snprintf(where, sizeof where, "the bundle %s", bundle);
+	else if (pipe_mode)
+		snprintf(where, sizeof where, "standard output (perf's pipe format)");
+	else
+		snprintf(where, sizeof where, "%s", out);
 	if (r.command) {
 		fprintf(stderr, PROG ": recording pid %d:", (int)r.command);
 		for (int i = optind; i < argc; i++)
 			fprintf(stderr, " %s", argv[i]);
 		fputc('\n', stderr);
+		fprintf(stderr, PROG ": the recording goes to %s; the program's standard output %s\n", where,
+			pipe_mode ? "goes to standard error" : "is its own");
 		if (mt_recording_release(&r, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			mt_perfctl_stop(&r.perf, &err);
@@ -539,8 +550,8 @@ int main(int argc, char **argv)
 		}
 	} else {
 		mt_recording_watch(&r, pids, npids);
-		fprintf(stderr, PROG ": recording pid %s until %s or ^C\n", pidlist,
-			npids > 1 ? "they all exit" : "it exits");
+		fprintf(stderr, PROG ": recording pid %s until %s or ^C, to %s\n", pidlist,
+			npids > 1 ? "they all exit" : "it exits", where);
 	}
 
 	mt_recording_set_duration(&r, duration_ms);

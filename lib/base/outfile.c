@@ -42,6 +42,7 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		o->direct = true;
 		return 0;
 	}
+	o->replaced = exists;
 	/* a symlink to a file: the file is replaced, the link stays */
 	char *real = realpath(path, NULL);
 	o->path = real ? real : strdup(path);
@@ -117,4 +118,10 @@ void mt_outfile_abort(struct mt_outfile *o)
 	free(o->tmp);
 	free(o->path);
 	memset(o, 0, sizeof *o);
+}
+
+void mt_outfile_say_replaced(const struct mt_outfile *o, const char *prog, const char *path)
+{
+	if (o->replaced)
+		fprintf(stderr, "%s: replaced %s\n", prog, path);
 }

@@ -5,7 +5,9 @@
  * and a symlink's target is replaced, not the link. A file replaced keeps
  * its mode; a new one is 0600, as perf makes perf.data (a trace shows what
  * a program did). A signal that ends the process (SIGINT, SIGTERM, SIGHUP,
- * SIGPIPE) removes the temporary file. */
+ * SIGPIPE) removes the temporary file. A file that was there is replaced,
+ * and the tool says so ("PROG: replaced FILE", mt_outfile_say_replaced):
+ * mt's one convention, as perf says it keeps perf.data.old. */
 #ifndef MT_OUTFILE_H
 #define MT_OUTFILE_H
 
@@ -18,6 +20,7 @@ struct mt_outfile {
 	FILE *f;
 	char *path, *tmp;
 	bool direct;          /* not a regular file (device, fifo): written in place */
+	bool replaced;        /* a regular file was there: the tool says it replaced it */
 	int sigslot;          /* its onsignal slot + 1, 0 when none */
 };
 
@@ -25,5 +28,7 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);
 /* Flushes, syncs and renames; on failure removes the temporary file. */
 int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err);
 void mt_outfile_abort(struct mt_outfile *o);
+/* After a commit: "PROG: replaced PATH" on stderr when a file was there. */
+void mt_outfile_say_replaced(const struct mt_outfile *o, const char *prog, const char *path);
 
 #endif

@@ -199,7 +199,7 @@ int mt_bundle_open(struct mt_bundle *b, const char *path, struct mt_err *err)
 	memset(b, 0, sizeof *b);
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	return mt_bundle_open_fd(b, fd, strcmp(path, "-") ? path : "<stdin>", NULL, 0, err);
+	return mt_bundle_open_fd(b, fd, strcmp(path, "-") ? path : "standard input", NULL, 0, err);
 }
 
 void mt_bundle_close(struct mt_bundle *b)

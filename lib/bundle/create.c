@@ -590,6 +590,8 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 			mt_outfile_abort(&of.f);
 		else if (mt_outfile_commit(&of.f, err))
 			rc = err->code;
+		else if (of.f.replaced)
+			mt_say(o->warn, o->warn_ctx, "replaced %s", o->output);
 	}
 	st->bytes_in = w.bytes;
 	mt_nameset_free(&w.names);

@@ -387,7 +387,7 @@ int mt_bundle_extract(const char *path, const char *dir, struct mt_err *err)
 	int fd;
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "<stdin>", NULL, 0, dir, NULL, NULL, NULL, err);
+	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, dir, NULL, NULL, NULL, err);
 	if (fd > 0)
 		close(fd);
 	return rc;
@@ -398,7 +398,7 @@ int mt_bundle_list(const char *path, FILE *out, struct mt_err *err)
 	int fd;
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "<stdin>", NULL, 0, NULL, out, NULL, NULL, err);
+	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, NULL, out, NULL, NULL, err);
 	if (fd > 0)
 		close(fd);
 	return rc;
@@ -410,7 +410,7 @@ int mt_bundle_read_manifest(const char *path, char **text, struct mt_err *err)
 	*text = NULL;
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	const char *name = strcmp(path, "-") ? path : "<stdin>";
+	const char *name = strcmp(path, "-") ? path : "standard input";
 	int rc = mt_bundle_walk(fd, name, NULL, 0, NULL, NULL, "manifest", text, err);
 	if (fd > 0)
 		close(fd);

@@ -20,6 +20,7 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 {
 	memset(io, 0, sizeof *io);
 	io->prog = prog;
+	io->out_name = out_path;
 	io->in = strcmp(in_path, "-") ? fopen(in_path, "rb") : stdin;
 	if (!io->in) {
 		fprintf(stderr, "%s: %s: %s\n", prog, in_path, strerror(errno));
@@ -57,6 +58,8 @@ int mt_filterio_close(struct mt_filterio *io, int status, bool failed)
 		} else if (mt_outfile_commit(&io->out, &err)) {
 			fprintf(stderr, "%s: %s\n", io->prog, err.msg);
 			status = 1;
+		} else {
+			mt_outfile_say_replaced(&io->out, io->prog, io->out_name);
 		}
 		io->have_out = false;
 	}

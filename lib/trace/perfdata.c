@@ -291,7 +291,7 @@ int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *er
 		memset(pd, 0, sizeof *pd);
 		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
 	}
-	return mt_perfdata_open_fd(pd, fd, strcmp(path, "-") ? path : "<stdin>", NULL, 0, err);
+	return mt_perfdata_open_fd(pd, fd, strcmp(path, "-") ? path : "standard input", NULL, 0, err);
 }
 
 int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const uint8_t *prefix,

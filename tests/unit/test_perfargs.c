@@ -122,11 +122,11 @@ static void test_pages(void)
 	static const struct { uint64_t bytes; const char *m; const char *warn; } rows[] = {
 		{4096, "-m,1", ""},
 		{8192, "-m,2", ""},
-		{12288, "-m,4", "Rounding 12K up to the next power of two number of pages, 16K."},
-		{5000, "-m,2", "Rounding "},
-		{100, "-m,1", "Rounding small bytes"},
+		{12288, "-m,4", "warning: --snapshot-size=12K rounded up to a power of two of pages, 16K"},
+		{5000, "-m,2", "warning: --snapshot-size="},
+		{100, "-m,1", "warning: --snapshot-size=100B rounded up to the minimum, 4K"},
 		{1ULL << 30, "-m,262144", ""},
-		{(1ULL << 48) + 1, "-m,68719476736", "Rounding large bytes"},
+		{(1ULL << 48) + 1, "-m,68719476736", "warning: --snapshot-size=281474976710657B rounded down to the maximum, 256T"},
 	};
 	int good = 0, n = 0;
 	for (size_t i = 0; i < sizeof rows / sizeof rows[0]; i++) {
@@ -142,7 +142,8 @@ static void test_pages(void)
 			continue;
 		bool warned = false;
 		for (int k = 0; k < a.nwarn; k++)
-			warned |= !strncmp(a.warn[k], "Rounding", 8) && !strncmp(a.warn[k], rows[i].warn, strlen(rows[i].warn));
+			warned |= !strncmp(a.warn[k], "warning: --snapshot-size=", 25) &&
+				  !strncmp(a.warn[k], rows[i].warn, strlen(rows[i].warn));
 		good += rows[i].warn[0] ? warned : !a.nwarn;
 	}
 	ok(good == n, "-m: whole pages, the next power of two, clamped to [4K, 256T], each change warned of (3.2)");

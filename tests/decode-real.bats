@@ -88,6 +88,7 @@ X=$MT_REAL/libxdc
 	local t=$BATS_TEST_TMPDIR
 	for tr in foo/trace:foo/data mruby/trace:mruby/data Unzip/trace:Unzip/data qemu/trace1:qemu/page_cache; do
 		for dec in mt libipt; do
+			rm -f "$t/$dec" # a file replaced is said on stderr, beside the stats
 			"$PT2EVENTS" --decoder=$dec --all-branches --stats --pt "$X/${tr%%:*}" --pages "$X/${tr##*:}" \
 				-o "$t/$dec" 2> "$t/$dec.stats"
 		done
@@ -109,6 +110,7 @@ X=$MT_REAL/libxdc
 	for tr in foo/trace:foo/data:0 Unzip/trace:Unzip/data:0 mruby/trace:mruby/data:part qemu/trace1:qemu/page_cache:part; do
 		local f=${tr%%:*} rest=${tr#*:}
 		for dec in mt libipt-query; do
+			rm -f "$t/$dec" # a file replaced is said on stderr, beside the stats
 			"$PT2EVENTS" --decoder=$dec --all-branches --stats --pt "$X/$f" --pages "$X/${rest%%:*}" \
 				-o "$t/$dec" 2> "$t/$dec.stats"
 		done
@@ -125,6 +127,7 @@ X=$MT_REAL/libxdc
 	done
 	for f in perf.data.intel_pt-4.14 perf.data.piped.intel_pt-4.14; do
 		for dec in mt libipt-query; do
+			rm -f "$t/$dec" # a file replaced is said on stderr, beside the stats
 			"$PT2EVENTS" --decoder=$dec --all-branches --stats -o "$t/$dec" "$Q/$f" 2> "$t/$dec.stats"
 		done
 		cmp <(grep -v '^# fact	decoder' "$t/mt") <(grep -v '^# fact	decoder' "$t/libipt-query")

@@ -375,6 +375,7 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 		[ -e "$v.vmlinux" ] && extra=(--vmlinux="$v.vmlinux")
 		[ -d "$v.kcore_dir" ] && extra=(--kcore="$v.kcore_dir")
 		for mode in --all-branches --power; do
+			rm -f "$t/mt" "$t/q" # a file replaced is said on stderr, beside the stats
 			"$PT2EVENTS" -j 1 $mode "${extra[@]}" --stats -o "$t/mt" "$data" 2> "$t/mt.stats"
 			"$PT2EVENTS" -j 1 --decoder=libipt-query $mode "${extra[@]}" --stats -o "$t/q" "$data" 2> "$t/q.stats"
 			cmp <(grep -v '^# fact	decoder' "$t/q") <(grep -v '^# fact	decoder' "$t/mt")
@@ -406,6 +407,7 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 		for byte in 59 ff 5a 02 99 1d 7d 82 00; do
 			for at in 3 5 7; do
 				cp "$data" "$t/bad.data"
+				rm -f "$t/mt" "$t/q" # a file replaced is said on stderr, beside the stats
 				printf "\x$byte" | dd of="$t/bad.data" bs=1 seek=$((size * at / 10 + 0x$byte)) conv=notrunc status=none
 				"$PT2EVENTS" -j 1 --all-branches --stats -o "$t/mt" "$t/bad.data" 2> "$t/mt.stats" || true
 				"$PT2EVENTS" -j 1 --decoder=libipt-query --all-branches --stats -o "$t/q" "$t/bad.data" 2> "$t/q.stats" || true

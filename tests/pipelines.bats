@@ -209,14 +209,15 @@ make_inputs() { # DIR
 	grep -q "^in/corrupt.data	failed	-	-	-	-	[0-9]*	mt-pt2events: in/corrupt.data: not a perf.data file" out/summary.tsv
 	grep -q "^in/empty.data	failed	-	-	-	-	[0-9]*	mt-pt2events: in/empty.data: empty input" out/summary.tsv
 	# each trace is what the filters make by hand, with the events counted
-	for f in in/in3.data in/b17.tar.zst in/b18.tar.gz; do
-		n=$(printf '%s' "$f" | tr / _)
+	# (named for the input less its directory and ending: issue 23)
+	for f in in/in3.data:in3 in/b17.tar.zst:b17 in/b18.tar.gz:b18; do
+		n=${f#*:} f=${f%%:*}
 		"$MT_BIN/mt-pt2events" "$f" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
 		cmp byhand.pftrace "out/$n.pftrace"
 		events=$("$MT_BIN/mt-pt2events" "$f" | grep -vc '^#')
 		grep -q "^$f	ok	$events	" out/summary.tsv
 	done
-	"$PFCHECK" out/in_b18.tar.gz.pftrace > /dev/null
+	"$PFCHECK" out/b18.pftrace > /dev/null
 	# resumed: nothing runs again, every input is still reported
 	nlog=$(wc -l < out/joblog)
 	run --separate-stderr "$PIPES/mt-batch" -d out --resume in/*
@@ -231,7 +232,7 @@ make_inputs() { # DIR
 	# jobs sent through --sshlogin find mt-batch on PATH, there as here
 	PATH=$PIPES:$PATH run --separate-stderr "$PIPES/mt-batch" --sshlogin : -d out --format=json a.data
 	[ "$status" -eq 0 ]
-	python3 -c 'import json; json.load(open("out/a.data.json"))'
+	python3 -c 'import json; json.load(open("out/a.json"))'
 	[ -e a.data ] # a local job's input is not cleaned up
 	run --separate-stderr "$PIPES/mt-batch" -d out
 	[ "$status" -eq 2 ]
@@ -244,7 +245,14 @@ make_inputs() { # DIR
 	[[ "$stderr" == *"the same name"* ]]
 	# --format=stacks (issue 23: mt-batch lacked it), as the filters write it
 	"$PIPES/mt-batch" --no-bar -d st --format=stacks a.data > /dev/null
-	"$MT_BIN/mt-pt2events" a.data | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=stacks | cmp - st/a.data.stacks
+	"$MT_BIN/mt-pt2events" a.data | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=stacks | cmp - st/a.stacks
+	# names (issue 23): less the shared directory and a known ending; two
+	# that would be one keep their endings
+	mkdir -p inbox/sub && cp a.data inbox/x.data && cp a.data inbox/x.perf && cp a.data inbox/sub/y.data
+	"$PIPES/mt-batch" --no-bar -d nm inbox/x.data inbox/x.perf inbox/sub/y.data > /dev/null
+	[ "$(cd nm && ls *.pftrace | tr '\n' ' ')" = "sub_y.pftrace x.data.pftrace x.perf.pftrace " ]
+	"$PIPES/mt-batch" --no-bar -d nm1 "$PWD/inbox/sub/y.data" > /dev/null
+	[ -s nm1/y.pftrace ]
 }
 
 # Hostile names and inputs (issue 25): a FIFO input hung the batch and no
@@ -266,12 +274,12 @@ make_inputs() { # DIR
 	[ "$(wc -l < out/summary.tsv)" -eq 5 ]
 	[ "$(awk -F'\t' '{ print NF }' out/summary.tsv | sort -u)" = 8 ]
 	grep -q '^-x.data	ok	' out/summary.tsv
-	grep -q '^we\\nird.data	ok	.*	out/we\\nird.data.pftrace	' out/summary.tsv
-	grep -q '^ta\\tb.data	ok	.*	out/ta\\tb.data.pftrace	' out/summary.tsv
+	grep -q '^we\\nird.data	ok	.*	out/we\\nird.pftrace	' out/summary.tsv
+	grep -q '^ta\\tb.data	ok	.*	out/ta\\tb.pftrace	' out/summary.tsv
 	grep -q '^fifo.data	failed	.*	timed out: stopped after --timeout=3 seconds$' out/summary.tsv
 	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
-	cmp byhand.pftrace "out/$(printf 'we\nird.data').pftrace"
-	cmp byhand.pftrace "out/-x.data.pftrace"
+	cmp byhand.pftrace "out/$(printf 'we\nird').pftrace"
+	cmp byhand.pftrace "out/-x.pftrace"
 	[ -z "$(ls -A "$TMPDIR")" ]
 	# names NUL-separated from a list: one job for the name with a newline
 	printf '%s\0' "$(printf 'we\nird.data')" -x.data > list0
@@ -363,12 +371,12 @@ settle() { touch -d '1 minute ago' "$@"; }
 	"$MT_BIN/mt-bundle" create -o inbox/one.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
 	settle inbox/one.tar.zst
 	"$PIPES/mt-archive-watch" --once inbox archive 2>/dev/null
-	[ -s archive/inbox_one.tar.zst.pftrace ]
+	[ -s archive/one.pftrace ]
 	[ "$(grep -c one.tar.zst archive/joblog)" -eq 1 ]
 	"$MT_BIN/mt-bundle" create -o inbox/two.tar.zst "$MT_FIXTURES/libc/plain.data" 2>/dev/null
 	settle inbox/two.tar.zst
 	"$PIPES/mt-archive-watch" --once inbox archive 2>/dev/null
-	[ -s archive/inbox_two.tar.zst.pftrace ]
+	[ -s archive/two.pftrace ]
 	[ "$(grep -c one.tar.zst archive/joblog)" -eq 1 ] # not converted twice
 	[ "$(awk -F'\t' '$2=="ok"' archive/summary.tsv | wc -l)" -eq 2 ]
 }
@@ -387,8 +395,8 @@ settle() { touch -d '1 minute ago' "$@"; }
 	settle inbox/b.tar.zst inbox/c.tar.zst
 	# d and e are "still being written" (just modified): left for later
 	"$PIPES/mt-archive-watch" --once inbox archive 2>/dev/null
-	[ -s archive/inbox_b.tar.zst.pftrace ]
-	[ ! -e archive/inbox_d.tar.zst.pftrace ]
+	[ -s archive/b.pftrace ]
+	[ ! -e archive/d.pftrace ]
 	[ "$(awk -F'\t' 'NR > 1' archive/summary.tsv | wc -l)" -eq 2 ]
 	# a bundle whose name sorts first arrives; d and e settle; more arrive
 	# (the libc trace: long enough a conversion to be stopped in)
@@ -414,7 +422,7 @@ settle() { touch -d '1 minute ago' "$@"; }
 	for n in a b c d e f g h i; do
 		[ "$(awk -F'\t' -v b="inbox/$n.tar.zst" '$7 == 0 && $9 ~ ("--job " b " ")' archive/joblog | wc -l)" -eq 1 ]
 		"$MT_BIN/mt-pt2events" inbox/$n.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
-		cmp byhand.pftrace archive/inbox_$n.tar.zst.pftrace
+		cmp byhand.pftrace archive/$n.pftrace
 	done
 }
 
@@ -430,20 +438,20 @@ settle() { touch -d '1 minute ago' "$@"; }
 	TMPDIR=$PWD/tmp "$PIPES/mt-archive-watch" --interval=1 inbox archive > /dev/null 2>&1 3>&- &
 	local w=$! i
 	echo "$w" > watcher.pid
-	for i in $(seq 300); do [ -s archive/inbox_a.tar.zst.pftrace ] && break; sleep 0.1; done
-	[ -s archive/inbox_a.tar.zst.pftrace ]
+	for i in $(seq 300); do [ -s archive/a.pftrace ] && break; sleep 0.1; done
+	[ -s archive/a.pftrace ]
 	# one arriving while it runs: taken once it has not changed for a pass
 	"$MT_BIN/mt-bundle" create -o inbox/b.tar.zst "$MT_FIXTURES/libc/plain.data" 2>/dev/null
-	for i in $(seq 300); do [ -s archive/inbox_b.tar.zst.pftrace ] && break; sleep 0.1; done
+	for i in $(seq 300); do [ -s archive/b.pftrace ] && break; sleep 0.1; done
 	sleep 2.5 # two more passes: nothing converted again
 	kill -TERM "$w"
 	wait "$w" || true
-	[ -s archive/inbox_b.tar.zst.pftrace ]
+	[ -s archive/b.pftrace ]
 	for n in a b; do
 		[ "$(awk -F'\t' -v b="inbox/$n.tar.zst" '$7 == 0 && $9 ~ ("--job " b " ")' archive/joblog | wc -l)" -eq 1 ]
 	done
 	"$MT_BIN/mt-pt2events" inbox/b.tar.zst | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
-	cmp byhand.pftrace archive/inbox_b.tar.zst.pftrace
+	cmp byhand.pftrace archive/b.pftrace
 	[ -z "$(ls tmp)" ] # its list of names went with it
 }
 

@@ -132,6 +132,11 @@ teardown() {
 	run --separate-stderr "$PIPES/mt-trace" run --snapshot-size=banana -- "$MT_PROGS/hot" 10
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == "mt-record: "* ]]
+	# the program's own failure, passed on, is said to be the program's
+	run --separate-stderr "$PIPES/mt-trace" run -o s.pftrace -- sh -c "$MT_PROGS/hot 300 > /dev/null; exit 3"
+	[ "$status" -eq 3 ]
+	[[ "$stderr" == *"mt-trace: the trace is complete; the program's own exit status, 3, is passed on"* ]]
+	[ -s s.pftrace ]
 	# a value a filter refuses is a usage error of mt-trace's (issue 23: it was 1)
 	run --separate-stderr "$PIPES/mt-trace" decode --jobs=2 --progress=bogus d.tar.zst -o e.pftrace
 	[ "$status" -eq 2 ]

@@ -66,6 +66,26 @@ RECORD=$MT_BIN/mt-record
 	grep -qa '^[0-9]*.$' typescript # the program's output, on the terminal
 }
 
+# Samples in time order (issue 26): mt-pt2events wrote them in file order,
+# which is per-CPU buffer by buffer, so with two CPUs busy a late sample
+# came after later ones and mt-toperfetto clamped it ("events out of time
+# order"), squeezing a stretch of a thread into a moment. Recorded for
+# real: two hot processes at once. Oracle: perf script's order of the
+# same perf.data (thread and time of every sample, to the ns).
+@test "sampling on two CPUs: samples in perf script's order, no event out of time order" {
+	cd "$BATS_TEST_TMPDIR"
+	perf record -q -e cpu-clock -F 4000 -g -o two.data -- \
+		sh -c "$MT_PROGS/hot 400 > /dev/null & $MT_PROGS/hot 400 > /dev/null; wait" 2> /dev/null
+	perf script -i two.data -F tid,time --ns 2> /dev/null | awk '{ t = $2; sub(":", "", t); sub("\\.", "", t); print $1, t }' > perf.seq
+	"$PT2EVENTS" two.data 2> /dev/null > two.ev
+	awk -F'\t' '$4 == "sample" { print $3, $1 }' two.ev > mt.seq
+	[ "$(wc -l < mt.seq)" -gt 100 ]
+	cmp mt.seq perf.seq
+	run --separate-stderr "$MT_BIN/mt-toperfetto" -o two.pftrace two.ev
+	[ "$status" -eq 0 ]
+	[[ "$stderr" != *"out of time order"* ]]
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]

@@ -123,8 +123,19 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char vals[MT_EVENT_MAX_EXTRA][24];
 	char ename[64], period[24];
+	/* in time order over every CPU, as perf script and perf report take
+	 * them (file order is per-CPU buffer by buffer, rounds apart: a late
+	 * sample was clamped to its predecessor's time downstream); ties keep
+	 * file order. Without memory for the order: file order. */
+	size_t *order = malloc(s->samples.n * sizeof *order + 1);
+	if (order) {
+		for (size_t i = 0; i < s->samples.n; i++)
+			order[i] = i;
+		sort_side = s;
+		qsort(order, s->samples.n, sizeof *order, cmp_sample_time);
+	}
 	for (size_t i = 0; i < s->samples.n; i++) {
-		const struct psample *ps = &s->samples.v[i];
+		const struct psample *ps = &s->samples.v[order ? order[i] : i];
 		event_name(pd, ps->attr, ename, sizeof ename);
 		snprintf(period, sizeof period, "%" PRIu64, ps->period);
 		unsigned n = 0;
@@ -151,7 +162,5 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 		mt_events_write(w, &ev);
 		stats->by_kind[MT_EV_SAMPLE]++;
 	}
+	free(order);
 }
-
-
-

@@ -63,6 +63,18 @@ rule() { # CASE [OPTION]
 	rule filt2 --filter=start_marker,stop_marker
 	run "$TOPERFETTO" --filter=nocomma "$BATS_TEST_DIRNAME/../testdata/callstack/filt2.events"
 	[ "$status" -eq 2 ]
+	# a filter that matches nothing (issue 26): an empty trace, exit 0, no
+	# word; now said, exit 1, no file (filt2 calls start_marker 3 times)
+	run --separate-stderr "$TOPERFETTO" --filter=no_such_function,stop_marker -o "$BATS_TEST_TMPDIR/none.pftrace" \
+		"$BATS_TEST_DIRNAME/../testdata/callstack/filt2.events"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-toperfetto: --filter: no_such_function was never called: nothing to write" ]
+	[ ! -e "$BATS_TEST_TMPDIR/none.pftrace" ]
+	run --separate-stderr "$TOPERFETTO" --filter=start_marker,no_such_stop -o "$BATS_TEST_TMPDIR/none.pftrace" \
+		"$BATS_TEST_DIRNAME/../testdata/callstack/filt2.events"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-toperfetto: --filter: start_marker was called 3 times, but no_such_stop never after it: nothing to write" ]
+	[ ! -e "$BATS_TEST_TMPDIR/none.pftrace" ]
 }
 
 perfetto_valid() { # FILE

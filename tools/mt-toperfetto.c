@@ -234,6 +234,19 @@ int main(int argc, char **argv)
 	}
 	mt_cs_finish(cs);
 	bool wfail = false;
+	uint64_t starts = 0, regions = 0;
+	if (filter)
+		mt_cs_filter_counts(cs, &starts, &regions);
+	if (filter && !regions && rc >= 0) {
+		/* a filter that matched nothing is no trace: said, not written */
+		if (!starts)
+			fprintf(stderr, PROG ": --filter: %s was never called: nothing to write\n", filter);
+		else
+			fprintf(stderr, PROG ": --filter: %s was called %" PRIu64 " time%s, but %s never after it: nothing to write\n",
+				filter, starts, starts == 1 ? "" : "s", filter_stop);
+		status = EXIT_DATA;
+		wfail = true;
+	}
 	struct mt_pftrace_stats st = {0};
 	if (mt_pftrace_finish(pf, &st, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);

@@ -628,12 +628,19 @@ static void enter_region(struct mt_cs *cs, uint64_t time)
  * being complete, is written. */
 static void leave_region(struct mt_cs *cs)
 {
+	cs->filter_regions++;
 	mt_cs_end_of_trace(cs);
 	cs->tentative = false;
 	for (size_t i = 0; i < cs->nlog; i++)
 		out(cs, &cs->log[i]);
 	cs->nlog = 0;
 	cs->in_region = false;
+}
+
+void mt_cs_filter_counts(const struct mt_cs *cs, uint64_t *starts, uint64_t *regions)
+{
+	*starts = cs->filter_starts;
+	*regions = cs->filter_regions;
 }
 
 void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop)
@@ -741,8 +748,10 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	}
 	if (cs->filter_start && ev->kind == MT_EV_CALL) {
 		const char *to = extra(cs, C_TO_SYM);
-		if (to && !strcmp(to, cs->filter_start))
+		if (to && !strcmp(to, cs->filter_start)) {
+			cs->filter_starts++;
 			enter_region(cs, time); /* a second start drops the first region's output */
+		}
 		else if (to && !strcmp(to, cs->filter_stop) && cs->in_region)
 			leave_region(cs); /* the stop call itself is outside */
 	}

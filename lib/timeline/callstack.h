@@ -76,6 +76,9 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
  * stopped is dropped; a stop with no start is ignored. Frames open at a
  * region's start begin there, inferred. */
 void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop);
+/* With a filter: the calls to start seen, and the regions a call to stop
+ * closed (each written). */
+void mt_cs_filter_counts(const struct mt_cs *cs, uint64_t *starts, uint64_t *regions);
 /* OCaml mode A (5.11): the programs' exception-handler traps
  * (.note.ocaml_eh, sorted; ocamleh.h). With any, try blocks get their own
  * stacks and raises unwind them, instead of the mode-B heuristics. The

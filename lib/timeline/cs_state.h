@@ -112,7 +112,8 @@ struct mt_cs {
 	 * written only once a call to stop closes it; until then its output
 	 * waits in log */
 	const char *filter_start, *filter_stop;
-	bool in_region, tentative, filter_seen;
+	bool in_region, tentative;
+	uint64_t filter_starts, filter_regions; /* calls to start; regions a stop closed */
 	struct logrec *log;
 	size_t nlog, caplog;
 	/* the current event's target source line, when it is a function entry */

@@ -79,6 +79,8 @@ RECORD=$MT_BIN/mt-record
 	perf script -i two.data -F tid,time --ns 2> /dev/null | awk '{ t = $2; sub(":", "", t); sub("\\.", "", t); print $1, t }' > perf.seq
 	"$PT2EVENTS" two.data 2> /dev/null > two.ev
 	awk -F'\t' '$4 == "sample" { print $3, $1 }' two.ev > mt.seq
+	# every sample is timed: the stream says so (it said "timeless")
+	grep -q "^# fact	time	perf-clock ns, each sample's time as perf recorded it$" two.ev
 	[ "$(wc -l < mt.seq)" -gt 100 ]
 	cmp mt.seq perf.seq
 	run --separate-stderr "$MT_BIN/mt-toperfetto" -o two.pftrace two.ev

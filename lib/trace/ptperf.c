@@ -34,9 +34,14 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 				     o->libipt_blocks ? "block" : "query, mt code walk");
 	else
 		mt_events_write_fact(w, "decoder", "stack samples (no Intel PT in this perf.data)");
+	bool sample_times = false; /* a sampling recording: perf timed each sample */
+	for (size_t i = 0; !s->have_info && i < s->samples.n && !sample_times; i++)
+		sample_times = s->samples.v[i].has_time;
 	if (timed)
 		mt_events_write_fact(w, "time", "perf-clock ns from TSC: shift=%" PRIu64 " mult=%" PRIu64 " zero=%" PRIu64,
 				     s->priv[PRIV_TIME_SHIFT], s->priv[PRIV_TIME_MULT], s->priv[PRIV_TIME_ZERO]);
+	else if (sample_times)
+		mt_events_write_fact(w, "time", "perf-clock ns, each sample's time as perf recorded it");
 	else
 		mt_events_write_fact(w, "time", "timeless");
 	if (s->have_info)

@@ -132,6 +132,17 @@ teardown() {
 	run --separate-stderr "$PIPES/mt-trace" run --snapshot-size=banana -- "$MT_PROGS/hot" 10
 	[ "$status" -eq 2 ]
 	[[ "$stderr" == "mt-record: "* ]]
+	# a bad -o is found before anything runs; a decode that fails keeps
+	# the recording even with --no-keep (issue 26: both lost it)
+	run --separate-stderr "$PIPES/mt-trace" run -o /nonexistent/dir/t.pftrace -- "$MT_PROGS/hot" 300
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-trace: /nonexistent/dir/t.pftrace: no directory /nonexistent/dir" ]
+	[ -z "$output" ] # the program never ran
+	run --separate-stderr "$PIPES/mt-trace" run --no-keep --filter=no_such_function,main -o f.pftrace -- "$MT_PROGS/hot" 300
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-trace: the recording is kept in $PWD/f.tar.zst"* ]]
+	[ ! -e f.pftrace ]
+	"$MT_BIN/mt-bundle" manifest f.tar.zst | grep -q "^command=$MT_PROGS/hot 300$"
 	# the program's own failure, passed on, is said to be the program's
 	run --separate-stderr "$PIPES/mt-trace" run -o s.pftrace -- sh -c "$MT_PROGS/hot 300 > /dev/null; exit 3"
 	[ "$status" -eq 3 ]

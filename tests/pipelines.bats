@@ -170,6 +170,32 @@ teardown() {
 		grep -qx hot_loop
 }
 
+# Attaching while sampling (issue 26): mt-record passed --per-thread -t PID,
+# so a process whose worker thread does the work (a server) gave a trace of
+# its idle main thread. Now every thread, as perf record -p does. A real
+# process: python3 with a worker busy 2.5 s while the main thread waits in
+# join. Oracle: perf script on the recording (its samples' threads) and the
+# trace's slices by thread.
+@test "mt-trace attach while sampling follows every thread: the busy worker is in the trace" {
+	cd "$BATS_TEST_TMPDIR"
+	python3 -c 'import threading, time
+def work():
+    t = time.time()
+    while time.time() - t < 2.5: pass
+w = threading.Thread(target=work); w.start(); w.join()' &
+	local pid=$!
+	sleep 0.3
+	"$PIPES/mt-trace" attach -pid "$pid" -o a.pftrace 2> /dev/null
+	wait "$pid"
+	"$MT_BIN/mt-bundle" extract -C x a.tar.zst > /dev/null
+	perf script -i x/perf.data -F tid 2> /dev/null | sort | uniq -c | sort -rn > perf.tids
+	local busy
+	busy=$(awk 'NR == 1 { print $2 }' perf.tids)
+	[ "$busy" != "$pid" ] # the worker is the busy one, by perf's count
+	"$PFCHECK" a.pftrace --slices 2> /dev/null | cut -f1 | sort | uniq -c | sort -rn > trace.tids
+	[ "$(awk 'NR == 1 { print $2 }' trace.tids)" = "$busy" ]
+}
+
 @test "mt-trace: usage errors, a failing decode, no partial trace" {
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr "$PIPES/mt-trace" frob

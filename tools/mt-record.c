@@ -355,11 +355,12 @@ int main(int argc, char **argv)
 	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
 	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
 	if (sampling) {
-		/* a run samples every sample (no ring to overwrite) of every
-		 * thread, as `perf record -- COMMAND` would */
+		/* a run or an attach samples every sample (no ring to
+		 * overwrite) of every thread, as `perf record -- COMMAND` and
+		 * `perf record -p PID` do: one thread of a server whose workers
+		 * do the work gave an empty trace */
 		o.full_execution = true;
-		if (!o.pids)
-			o.multi_thread = true;
+		o.multi_thread = true;
 	}
 	o.trigger = trigger != NULL;
 	enum mt_snapshot_when when = mt_perfargs_snapshot_when(&caps, &o);

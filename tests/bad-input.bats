@@ -331,6 +331,16 @@ bats_require_minimum_version 1.5.0
 	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
 }
 
+# The flow fixture grown by perfdata-grow.py MODE: $t/s with N/10 more
+# records, $t/b with N, $t/z as it was, each as t.data.
+grown_flow() { # MODE N
+	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
+	mkdir "$t/s" "$t/b" "$t/z"
+	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/s/t.data" "$1" $(($2 / 10))
+	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/b/t.data" "$1" "$2"
+	cp "$MT_FIXTURES/flow/plain.data" "$t/z/t.data"
+}
+
 # 100,000 mappings of objects that are not there (issue 25): each warning
 # was checked against every one said before (17 s). Made here from a
 # fixture: K more MMAP2 records after its first, each a distinct missing
@@ -339,11 +349,7 @@ bats_require_minimum_version 1.5.0
 # mappings costing about 10x, timed here.
 @test "100,000 missing objects: one warning each, the decode unchanged, 10x the mappings cost about 10x" {
 	local t=$BATS_TEST_TMPDIR
-	mkdir "$t/s" "$t/b" "$t/z"
-	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
-	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/s/t.data" mmap2 10000
-	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/b/t.data" mmap2 100000
-	cp "$MT_FIXTURES/flow/plain.data" "$t/z/t.data"
+	grown_flow mmap2 100000
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -c 'PERF_RECORD_MMAP2')" -ge 100001 ]
 	(cd "$t/b" && timeout 60 "$PT2EVENTS" t.data) > "$t/b.ev" 2> "$t/b.err"
 	[ "$(grep -c 'not found: code there cannot be decoded' "$t/b.err")" -eq 100000 ]
@@ -363,11 +369,7 @@ bats_require_minimum_version 1.5.0
 # warning, and 10x the mappings costing about 10x, timed here.
 @test "40,000 mappings of one object: the decode unchanged, no warning, 10x the mappings cost about 10x" {
 	local t=$BATS_TEST_TMPDIR
-	mkdir "$t/s" "$t/b" "$t/z"
-	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
-	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/s/t.data" mmap2obj 4000
-	"$grow" "$MT_FIXTURES/flow/plain.data" "$t/b/t.data" mmap2obj 40000
-	cp "$MT_FIXTURES/flow/plain.data" "$t/z/t.data"
+	grown_flow mmap2obj 40000
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -cE 'PERF_RECORD_MMAP2.*\[0x1[0-9a-f]{10}\(0x1000\)')" -eq 40000 ]
 	(cd "$t/b" && timeout 60 "$PT2EVENTS" t.data) > "$t/b.ev" 2> "$t/b.err"
 	[ ! -s "$t/b.err" ] || { cat "$t/b.err"; false; }

@@ -400,6 +400,23 @@ grown_flow() { # MODE N
 	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
 }
 
+# A thread renamed, the records out of time order in the file (issue 26:
+# repeated COMM records were dropped and the rest kept in file order, so a
+# process named again after two execs kept its middle name). Made here
+# from a fixture: after its COMM, three more in file order A (+3 ns), B
+# (+2), A (+1). Oracle: perf script -D, which lists them in time order (its
+# last is the thread's name), and the Chrome JSON trace's thread name.
+@test "a thread's name is its latest in time: renames out of file order, a name given again" {
+	cd "$BATS_TEST_TMPDIR"
+	"$BATS_TEST_DIRNAME/tools/perfdata-grow.py" "$MT_FIXTURES/flow/plain.data" r.data renames mt-a mt-b
+	perf script -D -i r.data 2> /dev/null | sed -n 's/.*PERF_RECORD_COMM[^:]*: \([^:]*\):.*/\1/p' > perf.names
+	[ "$(tr '\n' ' ' < perf.names)" = "flow mt-a mt-b mt-a " ]
+	"$PT2EVENTS" r.data | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o r.json
+	python3 -c 'import json, sys
+names = {e["tid"]: e["args"]["name"] for e in json.load(open("r.json"))["traceEvents"] if e.get("name") == "thread_name"}
+assert list(names.values()) == [sys.argv[1]], names' "$(tail -1 perf.names)"
+}
+
 # An empty recording (issue 25): decoded to an empty stream with exit 0.
 # Recorded for real: a sampling period no run of true(1) reaches. Oracle:
 # perf report on the same file ("has no samples").

@@ -77,12 +77,23 @@ static void note_time(struct side *s, const struct mt_perf_record *r)
 	s->have_time = true;
 }
 
-static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const char *name)
+/* The same name for the thread at the same time: a repeated record. A
+ * name again later (A, then B, then A after two execs) is a change. */
+static bool has_comm(const struct side *s, uint32_t pid, uint32_t tid, const char *name, uint64_t time)
 {
 	for (size_t i = 0; i < s->comms.n; i++)
-		if (s->comms.v[i].pid == pid && s->comms.v[i].tid == tid && !strcmp(s->comms.v[i].name, name))
+		if (s->comms.v[i].pid == pid && s->comms.v[i].tid == tid && s->comms.v[i].time == time &&
+		    !strcmp(s->comms.v[i].name, name))
 			return true;
 	return false;
+}
+
+static int cmp_comm_time(const void *a, const void *b)
+{
+	const struct comm *x = a, *y = b;
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return x->seq < y->seq ? -1 : x->seq > y->seq; /* file order for ties: qsort is not stable */
 }
 
 void mt_release_before(const struct mt_perfdata *pd, struct releaser *r, const uint8_t *at)
@@ -138,8 +149,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		case MT_REC_COMM:
 			if (bs > 8) {
 				const char *name = cstr(b + 8, bs - 8);
-				if (name && !has_comm(s, mt_rd32(b), mt_rd32(b + 4), name))
-					e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name);
+				uint64_t t = r.sid.has_time ? r.sid.time : 0;
+				if (name && !has_comm(s, mt_rd32(b), mt_rd32(b + 4), name, t))
+					e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name, t, 0);
 			}
 			break;
 		case MT_REC_FORK:
@@ -151,8 +163,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				for (size_t i = s->comms.n; i-- > 0 && !name;)
 					if (s->comms.v[i].tid == ptid)
 						name = s->comms.v[i].name;
-				if (name && !has_comm(s, pid, tid, name))
-					e = PUSH(s->comms, pid, tid, name);
+				uint64_t t = r.sid.has_time ? r.sid.time : 0;
+				if (name && !has_comm(s, pid, tid, name, t))
+					e = PUSH(s->comms, pid, tid, name, t, 0);
 			}
 			break;
 		case MT_REC_MMAP:
@@ -207,6 +220,13 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		if (e)
 			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");
 	}
+	/* perf writes its per-CPU buffers one after another: a FORK on one CPU
+	 * may come after the COMM its child made on another. In time order, a
+	 * thread's last name is its latest (an exec's, not its creator's) */
+	for (size_t i = 0; i < s->comms.n; i++)
+		s->comms.v[i].seq = i;
+	if (s->comms.n)
+		qsort(s->comms.v, s->comms.n, sizeof *s->comms.v, cmp_comm_time);
 	if (rc < 0) {
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);

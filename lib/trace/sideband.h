@@ -23,7 +23,9 @@ enum {
 	PRIV_CYC_BIT, PRIV_MAX_NONTURBO_RATIO, PRIV_FILTER_STR_LEN, PRIV_COUNT
 };
 #define AUXTRACE_INTEL_PT 1
-struct comm { uint32_t pid, tid; const char *name; };
+/* A thread's name from a time on (COMM, or FORK: its creator's); in time
+ * order once collected, so the last one of a thread is its latest name. */
+struct comm { uint32_t pid, tid; const char *name; uint64_t time; size_t seq; /* file order */ };
 /* A stack sample (sampling mode, no Intel PT): its callchain stays in the input. */
 struct psample {
 	uint32_t pid, tid, cpu;

@@ -1,5 +1,5 @@
 #!/usr/bin/env python3
-# perfdata-grow.py SRC DST comm K NIDS | mmap2 K | mmap2obj K: a perf.data (file mode)
+# perfdata-grow.py SRC DST comm K NIDS | mmap2 K | mmap2obj K | renames A B: a perf.data (file mode)
 # made larger where a reader's costs grow (issue 25), the rest untouched
 # (perf script -D reads the result):
 #   comm K NIDS: K more copies of the first COMM record, and NIDS ids no
@@ -8,11 +8,15 @@
 #     is not there (/nonexistent/libN.so) at its own address;
 #   mmap2obj K: K more MMAP2 records after the first, each of the first's
 #     own file (there: its code is read) at its own address, where no
-#     code runs.
+#     code runs;
+#   renames A B: after the first COMM, three more of its thread, in file
+#     order A at its time + 3 ns, B at + 2, A at + 1 (in time order: A, B,
+#     A: the thread's latest name is A).
 import struct
 import sys
 
-src, dst, mode, k = sys.argv[1], sys.argv[2], sys.argv[3], int(sys.argv[4])
+src, dst, mode = sys.argv[1], sys.argv[2], sys.argv[3]
+k = int(sys.argv[4]) if mode != 'renames' else 0
 b = bytearray(open(src, 'rb').read())
 assert b[:8] == b'PERFILE2'
 attr_size, = struct.unpack_from('<Q', b, 16)
@@ -31,7 +35,28 @@ def first_record(want):
     sys.exit('no record of type %d' % want)
 
 
-if mode == 'comm':
+if mode == 'renames':
+    p, misc, size = first_record(3)
+    rec = bytes(b[p:p + size])
+    sample_type, = struct.unpack_from('<Q', b, attrs_off + 24)
+    attr_flags, = struct.unpack_from('<Q', b, attrs_off + 40)
+    assert attr_flags & (1 << 18), 'no sample_id_all'
+    # the sample_id trailer: TID, TIME, ID, STREAM_ID, CPU, IDENTIFIER
+    sizes = [(1 << 1, 8), (1 << 2, 8), (1 << 6, 8), (1 << 9, 8), (1 << 7, 8), (1 << 16, 8)]
+    trailer = sum(n for bit, n in sizes if sample_type & bit)
+    assert sample_type & (1 << 2), 'no time'
+    toff = size - trailer + (8 if sample_type & (1 << 1) else 0)
+    t0, = struct.unpack_from('<Q', rec, toff)
+    out = []
+    for name, dt in ((sys.argv[4], 3), (sys.argv[5], 2), (sys.argv[4], 1)):
+        nm = name.encode() + b'\0'
+        nm += b'\0' * ((-(8 + len(nm))) % 8)
+        body = bytearray(rec[:16]) + nm + rec[size - trailer:]
+        struct.pack_into('<IHH', body, 0, 3, misc & ~0x2000, len(body))  # not COMM_EXEC
+        struct.pack_into('<Q', body, 16 + len(nm) + (8 if sample_type & (1 << 1) else 0), t0 + dt)
+        out.append(bytes(body))
+    ins = b''.join(out)
+elif mode == 'comm':
     p, misc, size = first_record(3)
     ins = bytes(b[p:p + size]) * k
 else:

@@ -585,3 +585,27 @@ PY
 	run "$PFCHECK" "$t/d.pftrace"
 	[[ "$output" == *" counters=1 "*" counter_tracks=1 empty_counter_tracks=0"* ]]
 }
+
+# 100,000 named threads, each its own process (issue 25's costs): every
+# comm line and every thread's descriptor scanned all the comms, and every
+# new thread all the processes described (40,000 threads: 2 s; 100,000
+# unnamed: 1.7 s, 43x 10,000). Oracle: the cost of 10x the threads, timed
+# in this run (linear: about 10x), and the names in the trace.
+@test "100,000 named threads: 10x the threads and comm lines cost about 10x, each thread named" {
+	local t=$BATS_TEST_TMPDIR n
+	for n in 10000 100000; do
+		awk -v n=$n 'BEGIN { print "# mt-events 1"
+			for (i = 0; i < n; i++) printf "# comm\t%d\t%d\tt%d\n", 5 + i, 5 + i, i
+			for (i = 0; i < n; i++) {
+				printf "%d\t%d\t%d\tcall\t0x1\t0x2\tto_sym=f\n", 1000 + 2 * i, 5 + i, 5 + i
+				printf "%d\t%d\t%d\treturn\t0x2\t0x1\n", 1001 + 2 * i, 5 + i, 5 + i } }' > "$t/named$n.events"
+	done
+	ratio=$(cost_ratio "timeout 120 $TOPERFETTO -o $t/s.pftrace $t/named10000.events" \
+		"timeout 120 $TOPERFETTO -o $t/b.pftrace $t/named100000.events")
+	echo "cost ratio for 10x the named threads: $ratio"
+	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
+	"$TOPERFETTO" --format=json -o "$t/n.json" "$t/named10000.events"
+	python3 -c 'import json, sys
+names = {e["tid"]: e["args"]["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") == "thread_name"}
+assert len(names) == 10000 and all(names[5 + i] == "t%d" % i for i in range(10000))' "$t/n.json"
+}

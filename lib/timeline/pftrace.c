@@ -332,23 +332,73 @@ void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink)
 				    .instant = s_instant, .counter = s_counter, .event_sample = s_sample};
 }
 
+static size_t comm_slot(uint32_t pid, uint32_t tid, size_t cap)
+{
+	return (size_t)(((((uint64_t)pid << 32) | tid) * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
+}
+
+/* The comm of (pid, tid), or NULL: by a hash of the pair (a scan of every
+ * comm per comm line and per thread was quadratic in the threads). */
+static struct comm *find_comm(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
+{
+	if (!pf->capcomm_slots)
+		return NULL;
+	for (size_t k = comm_slot(pid, tid, pf->capcomm_slots); pf->comm_slots[k];
+	     k = (k + 1) & (pf->capcomm_slots - 1)) {
+		struct comm *c = &pf->comms[pf->comm_slots[k] - 1];
+		if (c->pid == pid && c->tid == tid)
+			return c;
+	}
+	return NULL;
+}
+
+/* Indexes comm i (its pair new to the table), growing the table at half full. */
+static bool index_comm(struct mt_pftrace *pf, size_t i)
+{
+	if (2 * (pf->ncomms + 1) > pf->capcomm_slots) {
+		size_t cap = pf->capcomm_slots ? 2 * pf->capcomm_slots : 64;
+		uint32_t *ns = calloc(cap, sizeof *ns);
+		if (!ns)
+			return false;
+		for (size_t j = 0; j < pf->ncomms; j++) {
+			if (j == i)
+				continue;
+			size_t k = comm_slot(pf->comms[j].pid, pf->comms[j].tid, cap);
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)j + 1;
+		}
+		free(pf->comm_slots);
+		pf->comm_slots = ns;
+		pf->capcomm_slots = cap;
+	}
+	size_t k = comm_slot(pf->comms[i].pid, pf->comms[i].tid, pf->capcomm_slots);
+	while (pf->comm_slots[k])
+		k = (k + 1) & (pf->capcomm_slots - 1);
+	pf->comm_slots[k] = (uint32_t)i + 1;
+	return true;
+}
+
 void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta)
 {
 	unsigned pid, tid;
 	char name[64];
 	if (sscanf(meta, "comm\t%u\t%u\t%63[^\n]", &pid, &tid, name) != 3)
 		return;
-	for (size_t i = 0; i < pf->ncomms; i++)
-		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid) {
-			snprintf(pf->comms[i].name, sizeof pf->comms[i].name, "%s", name);
-			return;
-		}
-	if (!mt_grow((void **)&pf->comms, &pf->capcomms, pf->ncomms + 1, sizeof *pf->comms))
+	struct comm *c = find_comm(pf, pid, tid);
+	if (c) {
+		snprintf(c->name, sizeof c->name, "%s", name); /* the latest name wins */
 		return;
-	struct comm *c = &pf->comms[pf->ncomms++];
+	}
+	if (pf->ncomms >= UINT32_MAX - 1 ||
+	    !mt_grow((void **)&pf->comms, &pf->capcomms, pf->ncomms + 1, sizeof *pf->comms))
+		return;
+	c = &pf->comms[pf->ncomms++];
 	c->pid = pid;
 	c->tid = tid;
 	snprintf(c->name, sizeof c->name, "%s", name);
+	if (!index_comm(pf, pf->ncomms - 1))
+		pf->ncomms--; /* out of memory: the thread goes unnamed */
 }
 
 void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg)
@@ -359,10 +409,8 @@ void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg)
 
 const char *mt_tl_comm(const struct mt_pftrace *pf, uint32_t pid, uint32_t tid)
 {
-	for (size_t i = 0; i < pf->ncomms; i++)
-		if (pf->comms[i].pid == pid && pf->comms[i].tid == tid)
-			return pf->comms[i].name;
-	return NULL;
+	const struct comm *c = find_comm(pf, pid, tid);
+	return c ? c->name : NULL;
 }
 
 /* The file's header, before anything else. */
@@ -375,17 +423,41 @@ static void write_head(struct mt_pftrace *pf)
 		pf->ops->head(pf);
 }
 
+int mt_tl_pidset_add(struct pidset *s, uint32_t pid)
+{
+	if (2 * (s->n + 1) > s->cap) {
+		size_t cap = s->cap ? 2 * s->cap : 64;
+		uint64_t *nv = calloc(cap, sizeof *nv);
+		if (!nv)
+			return -1;
+		for (size_t i = 0; i < s->cap; i++) {
+			if (!s->v[i])
+				continue;
+			size_t k = (size_t)((s->v[i] * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
+			while (nv[k])
+				k = (k + 1) & (cap - 1);
+			nv[k] = s->v[i];
+		}
+		free(s->v);
+		s->v = nv;
+		s->cap = cap;
+	}
+	uint64_t key = (uint64_t)pid + 1;
+	size_t k = (size_t)((key * 0x9e3779b97f4a7c15u) >> 32) & (s->cap - 1);
+	for (; s->v[k]; k = (k + 1) & (s->cap - 1))
+		if (s->v[k] == key)
+			return 0;
+	s->v[k] = key;
+	s->n++;
+	return 1;
+}
+
 static bool first_of_pid(struct mt_pftrace *pf, uint32_t pid)
 {
-	for (size_t i = 0; i < pf->npids; i++)
-		if (pf->pids[i] == pid)
-			return false;
-	if (!mt_grow((void **)&pf->pids, &pf->cappids, pf->npids + 1, sizeof *pf->pids)) {
+	int r = mt_tl_pidset_add(&pf->pids, pid);
+	if (r < 0)
 		pf->oom = true;
-		return false;
-	}
-	pf->pids[pf->npids++] = pid;
-	return true;
+	return r > 0;
 }
 
 /* A thread's descriptors (its process's too, the first time), before
@@ -583,10 +655,11 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 		free(t);
 	}
 	free(pf->threads);
-	free(pf->pids);
-	free(pf->cpu_pids);
+	free(pf->pids.v);
+	free(pf->cpu_pids.v);
 	free(pf->late);
 	free(pf->comms);
+	free(pf->comm_slots);
 	free(pf->extra_names);
 	mt_strtab_free(&pf->names);
 	free(pf->buf);

@@ -284,14 +284,11 @@ static void proto_sample(struct seqw *w, uint64_t time, const char *name, uint32
 static void cpu_track(struct mt_pftrace *pf, struct pthread *t)
 {
 	t->cpu_track = true;
-	for (size_t i = 0; i < pf->ncpu_pids; i++)
-		if (pf->cpu_pids[i] == t->pid)
-			return;
-	if (!mt_grow((void **)&pf->cpu_pids, &pf->capcpu_pids, pf->ncpu_pids + 1, sizeof *pf->cpu_pids)) {
+	int r = mt_tl_pidset_add(&pf->cpu_pids, t->pid);
+	if (r < 0)
 		pf->oom = true;
+	if (r <= 0)
 		return;
-	}
-	pf->cpu_pids[pf->ncpu_pids++] = t->pid;
 	Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 	cd.has_uuid = true;

@@ -85,6 +85,15 @@ struct seqw {
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
 };
 
+/* A set of pids (open addressing, pid + 1 in each slot): which processes
+ * are described, once per thread (a scan of all was quadratic in them). */
+struct pidset {
+	uint64_t *v;
+	size_t n, cap;
+};
+/* Adds pid: 1 when new, 0 when there already, -1 out of memory. */
+int mt_tl_pidset_add(struct pidset *s, uint32_t pid);
+
 struct pthread {
 	uint32_t pid, tid;
 	struct item *items;       /* pending: not written yet, in arrival order */
@@ -132,12 +141,12 @@ struct mt_pftrace {
 	const char *fx_empty, *fx_address, *fx_freq, *fx_file, *fx_line, *fx_cpu;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
-	uint32_t *pids;           /* processes described */
-	size_t npids, cappids;
-	uint32_t *cpu_pids;       /* processes whose CPU counter track is described */
-	size_t ncpu_pids, capcpu_pids;
+	struct pidset pids;       /* processes described */
+	struct pidset cpu_pids;   /* processes whose CPU counter track is described */
 	struct comm *comms;
 	size_t ncomms, capcomms;
+	uint32_t *comm_slots;     /* open addressing by (pid, tid): comm index + 1 */
+	size_t capcomm_slots;
 	const char **extra_names; /* event names of sample tracks */
 	size_t nextra, capextra;
 	size_t window, pending;   /* items held before every thread is written out */

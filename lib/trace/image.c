@@ -478,8 +478,7 @@ enum { MAX_LIBIPT_SECTIONS = 4096 };
  * refuses one. */
 static bool libipt_sections(struct mt_image *img)
 {
-	bool oom = false;
-	if (!mt_secmap_find(&img->map, 0, &oom) && oom)
+	if (!mt_secmap_ready(&img->map))
 		return false;
 	const struct mt_secmap_piece *p = img->map.pieces;
 	size_t n = img->map.npieces, nsec = 0;

@@ -127,9 +127,14 @@ static bool build(struct mt_secmap *m)
 	return ok;
 }
 
+bool mt_secmap_ready(struct mt_secmap *m)
+{
+	return !m->dirty || build(m);
+}
+
 const struct mt_secmap_piece *mt_secmap_find(struct mt_secmap *m, uint64_t addr, bool *oom)
 {
-	if (m->dirty && !build(m)) {
+	if (!mt_secmap_ready(m)) {
 		*oom = true;
 		return NULL;
 	}

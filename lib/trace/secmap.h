@@ -33,6 +33,8 @@ void mt_secmap_fini(struct mt_secmap *m);
 /* Adds [start, start+size) (cut at the top of the address space); its
  * number is the count of sections added before. false when out of memory. */
 bool mt_secmap_add(struct mt_secmap *m, uint64_t start, uint64_t size);
+/* Makes the pieces if sections were added since; false when out of memory. */
+bool mt_secmap_ready(struct mt_secmap *m);
 /* The piece holding addr (its section the newest holding addr), or NULL
  * where none does -- or when out of memory building the pieces (*oom). */
 const struct mt_secmap_piece *mt_secmap_find(struct mt_secmap *m, uint64_t addr, bool *oom);

@@ -8,6 +8,8 @@
 MT_REAL=${MT_REAL:-$BATS_TEST_DIRNAME/../../shared/testdata/real}
 PT2EVENTS=$MT_BIN/mt-pt2events
 SYNTH=$MT_BIN/mt-synth
+# self and total time per function of a --format=json trace (tools/slicetime.py)
+SLICETIME=$BATS_TEST_DIRNAME/tools/slicetime.py
 
 # Event lines without metadata and without the time column.
 events_body() { grep -v '^#' "$1" | cut -f2-; }

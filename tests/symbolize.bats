@@ -501,3 +501,70 @@ PY
 	[ "$n" -ge 3 ]
 	[ "$n" -le "$nfunc" ]
 }
+
+# --lines on stack samples (issue 23: the lines were looked up for the
+# sample's IP and never reached the timeline). Recorded for real; oracle:
+# binutils' addr2line on the test program for every frame in it, at the
+# frame's IP for the leaf and at IP - 1 for a caller (a return address can
+# begin the next line; the call is the line before it); the timeline's
+# slice of a function carries the source position of the sample that began it.
+@test "--lines on sample frames: frame_src is addr2line's for every frame, and the timeline's slices carry it" {
+	cd "$BATS_TEST_TMPDIR"
+	perf record -q -e cpu-clock -F 4000 -g -o s.data -- "$MT_PROGS/hot" 200 > /dev/null 2>&1
+	"$PT2EVENTS" s.data 2> /dev/null | "$SYMBOLIZE" --lines > s.ev
+	nm "$MT_PROGS/hot" | awk '$2 ~ /^[tT]$/ {print $3, $1}' > syms
+	# one line a frame in the program: VADDR(looked up) GIVEN-FILE:LINE
+	python3 - "$MT_PROGS/hot" > pairs <<'PY'
+import sys
+prog = sys.argv[1]
+syms = dict(l.split() for l in open("syms"))
+n = 0
+for line in open("s.ev"):
+    if line.startswith("#"):
+        continue
+    cols = line.rstrip("\n").split("\t")
+    frames = []
+    for c in cols[6:]:
+        if c.startswith("frame="):
+            frames.append([c[6:], None])
+        elif c.startswith("frame_src=") and frames:
+            frames[-1][1] = c[10:]
+    for i, (f, src) in enumerate(frames):
+        if not f.endswith("(" + prog + ")"):
+            continue
+        name_off = f.split(" ")[1]
+        name, off = name_off.rsplit("+0x", 1)
+        vaddr = int(syms[name], 16) + int(off, 16) - (0 if i == len(frames) - 1 else 1)
+        print("%x %s" % (vaddr, src))
+        n += 1
+PY
+	[ "$(wc -l < pairs)" -gt 100 ]
+	cut -d' ' -f1 pairs | addr2line -e "$MT_PROGS/hot" | sed 's/ (discriminator [0-9]*)$//; s|.*/||' > want
+	cut -d' ' -f2 pairs | sed 's|.*/||' > got
+	echo "frames: $(wc -l < pairs); differing: $(paste -d' ' got want | awk '$1 != $2' | sort | uniq -c | head -5)"
+	cmp got want
+	# the slices: hot_loop's and main's file:line are those of their first sample
+	"$MT_BIN/mt-toperfetto" --format=json -o s.json s.ev
+	python3 - <<'PY'
+import json
+first = {}
+for line in open("s.ev"):
+    if line.startswith("#"):
+        continue
+    cols = line.rstrip("\n").split("\t")
+    last = None
+    for c in cols[6:]:
+        if c.startswith("frame="):
+            last = c.split(" ")[1].rsplit("+0x", 1)[0]
+        elif c.startswith("frame_src=") and last in ("main", "hot_loop"):
+            first.setdefault(last, c[10:])
+            last = None
+seen = {}
+for e in json.load(open("s.json"))["traceEvents"]:
+    if e.get("ph") == "X" and e["name"] in first:
+        a = e["args"]
+        seen.setdefault(e["name"], "%s:%d" % (a["file"], a["line"]))
+print(first, seen)
+assert first and seen == first
+PY
+}

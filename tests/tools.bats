@@ -35,6 +35,42 @@ tools() {
 	[ "$n" -ge 12 ]
 }
 
+# Abbreviations (issue 23): the C tools take GNU getopt_long's unique
+# prefixes, the shell pipelines took none. Oracle: getopt_long's rules
+# (a unique prefix is the option, an ambiguous one is refused with the
+# candidates), the same for every tool and pipeline.
+@test "every tool and pipeline: a unique abbreviation is the option, an ambiguous one a usage error" {
+	while read -r t; do
+		name=$(basename "$t")
+		run --separate-stderr "$t" --versi
+		[ "$status" -eq 0 ] && [ "$output" = "$("$t" --version)" ] || { echo "$name --versi: $status $output $stderr"; false; }
+		run --separate-stderr "$t" --he
+		[ "$status" -eq 0 ] && [[ "$output" == Usage:* ]] || { echo "$name --he: $status"; false; }
+	done < <(tools)
+	cd "$BATS_TEST_TMPDIR"
+	printf '# mt-events 1\n100\t1\t1\tcall\t0x1\t0x2\tto_sym=a\n' > a.events
+	# abbreviated options with values, both spellings, in each pipeline
+	mkdir in && cp "$MT_FIXTURES/flow/plain.data" in/f.data
+	run --separate-stderr "$PIPES/mt-trace" decode in/f.data --form=json --no-k --outp abbr.json
+	[ "$status" -eq 0 ]
+	head -c 1 abbr.json | grep -q '{'
+	run --separate-stderr "$PIPES/mt-batch" --output-d=out --form json in/f.data
+	[ "$status" -eq 0 ]
+	[ -s out/f.json ]
+	run --separate-stderr "$PIPES/mt-trace" run --s -- true
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-trace: option '--s' is ambiguous; possibilities:"*"'--sampling'"* ]]
+	run --separate-stderr "$PIPES/mt-batch" --re in/f.data
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-batch: option '--re' is ambiguous; possibilities: '--resume' '--resume-failed'"* ]]
+	run --separate-stderr "$MT_BIN/mt-toperfetto" --f=json a.events
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-toperfetto: option '--f=json' is ambiguous; possibilities:"* ]]
+	run --separate-stderr "$PIPES/mt-archive-watch" --onc --interv=x in out
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"bad --interval 'x'"* ]]
+}
+
 # Options (issue 23): every long option a tool's --help lists at the start
 # of a line is a tag of its man page's OPTIONS section, and every tag there
 # is in --help (mt-caps(1) had no --help, mt-perfargs(1) only "see --help").

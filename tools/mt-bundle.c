@@ -207,13 +207,19 @@ static int cmd_extract(int argc, char **argv)
 int main(int argc, char **argv)
 {
 	argv[0] = (char *)PROG; /* getopt's messages name the tool, not the path it ran by */
-	if (argc >= 2 && (!strcmp(argv[1], "-h") || !strcmp(argv[1], "--help"))) {
-		usage(stdout);
-		return 0;
-	}
-	if (argc >= 2 && (!strcmp(argv[1], "-V") || !strcmp(argv[1], "--version"))) {
-		printf(PROG " (mt) " MT_VERSION "\n");
-		return 0;
+	if (argc >= 2 && argv[1][0] == '-' && argv[1][1]) { /* --help or --version before a command, abbreviated or not */
+		static const struct option top[] = {{"help", no_argument, NULL, 'h'},
+						    {"version", no_argument, NULL, 'V'}, {0}};
+		int c = getopt_long(2, argv, "+hV", top, NULL);
+		if (c == 'h' || c == 'V') {
+			if (c == 'h')
+				usage(stdout);
+			else
+				printf(PROG " (mt) " MT_VERSION "\n");
+			return 0;
+		}
+		fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+		return EXIT_USAGE;
 	}
 	if (argc < 2) {
 		fprintf(stderr, PROG ": missing command (create, list, manifest or extract)\n"

@@ -41,7 +41,8 @@ static void usage(FILE *f)
 "      --no-demangle              keep C++, Rust and OCaml names mangled\n"
 "      --inlines                  also from_inline/to_inline: the inlined functions\n"
 "                                 at the address, innermost first, ';'-separated\n"
-"      --lines                    also from_file/from_line and to_file/to_line\n"
+"      --lines                    also from_file/from_line and to_file/to_line,\n"
+"                                 and after each sample frame its frame_src=FILE:LINE\n"
 "                                 (DWARF line tables, separate debug info too)\n"
 "      --output-format=text|binary  (default: the input's)\n"
 "  -h, --help                     show this help and exit\n"
@@ -61,6 +62,12 @@ static void warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+/* A callchain frame as mt-pt2events writes it: "0xIP", nothing more. */
+static bool is_bare_frame(const struct mt_kv *kv)
+{
+	return kv->key[0] == 'f' && !strcmp(kv->key, "frame") && kv->val && !strchr(kv->val, ' ');
 }
 
 static bool has_key(const struct mt_event *ev, const char *key)
@@ -178,7 +185,8 @@ int main(int argc, char **argv)
 		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
-	static char framebuf[MT_EVENT_MAX_EXTRA][600];
+	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
+	static char framebuf[MT_EVENT_MAX_EXTRA][600], srcbuf[MT_EVENT_MAX_EXTRA][600];
 	char val[4][40], lineval[2][16];
 	/* Names, objects and files are the symbolizer's (stable) and the usual
 	 * offsets and lines come from numstr: then the event keeps its reader's
@@ -243,23 +251,46 @@ int main(int argc, char **argv)
 				stable = false;
 			}
 		}
-		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as perf prints them */
-		for (unsigned k = 0; k < ev.nextra && k < n; k++) { /* the input's columns: ours are no frames */
-			if (kv[k].key[0] != 'f' || strcmp(kv[k].key, "frame") || !kv[k].val || strchr(kv[k].val, ' '))
-				continue;
-			uint64_t ip = strtoull(kv[k].val, NULL, 16);
-			struct mt_sym_result fr;
-			mt_sym_lookup(sym, ev.pid, ip, &fr);
-			char *buf = framebuf[k];
-			if (fr.name)
-				snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip, fr.name, fr.off,
-					 fr.dso ? fr.dso : "[unknown]");
-			else
-				snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " [unknown] (%s)", ip, fr.dso ? fr.dso : "[unknown]");
-			kv[k].val = buf;
+		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as
+		 * perf prints them; with --lines each followed by its frame_src */
+		unsigned nframes = 0, last_frame = 0;
+		for (unsigned k = 0; k < ev.nextra && k < n; k++) /* the input's columns: ours are no frames */
+			if (is_bare_frame(&kv[k])) {
+				nframes++;
+				last_frame = k;
+			}
+		if (nframes) {
+			unsigned m = 0;
+			for (unsigned k = 0; k < n; k++) {
+				framed[m++] = kv[k];
+				if (k >= ev.nextra || !is_bare_frame(&kv[k]))
+					continue;
+				uint64_t ip = strtoull(kv[k].val, NULL, 16);
+				struct mt_sym_result fr;
+				mt_sym_lookup(sym, ev.pid, ip, &fr);
+				char *buf = framebuf[k];
+				if (fr.name)
+					snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip, fr.name,
+						 fr.off, fr.dso ? fr.dso : "[unknown]");
+				else
+					snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " [unknown] (%s)", ip,
+						 fr.dso ? fr.dso : "[unknown]");
+				framed[m - 1].val = buf;
+				if (!lines || m + (n - k) >= MT_EVENT_MAX_EXTRA)
+					continue;
+				/* a caller's frame holds its return address, which may
+				 * begin the next line: its line is the call's (ip - 1) */
+				if (k != last_frame && ip)
+					mt_sym_lookup(sym, ev.pid, ip - 1, &fr);
+				if (fr.file && fr.line > 0) {
+					snprintf(srcbuf[k], sizeof srcbuf[0], "%s:%d", fr.file, fr.line);
+					framed[m++] = (struct mt_kv){"frame_src", srcbuf[k]};
+				}
+			}
+			n = m;
 			stable = false;
 		}
-		ev.extra = kv;
+		ev.extra = nframes ? framed : kv;
 		ev.nextra = n;
 		if (!stable)
 			ev.strings_epoch = 0;

@@ -234,7 +234,12 @@ int main(int argc, char **argv)
 	}
 	mt_cs_finish(cs);
 	bool wfail = false;
-	uint64_t starts = 0, regions = 0;
+	uint64_t starts = 0, regions = 0, late = 0, late_max = 0;
+	mt_cs_late_counts(cs, &late, &late_max);
+	if (late)
+		fprintf(stderr, PROG ": warning: %s: %" PRIu64 " event%s out of time order on %s thread, moved "
+			"forward by up to %" PRIu64 " ns to the time of the event before %s\n", io.in_name, late,
+			late == 1 ? "" : "s", late == 1 ? "its" : "their", late_max, late == 1 ? "it" : "them");
 	if (filter)
 		mt_cs_filter_counts(cs, &starts, &regions);
 	if (filter && !regions && rc >= 0) {

@@ -28,7 +28,8 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 	}
 	struct mt_err err = {0};
 	io->have_reader = true;
-	if (mt_events_reader_open(&io->reader, io->in, strcmp(in_path, "-") ? in_path : "standard input", &err)) {
+	io->in_name = strcmp(in_path, "-") ? in_path : "standard input";
+	if (mt_events_reader_open(&io->reader, io->in, io->in_name, &err)) {
 		if (!(upstream_reported() && io->reader.empty))
 			fprintf(stderr, "%s: %s\n", prog, err.msg);
 		mt_filterio_close(io, 1, true);

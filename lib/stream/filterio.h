@@ -13,6 +13,7 @@
 
 struct mt_filterio {
 	const char *prog;
+	const char *in_name;  /* the input, for messages: its path or "standard input" */
 	const char *out_name; /* as the user named the output */
 	FILE *in;
 	struct mt_events_reader reader;

@@ -3,6 +3,7 @@
 #define _GNU_SOURCE
 #include "timeline/callstack.h"
 
+#include <inttypes.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -469,44 +470,97 @@ void mt_cs_warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
 		cs->opts.warn(cs->opts.warn_ctx, msg);
 }
 
-/* Stack sample (outermost first): keep the common IP prefix. */
+/* A sample frame "0xIP NAME+0xOFF (DSO)": its name without +0xOFF and (DSO),
+ * or magic-trace's "[unknown @ 0xIP (DSO)]" when no symbol covers it. */
+static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip)
+{
+	char *e;
+	*ip = strtoull(v, &e, 16);
+	while (*e == ' ')
+		e++;
+	char name[1024];
+	snprintf(name, sizeof name, "%s", e);
+	char *dso = strstr(name, " (");
+	if (dso)
+		*dso = '\0';
+	if (!*name || !strcmp(name, "[unknown]")) {
+		char unk[1100];
+		const char *d = dso ? dso + 2 : "";
+		size_t dl = strlen(d);
+		if (dl && d[dl - 1] == ')')
+			dl--;
+		if (!dl) {
+			d = "[unknown]";
+			dl = strlen(d);
+		}
+		snprintf(unk, sizeof unk, "[unknown @ 0x%" PRIx64 " (%.*s)]", *ip, (int)dl, d);
+		return mt_strtab_intern(&cs->names, unk);
+	}
+	char *off = strstr(name, "+0x");
+	for (char *q = off; q; q = strstr(q + 1, "+0x"))
+		off = q;
+	if (off)
+		*off = '\0';
+	return mt_strtab_intern(&cs->names, name);
+}
+
+/* Stack sample (outermost first): keep the common prefix, callers compared
+ * by IP (a caller's IP is its call site: another site, another call, as
+ * magic-trace compares), the leaf of either sample by function (the leaf's
+ * IP moves within the function from sample to sample: still one slice). A
+ * frame's frame_src (mt-symbolize --lines) follows it. */
 static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
 {
 	size_t nf = 0, m = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
-	const char *names[MT_EVENT_MAX_EXTRA];
+	const char *names[MT_EVENT_MAX_EXTRA], *files[MT_EVENT_MAX_EXTRA];
+	int lines[MT_EVENT_MAX_EXTRA];
 	for (unsigned i = 0; i < ev->nextra; i++) {
-		if (strcmp(ev->extra[i].key, "frame") || !ev->extra[i].val)
+		const char *k = ev->extra[i].key, *v = ev->extra[i].val;
+		if (k[0] != 'f' || !v)
 			continue;
-		const char *v = ev->extra[i].val;
-		char *e;
-		ips[nf] = strtoull(v, &e, 16);
-		while (*e == ' ')
-			e++;
-		/* the name is the symbol without +0xOFF and (DSO) */
-		char name[1024];
-		snprintf(name, sizeof name, "%s", e);
-		char *dso = strstr(name, " (");
-		if (dso)
-			*dso = '\0';
-		char *off = strstr(name, "+0x");
-		for (char *q = off; q; q = strstr(q + 1, "+0x"))
-			off = q;
-		if (off)
-			*off = '\0';
-		names[nf] = *name && strcmp(name, "[unknown]") ? mt_strtab_intern(&cs->names, name) : cs->n_unknown;
+		if (!strcmp(k, "frame_src") && nf && !files[nf - 1]) {
+			const char *colon = strrchr(v, ':');
+			if (colon && colon > v && colon[1]) {
+				char file[4096];
+				snprintf(file, sizeof file, "%.*s", (int)(colon - v), v);
+				files[nf - 1] = mt_strtab_intern(&cs->names, file);
+				lines[nf - 1] = atoi(colon + 1);
+			}
+			continue;
+		}
+		if (strcmp(k, "frame"))
+			continue;
+		names[nf] = frame_name(cs, v, &ips[nf]);
 		if (!names[nf]) {
 			cs->oom = true;
 			return;
 		}
+		files[nf] = NULL;
+		lines[nf] = 0;
 		nf++;
 	}
-	while (m < nf && m < t->cur.n && t->cur.v[m].ip == ips[m])
+	/* the calls of the last change are spread up to this sample at most,
+	 * changed or not (5.6: over the time to the next event) */
+	if (t->npending && t->pending_time != time)
+		flush(cs, t, time);
+	while (m < nf && m < t->cur.n) {
+		struct frame *f = &t->cur.v[m];
+		bool leaf = m + 1 == nf || m + 1 == t->cur.n;
+		if (f->ip != ips[m] && !(leaf && f->name == names[m]))
+			break;
+		f->ip = ips[m]; /* the caller's IP the next sample is held against */
 		m++;
+	}
 	for (size_t i = t->cur.n; i > m; i--)
 		ret(cs, t, time);
-	for (size_t i = m; i < nf; i++)
+	for (size_t i = m; i < nf; i++) {
+		cs->src_ip = files[i] ? ips[i] : 0;
+		cs->src_file = files[i];
+		cs->src_line = lines[i];
 		call(cs, t, time, ips[i], names[i]);
+	}
+	cs->src_ip = 0;
 }
 
 /* A return, jump or int to an exception handler: the raise left the try
@@ -637,6 +691,12 @@ static void leave_region(struct mt_cs *cs)
 	cs->in_region = false;
 }
 
+void mt_cs_late_counts(const struct mt_cs *cs, uint64_t *events, uint64_t *max_ns)
+{
+	*events = cs->late_events;
+	*max_ns = cs->late_max_ns;
+}
+
 void mt_cs_filter_counts(const struct mt_cs *cs, uint64_t *starts, uint64_t *regions)
 {
 	*starts = cs->filter_starts;
@@ -728,9 +788,13 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	if (!t)
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	if (ev->has_time && (ev->time < cs->base || mapped < t->last_event_time)) {
-		/* Policy: time never runs backwards on a thread. */
+		/* Policy: time never runs backwards on a thread; how many and how
+		 * far are said once, at the end (mt_cs_late_counts). */
+		uint64_t moved = cs->base + t->last_event_time - ev->time;
 		mapped = t->last_event_time;
-		mt_cs_warn_once(cs, 2, "warning: events out of time order: taken at the time of the event before them");
+		cs->late_events++;
+		if (moved > cs->late_max_ns)
+			cs->late_max_ns = moved;
 	}
 	/* 5.7: untimed events take the last time; nothing lands on a decode
 	 * error's time except the error itself. */

@@ -79,6 +79,10 @@ void mt_cs_set_filter(struct mt_cs *cs, const char *start, const char *stop);
 /* With a filter: the calls to start seen, and the regions a call to stop
  * closed (each written). */
 void mt_cs_filter_counts(const struct mt_cs *cs, uint64_t *starts, uint64_t *regions);
+/* Events timed before their thread's previous event, each taken at that
+ * event's time instead (time never runs backwards on a thread), and the
+ * most one was moved: broken input, never a perf recording in order. */
+void mt_cs_late_counts(const struct mt_cs *cs, uint64_t *events, uint64_t *max_ns);
 /* OCaml mode A (5.11): the programs' exception-handler traps
  * (.note.ocaml_eh, sorted; ocamleh.h). With any, try blocks get their own
  * stacks and raises unwind them, instead of the mode-B heuristics. The

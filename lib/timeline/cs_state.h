@@ -114,6 +114,7 @@ struct mt_cs {
 	const char *filter_start, *filter_stop;
 	bool in_region, tentative;
 	uint64_t filter_starts, filter_regions; /* calls to start; regions a stop closed */
+	uint64_t late_events, late_max_ns; /* timed before their thread's last event: moved, how far at most */
 	struct logrec *log;
 	size_t nlog, caplog;
 	/* the current event's target source line, when it is a function entry */

@@ -116,9 +116,9 @@ pa() { # CAPS ARGS... -> one line in $output
 @test "sampling: --overwrite, no snapshots, call graphs; cpu-clock where there is no cycles event" {
 	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
 	pa "$BATS_TEST_TMPDIR/c" --sampling --pid=5
-	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=cycles/freq=10000/u --overwrite --per-thread -t 5 --control=fd:3,4 --call-graph lbr" ]
+	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=cycles/freq=10000/u --overwrite --per-thread -t 5 --control=fd:3,4 --call-graph lbr --switch-events" ]
 	pa "$BATS_TEST_TMPDIR/c" --sampling --timer-resolution=high --callgraph=fp --full-execution
-	[[ "$output" == *"--event=cycles/freq=25000/u --per-thread"*"--call-graph fp" ]]
+	[[ "$output" == *"--event=cycles/freq=25000/u --per-thread"*"--call-graph fp --switch-events" ]]
 	caps "$BATS_TEST_TMPDIR/c" 6.1 0 0 0 1 cpu-clock
 	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --timer-resolution=sample:99
 	echo "$output" | grep -qx -- --event=cpu-clock/freq=99/u

@@ -86,6 +86,59 @@ RECORD=$MT_BIN/mt-record
 	[[ "$stderr" != *"out of time order"* ]]
 }
 
+# Off-CPU (issue 26): cpu-clock takes no samples while a thread sleeps, so
+# the 300 ms nap was drawn as 300 ms of the function before it. mt-record
+# asks perf for switch events when sampling. Oracle: perf script
+# --show-switch-events on the same perf.data: each OUT..IN of the thread is
+# one [off-CPU] slice ([preempted] where perf says preempt) at those times
+# to the ns (taken relative to the first, as the trace's times are), no
+# other slice of the thread overlaps one, and the nap's lasts its 300 ms at
+# least. Without switch events mt-pt2events says off-CPU time is unknown.
+@test "off-CPU time when sampling: each switch out to in as perf script shows it, no slice spans the sleep" {
+	cd "$BATS_TEST_TMPDIR"
+	"$RECORD" -o naps.data -- "$MT_PROGS/naps" 2> /dev/null
+	perf script -i naps.data --show-switch-events -F tid,time --ns 2> /dev/null |
+		awk '/PERF_RECORD_SWITCH/ { t = $2; sub(":", "", t); sub("\\.", "", t); print $1, t, $4, $5 }' > perf.sw
+	[ "$(grep -c ' OUT' perf.sw)" -ge 1 ]
+	run --separate-stderr "$PT2EVENTS" naps.data
+	[ "$status" -eq 0 ]
+	[[ "$stderr" != *"off CPU cannot be told"* ]]
+	echo "$output" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=json -o naps.json
+	python3 - <<'PY'
+import json
+perf = [l.split() for l in open("perf.sw")]
+want = []  # (tid, name, start_ns, end_ns)
+out = {}
+for f in perf:
+    tid, t, d = int(f[0]), int(f[1]), f[2]
+    if d == "OUT":
+        out.setdefault(tid, (t, "[preempted]" if len(f) > 3 and f[3] == "preempt" else "[off-CPU]"))
+    elif d == "IN" and tid in out:
+        s, name = out.pop(tid)
+        want.append((tid, name, s, t))
+sl = [e for e in json.load(open("naps.json"))["traceEvents"] if e.get("ph") == "X"]
+ns = lambda us: round(us * 1000)
+off = sorted(((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in sl
+              if e["name"] in ("[off-CPU]", "[preempted]")), key=lambda o: (o[0], o[2]))
+want.sort(key=lambda o: (o[0], o[2]))
+rel = lambda v: [(t, n, s - v[0][2], e - v[0][2]) for t, n, s, e in v]
+print("perf:", rel(want)[:4], "mt:", rel(off)[:4], len(want), len(off))
+assert len(want) == len(off) and rel(want) == rel(off)
+for e in sl:
+    if e["name"] in ("[off-CPU]", "[preempted]"):
+        continue
+    s, t = ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])
+    for tid, name, a, b in off:
+        assert not (e["tid"] == tid and s < b and t > a), (e, a, b)
+assert any(n == "[off-CPU]" and b - a >= 300_000_000 for _, n, a, b in off)
+PY
+	perf record -q -e cpu-clock -g -o plain.data -- "$MT_PROGS/naps" 20 20 2> /dev/null
+	run --separate-stderr "$PT2EVENTS" plain.data
+	[ "$status" -eq 0 ]
+	[ "$stderr" = "mt-pt2events: warning: plain.data: recorded without context-switch events (perf record --switch-events): time a thread spent off CPU cannot be told from the function that ran before it" ]
+	echo "$output" | grep -q "^# fact	off-cpu	unknown"
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]
@@ -93,7 +146,7 @@ RECORD=$MT_BIN/mt-record
 	"$MT_BIN/mt-caps" | grep -qx sampling.event=cpu-clock && want=cpu-clock
 	# the command is started by mt-record, held, and perf attached to it
 	# (-p: every thread) with its control fd for the readiness handshake
-	[ "${lines[0]}" = "perf record -o out.data --timestamp --event=$want/freq=10000/u -p PID --control=fd:CTL,ACK --call-graph fp" ]
+	[ "${lines[0]}" = "perf record -o out.data --timestamp --event=$want/freq=10000/u -p PID --control=fd:CTL,ACK --call-graph fp --switch-events" ]
 	[ "${lines[1]}" = "# PID: the pid of $MT_PROGS/hot arg, held at its first instruction until perf is ready" ]
 	run --separate-stderr "$RECORD" --dry-run --timer-resolution=sample:97 --callgraph=lbr -- true
 	[ "$status" -eq 2 ] || [[ "$output" == *"$want/freq=97/u"* ]]
@@ -144,7 +197,7 @@ RECORD=$MT_BIN/mt-record
 	run "$RECORD" --pid=abc
 	[ "$status" -eq 2 ]
 	run --separate-stderr "$RECORD" --dry-run --pid=1,2 --multi-thread -o out.data
-	[[ "$output" == *" -p 1,2 --control=fd:CTL,ACK --call-graph fp" ]]
+	[[ "$output" == *" -p 1,2 --control=fd:CTL,ACK --call-graph fp --switch-events" ]]
 }
 
 @test "mt-record stopped by SIGINT or SIGTERM: the perf.data is whole and decodes, nothing is left running" {

@@ -55,6 +55,12 @@ rule() { # CASE [OPTION]
 # g end and begin again, spread 20, 25; at 130 g ends; at 140 the leaf has
 # no symbol: [unknown @ 0x40 (/x)], as magic-trace names it.
 @test "stack samples: a leaf that calls on stays, a caller at another call site reopens, unknown frames say where" { rule samples2; }
+# offcpu: main, f at 0 (f at 5); the switch-out at 10 ends both and begins
+# [off-CPU] to 50; the sample at 60 shares main and f (f by name, the
+# leaf) with the stack that ended: both begin again at 50, spread to the
+# sample (50, 55); the preempted switch at 70-75 likewise, but the sample
+# at 80 shares main only: main from 75, g from 80.
+@test "off-CPU: a switch-out ends the frames, [off-CPU] or [preempted] until the switch-in, shared frames resume there" { rule offcpu; }
 @test "rule 5.11: Go's gogo pops through runtime.mcall and one more" { rule go; }
 @test "rule 5.5: a return on an empty stack is an [unknown] slice, not lost at the end" { rule unk2; }
 @test "rule 5.10: an aborted TSX transaction's events are dropped" { rule tx; }

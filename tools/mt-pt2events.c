@@ -546,8 +546,8 @@ int main(int argc, char **argv)
 	if (bar.shown)
 		fputs("\r\033[K", stderr); /* the bar goes; messages follow on a clean line */
 	uint64_t nevents = 0;
-	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
-		nevents += st.by_kind[k];
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++) /* a thread's switches alone are no result */
+		nevents += k == MT_EV_SWITCH_OUT || k == MT_EV_SWITCH_IN ? 0 : st.by_kind[k];
 	/* perf report says "no samples" and exits 0; an empty result is not a
 	 * success here (mt-guarantees(7)) */
 	bool empty = !rc && !nevents && !st.insns && !st.pt_bytes;

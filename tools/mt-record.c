@@ -40,7 +40,7 @@ static void usage(FILE *f)
 "snapshot-size bytes of control flow when COMMAND exits, at ^C, or when a\n"
 "thread reaches the trigger. Else stack sampling with frame-pointer call\n"
 "graphs, on cycles or, without a hardware PMU, on the cpu-clock software\n"
-"event. COMMAND is held at its first instruction until perf acknowledges\n"
+"event, with context switches (a thread's time off CPU). COMMAND is held at its first instruction until perf acknowledges\n"
 "that it records (perf's control fd, perf >= 5.10).\n"
 "\n"
 "  -o, --output=FILE            the perf.data to write\n"

@@ -326,6 +326,9 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 		}
 		arg(a, "--call-graph");
 		arg(a, "%s", cg == MT_CG_FP ? "fp" : cg == MT_CG_DWARF ? "dwarf" : "lbr");
+		/* a thread's time off CPU (where magic-trace draws the function
+		 * before it): cheap, and allowed for one's own processes */
+		arg(a, "--switch-events");
 	}
 	return 0;
 }

@@ -21,6 +21,7 @@ static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_TRACE_START] = "trace-start", [MT_EV_TRACE_END] = "trace-end",
 	[MT_EV_ERROR] = "error", [MT_EV_SAMPLE] = "sample", [MT_EV_POWER] = "power",
 	[MT_EV_TX_ABORT] = "tx-abort", [MT_EV_SNAPSHOT] = "snapshot",
+	[MT_EV_SWITCH_OUT] = "switch-out", [MT_EV_SWITCH_IN] = "switch-in",
 };
 
 const char *mt_event_kind_name(enum mt_event_kind k)

@@ -375,7 +375,7 @@ static int col_of_key(const char *k)
 	case 'v': c = C_VIA; break;
 	case 'm': c = C_MHZ; break;
 	case 'e': c = C_EVENT; break;
-	case 'p': c = C_PERIOD; break;
+	case 'p': c = k[1] == 'r' ? C_PREEMPT : C_PERIOD; break;
 	default: break;
 	}
 	return c >= 0 && !strcmp(k, col_names[c]) ? c : -1;
@@ -504,6 +504,57 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip)
 	return mt_strtab_intern(&cs->names, name);
 }
 
+/* How many frames of s a sample (ips, names, outermost first) continues:
+ * callers by IP, the leaf of either by function (stack_sample). The ones
+ * kept take the sample's IPs, the next sample is held against them. */
+static size_t common_frames(struct stack *s, const uint64_t *ips, const char *const *names, size_t nf)
+{
+	size_t m = 0;
+	while (m < nf && m < s->n) {
+		struct frame *f = &s->v[m];
+		bool leaf = m + 1 == nf || m + 1 == s->n;
+		if (f->ip != ips[m] && !(leaf && f->name == names[m]))
+			break;
+		f->ip = ips[m];
+		m++;
+	}
+	return m;
+}
+
+/* A thread switched out (sampling with perf's --switch-events): its frames
+ * end, an [off-CPU] slice begins ([preempted] when it was still runnable),
+ * and the stack is held for the sample after it comes back. */
+static void switch_out(struct mt_cs *cs, struct thread *t, uint64_t time, bool preempt)
+{
+	if (t->off_cpu)
+		return; /* out twice: the first counts */
+	if (t->cur.n) {
+		if (!mt_grow((void **)&t->held.v, &t->held.cap, t->cur.n, sizeof *t->held.v)) {
+			cs->oom = true;
+			return;
+		}
+		memcpy(t->held.v, t->cur.v, t->cur.n * sizeof *t->cur.v);
+		t->held.n = t->cur.n;
+	} else if (!t->resumed) {
+		t->held.n = 0; /* nothing sampled since it came back: the old stack still holds */
+	}
+	t->resumed = false;
+	for (size_t i = t->cur.n; i > 0; i--)
+		ret(cs, t, time);
+	call(cs, t, time, 0, preempt ? cs->n_preempted : cs->n_off_cpu);
+	t->off_cpu = true;
+}
+
+static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->off_cpu)
+		return; /* in with no out before it: the recording began with it off CPU */
+	ret(cs, t, time);
+	t->off_cpu = false;
+	t->resumed = t->held.n > 0;
+	t->resume_time = time;
+}
+
 /* Stack sample (outermost first): keep the common prefix, callers compared
  * by IP (a caller's IP is its call site: another site, another call, as
  * magic-trace compares), the leaf of either sample by function (the leaf's
@@ -540,18 +591,24 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		lines[nf] = 0;
 		nf++;
 	}
+	if (t->off_cpu) { /* a sample while switched out: the switch in was lost */
+		ret(cs, t, time);
+		t->off_cpu = false;
+	}
+	if (t->resumed) {
+		/* back on CPU: a thread resumes where it stopped, so the frames
+		 * this sample shares with the stack that ended ran from the
+		 * switch in */
+		t->resumed = false;
+		size_t h = common_frames(&t->held, ips, names, nf);
+		for (size_t i = 0; i < h; i++)
+			call(cs, t, t->resume_time, t->held.v[i].ip, t->held.v[i].name);
+	}
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
 	if (t->npending && t->pending_time != time)
 		flush(cs, t, time);
-	while (m < nf && m < t->cur.n) {
-		struct frame *f = &t->cur.v[m];
-		bool leaf = m + 1 == nf || m + 1 == t->cur.n;
-		if (f->ip != ips[m] && !(leaf && f->name == names[m]))
-			break;
-		f->ip = ips[m]; /* the caller's IP the next sample is held against */
-		m++;
-	}
+	m = common_frames(&t->cur, ips, names, nf);
 	for (size_t i = t->cur.n; i > m; i--)
 		ret(cs, t, time);
 	for (size_t i = m; i < nf; i++) {
@@ -780,6 +837,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	}
 	uint64_t mapped = ev->has_time && cs->have_base && ev->time > cs->base ? ev->time - cs->base : 0;
 	if (cs->snapshot_pending && ev->kind != MT_EV_ERROR && ev->kind != MT_EV_POWER &&
+	    ev->kind != MT_EV_SWITCH_OUT && ev->kind != MT_EV_SWITCH_IN &&
 	    (ev->kind != MT_EV_SAMPLE || extra(cs, C_FRAME))) {
 		cs->snapshot_pending = false;
 		new_snapshot(cs, mapped);
@@ -840,6 +898,14 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 					.value = mhz ? strtod(mhz, NULL) : ev->cbr});
 		break;
 	}
+	case MT_EV_SWITCH_OUT: {
+		const char *preempt = extra(cs, C_PREEMPT);
+		switch_out(cs, t, time, preempt && !strcmp(preempt, "1"));
+		break;
+	}
+	case MT_EV_SWITCH_IN:
+		switch_in(cs, t, time);
+		break;
 	case MT_EV_SAMPLE: {
 		const char *event = extra(cs, C_EVENT);
 		if (extra(cs, C_FRAME)) {
@@ -898,7 +964,10 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 	cs->n_returned = mt_strtab_intern(&cs->names, "[returned]");
 	cs->n_unknown = mt_strtab_intern(&cs->names, "[unknown]");
 	cs->n_snapshot = mt_strtab_intern(&cs->names, "[new snapshot]");
-	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown || !cs->n_snapshot) {
+	cs->n_off_cpu = mt_strtab_intern(&cs->names, "[off-CPU]");
+	cs->n_preempted = mt_strtab_intern(&cs->names, "[preempted]");
+	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown || !cs->n_snapshot ||
+	    !cs->n_off_cpu || !cs->n_preempted) {
 		mt_cs_free(cs);
 		return NULL;
 	}
@@ -935,6 +1004,7 @@ void mt_cs_free(struct mt_cs *cs)
 	for (size_t i = 0; i < cs->nthreads; i++) {
 		struct thread *t = cs->threads[i];
 		free(t->cur.v);
+		free(t->held.v);
 		for (size_t k = 0; k < t->ninactive; k++)
 			free(t->inactive[k].v);
 		free(t->inactive);

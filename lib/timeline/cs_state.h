@@ -55,6 +55,12 @@ struct thread {
 	size_t start_head, start_n, start_cap;
 	int ocaml_frames;
 	uint64_t last_known_ip;   /* OCaml mode A: where the trap walk resumes (UINT64_MAX: not yet) */
+	/* off CPU (sampling with switch events): an [off-CPU] or [preempted]
+	 * frame is open; the stack it ended, held against the first sample
+	 * after the thread came back (resumed at resume_time) */
+	bool off_cpu, resumed;
+	struct stack held;
+	uint64_t resume_time;
 	/* TSX (5.10): events inside a transaction wait for its outcome */
 	struct txev *tx;
 	size_t ntx, captx;
@@ -69,9 +75,9 @@ struct txev {
  * extra columns (a lookup by name per use cost a tenth of the time). The
  * first of a repeated key counts. */
 enum col { C_TO_SYM, C_FROM_SYM, C_VIA, C_TX, C_TO_FILE, C_TO_LINE, C_TO_OFF, C_MHZ, C_EVENT, C_FRAME, C_PERIOD,
-	   C_COUNT };
+	   C_PREEMPT, C_COUNT };
 static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx", "to_file", "to_line", "to_off",
-						"mhz", "event", "frame", "period"};
+						"mhz", "event", "frame", "period", "preempt"};
 
 /* Caches by string pointer while the input's strings are stable (a
  * binary stream's table, events.h strings_epoch): column keys and symbol
@@ -104,7 +110,7 @@ struct mt_cs {
 	bool have_base;
 	bool snapshot_pending;   /* a snapshot event: the next trace event ends every stack */
 	uint64_t base;
-	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot;
+	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot, *n_off_cpu, *n_preempted;
 	bool oom;
 	unsigned warned;
 	uint64_t next_id;

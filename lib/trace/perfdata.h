@@ -53,7 +53,7 @@ enum {
 	MT_ATTR_CONTEXT_SWITCH = 1u << 26,
 };
 
-enum { MT_MISC_CPUMODE_MASK = 7, MT_MISC_SWITCH_OUT = 1u << 13,
+enum { MT_MISC_CPUMODE_MASK = 7, MT_MISC_SWITCH_OUT = 1u << 13, MT_MISC_SWITCH_OUT_PREEMPT = 1u << 14,
        MT_MISC_COMM_EXEC = 1u << 13, MT_MISC_MMAP_BUILD_ID = 1u << 14 };
 
 /* Feature bits (tools/perf/util/header.h) that we read. */

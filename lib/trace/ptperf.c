@@ -46,6 +46,10 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 		mt_events_write_fact(w, "time", "timeless");
 	if (s->have_info)
 		mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
+	else if (s->samples.n)
+		mt_events_write_fact(w, "off-cpu", "%s", s->switch_events
+				     ? "switch-out and switch-in events: a thread's time off CPU is known"
+				     : "unknown: recorded without context-switch events (perf record --switch-events)");
 	for (size_t i = 0; i < s->comms.n; i++)
 		mt_events_write_comm(w, s->comms.v[i].pid, s->comms.v[i].tid, s->comms.v[i].name);
 	for (size_t i = 0; i < s->maps.n; i++) {
@@ -417,6 +421,13 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	if (!s->have_info) {
 		/* no Intel PT: a sampling recording, its stack samples are the events */
 		write_meta(pd, s, w, false, o);
+		if (s->samples.n && !s->switch_events && o->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "warning: %s: recorded without context-switch events (perf record "
+				 "--switch-events): time a thread spent off CPU cannot be told from the function that ran "
+				 "before it", pd->name);
+			o->warn(o->warn_ctx, msg);
+		}
 		mt_samples_emit_stacks(pd, s, w, stats);
 	} else {
 		write_meta(pd, s, w, mt_side_timed(pd, s), o);

@@ -117,6 +117,33 @@ void mt_samples_rest(struct sink_ctx *c)
 		}
 }
 
+static int cmp_tswitch_time(const void *a, const void *b)
+{
+	const struct tsw *x = &sort_side->tswitches.v[*(const size_t *)a];
+	const struct tsw *y = &sort_side->tswitches.v[*(const size_t *)b];
+	if (x->time != y->time)
+		return x->time < y->time ? -1 : 1;
+	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
+}
+
+static void write_switch(struct mt_events_writer *w, const struct tsw *sw, struct mt_ptdec_stats *stats)
+{
+	static struct mt_kv preempt = {"preempt", "1"};
+	enum mt_event_kind k = sw->out ? MT_EV_SWITCH_OUT : MT_EV_SWITCH_IN;
+	struct mt_event ev = {.time = sw->time, .has_time = true, .pid = sw->pid, .tid = sw->tid,
+			      .cpu = sw->has_cpu ? (int32_t)sw->cpu : -1, .kind = k, .offset = MT_NO_OFFSET,
+			      .extra = &preempt, .nextra = sw->out && sw->preempt};
+	mt_events_write(w, &ev);
+	stats->by_kind[k]++;
+}
+
+/* Of a sample and a switch at one time: a switch in before the sample (it
+ * ran to be sampled), a switch out after it. */
+static bool switch_first(const struct tsw *sw, const struct psample *ps)
+{
+	return !ps->has_time || sw->time < ps->time || (sw->time == ps->time && !sw->out);
+}
+
 void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
 			 struct mt_ptdec_stats *stats)
 {
@@ -134,8 +161,18 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 		sort_side = s;
 		qsort(order, s->samples.n, sizeof *order, cmp_sample_time);
 	}
+	/* the threads' switches, merged in by time (a thread's time off CPU) */
+	size_t *sworder = order ? malloc(s->tswitches.n * sizeof *sworder + 1) : NULL;
+	size_t nsw = sworder ? s->tswitches.n : 0, k_sw = 0;
+	if (sworder) {
+		for (size_t i = 0; i < nsw; i++)
+			sworder[i] = i;
+		qsort(sworder, nsw, sizeof *sworder, cmp_tswitch_time);
+	}
 	for (size_t i = 0; i < s->samples.n; i++) {
 		const struct psample *ps = &s->samples.v[order ? order[i] : i];
+		while (k_sw < nsw && switch_first(&s->tswitches.v[sworder[k_sw]], ps))
+			write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
 		event_name(pd, ps->attr, ename, sizeof ename);
 		snprintf(period, sizeof period, "%" PRIu64, ps->period);
 		unsigned n = 0;
@@ -162,5 +199,8 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 		mt_events_write(w, &ev);
 		stats->by_kind[MT_EV_SAMPLE]++;
 	}
+	while (k_sw < nsw)
+		write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+	free(sworder);
 	free(order);
 }

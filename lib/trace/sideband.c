@@ -31,6 +31,7 @@ void mt_side_free(struct side *s)
 	free(s->bufs.v);
 	free(s->itrace.v);
 	free(s->switches.v);
+	free(s->tswitches.v);
 }
 
 static const char *cstr(const uint8_t *p, size_t max)
@@ -206,7 +207,11 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			break;
 		case MT_REC_SWITCH:
 		case MT_REC_SWITCH_CPU_WIDE:
-			if (!r.sid.has_cpu || !r.sid.has_tid)
+			/* the thread that switches is the sample id's, in both kinds */
+			if (r.sid.has_tid && r.sid.has_time)
+				e = PUSH(s->tswitches, r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.time, r.sid.has_cpu,
+					 (r.misc & MT_MISC_SWITCH_OUT) != 0, (r.misc & MT_MISC_SWITCH_OUT_PREEMPT) != 0);
+			if (e || !r.sid.has_cpu || !r.sid.has_tid)
 				break;
 			if (r.misc & MT_MISC_SWITCH_OUT) {
 				/* CPU-wide OUT names the task coming in */
@@ -223,6 +228,8 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	/* perf writes its per-CPU buffers one after another: a FORK on one CPU
 	 * may come after the COMM its child made on another. In time order, a
 	 * thread's last name is its latest (an exec's, not its creator's) */
+	for (size_t i = 0; i < pd->nattrs; i++)
+		s->switch_events |= (pd->attrs[i].flags & MT_ATTR_CONTEXT_SWITCH) != 0;
 	for (size_t i = 0; i < s->comms.n; i++)
 		s->comms.v[i].seq = i;
 	if (s->comms.n)

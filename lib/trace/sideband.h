@@ -43,6 +43,9 @@ struct map {
 };
 struct auxbuf { const uint8_t *data; uint64_t size, offset; uint32_t tid, cpu; };
 struct sw { uint32_t cpu, pid, tid; uint64_t time; };
+/* A thread switched out or in (PERF_RECORD_SWITCH*, perf record
+ * --switch-events): when sampling, the time it spent off CPU. */
+struct tsw { uint32_t pid, tid, cpu; uint64_t time; bool has_cpu, out, preempt; };
 
 #define VEC(T) struct { T *v; size_t n, cap; }
 /* Appends item to a VEC; returns 0 or MT_ENOMEM. */
@@ -65,6 +68,8 @@ struct side {
 	VEC(struct auxbuf) bufs;
 	VEC(struct sw) itrace;      /* ITRACE_START per cpu */
 	VEC(struct sw) switches;
+	VEC(struct tsw) tswitches;  /* per thread, in file order */
+	bool switch_events;         /* an event was recorded with context_switch */
 	uint64_t counts[128];
 	uint64_t aux_truncated, aux_collision, aux_overwrite, lost;
 	uint64_t tmin, tmax;

@@ -86,3 +86,19 @@ PY
 	TMPDIR=$BATS_TEST_TMPDIR/tmp replay bundle "$d"
 	[ -z "$(ls -A "$BATS_TEST_TMPDIR/tmp")" ] # every extraction removed
 }
+
+# The unwinder's untrusted input (issue 26: fuzz the unwinder input too):
+# registers and a stack copy, unwound over the harness's own mappings.
+@test "fuzz harness: dwarf unwinding of arbitrary registers and stack copies replays cleanly" {
+	local t=$BATS_TEST_TMPDIR
+	python3 - "$t" <<'PY'
+import struct, sys
+regs = b''.join(struct.pack('<Q', i * 0x1000) for i in range(24))
+for name, mask, stack in (("small", (1 << 63) | 0xff0fff, bytes(range(256)) * 16),
+                          ("nosp", 1 << 8, b"\xff" * 64), ("empty", (1 << 63) | 0xff0fff, b""),
+                          ("addresses", (1 << 63) | 0xff0fff,
+                           b''.join(struct.pack('<Q', 0x7f0000000000 + i * 0x1234) for i in range(512)))):
+    open(sys.argv[1] + "/" + name, "wb").write(struct.pack('<Q', mask) + regs + stack)
+PY
+	replay unwind "$t"/small "$t"/nosp "$t"/empty "$t"/addresses "$MT_PROGS/hot"
+}

@@ -139,6 +139,37 @@ PY
 	echo "$output" | grep -q "^# fact	off-cpu	unknown"
 }
 
+# DWARF unwinding (issue 26: --callgraph=dwarf was recorded and thrown
+# away). Recorded for real with mt-record: hot built without frame
+# pointers (hot_nofp) and two busy threads, also without them (workers:
+# clone3 -> start_thread -> worker -> crunch). Oracle: perf script on the same perf.data (Debian's perf unwinds
+# with libdw): every sample's functions, innermost first, the same for at
+# least 99% of samples (tests/tools/framecmp.py). And the point of it: the
+# same program sampled with frame pointers loses main under hot_loop.
+@test "--callgraph=dwarf: every sample unwound to perf script's frames (hot without frame pointers, two threads)" {
+	cd "$BATS_TEST_TMPDIR"
+	for prog in "hot_nofp 20" "workers 300"; do
+		name=${prog%% *}
+		# shellcheck disable=SC2086
+		"$RECORD" --callgraph=dwarf -o "$name.data" -- "$MT_PROGS"/$prog > /dev/null 2> "$name.err"
+		perf script -i "$name.data" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > "$name.perf"
+		run --separate-stderr "$PT2EVENTS" "$name.data"
+		[ "$status" -eq 0 ]
+		echo "$stderr"
+		[[ "$stderr" != *"unwound only part way"* ]]
+		echo "$output" | "$MT_BIN/mt-symbolize" > "$name.ev"
+		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$name.perf" "$name.ev"
+	done
+	# hot_loop's caller is main (through middle) in nearly every sample
+	grep -c "frame=.* main+0x" hot_nofp.ev > with_main
+	[ "$(cat with_main)" -gt 100 ]
+	grep -q "frame=.* start_thread+0x.*frame=.* worker+0x.*frame=.* crunch+0x" workers.ev
+	"$RECORD" --callgraph=fp -o fp.data -- "$MT_PROGS/hot_nofp" 20 > /dev/null 2>&1
+	"$PT2EVENTS" fp.data 2> /dev/null | "$MT_BIN/mt-symbolize" | grep -c "frame=.* main+0x.*hot_loop" > fp_main || true
+	echo "samples with main above hot_loop: dwarf $(cat with_main), fp $(cat fp_main)"
+	[ "$(cat fp_main)" -lt "$(cat with_main)" ]
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]

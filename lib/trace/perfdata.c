@@ -68,6 +68,9 @@ static void parse_attr(struct mt_perf_evattr *a, const uint8_t *p, uint32_t avai
 	a->bp_type = mt_rd32(tmp + 52);
 	a->config1 = mt_rd64(tmp + 56);
 	a->config2 = mt_rd64(tmp + 64);
+	a->branch_sample_type = mt_rd64(tmp + 72);
+	a->sample_regs_user = mt_rd64(tmp + 80);
+	a->sample_stack_user = mt_rd32(tmp + 88);
 }
 
 /* perf's string feature: u32 len; char str[len] (NUL-padded) */
@@ -416,7 +419,7 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 	}
 	uint64_t st = pd->attrs[ai].sample_type;
 	s->attr_index = ai;
-#define TAKE(n) do { if (end - p < (n)) return; } while (0)
+#define TAKE(n) do { if ((uint64_t)(end - p) < (uint64_t)(n)) return; } while (0)
 	if (st & MT_SAMPLE_IDENTIFIER) { TAKE(8); s->has_id = true; s->id = mt_rd64(p); p += 8; }
 	if (st & MT_SAMPLE_IP) { TAKE(8); s->has_ip = true; s->ip = mt_rd64(p); p += 8; }
 	if (st & MT_SAMPLE_TID) { TAKE(8); s->has_tid = true; s->pid = mt_rd32(p); s->tid = mt_rd32(p + 4); p += 8; }
@@ -436,6 +439,54 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 			return;
 		s->callchain = p;
 		s->callchain_nr = nr;
+		p += nr * 8;
+	}
+	if (st & MT_SAMPLE_RAW) {
+		TAKE(4);
+		uint32_t n = mt_rd32(p);
+		TAKE(4 + (uint64_t)n);
+		p += 4 + n;
+	}
+	if (st & MT_SAMPLE_BRANCH_STACK) {
+		TAKE(8);
+		uint64_t nr = mt_rd64(p);
+		p += 8;
+		if (pd->attrs[ai].branch_sample_type & (1u << 17)) { /* PERF_SAMPLE_BRANCH_HW_INDEX */
+			TAKE(8);
+			p += 8;
+		}
+		if (nr > (uint64_t)(end - p) / 24)
+			return;
+		p += nr * 24;
+	}
+	s->has_stack = (st & (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER)) == (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER);
+	if (st & MT_SAMPLE_REGS_USER) {
+		TAKE(8);
+		uint64_t abi = mt_rd64(p);
+		p += 8;
+		if (abi) {
+			uint64_t mask = pd->attrs[ai].sample_regs_user;
+			unsigned n = (unsigned)__builtin_popcountll(mask);
+			TAKE(8 * (uint64_t)n);
+			s->regs = p;
+			s->regs_n = n;
+			s->regs_mask = mask;
+			p += 8 * n;
+		}
+	}
+	if (st & MT_SAMPLE_STACK_USER) {
+		TAKE(8);
+		uint64_t size = mt_rd64(p);
+		p += 8;
+		if (size) {
+			if (size > (uint64_t)(end - p))
+				return;
+			TAKE(size + 8);
+			uint64_t dyn = mt_rd64(p + size);
+			s->stack = p;
+			s->stack_size = dyn < size ? dyn : size;
+			p += size + 8;
+		}
 	}
 #undef TAKE
 }

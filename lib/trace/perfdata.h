@@ -38,7 +38,8 @@ enum {
 	MT_SAMPLE_ADDR = 1u << 3, MT_SAMPLE_READ = 1u << 4,
 	MT_SAMPLE_CALLCHAIN = 1u << 5, MT_SAMPLE_ID = 1u << 6,
 	MT_SAMPLE_CPU = 1u << 7, MT_SAMPLE_PERIOD = 1u << 8,
-	MT_SAMPLE_STREAM_ID = 1u << 9, MT_SAMPLE_IDENTIFIER = 1u << 16,
+	MT_SAMPLE_STREAM_ID = 1u << 9, MT_SAMPLE_RAW = 1u << 10, MT_SAMPLE_BRANCH_STACK = 1u << 11,
+	MT_SAMPLE_REGS_USER = 1u << 12, MT_SAMPLE_STACK_USER = 1u << 13, MT_SAMPLE_IDENTIFIER = 1u << 16,
 };
 
 /* perf_event_attr flag bits (the u64 bitfield at offset 40) */
@@ -69,6 +70,9 @@ struct mt_perf_evattr {
 	uint64_t config, sample_period, sample_type, read_format, flags;
 	uint64_t config1, config2;     /* breakpoints: bp_addr, bp_len */
 	uint32_t bp_type;              /* breakpoints: 1 r, 2 w, 3 rw, 4 x */
+	uint64_t branch_sample_type;
+	uint64_t sample_regs_user;     /* which user registers a sample holds (perf_regs order) */
+	uint32_t sample_stack_user;    /* bytes of user stack a sample copies */
 	const char *name;      /* from EVENT_DESC, or NULL */
 	const uint64_t *ids;   /* points into the input (little-endian u64s) */
 	size_t nids;
@@ -83,6 +87,16 @@ struct mt_perf_sample_id {
 	bool has_ip, has_addr, has_period;
 	const uint8_t *callchain;  /* SAMPLE: callchain_nr u64 IPs, innermost first */
 	uint64_t callchain_nr;
+	/* SAMPLE with REGS_USER: regs_n u64s, the attr's sample_regs_user
+	 * bits in ascending order (NULL: none, the abi said none) */
+	const uint8_t *regs;
+	unsigned regs_n;
+	uint64_t regs_mask;
+	/* SAMPLE with STACK_USER: the copy of the user stack from the sampled
+	 * SP, stack_size bytes of it valid (perf's dyn_size) */
+	const uint8_t *stack;
+	uint64_t stack_size;
+	bool has_stack;            /* the sample type asked for it (regs, stack) */
 	int attr_index;            /* -1 when unknown */
 };
 

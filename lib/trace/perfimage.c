@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "objects/elfsyms.h"
 #include "objects/objfind.h"
 
 void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
@@ -87,4 +88,56 @@ void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const st
 			mt_warn_once(o, wd, path, msg);
 		}
 	}
+}
+
+/* The vDSO of a map: perf's cached copy, else this kernel's own (a trace
+ * unwound where it was recorded) when the build-ids agree. */
+static int add_vdso(struct mt_unwind *u, const struct map *m, const uint8_t *bid, unsigned bidsz,
+		    const struct mt_ptperf_opts *o)
+{
+	char hex[41], path[4096];
+	if (bidsz && bidsz <= 20) {
+		mt_hex(bid, bidsz, hex);
+		if (mt_obj_vdso_cached(o->buildid_dir, hex, path, sizeof path))
+			return mt_unwind_add_map(u, m->pid, m->start, m->len, m->pgoff, path);
+	}
+	const void *base;
+	size_t size = mt_own_vdso(&base);
+	uint8_t own[20];
+	int n = size ? mt_elf_mem_build_id(base, size, own) : -1;
+	if (n < 0 || (bidsz && ((unsigned)n != bidsz || memcmp(own, bid, bidsz))))
+		return 1;
+	return mt_unwind_add_image(u, m->pid, m->start, m->len, base, size) ? -1 : 0;
+}
+
+struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct side *s,
+				  const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	struct mt_unwind *u = mt_unwind_new();
+	for (size_t i = 0; u && i < s->maps.n; i++) {
+		const struct map *m = &s->maps.v[i];
+		if (m->pid == (uint32_t)-1)
+			continue; /* the kernel's frames come in the callchain */
+		const uint8_t *bid;
+		unsigned bidsz;
+		mt_side_buildid(pd, m, &bid, &bidsz);
+		char path[4096], msg[4400];
+		int rc = 1;
+		if (!strcmp(m->path, "[vdso]"))
+			rc = add_vdso(u, m, bid, bidsz, o);
+		else if (m->path[0] != '/')
+			continue; /* anonymous, [stack], JIT: no CFI to read */
+		else if (!mt_obj_find(m->path, bid, bidsz, o->symfs, o->buildid_dir, path, sizeof path))
+			rc = mt_unwind_add_map(u, m->pid, m->start, m->len, m->pgoff, path);
+		if (rc < 0) {
+			mt_unwind_free(u);
+			return NULL;
+		}
+		if (rc > 0) {
+			snprintf(msg, sizeof msg, "warning: %s not found%s%s: stacks through it cannot be unwound",
+				 m->path, o->symfs ? " under --symfs " : "", o->symfs ? o->symfs : "");
+			mt_warn_once(o, wd, m->path, msg);
+		}
+	}
+	return u;
 }

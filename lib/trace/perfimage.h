@@ -11,6 +11,7 @@
 #include "trace/image.h"
 #include "trace/ptperf.h"
 #include "trace/sideband.h"
+#include "trace/unwind.h"
 
 /* The warnings given so far, by key (an object's path, "kernel"). */
 /* the keys warned of, interned (a list searched per warning was
@@ -18,6 +19,12 @@
 struct warned { struct mt_strtab keys; };
 void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg);
 void mt_warned_free(struct warned *wd);
+
+/* The unwinder of --call-graph=dwarf samples over every process's user
+ * maps (objects found as for images; the vDSO from perf's cache, else this
+ * kernel's when the build-ids agree). NULL out of memory. */
+struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct side *s,
+				  const struct mt_ptperf_opts *o, struct warned *wd);
 
 /* Adds pid's maps (and the kernel's) to img. */
 void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,

@@ -428,7 +428,22 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				 "before it", pd->name);
 			o->warn(o->warn_ctx, msg);
 		}
-		mt_samples_emit_stacks(pd, s, w, stats);
+		struct mt_unwind *unw = NULL;
+		struct mt_unwind_counts uc = {0};
+		for (size_t i = 0; i < s->samples.n && !unw; i++)
+			if (s->samples.v[i].has_stack && !(unw = mt_build_unwind(pd, s, o, &d.wd))) {
+				rc = mt_err_set(err, MT_ENOMEM, "out of memory");
+				goto out;
+			}
+		mt_samples_emit_stacks(pd, s, w, stats, unw, &uc);
+		mt_unwind_free(unw);
+		if (uc.partial && o->warn) {
+			char msg[800];
+			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " of %" PRIu64 " stacks (--call-graph=dwarf) "
+				 "unwound only part way; the first: %s", pd->name, uc.partial, uc.with_stack,
+				 uc.first_why);
+			o->warn(o->warn_ctx, msg);
+		}
 	} else {
 		write_meta(pd, s, w, mt_side_timed(pd, s), o);
 		rc = decode_queues(&d, err);

@@ -144,8 +144,36 @@ static bool switch_first(const struct tsw *sw, const struct psample *ps)
 	return !ps->has_time || sw->time < ps->time || (sw->time == ps->time && !sw->out);
 }
 
+/* A dwarf sample's user frames, innermost first, after its kernel ones in
+ * ips[0..n); returns the new count. */
+static unsigned unwind_user(const struct psample *ps, struct mt_unwind *unw, uint64_t *ips, unsigned n,
+			    unsigned max, struct mt_unwind_counts *uc)
+{
+	uint64_t regs[MT_PREG_COUNT] = {0}, mask = 0;
+	unsigned k = 0;
+	for (unsigned bit = 0; bit < 64 && k < ps->regs_n; bit++) {
+		if (!(ps->regs_mask >> bit & 1))
+			continue;
+		if (bit < MT_PREG_COUNT) {
+			regs[bit] = mt_rd64(ps->regs + 8 * k);
+			mask |= 1ull << bit;
+		}
+		k++;
+	}
+	struct mt_unwind_sample us = {ps->pid, ps->tid, regs, mask, ps->stack, ps->stack_size};
+	const char *why;
+	size_t got = mt_unwind_run(unw, &us, ips + n, max - n, &why);
+	uc->with_stack++;
+	if (why) {
+		uc->partial++;
+		if (!uc->first_why)
+			uc->first_why = why;
+	}
+	return n + (unsigned)got;
+}
+
 void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			 struct mt_ptdec_stats *stats)
+			 struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc)
 {
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char vals[MT_EVENT_MAX_EXTRA][24];
@@ -181,11 +209,16 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 		/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
 		uint64_t ips[MT_EVENT_MAX_EXTRA];
 		unsigned nips = 0;
+		bool dwarf = unw && ps->has_stack && ps->regs;
 		for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
 			uint64_t ip = mt_rd64(ps->chain + 8 * k);
+			if (ip == (uint64_t)-512 && dwarf) /* PERF_CONTEXT_USER: the unwinder's part */
+				break;
 			if (ip < (uint64_t)-4096)
 				ips[nips++] = ip;
 		}
+		if (dwarf)
+			nips = unwind_user(ps, unw, ips, nips, MT_EVENT_MAX_EXTRA - 2, uc);
 		if (!nips && ps->ip)
 			ips[nips++] = ps->ip;
 		for (unsigned k = nips; k-- > 0;) {

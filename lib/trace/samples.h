@@ -12,6 +12,7 @@
 #include "stream/events.h"
 #include "trace/ptdecode.h"
 #include "trace/sideband.h"
+#include "trace/unwind.h"
 
 
 /* Event samples (branch-misses, cache-misses, breakpoint hits...) recorded
@@ -43,9 +44,18 @@ void mt_samples_queue(struct sink_ctx *c, uint64_t time);
 void mt_samples_rest(struct sink_ctx *c);
 /* mt_ptdec_stream.sink: an event, after the samples due before it. */
 void mt_samples_sink(void *ctx, const struct mt_event *ev);
+/* How the --call-graph=dwarf samples unwound: how many had a stack copy,
+ * how many of those stopped short of the outermost frame, and the first
+ * reason (a static string). */
+struct mt_unwind_counts {
+	uint64_t with_stack, partial;
+	const char *first_why;
+};
 /* Stack samples as events: frame= columns outermost first ("0xIP"; a
- * symbolizer names them), the sample's IP as FROM. */
+ * symbolizer names them), the sample's IP as FROM. A sample with a stack
+ * copy (--call-graph=dwarf) is unwound by unw (when not NULL): its
+ * callchain's kernel frames, then the user frames unwound. */
 void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			    struct mt_ptdec_stats *stats);
+			    struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc);
 
 #endif

@@ -130,7 +130,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			if (r.sid.has_tid && (r.sid.callchain || r.sid.has_ip)) {
 				struct psample ps = {r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.has_time, r.sid.has_cpu,
 						     r.sid.time, r.sid.has_period ? r.sid.period : 1, r.sid.ip,
-						     r.sid.attr_index, r.sid.callchain, r.sid.callchain_nr};
+						     r.sid.attr_index, r.sid.callchain, r.sid.callchain_nr,
+						     r.sid.regs, r.sid.regs_n, r.sid.regs_mask, r.sid.stack,
+						     r.sid.stack_size, r.sid.has_stack};
 				e = mt_vec_push((void **)&s->samples.v, &s->samples.n, &s->samples.cap, sizeof ps, &ps);
 			}
 			break;

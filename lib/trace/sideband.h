@@ -34,6 +34,13 @@ struct psample {
 	int attr;
 	const uint8_t *chain;
 	uint64_t nchain;
+	/* --call-graph=dwarf: the user registers and stack copy (perfdata.h) */
+	const uint8_t *regs;
+	unsigned regs_n;
+	uint64_t regs_mask;
+	const uint8_t *stack;
+	uint64_t stack_size;
+	bool has_stack;
 };
 struct map {
 	uint32_t pid;

@@ -1,0 +1,78 @@
+#!/usr/bin/env python3
+"""Hold mt's sample frames against perf script's, sample by sample.
+
+Usage: framecmp.py PERF_SCRIPT_OUTPUT MT_EVENTS [MIN_PERCENT]
+PERF_SCRIPT_OUTPUT: `perf script -F tid,time,ip,sym --ns --no-inline`
+(perf unwinds --call-graph=dwarf samples with libdw); MT_EVENTS: the
+same perf.data through mt-pt2events | mt-symbolize. Samples are matched by
+thread and time; each one's function names, innermost first, must be
+perf's. Prints the counts and the first differences; exits 1 when fewer
+than MIN_PERCENT (default 99) of perf's samples agree, or when the two
+name different samples. Test instrument.
+"""
+import sys
+
+
+def perf_samples(path):
+    out, cur = {}, None
+    for line in open(path, errors="replace"):
+        line = line.rstrip("\n")
+        if not line.strip():
+            cur = None
+            continue
+        if not line.startswith("\t"):  # a sample's line (its tid padded with spaces)
+            f = line.split()
+            tid, t = int(f[0]), f[1].rstrip(":").replace(".", "")
+            cur = []
+            out[(tid, int(t))] = cur
+            continue
+        f = line.split(None, 1)
+        if cur is not None and len(f) == 2:
+            name = f[1]
+            if name.endswith(")") and " (" in name:  # a DSO shown with the symbol
+                name = name[: name.rindex(" (")]
+            cur.append(name)
+    return out
+
+
+def mt_samples(path):
+    out = {}
+    for line in open(path, errors="replace"):
+        if line.startswith("#"):
+            continue
+        c = line.rstrip("\n").split("\t")
+        if len(c) < 4 or c[3] != "sample":
+            continue
+        names = []
+        for col in c[6:]:
+            if col.startswith("frame="):
+                v = col[6:].split(" ", 1)
+                name = v[1] if len(v) > 1 else "[unknown]"
+                if " (" in name:
+                    name = name[: name.rindex(" (")]
+                if "+0x" in name:
+                    name = name[: name.rindex("+0x")]
+                names.append(name)
+        out[(int(c[2]), int(c[0]))] = names[::-1]
+    return out
+
+
+def main():
+    want = perf_samples(sys.argv[1])
+    got = mt_samples(sys.argv[2])
+    need = float(sys.argv[3]) if len(sys.argv) > 3 else 99.0
+    same = sum(1 for k, v in want.items() if got.get(k) == v)
+    deep = sum(1 for v in want.values() if len(v) > 1)
+    print(f"perf samples {len(want)}, mt samples {len(got)}, frames equal {same} "
+          f"({100.0 * same / max(len(want), 1):.2f}%), perf samples deeper than one frame {deep}")
+    shown = 0
+    for k, v in want.items():
+        if got.get(k) != v and shown < 5:
+            print(f"  {k}: perf {v[:8]}\n  {' ' * len(str(k))}  mt   {(got.get(k) or [])[:8]}")
+            shown += 1
+    ok = set(want) == set(got) and same * 100.0 >= need * len(want) and len(want) > 0
+    sys.exit(0 if ok else 1)
+
+
+if __name__ == "__main__":
+    main()

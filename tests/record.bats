@@ -170,6 +170,36 @@ PY
 	[ "$(cat fp_main)" -lt "$(cat with_main)" ]
 }
 
+# magic-trace's sampling rule (issue 26): only the primary event's
+# callchains build the stacks; an extra event's samples are instants on
+# their own track and cut no frames (they did: each reopened the stack).
+# Recorded for real: cpu-clock with page-faults beside it (a second
+# software event, as branch-misses would be on a PMU). Oracle: the same
+# stream without the page-fault samples gives the same slices (per
+# function, how many), and perf script's count of
+# page-fault samples is the trace's count of instants.
+@test "sampling with an extra event: the primary event's stacks alone build slices, the extra one's samples are instants" {
+	cd "$BATS_TEST_TMPDIR"
+	perf record -q -e cpu-clock/freq=4000/u -e page-faults/period=1/u -g -o pf.data -- "$MT_PROGS/hot" 30 > /dev/null 2>&1
+	faults=$(perf script -i pf.data -F event 2> /dev/null | grep -c page-faults)
+	[ "$faults" -gt 10 ]
+	"$PT2EVENTS" pf.data 2> /dev/null | "$MT_BIN/mt-symbolize" > pf.ev
+	[ "$(grep 'event=page-faults' pf.ev | grep -c 'frame=')" -eq 0 ]
+	grep -v 'event=page-faults' pf.ev > primary.ev
+	"$MT_BIN/mt-toperfetto" --format=json -o all.json pf.ev
+	"$MT_BIN/mt-toperfetto" --format=json -o primary.json primary.ev
+	# per function, its slices (the last frames may reach the thread's last
+	# page fault: a later event of the same thread, so its time)
+	"$SLICETIME" all.json | cut -f1,2 | sort > all.st
+	"$SLICETIME" primary.json | cut -f1,2 | sort > primary.st
+	[ "$(wc -l < all.st)" -ge 3 ]
+	cmp all.st primary.st
+	"$MT_BIN/mt-toperfetto" -o pf.pftrace pf.ev
+	"$MT_TESTTOOLS/pfcheck" pf.pftrace > pf.check 2>&1
+	echo "perf: $faults page faults; $(cat pf.check)"
+	grep -q " instants=$faults " pf.check
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]

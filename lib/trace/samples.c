@@ -197,10 +197,23 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 			sworder[i] = i;
 		qsort(sworder, nsw, sizeof *sworder, cmp_tswitch_time);
 	}
+	/* magic-trace's rule: the primary event's callchains build the stacks
+	 * (the first one given: mt-record names it first); the extra events'
+	 * samples are events at their IP, on their own tracks downstream, and
+	 * cut no frames */
+	int primary = -1;
+	for (size_t i = 0; i < s->samples.n; i++)
+		if (primary < 0 || (s->samples.v[i].attr >= 0 && s->samples.v[i].attr < primary))
+			primary = s->samples.v[i].attr;
+	struct sink_ctx ev_ctx = {.w = w, .pd = pd, .s = s, .stats = stats};
 	for (size_t i = 0; i < s->samples.n; i++) {
 		const struct psample *ps = &s->samples.v[order ? order[i] : i];
 		while (k_sw < nsw && switch_first(&s->tswitches.v[sworder[k_sw]], ps))
 			write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+		if (ps->attr != primary) {
+			write_event_sample(&ev_ctx, ps);
+			continue;
+		}
 		event_name(pd, ps->attr, ename, sizeof ename);
 		snprintf(period, sizeof period, "%" PRIu64, ps->period);
 		unsigned n = 0;

@@ -10,6 +10,8 @@
 #include <sys/mman.h>
 #include <unistd.h>
 
+#include "base/strtab.h"
+
 struct umap {
 	uint32_t pid;
 	uint64_t start, len, pgoff;
@@ -67,25 +69,10 @@ void mt_unwind_free(struct mt_unwind *u)
 	free(u);
 }
 
-static bool grow(void **v, size_t *cap, size_t need, size_t elem)
-{
-	if (need <= *cap)
-		return true;
-	size_t nc = *cap ? *cap * 2 : 16;
-	while (nc < need)
-		nc *= 2;
-	void *nv = realloc(*v, nc * elem);
-	if (!nv)
-		return false;
-	*v = nv;
-	*cap = nc;
-	return true;
-}
-
 int mt_unwind_add_map(struct mt_unwind *u, uint32_t pid, uint64_t start, uint64_t len, uint64_t pgoff,
 		      const char *path)
 {
-	if (!grow((void **)&u->maps, &u->capmaps, u->nmaps + 1, sizeof *u->maps))
+	if (!mt_grow((void **)&u->maps, &u->capmaps, u->nmaps + 1, sizeof *u->maps))
 		return -1;
 	char *p = strdup(path);
 	if (!p)
@@ -116,7 +103,7 @@ static struct uproc *proc_of(struct mt_unwind *u, uint32_t pid)
 	for (size_t i = 0; i < u->nprocs; i++)
 		if (u->procs[i].pid == pid)
 			return &u->procs[i];
-	if (!grow((void **)&u->procs, &u->capprocs, u->nprocs + 1, sizeof *u->procs))
+	if (!mt_grow((void **)&u->procs, &u->capprocs, u->nprocs + 1, sizeof *u->procs))
 		return NULL;
 	Dwfl *d = dwfl_begin(&dwfl_callbacks);
 	if (!d)

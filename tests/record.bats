@@ -200,6 +200,50 @@ PY
 	grep -q " instants=$faults " pf.check
 }
 
+# Perfetto's own sample format (issue 26): besides the slices, each stack
+# sample is a PerfSample with its callstack interned on the thread's
+# sequence, so the UI's sample views and flame graph work on a sampling
+# trace. Recorded for real (two busy threads, dwarf stacks). Oracle: perf
+# script's count of samples; and per thread, in order, each sample's
+# functions are the stream's frames (pfcheck --samples decodes the
+# interning, and checks every iid is defined before use).
+@test "sampling traces carry Perfetto's own stack samples: one PerfSample per perf sample, the stream's frames" {
+	cd "$BATS_TEST_TMPDIR"
+	"$RECORD" --callgraph=dwarf -o w.data -- "$MT_PROGS/workers" 200 > /dev/null 2>&1
+	n=$(perf script -i w.data -F tid 2> /dev/null | wc -l)
+	[ "$n" -gt 100 ]
+	"$PT2EVENTS" w.data 2> /dev/null | "$MT_BIN/mt-symbolize" > w.ev
+	"$MT_BIN/mt-toperfetto" -o w.pftrace w.ev
+	"$MT_TESTTOOLS/pfcheck" w.pftrace --samples > got 2> check
+	cat check
+	grep -q " perf_samples=$n\$" check
+	python3 - <<'PY' > want
+for line in open("w.ev"):
+    c = line.rstrip("\n").split("\t")
+    if line.startswith("#") or len(c) < 4 or c[3] != "sample":
+        continue
+    names = []
+    for col in c[6:]:
+        if not col.startswith("frame="):
+            continue
+        ip, _, rest = col[6:].partition(" ")
+        dso = rest[rest.index(" (") + 2:-1] if " (" in rest else "[unknown]"
+        name = rest[:rest.index(" (")] if " (" in rest else rest
+        if "+0x" in name:
+            name = name[:name.rindex("+0x")]
+        if name in ("", "[unknown]"):
+            name = "[unknown @ 0x%x (%s)]" % (int(ip, 16), dso)
+        names.append(name)
+    print(c[2] + "\t" + ";".join(names))
+PY
+	sort -s -k1,1 want > want.sorted
+	sort -s -k1,1 got > got.sorted
+	cmp want.sorted got.sorted
+	grep -q "start_thread;worker;crunch" got
+	protoc -I "$BATS_TEST_DIRNAME/../proto" "$BATS_TEST_DIRNAME/../proto/perfetto_trace.proto" \
+		--decode=perfetto.protos.Trace < w.pftrace | grep -c "perf_sample {" | grep -qx "$n"
+}
+
 @test "--dry-run prints the perf command: sampling on the software clock here" {
 	run --separate-stderr "$RECORD" --dry-run -o out.data -- "$MT_PROGS/hot" arg
 	[ "$status" -eq 0 ]

@@ -472,7 +472,7 @@ void mt_cs_warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
 
 /* A sample frame "0xIP NAME+0xOFF (DSO)": its name without +0xOFF and (DSO),
  * or magic-trace's "[unknown @ 0xIP (DSO)]" when no symbol covers it. */
-static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip)
+static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, const char **dso_out)
 {
 	char *e;
 	*ip = strtoull(v, &e, 16);
@@ -483,6 +483,14 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip)
 	char *dso = strstr(name, " (");
 	if (dso)
 		*dso = '\0';
+	*dso_out = cs->n_unknown_dso;
+	if (dso && dso[2]) {
+		size_t dl = strlen(dso + 2);
+		if (dso[2 + dl - 1] == ')')
+			dso[2 + dl - 1] = '\0';
+		*dso_out = mt_strtab_intern(&cs->names, dso + 2);
+		dso[2 + dl - 1] = ')';
+	}
 	if (!*name || !strcmp(name, "[unknown]")) {
 		char unk[1100];
 		const char *d = dso ? dso + 2 : "";
@@ -564,7 +572,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 {
 	size_t nf = 0, m = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
-	const char *names[MT_EVENT_MAX_EXTRA], *files[MT_EVENT_MAX_EXTRA];
+	const char *names[MT_EVENT_MAX_EXTRA], *files[MT_EVENT_MAX_EXTRA], *dsos[MT_EVENT_MAX_EXTRA];
 	int lines[MT_EVENT_MAX_EXTRA];
 	for (unsigned i = 0; i < ev->nextra; i++) {
 		const char *k = ev->extra[i].key, *v = ev->extra[i].val;
@@ -582,7 +590,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		}
 		if (strcmp(k, "frame"))
 			continue;
-		names[nf] = frame_name(cs, v, &ips[nf]);
+		names[nf] = frame_name(cs, v, &ips[nf], &dsos[nf]);
 		if (!names[nf]) {
 			cs->oom = true;
 			return;
@@ -591,6 +599,11 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		lines[nf] = 0;
 		nf++;
 	}
+	/* the sample itself, for a writer's profiler view (Perfetto's
+	 * PerfSample: its flame graph); not with --filter (its regions are
+	 * known only at their end) */
+	if (cs->sink.stack_sample && nf && !cs->filter_start)
+		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos);
 	if (t->off_cpu) { /* a sample while switched out: the switch in was lost */
 		ret(cs, t, time);
 		t->off_cpu = false;
@@ -966,8 +979,9 @@ struct mt_cs *mt_cs_new(const struct mt_cs_sink *sink, const struct mt_cs_opts *
 	cs->n_snapshot = mt_strtab_intern(&cs->names, "[new snapshot]");
 	cs->n_off_cpu = mt_strtab_intern(&cs->names, "[off-CPU]");
 	cs->n_preempted = mt_strtab_intern(&cs->names, "[preempted]");
+	cs->n_unknown_dso = mt_strtab_intern(&cs->names, "[unknown]");
 	if (!cs->n_untraced || !cs->n_syscall || !cs->n_returned || !cs->n_unknown || !cs->n_snapshot ||
-	    !cs->n_off_cpu || !cs->n_preempted) {
+	    !cs->n_off_cpu || !cs->n_preempted || !cs->n_unknown_dso) {
 		mt_cs_free(cs);
 		return NULL;
 	}

@@ -53,6 +53,11 @@ struct mt_cs_sink {
 	void (*counter)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, double value);
 	void (*event_sample)(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *event, uint64_t ip,
 			     const char *symbol, uint64_t count);
+	/* Optional: a stack sample as sampled, its n frames outermost first
+	 * (names and objects, interned: they live as long as cs), before the
+	 * slices it changes. */
+	void (*stack_sample)(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n, const char *const *names,
+			     const char *const *dsos);
 };
 
 struct mt_cs;

@@ -110,7 +110,8 @@ struct mt_cs {
 	bool have_base;
 	bool snapshot_pending;   /* a snapshot event: the next trace event ends every stack */
 	uint64_t base;
-	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot, *n_off_cpu, *n_preempted;
+	const char *n_untraced, *n_syscall, *n_returned, *n_unknown, *n_snapshot, *n_off_cpu, *n_preempted,
+		   *n_unknown_dso;
 	bool oom;
 	unsigned warned;
 	uint64_t next_id;

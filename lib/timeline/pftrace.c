@@ -224,6 +224,35 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 	it->extra = (uint32_t)k;
 }
 
+/* A stack sample, held as one interned key (the same stack: the same
+ * pointer): its frames outermost first, each NAME US DSO, RS between. */
+static void s_stack(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n, const char *const *names,
+		    const char *const *dsos)
+{
+	struct mt_pftrace *pf = ctx;
+	if (!pf->ops->stack_sample)
+		return;
+	size_t len = 1;
+	for (size_t i = 0; i < n; i++)
+		len += strlen(names[i]) + strlen(dsos[i]) + 2;
+	if (!mt_grow((void **)&pf->keybuf, &pf->capkeybuf, len, 1)) {
+		pf->oom = true;
+		return;
+	}
+	char *p = pf->keybuf;
+	for (size_t i = 0; i < n; i++) {
+		if (i)
+			*p++ = MT_TL_FRAME_SEP;
+		size_t a = strlen(names[i]), b = strlen(dsos[i]);
+		memcpy(p, names[i], a);
+		p[a] = MT_TL_DSO_SEP;
+		memcpy(p + a + 1, dsos[i], b);
+		p += a + 1 + b;
+	}
+	*p = '\0';
+	new_item(pf, th, IT_STACK, time, time, mt_tl_intern(pf, pf->keybuf));
+}
+
 /* --- arrival order: the stacks straight to the writer ------------------------ */
 
 static void a_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
@@ -329,7 +358,8 @@ void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink)
 		return;
 	}
 	*sink = (struct mt_cs_sink){.ctx = pf, .begin = s_begin_checked, .end = s_end, .complete = s_complete,
-				    .instant = s_instant, .counter = s_counter, .event_sample = s_sample};
+				    .instant = s_instant, .counter = s_counter, .event_sample = s_sample,
+				    .stack_sample = s_stack};
 }
 
 static size_t comm_slot(uint32_t pid, uint32_t tid, size_t cap)
@@ -552,6 +582,10 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 	case IT_SAMPLE:
 		pf->ops->sample(&t->w, abs, it->name, it->extra, it->ip);
 		break;
+	case IT_STACK:
+		pf->ops->stack_sample(&t->w, abs, it->name);
+		pf->st.stack_samples++;
+		break;
 	}
 }
 
@@ -652,6 +686,11 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 		free(t->ws);
 		free(t->w.names.k);
 		free(t->w.names.v);
+		struct iids *sm[] = {&t->w.fnames, &t->w.mappings, &t->w.frames, &t->w.stacks};
+		for (size_t k = 0; k < sizeof sm / sizeof *sm; k++) {
+			free(sm[k]->k);
+			free(sm[k]->v);
+		}
 		free(t);
 	}
 	free(pf->threads);
@@ -661,6 +700,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	free(pf->comms);
 	free(pf->comm_slots);
 	free(pf->extra_names);
+	free(pf->keybuf);
 	mt_strtab_free(&pf->names);
 	free(pf->buf);
 	free(pf->fxt_str);

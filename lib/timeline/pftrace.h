@@ -69,6 +69,7 @@ void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta);
 void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg);
 struct mt_pftrace_stats {
 	uint64_t packets, bytes, slices, instants, counters, depth_dropped, clamped;
+	uint64_t stack_samples; /* written as the format's own samples (Perfetto: PerfSample) */
 	uint64_t threads; /* filled by mt_pftrace_finish */
 };
 

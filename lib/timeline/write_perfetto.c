@@ -310,7 +310,101 @@ static void proto_counter(struct seqw *w, uint64_t time, double value)
 		   value);
 }
 
+/* A frame's interned data on first use on the sequence: its function name
+ * (InternedData.function_names 5), its object as a mapping (mapping_paths
+ * 17, mappings 19: one a DSO, the frame's address not kept) and the frame
+ * (frames 6). Returns the frame's iid; d advances past what it wrote. */
+static uint64_t stack_frame(struct seqw *w, const char *seg, size_t n, uint8_t **d)
+{
+	struct mt_pftrace *pf = w->pf;
+	char *s = strndup(seg, n);
+	if (!s) {
+		pf->oom = true;
+		return 0;
+	}
+	bool is_new;
+	uint64_t fid = iid_of(pf, &w->frames, mt_tl_intern(pf, s), &is_new);
+	if (is_new) {
+		char *sep = strchr(s, MT_TL_DSO_SEP);
+		const char *dso = sep ? sep + 1 : "[unknown]";
+		if (sep)
+			*sep = '\0';
+		const char *name = mt_tl_intern(pf, s), *obj = mt_tl_intern(pf, dso);
+		uint64_t nid = iid_of(pf, &w->fnames, name, &is_new);
+		if (is_new)
+			*d = pb_iid_name(*d, 5, nid, name);
+		uint64_t mid = iid_of(pf, &w->mappings, obj, &is_new);
+		uint8_t m[64], *e;
+		if (is_new) {
+			*d = pb_iid_name(*d, 17, mid, obj);
+			e = mt_pb_uint(mt_pb_uint(mt_pb_uint(mt_pb_uint(m, 1, mid), 4, 0), 5, UINT64_MAX), 7, mid);
+			*d = mt_pb_bytes(*d, 19, m, (size_t)(e - m));
+		}
+		e = mt_pb_uint(mt_pb_uint(mt_pb_uint(mt_pb_uint(m, 1, fid), 2, nid), 3, mid), 4, 0);
+		*d = mt_pb_bytes(*d, 6, m, (size_t)(e - m));
+	}
+	free(s);
+	return fid;
+}
+
+/* A stack sample as Perfetto's own (profile_packet.proto PerfSample,
+ * TracePacket 66) on the thread's sequence, its callstack interned there
+ * on first use (profile_common.proto: frames outermost first), so the UI's
+ * sample views and flame graph work on a sampling trace. */
+static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key)
+{
+	struct mt_pftrace *pf = w->pf;
+	size_t klen = strlen(key), nframes = 1;
+	for (const char *q = key; *q; q++)
+		nframes += *q == MT_TL_FRAME_SEP;
+	size_t bound = 3 * klen + 64 * nframes + 256;
+	uint64_t *fids = malloc(nframes * sizeof *fids);
+	if (!fids || !mt_grow((void **)&pf->buf, &pf->bufcap, 2 * bound, 1)) {
+		free(fids);
+		pf->oom = true;
+		return;
+	}
+	uint8_t *id = pf->buf, *d = id;
+	bool is_new;
+	uint64_t cs_iid = iid_of(pf, &w->stacks, key, &is_new);
+	if (is_new) {
+		size_t n = 0;
+		for (const char *s = key;; s++) {
+			const char *e = strchr(s, MT_TL_FRAME_SEP);
+			size_t len = e ? (size_t)(e - s) : strlen(s);
+			fids[n++] = stack_frame(w, s, len, &d);
+			if (!e)
+				break;
+			s = e;
+		}
+		/* Callstack { iid 1, frame_ids 2 (each its own field, unpacked) } */
+		uint8_t *cs = d + bound / 2, *c = mt_pb_uint(cs, 1, cs_iid); /* d's room is ample */
+		for (size_t i = 0; i < n; i++)
+			c = mt_pb_uint(c, 2, fids[i]);
+		size_t clen = (size_t)(c - cs);
+		memmove(d + 1 + mt_pb_varint_len(clen), cs, clen);
+		d = mt_pb_varint(mt_pb_tag(d, 7, MT_PB_LEN), clen) + clen;
+	}
+	free(fids);
+	uint8_t ps[64], *e = mt_pb_uint(mt_pb_uint(mt_pb_uint(ps, 2, w->pid), 3, w->tid), 4, cs_iid);
+	size_t plen = (size_t)(e - ps), dlen = (size_t)(d - id);
+	uint64_t dt = time - w->last;
+	w->last = time;
+	uint8_t *pk = pf->buf + bound, *p = pk;
+	size_t body = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) +
+		      (dlen ? 1 + mt_pb_varint_len(dlen) + dlen : 0) + 2 + 2 + mt_pb_varint_len(plen) + plen;
+	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), body); /* Trace.packet */
+	p = mt_pb_uint(p, 8, dt);  /* timestamp, on the sequence's incremental clock */
+	p = mt_pb_uint(p, 10, w->seq);
+	if (dlen)
+		p = mt_pb_bytes(p, 12, id, dlen);
+	p = mt_pb_uint(p, 13, 2); /* SEQ_NEEDS_INCREMENTAL_STATE */
+	p = mt_pb_bytes(p, 66, ps, plen);
+	mt_tl_out(pf, pk, (size_t)(p - pk));
+	pf->st.packets++;
+}
+
 const struct mt_tl_ops mt_tl_perfetto = {
 	.name = "perfetto", .thread = proto_thread, .slice_begin = proto_slice_begin, .slice_end = proto_slice_end,
-	.instant = proto_instant, .sample = proto_sample, .counter = proto_counter,
+	.instant = proto_instant, .sample = proto_sample, .stack_sample = proto_stack_sample, .counter = proto_counter,
 };

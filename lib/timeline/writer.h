@@ -29,7 +29,11 @@
 #define SEQ_THREAD0 2 /* small ids: one varint byte for the first 126 threads */
 #define CLOCK_INCREMENTAL 64
 #define CLOCK_BOOTTIME 6
-enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE };
+enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE, IT_STACK };
+/* IT_STACK's name: the sampled stack's frames, outermost first, each
+ * NAME MT_TL_DSO_SEP DSO, MT_TL_FRAME_SEP between them (interned). */
+#define MT_TL_FRAME_SEP '\x1e'
+#define MT_TL_DSO_SEP '\x1f'
 
 /* A slice, instant, counter value or sample not written yet (64 bytes:
  * the window holds many of them). */
@@ -82,6 +86,7 @@ struct seqw {
 	uint64_t last;       /* Perfetto: the incremental clock's last value (absolute) */
 	uint64_t track;
 	struct iids names;
+	struct iids fnames, mappings, frames, stacks; /* stack samples' interning */
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
 };
 
@@ -152,6 +157,8 @@ struct mt_pftrace {
 	size_t window, pending;   /* items held before every thread is written out */
 	struct item *late;        /* flush_thread's items that came out of time order */
 	size_t caplate;
+	char *keybuf;             /* a stack sample's key being made */
+	size_t capkeybuf;
 	char damage[512];
 	bool oom;
 	/* writing */
@@ -180,6 +187,8 @@ struct mt_tl_ops {
 	void (*instant)(struct seqw *w, uint64_t time, const char *name);
 	/* an event sample on the thread's track for event k (pf->extra_names[k]) */
 	void (*sample)(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip);
+	/* optional: a stack sample (IT_STACK's key) for the format's profiler view */
+	void (*stack_sample)(struct seqw *w, uint64_t time, const char *key);
 	/* the CPU frequency (MHz) of the thread's process */
 	void (*counter)(struct seqw *w, uint64_t time, double value);
 	void (*foot)(struct mt_pftrace *pf);

@@ -5,10 +5,13 @@
  * never before CLEARED on a sequence; every name_iid defined earlier on its
  * sequence; timestamps never decreasing per sequence (incremental clock
  * resolved); every track used has a descriptor, with pid (and tid); BEGIN/END
- * balance and depth < 512 per track.
+ * balance and depth < 512 per track; stack samples (PerfSample): their
+ * callstack, its frames, their function names and mappings interned on the
+ * sequence before use, iids dense from 1.
  *
- * Usage: pfcheck FILE [--slices]  (--slices prints "tid depth name" per BEGIN,
- * for tests that check nesting). Exit 0 valid, 1 invalid (first problem on
+ * Usage: pfcheck FILE [--slices|--samples]  (--slices prints "tid depth
+ * name" per BEGIN, for tests that check nesting; --samples "tid
+ * name;name;..." per stack sample, outermost first). Exit 0 valid, 1 invalid (first problem on
  * stderr), 2 usage. Prints a summary line on success. */
 #include <inttypes.h>
 #include <stdbool.h>
@@ -31,7 +34,74 @@ struct seq {
 	uint32_t default_clock;
 	char **names; /* iid -> name */
 	size_t nnames;
+	/* stack samples' interning: function names, mapping paths and mappings
+	 * by iid, frames (-> function name iid), callstacks (-> frame iids) */
+	char **fnames;
+	size_t nfnames, npaths, nmappings;
+	uint64_t *frame_fn;
+	size_t nframes;
+	struct { uint64_t *f; size_t n; } *stacks;
+	size_t nstacks;
 };
+
+static void clear_samples(struct seq *s)
+{
+	for (size_t i = 0; i < s->nfnames; i++)
+		free(s->fnames[i]);
+	for (size_t i = 0; i < s->nstacks; i++)
+		free(s->stacks[i].f);
+	s->nfnames = s->npaths = s->nmappings = s->nframes = s->nstacks = 0;
+}
+
+/* The stack-sample entries of an InternedData, checked and kept; NULL or
+ * what is wrong. */
+static const char *intern_samples(struct seq *s, const Perfetto__Protos__InternedData *d)
+{
+	for (size_t i = 0; i < d->n_function_names; i++) {
+		if (d->function_names[i]->iid != s->nfnames + 1 || s->nfnames == MAX_IIDS)
+			return "function name iids not dense from 1";
+		s->fnames = realloc(s->fnames, (s->nfnames + 1) * sizeof *s->fnames);
+		const ProtobufCBinaryData *b = &d->function_names[i]->str;
+		s->fnames[s->nfnames++] = strndup((const char *)b->data, b->len);
+	}
+	for (size_t i = 0; i < d->n_mapping_paths; i++)
+		if (d->mapping_paths[i]->iid != ++s->npaths)
+			return "mapping path iids not dense from 1";
+	for (size_t i = 0; i < d->n_mappings; i++) {
+		const Perfetto__Protos__Mapping *m = d->mappings[i];
+		if (m->iid != ++s->nmappings)
+			return "mapping iids not dense from 1";
+		for (size_t k = 0; k < m->n_path_string_ids; k++)
+			if (!m->path_string_ids[k] || m->path_string_ids[k] > s->npaths)
+				return "a mapping's path not defined on this sequence";
+	}
+	for (size_t i = 0; i < d->n_frames; i++) {
+		const Perfetto__Protos__Frame *f = d->frames[i];
+		if (f->iid != s->nframes + 1 || s->nframes == MAX_IIDS)
+			return "frame iids not dense from 1";
+		if (!f->function_name_id || f->function_name_id > s->nfnames)
+			return "a frame's function name not defined on this sequence";
+		if (f->mapping_id > s->nmappings)
+			return "a frame's mapping not defined on this sequence";
+		s->frame_fn = realloc(s->frame_fn, (s->nframes + 1) * sizeof *s->frame_fn);
+		s->frame_fn[s->nframes++] = f->function_name_id;
+	}
+	for (size_t i = 0; i < d->n_callstacks; i++) {
+		const Perfetto__Protos__Callstack *c = d->callstacks[i];
+		if (c->iid != s->nstacks + 1 || s->nstacks == MAX_IIDS)
+			return "callstack iids not dense from 1";
+		if (!c->n_frame_ids)
+			return "a callstack without frames";
+		for (size_t k = 0; k < c->n_frame_ids; k++)
+			if (!c->frame_ids[k] || c->frame_ids[k] > s->nframes)
+				return "a callstack's frame not defined on this sequence";
+		s->stacks = realloc(s->stacks, (s->nstacks + 1) * sizeof *s->stacks);
+		s->stacks[s->nstacks].f = malloc(c->n_frame_ids * sizeof *c->frame_ids);
+		memcpy(s->stacks[s->nstacks].f, c->frame_ids, c->n_frame_ids * sizeof *c->frame_ids);
+		s->stacks[s->nstacks++].n = c->n_frame_ids;
+	}
+	return NULL;
+}
 
 struct track {
 	uint64_t uuid;
@@ -80,6 +150,8 @@ int main(int argc, char **argv)
 		return 2;
 	}
 	bool print_slices = argc > 2 && !strcmp(argv[2], "--slices");
+	bool print_samples = argc > 2 && !strcmp(argv[2], "--samples");
+	uint64_t perf_samples = 0;
 	FILE *f = fopen(argv[1], "rb");
 	if (!f) {
 		perror(argv[1]);
@@ -129,7 +201,7 @@ int main(int argc, char **argv)
 							   .tid = td->thread ? td->thread->tid : -1,
 							   .counter = td->counter != NULL};
 		}
-		if (p->track_event || p->sequence_flags || p->trace_packet_defaults) {
+		if (p->track_event || p->perf_sample || p->sequence_flags || p->trace_packet_defaults) {
 			if (!p->has_trusted_packet_sequence_id || !p->trusted_packet_sequence_id)
 				return fail(pkt, "no trusted_packet_sequence_id");
 			struct seq *s = seq_of(p->trusted_packet_sequence_id);
@@ -140,6 +212,7 @@ int main(int argc, char **argv)
 				for (size_t i = 0; i < s->nnames; i++)
 					free(s->names[i]);
 				s->nnames = 0;
+				clear_samples(s);
 				s->have_clock64 = false;
 				s->default_track = 0;
 				s->default_clock = 0;
@@ -150,6 +223,9 @@ int main(int argc, char **argv)
 				s->default_track = p->trace_packet_defaults->track_event_defaults->track_uuid;
 			if (p->trace_packet_defaults && p->trace_packet_defaults->has_timestamp_clock_id)
 				s->default_clock = p->trace_packet_defaults->timestamp_clock_id;
+			const char *bad = p->interned_data ? intern_samples(s, p->interned_data) : NULL;
+			if (bad)
+				return fail(pkt, bad);
 			if (p->interned_data)
 				for (size_t i = 0; i < p->interned_data->n_event_names; i++) {
 					const Perfetto__Protos__EventName *en = p->interned_data->event_names[i];
@@ -171,7 +247,7 @@ int main(int argc, char **argv)
 			uint32_t clock = p->has_timestamp_clock_id ? p->timestamp_clock_id
 					 : s->default_clock ? s->default_clock : 6;
 			bool on64 = clock == 64;
-			if (p->track_event) {
+			if (p->track_event || p->perf_sample) {
 				if (!p->has_timestamp)
 					return fail(pkt, "track event without timestamp");
 				if (on64) {
@@ -185,6 +261,25 @@ int main(int argc, char **argv)
 				if (ts < s->last_ts)
 					return fail(pkt, "timestamp goes backwards on the sequence");
 				s->last_ts = ts;
+			}
+			if (p->perf_sample) {
+				const Perfetto__Protos__PerfSample *ps = p->perf_sample;
+				if (!(p->sequence_flags & 2))
+					return fail(pkt, "a stack sample without NEEDS_INCREMENTAL_STATE");
+				if (!ps->has_pid || !ps->has_tid)
+					return fail(pkt, "a stack sample without pid or tid");
+				if (!ps->callstack_iid || ps->callstack_iid > s->nstacks)
+					return fail(pkt, "a stack sample's callstack not defined on this sequence");
+				perf_samples++;
+				if (print_samples) {
+					printf("%" PRIu32 "\t", ps->tid);
+					const __typeof__(s->stacks[0]) *cs = &s->stacks[ps->callstack_iid - 1];
+					for (size_t k = 0; k < cs->n; k++)
+						printf("%s%s", k ? ";" : "", s->fnames[s->frame_fn[cs->f[k] - 1] - 1]);
+					printf("\n");
+				}
+			}
+			if (p->track_event) {
 				const Perfetto__Protos__TrackEvent *te = p->track_event;
 				uint64_t uuid = te->has_track_uuid ? te->track_uuid : s->default_track;
 				struct track *t = track_of(uuid);
@@ -236,8 +331,9 @@ int main(int argc, char **argv)
 	}
 	fflush(stdout); /* the slice list first: the summary never lands inside it */
 	fprintf(stderr, "pfcheck: ok packets=%" PRIu64 " begins=%" PRIu64 " ends=%" PRIu64 " instants=%" PRIu64
-		" counters=%" PRIu64 " tracks=%zu sequences=%zu max_depth=%d counter_tracks=%zu empty_counter_tracks=%zu\n",
-		pkt, begins, ends, instants, counters, ntracks, nseqs, maxd, ncounter, nempty);
+		" counters=%" PRIu64 " tracks=%zu sequences=%zu max_depth=%d counter_tracks=%zu empty_counter_tracks=%zu"
+		" perf_samples=%" PRIu64 "\n",
+		pkt, begins, ends, instants, counters, ntracks, nseqs, maxd, ncounter, nempty, perf_samples);
 	free(buf);
 	fclose(f);
 	return 0;

@@ -202,9 +202,12 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 	 * samples are events at their IP, on their own tracks downstream, and
 	 * cut no frames */
 	int primary = -1;
-	for (size_t i = 0; i < s->samples.n; i++)
-		if (primary < 0 || (s->samples.v[i].attr >= 0 && s->samples.v[i].attr < primary))
-			primary = s->samples.v[i].attr;
+	for (size_t i = 0; i < s->samples.n; i++) {
+		int a = s->samples.v[i].attr;
+		bool hit = a >= 0 && (size_t)a < pd->nattrs && pd->attrs[a].type == 5; /* a breakpoint: a trigger's */
+		if (!hit && (primary < 0 || (a >= 0 && a < primary)))
+			primary = a;
+	}
 	struct sink_ctx ev_ctx = {.w = w, .pd = pd, .s = s, .stats = stats};
 	for (size_t i = 0; i < s->samples.n; i++) {
 		const struct psample *ps = &s->samples.v[order ? order[i] : i];

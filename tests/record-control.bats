@@ -217,6 +217,35 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	[ "$last" -gt $((hit_time - 200000000)) ]
 }
 
+# A trigger hit leaves its mark (issue 26): when sampling, perf.data has no
+# record of the hit (mt-record's own breakpoint saw it), so mt-record writes
+# it into the bundle's manifest (trigger-hit=) and mt-pt2events gives it
+# back as a breakpoint sample: a "hit SYMBOL" instant on the thread that hit.
+# Oracle: mt-record's report of the hit (the kernel's breakpoint sample:
+# thread and time), the instant's thread and time to the ns.
+@test "sampling with a trigger through mt-trace: the hit is an instant on the thread that hit, at its time" {
+	cd "$BATS_TEST_TMPDIR"
+	run --separate-stderr "$BATS_TEST_DIRNAME/../pipelines/mt-trace" run --trigger=. -o t.json -- "$TRIGGER" 1 1000
+	[ "$status" -eq 0 ]
+	[[ "$stderr" != *"out of time order"* ]]
+	hit=$(grep '^mt-record: trigger hit:' <<< "$stderr")
+	tid=$(sed -n 's/.* thread \([0-9]*\) .*/\1/p' <<< "$hit")
+	hit_time=$(sed -n 's/.*, time \([0-9]*\) ns.*/\1/p' <<< "$hit")
+	"$MT_BIN/mt-bundle" manifest t.tar.zst | grep -qx "trigger-hit=$hit_time [0-9]* $tid 0x[0-9a-f]*"
+	"$PT2EVENTS" t.tar.zst 2> /dev/null > t.ev
+	grep -q "^$hit_time	[0-9]*	$tid	sample	0x[0-9a-f]*	0x0	event=mem:0x[0-9a-f]*:x	period=1\$" t.ev
+	python3 - "$tid" "$hit_time" <<'PY'
+import json, sys
+tid, hit = int(sys.argv[1]), int(sys.argv[2])
+ev = [l.split("\t") for l in open("t.ev") if not l.startswith("#")]
+base = min(int(e[0]) for e in ev)
+hits = [e for e in json.load(open("t.json"))["traceEvents"] if e.get("name", "").startswith("hit ")]
+print(hits)
+assert len(hits) == 1 and hits[0]["name"] == "hit magic_trace_stop_indicator" and hits[0]["tid"] == tid
+assert round(hits[0]["ts"] * 1000) == hit - base
+PY
+}
+
 @test "attach with a trigger, for real: the hit in a thread that existed before the attach ends the recording" {
 	"$TRIGGER" 1 3000 1500 > /dev/null &
 	pid=$!

@@ -264,6 +264,35 @@ static int open_peek(const char *path, int *fd, char *head, size_t n, size_t *le
 	return 0;
 }
 
+static int cmp_hit_time(const void *a, const void *b)
+{
+	const struct mt_ptperf_hit *x = a, *y = b;
+	return x->time < y->time ? -1 : x->time > y->time;
+}
+
+/* A bundle's trigger hits (mt-bundle(5): trigger-hit=TIME PID TID 0xIP),
+ * in time order. Nonzero out of memory. */
+static int manifest_hits(const char *manifest, struct mt_ptperf_opts *po)
+{
+	static struct mt_ptperf_hit *hits;
+	size_t n = 0, cap = 0;
+	for (const char *l = manifest; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
+		struct mt_ptperf_hit h;
+		if (strncmp(l, "trigger-hit=", 12) ||
+		    sscanf(l + 12, "%" SCNu64 " %" SCNu32 " %" SCNu32 " %" SCNx64, &h.time, &h.pid, &h.tid, &h.ip) != 4)
+			continue;
+		if (!mt_grow((void **)&hits, &cap, n + 1, sizeof *hits)) {
+			fprintf(stderr, PROG ": out of memory\n");
+			return 1;
+		}
+		hits[n++] = h;
+	}
+	qsort(hits, n, sizeof *hits, cmp_hit_time);
+	po->hits = hits;
+	po->nhits = n;
+	return 0;
+}
+
 /* "# bundle PATH": mt-symbolize then takes objects from the same bundle. */
 static void bundle_meta_line(char *out, size_t n, const char *path)
 {
@@ -483,6 +512,8 @@ int main(int argc, char **argv)
 			po.buildid_dir = in_bundle.buildid_dir;
 			if (!po.kcore_dir && !po.vmlinux && in_bundle.kcore_dir[0])
 				po.kcore_dir = in_bundle.kcore_dir;
+			if (manifest_hits(in_bundle.manifest, &po))
+				return EXIT_DATA;
 			if (open_peek(in, &in_fd, head, sizeof head, &head_len))
 				return EXIT_DATA;
 		}

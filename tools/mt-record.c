@@ -139,7 +139,7 @@ static void say(void *ctx, const char *msg)
 
 /* Bundles the recorded perf.data; the manifest names the command. */
 static int make_bundle(const char *bundle, const char *data, const struct mt_caps *caps, int argc, char **argv,
-		       const char *pids)
+		       const char *pids, const struct mt_recording *r)
 {
 	char cmd[8192] = "";
 	size_t n = 0;
@@ -147,8 +147,12 @@ static int make_bundle(const char *bundle, const char *data, const struct mt_cap
 		n = (size_t)snprintf(cmd, sizeof cmd, "attach --pid=%s", pids);
 	for (int i = 0; i < argc && n + 2 < sizeof cmd; i++)
 		n += (size_t)snprintf(cmd + n, sizeof cmd - n, "%s%s", i ? " " : "", argv[i]);
+	struct mt_bundle_hit hits[MT_RECORD_MAX_HITS];
+	for (size_t i = 0; i < r->nlogged; i++)
+		hits[i] = (struct mt_bundle_hit){r->hit_log[i].time, r->hit_log[i].ip, r->hit_log[i].pid,
+						 r->hit_log[i].tid};
 	struct mt_bundle_create_opts bo = {.perf_data = data, .output = bundle, .command = cmd, .caps = caps,
-					   .warn = warn};
+					   .warn = warn, .hits = hits, .nhits = r->nlogged};
 	bo.compression = mt_bundle_compression_of(bundle);
 	struct mt_err err = {0};
 	struct mt_bundle_stats st;
@@ -591,7 +595,7 @@ int main(int argc, char **argv)
 		/* perf wrote a whole perf.data unless it failed to start */
 		struct stat st;
 		if (stat(tmpdata, &st) == 0 && st.st_size > 0 && make_bundle(bundle, tmpdata, &caps, argc - optind,
-									       argv + optind, npids ? pidlist : NULL) && !rc)
+									       argv + optind, npids ? pidlist : NULL, &r) && !rc)
 			rc = 1;
 		mt_bundle_remove_tree(tmpdir);
 	}

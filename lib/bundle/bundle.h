@@ -33,6 +33,8 @@
 
 enum mt_bundle_compression { MT_BUNDLE_ZSTD, MT_BUNDLE_GZIP, MT_BUNDLE_NONE };
 
+struct mt_bundle_hit { uint64_t time, ip; uint32_t pid, tid; };
+
 struct mt_bundle_create_opts {
 	const char *perf_data;      /* a perf.data, or perf record --kcore's directory */
 	const char *output;         /* the archive ("-" = stdout), written atomically */
@@ -43,6 +45,10 @@ struct mt_bundle_create_opts {
 	const char *perf_map_dir;   /* where perf-PID.map files are (NULL = /tmp) */
 	const char *command;        /* manifest: the recorded command line, or NULL */
 	const struct mt_caps *caps; /* manifest: the recording host's (caps.KEY=VALUE), or NULL */
+	/* manifest: trigger hits the recorder saw (trigger-hit=TIME PID TID
+	 * 0xIP; perf.data has no record of them when sampling) */
+	const struct mt_bundle_hit *hits;
+	size_t nhits;
 	void (*warn)(void *ctx, const char *msg);  /* objects left out, one call each */
 	void *warn_ctx;
 };

@@ -370,6 +370,9 @@ static int build_manifest(const struct mt_bundle_create_opts *o, const struct mt
 		fprintf(m, "command=%s\n", cmd);
 	}
 	fprintf(m, "perf-data=perf.data\n");
+	for (size_t i = 0; i < o->nhits; i++)
+		fprintf(m, "trigger-hit=%" PRIu64 " %" PRIu32 " %" PRIu32 " 0x%" PRIx64 "\n", o->hits[i].time, o->hits[i].pid,
+			o->hits[i].tid, o->hits[i].ip);
 	if (kcore)
 		fprintf(m, "kcore=kcore_dir\n");
 	if (kallsyms_name)

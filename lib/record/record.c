@@ -194,6 +194,8 @@ static bool handle_hits(struct mt_recording *r)
 		mt_say(r->say, r->say_ctx, "%" PRIu64 " trigger hits lost (the kernel's buffer was full)", lost);
 	for (size_t i = 0; i < n; i++) {
 		r->hits++;
+		if (r->nlogged < MT_RECORD_MAX_HITS)
+			r->hit_log[r->nlogged++] = hits[i];
 		mt_say(r->say, r->say_ctx, "trigger hit: %s in pid %u thread %u at 0x%" PRIx64 ", time %" PRIu64 " ns, args 0x%" PRIx64
 		       " 0x%" PRIx64,
 		    r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0, hits[i].arg1);

@@ -16,6 +16,7 @@
 #include "record/trigger.h"
 
 #define MT_RECORD_MAX_PIDS 64
+#define MT_RECORD_MAX_HITS 1024 /* hits kept for the bundle's manifest */
 
 enum mt_record_end {
 	MT_END_NONE,
@@ -39,6 +40,8 @@ struct mt_recording {
 	size_t npids;
 	long deadline_ms;               /* monotonic, 0: none */
 	unsigned snapshots, hits;
+	struct mt_trigger_hit hit_log[MT_RECORD_MAX_HITS]; /* the first hits, for the bundle */
+	size_t nlogged;
 	int signal;                     /* the signal that ended it */
 	void (*say)(void *ctx, const char *msg);
 	void *say_ctx;

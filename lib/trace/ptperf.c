@@ -435,7 +435,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 				goto out;
 			}
-		mt_samples_emit_stacks(pd, s, w, stats, unw, &uc);
+		mt_samples_emit_stacks(pd, s, w, stats, unw, &uc, o->hits, o->nhits);
 		mt_unwind_free(unw);
 		if (uc.partial && o->warn) {
 			char msg[800];

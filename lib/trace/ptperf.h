@@ -16,6 +16,8 @@
 #include "trace/perfdata.h"
 #include "trace/ptdecode.h"
 
+struct mt_ptperf_hit { uint64_t time, ip; uint32_t pid, tid; };
+
 struct mt_ptperf_opts {
 	const char *symfs;          /* root to find traced binaries under */
 	const char *buildid_dir;    /* perf's build-id cache layout; NULL = ~/.debug */
@@ -35,6 +37,11 @@ struct mt_ptperf_opts {
 	/* optional: bytes of PT decoded so far, of total, now and then */
 	void (*progress)(void *ctx, uint64_t done, uint64_t total);
 	void *progress_ctx;
+	/* Trigger hits seen beside the recording (a bundle's manifest): when
+	 * sampling, perf.data has no record of them; each becomes a breakpoint
+	 * sample event (event=mem:0xIP:x) at its time on its thread. */
+	const struct mt_ptperf_hit *hits;
+	size_t nhits;
 	/* Non-fatal problems (missing binaries, lost data), one call each. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -172,8 +172,22 @@ static unsigned unwind_user(const struct psample *ps, struct mt_unwind *unw, uin
 	return n + (unsigned)got;
 }
 
+/* A trigger hit as perf writes a breakpoint's sample (mt-toperfetto: a
+ * "hit SYMBOL" instant on the thread's Snapshot symbol hits track). */
+static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h, struct mt_ptdec_stats *stats)
+{
+	char ename[40];
+	snprintf(ename, sizeof ename, "mem:0x%" PRIx64 ":x", h->ip);
+	struct mt_kv kv[2] = {{"event", ename}, {"period", "1"}};
+	struct mt_event ev = {.time = h->time, .has_time = true, .pid = h->pid, .tid = h->tid, .cpu = -1,
+			      .kind = MT_EV_SAMPLE, .from = h->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
+	mt_events_write(w, &ev);
+	stats->by_kind[MT_EV_SAMPLE]++;
+}
+
 void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			 struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc)
+			 struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+			 const struct mt_ptperf_hit *hits, size_t nhits)
 {
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char vals[MT_EVENT_MAX_EXTRA][24];
@@ -191,7 +205,7 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 	}
 	/* the threads' switches, merged in by time (a thread's time off CPU) */
 	size_t *sworder = order ? malloc(s->tswitches.n * sizeof *sworder + 1) : NULL;
-	size_t nsw = sworder ? s->tswitches.n : 0, k_sw = 0;
+	size_t nsw = sworder ? s->tswitches.n : 0, k_sw = 0, k_hit = 0; /* hits: in time order (the recorder's) */
 	if (sworder) {
 		for (size_t i = 0; i < nsw; i++)
 			sworder[i] = i;
@@ -211,8 +225,17 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 	struct sink_ctx ev_ctx = {.w = w, .pd = pd, .s = s, .stats = stats};
 	for (size_t i = 0; i < s->samples.n; i++) {
 		const struct psample *ps = &s->samples.v[order ? order[i] : i];
-		while (k_sw < nsw && switch_first(&s->tswitches.v[sworder[k_sw]], ps))
-			write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+		/* the switches and hits due before it, in time order between them */
+		for (;;) {
+			bool sw_due = k_sw < nsw && switch_first(&s->tswitches.v[sworder[k_sw]], ps);
+			bool hit_due = k_hit < nhits && (!ps->has_time || hits[k_hit].time <= ps->time);
+			if (sw_due && (!hit_due || s->tswitches.v[sworder[k_sw]].time <= hits[k_hit].time))
+				write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+			else if (hit_due)
+				write_hit(w, &hits[k_hit++], stats);
+			else
+				break;
+		}
 		if (ps->attr != primary) {
 			write_event_sample(&ev_ctx, ps);
 			continue;
@@ -248,8 +271,12 @@ void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, 
 		mt_events_write(w, &ev);
 		stats->by_kind[MT_EV_SAMPLE]++;
 	}
-	while (k_sw < nsw)
-		write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+	while (k_sw < nsw || k_hit < nhits) {
+		if (k_sw < nsw && (k_hit == nhits || s->tswitches.v[sworder[k_sw]].time <= hits[k_hit].time))
+			write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
+		else
+			write_hit(w, &hits[k_hit++], stats);
+	}
 	free(sworder);
 	free(order);
 }

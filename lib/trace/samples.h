@@ -11,6 +11,7 @@
 
 #include "stream/events.h"
 #include "trace/ptdecode.h"
+#include "trace/ptperf.h"
 #include "trace/sideband.h"
 #include "trace/unwind.h"
 
@@ -56,6 +57,7 @@ struct mt_unwind_counts {
  * copy (--call-graph=dwarf) is unwound by unw (when not NULL): its
  * callchain's kernel frames, then the user frames unwound. */
 void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			    struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc);
+			    struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+			    const struct mt_ptperf_hit *hits, size_t nhits);
 
 #endif

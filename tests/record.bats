@@ -207,7 +207,7 @@ PY
 # script's count of samples; and per thread, in order, each sample's
 # functions are the stream's frames (pfcheck --samples decodes the
 # interning, and checks every iid is defined before use).
-@test "sampling traces carry Perfetto's own stack samples: one PerfSample per perf sample, the stream's frames" {
+@test "sampling traces carry Perfetto's own stack samples: one PerfSample per perf sample, the stream's frames; --format=threads" {
 	cd "$BATS_TEST_TMPDIR"
 	"$RECORD" --callgraph=dwarf -o w.data -- "$MT_PROGS/workers" 200 > /dev/null 2>&1
 	n=$(perf script -i w.data -F tid 2> /dev/null | wc -l)
@@ -242,6 +242,31 @@ PY
 	grep -q "start_thread;worker;crunch" got
 	protoc -I "$BATS_TEST_DIRNAME/../proto" "$BATS_TEST_DIRNAME/../proto/perfetto_trace.proto" \
 		--decode=perfetto.protos.Trace < w.pftrace | grep -c "perf_sample {" | grep -qx "$n"
+	# --format=threads (issue 26: the stacks text had no thread): pid and
+	# tid on every line, as perf script gives them, in time order per
+	# thread, and the same slices (begin time and name) as the JSON trace
+	perf script -i w.data --show-switch-events -F pid,tid 2> /dev/null | awk '{ sub("/", "\t", $1); print $1 }' | sort -u > perf.threads
+	"$MT_BIN/mt-toperfetto" --format=threads -o w.threads w.ev
+	cut -f1,2 w.threads | sort -u > mt.threads
+	cmp perf.threads mt.threads
+	"$MT_BIN/mt-toperfetto" --format=json -o w.json w.ev
+	python3 - <<'PY'
+import collections, json
+by = collections.defaultdict(list)
+for l in open("w.threads"):
+    pid, tid, t, kind, name = l.rstrip("\n").split("\t")
+    by[int(tid)].append((int(t), kind, name))
+for tid, v in by.items():
+    assert all(a[0] <= b[0] for a, b in zip(v, v[1:])), tid
+js = collections.defaultdict(list)
+for e in json.load(open("w.json"))["traceEvents"]:
+    if e.get("ph") == "X":
+        js[e["tid"]].append((round(e["ts"] * 1000), -e["dur"], e["name"]))
+for tid in set(by) | set(js):
+    want = [(t, n) for t, _, n in sorted(js[tid])]
+    got = [(t, n) for t, k, n in by[tid] if k == "begin"]
+    assert sorted(got) == sorted(want), (tid, got[:3], want[:3])
+PY
 }
 
 @test "--dry-run prints the perf command: sampling on the software clock here" {

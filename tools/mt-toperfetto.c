@@ -31,11 +31,14 @@ static void usage(FILE *f)
 "  -o, --output=FILE        write to FILE (atomically) instead of stdout\n"
 "      --format=FORMAT      perfetto (Perfetto protobuf, .pftrace), json (Chrome\n"
 "                           JSON, Trace Event Format), fxt (Fuchsia trace format,\n"
-"                           for magic-trace's viewer), or stacks (text: TIME\n"
+"                           for magic-trace's viewer), stacks (text: TIME\n"
 "                           BEGIN|END NAME, magic-trace's test format, times\n"
-"                           since the first event). Default: what the output's\n"
+"                           since the first event, no threads), or threads\n"
+"                           (text for scripts: PID TID NS KIND NAME, TAB-\n"
+"                           separated, KIND begin, end, instant or sample, in\n"
+"                           time order per thread). Default: what the output's\n"
 "                           name ends in (.pftrace, .perfetto-trace, .pb, .json,\n"
-"                           .fxt, .stacks), else perfetto; a --format\n"
+"                           .fxt, .stacks, .threads), else perfetto; a --format\n"
 "                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
 "      --filter=START,STOP  write only what runs from each call to START up to\n"
@@ -99,7 +102,7 @@ int main(int argc, char **argv)
 		{0},
 	};
 	const char *out = "-";
-	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS } format = FMT_PERFETTO;
+	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS } format = FMT_PERFETTO;
 	bool format_given = false;
 	bool annotate = true, stats = false;
 	char *filter = NULL, *filter_stop = NULL;
@@ -118,8 +121,11 @@ int main(int argc, char **argv)
 				format = FMT_JSON;
 			else if (!strcmp(optarg, "fxt"))
 				format = FMT_FXT;
+			else if (!strcmp(optarg, "threads"))
+				format = FMT_THREADS;
 			else {
-				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt or stacks\n", optarg);
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt, stacks or threads\n",
+					optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -159,7 +165,7 @@ int main(int argc, char **argv)
 	const char *in = optind < argc ? argv[optind] : "-";
 	static const enum mt_pftrace_format formats[] = {
 		[FMT_PERFETTO] = MT_PFTRACE_PROTO, [FMT_JSON] = MT_PFTRACE_JSON, [FMT_FXT] = MT_PFTRACE_FXT,
-		[FMT_STACKS] = MT_PFTRACE_STACKS,
+		[FMT_STACKS] = MT_PFTRACE_STACKS, [FMT_THREADS] = MT_PFTRACE_THREADS,
 	};
 	enum mt_pftrace_format named;
 	if (strcmp(out, "-") && mt_pftrace_format_of_name(out, &named)) {
@@ -267,7 +273,7 @@ int main(int argc, char **argv)
 	}
 	/* folded stacks have no place to say the input was cut short: such a
 	 * file is not left under its name (the timeline formats say so inside) */
-	if (format == FMT_STACKS && (rc < 0 || io.reader.upstream_error))
+	if ((format == FMT_STACKS || format == FMT_THREADS) && (rc < 0 || io.reader.upstream_error))
 		wfail = true;
 	/* nor a trace with nothing in it, not even the mark of the damage: a
 	 * writer upstream that failed at once (an empty recording) */

@@ -296,6 +296,7 @@ static const struct {
 } format_endings[] = {
 	{".pftrace", MT_PFTRACE_PROTO}, {".perfetto-trace", MT_PFTRACE_PROTO}, {".pb", MT_PFTRACE_PROTO},
 	{".json", MT_PFTRACE_JSON},     {".fxt", MT_PFTRACE_FXT},              {".stacks", MT_PFTRACE_STACKS},
+	{".threads", MT_PFTRACE_THREADS},
 };
 
 bool mt_pftrace_format_of_name(const char *name, enum mt_pftrace_format *format)
@@ -320,6 +321,7 @@ const char *mt_pftrace_format_name(enum mt_pftrace_format format)
 	case MT_PFTRACE_JSON: return "json";
 	case MT_PFTRACE_FXT: return "fxt";
 	case MT_PFTRACE_STACKS: return "stacks";
+	case MT_PFTRACE_THREADS: return "threads";
 	}
 	return "?";
 }
@@ -329,6 +331,7 @@ struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool
 	static const struct mt_tl_ops *const ops[] = {
 		[MT_PFTRACE_PROTO] = &mt_tl_perfetto, [MT_PFTRACE_JSON] = &mt_tl_json,
 		[MT_PFTRACE_FXT] = &mt_tl_fxt, [MT_PFTRACE_STACKS] = &mt_tl_stacks,
+		[MT_PFTRACE_THREADS] = &mt_tl_threads,
 	};
 	struct mt_pftrace *pf = calloc(1, sizeof *pf);
 	if (!pf)

@@ -49,6 +49,7 @@ enum mt_pftrace_format {
 	MT_PFTRACE_JSON,      /* Chrome JSON (Trace Event Format): X, i, C and M events */
 	MT_PFTRACE_FXT,       /* Fuchsia trace format, as magic-trace's viewer reads it */
 	MT_PFTRACE_STACKS,    /* text, magic-trace's test format, in the order the stacks arrive */
+	MT_PFTRACE_THREADS,   /* text, PID TID TIME KIND NAME a line, in time order per thread */
 };
 
 /* The format an output's name asks for by its ending, a .gz after it

@@ -1,7 +1,10 @@
-/* write_stacks: the call stacks as text, magic-trace's test-harness
- * format: "TIME BEGIN NAME" and "TIME END   NAME" lines in the order the
- * stacks are rebuilt (not time order), an instant as a BEGIN and an
- * "END   NAME" without a time; times as the callstack gives them. */
+/* write_stacks: the call stacks as text. stacks: magic-trace's
+ * test-harness format, "TIME BEGIN NAME" and "TIME END   NAME" lines in the
+ * order the stacks are rebuilt (not time order), an instant as a BEGIN and
+ * an "END   NAME" without a time; times as the callstack gives them.
+ * threads: one line an event, "PID TID TIME KIND NAME" (TAB-separated, ns
+ * since the first event), in time order per thread, for scripts; an end
+ * closes the innermost slice open, and has no name. */
 #define _GNU_SOURCE
 #include "timeline/writer.h"
 
@@ -91,4 +94,74 @@ static void st_instant(struct seqw *w, uint64_t time, const char *name)
 const struct mt_tl_ops mt_tl_stacks = {
 	.name = "stacks", .arrival_order = true, .slice_begin = st_begin, .slice_end = st_end,
 	.instant = st_instant,
+};
+
+/* --- threads ------------------------------------------------------------- */
+
+static void th_line(struct seqw *w, uint64_t time, const char *kind, const char *name)
+{
+	size_t n = strlen(name);
+	char small[256], *big = NULL, *b = n + 96 <= sizeof small ? small : (big = malloc(n + 96));
+	if (!b) {
+		w->pf->oom = true;
+		return;
+	}
+	char *p = mt_put_dec(b, w->pid);
+	*p++ = '\t';
+	p = mt_put_dec(p, w->tid);
+	*p++ = '\t';
+	p = mt_put_dec(p, time - w->base);
+	*p++ = '\t';
+	size_t k = strlen(kind);
+	memcpy(p, kind, k);
+	p += k;
+	*p++ = '\t';
+	memcpy(p, name, n);
+	p += n;
+	*p++ = '\n';
+	mt_tl_out(w->pf, b, (size_t)(p - b));
+	free(big);
+}
+
+static void th_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
+{
+	(void)pf;
+	(void)t;
+	(void)first;
+}
+
+static void th_begin(struct seqw *w, uint64_t time, const char *name, uint64_t ip)
+{
+	(void)ip;
+	th_line(w, time, "begin", name);
+}
+
+/* an end closes the innermost slice open: it has no name here */
+static void th_end(struct seqw *w, uint64_t time, const char *name)
+{
+	th_line(w, time, "end", name ? name : "");
+}
+
+static void th_instant(struct seqw *w, uint64_t time, const char *name)
+{
+	th_line(w, time, "instant", name);
+}
+
+static void th_sample(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip)
+{
+	(void)k;
+	(void)ip;
+	th_line(w, time, "sample", name);
+}
+
+static void th_counter(struct seqw *w, uint64_t time, double value)
+{
+	(void)w;
+	(void)time;
+	(void)value;
+}
+
+const struct mt_tl_ops mt_tl_threads = {
+	.name = "threads", .thread = th_thread, .slice_begin = th_begin, .slice_end = th_end,
+	.instant = th_instant, .sample = th_sample, .counter = th_counter,
 };

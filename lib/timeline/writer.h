@@ -194,7 +194,7 @@ struct mt_tl_ops {
 	void (*foot)(struct mt_pftrace *pf);
 };
 
-extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks;
+extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads;
 
 /* Names live as long as the writer; out of memory makes them "". */
 const char *mt_tl_intern(struct mt_pftrace *pf, const char *s);

@@ -570,7 +570,7 @@ int mt_perfdata_next(struct mt_perfdata *pd, struct mt_perf_record *rec, struct 
 		parse_sample(pd, rec);
 	} else if (rec->type < MT_REC_HEADER_ATTR) {
 		parse_trailer(pd, rec);
-	} else if (pd->pipe_mode) {
+	} else if (pd->pipe_mode && !pd->rewound) {
 		int rc = take_pipe_header_record(pd, rec, err);
 		if (rc)
 			return rc;
@@ -584,6 +584,13 @@ const struct mt_perf_evattr *mt_perfdata_attr_of(const struct mt_perfdata *pd,
 	if (pd->nattrs == 0)
 		return NULL;
 	return &pd->attrs[rec->sid.attr_index >= 0 ? rec->sid.attr_index : 0];
+}
+
+void mt_perfdata_rewind(struct mt_perfdata *pd)
+{
+	pd->pos = pd->data_off;
+	pd->truncated = false;
+	pd->rewound = true;
 }
 
 void mt_perfdata_release(const struct mt_perfdata *pd, const void *p, size_t len)

@@ -141,6 +141,7 @@ struct mt_perfdata {
 	struct mt_perf_buildid *buildids;
 	size_t nbuildids;
 	bool truncated;            /* set when the walk hit the end early */
+	bool rewound;              /* a walk again: pipe headers are taken already */
 };
 
 /* Opens `path` ("-" = stdin). Regular files are mmap'd; anything else is read
@@ -155,6 +156,9 @@ int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const 
 int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 			 const char *name, struct mt_err *err);
 void mt_perfdata_close(struct mt_perfdata *pd);
+/* Back to the first record, for another walk (pipe-mode header records
+ * are returned again, not taken again). */
+void mt_perfdata_rewind(struct mt_perfdata *pd);
 
 /* Returns 1 with *rec filled, 0 at the end of data, or a negative code (the
  * walk stops there; pd->truncated is set for MT_ETRUNC). Pipe-mode

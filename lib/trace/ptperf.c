@@ -34,9 +34,7 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 				     o->libipt_blocks ? "block" : "query, mt code walk");
 	else
 		mt_events_write_fact(w, "decoder", "stack samples (no Intel PT in this perf.data)");
-	bool sample_times = false; /* a sampling recording: perf timed each sample */
-	for (size_t i = 0; !s->have_info && i < s->samples.n && !sample_times; i++)
-		sample_times = s->samples.v[i].has_time;
+	bool sample_times = !s->have_info && s->seen.any_time; /* a sampling recording: perf timed each sample */
 	if (timed)
 		mt_events_write_fact(w, "time", "perf-clock ns from TSC: shift=%" PRIu64 " mult=%" PRIu64 " zero=%" PRIu64,
 				     s->priv[PRIV_TIME_SHIFT], s->priv[PRIV_TIME_MULT], s->priv[PRIV_TIME_ZERO]);
@@ -46,7 +44,7 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 		mt_events_write_fact(w, "time", "timeless");
 	if (s->have_info)
 		mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
-	else if (s->samples.n)
+	else if (s->seen.n)
 		mt_events_write_fact(w, "off-cpu", "%s", s->switch_events
 				     ? "switch-out and switch-in events: a thread's time off CPU is known"
 				     : "unknown: recorded without context-switch events (perf record --switch-events)");
@@ -406,7 +404,10 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 {
 	struct decode d = {.pd = pd, .o = o, .w = w, .stats = stats};
 	struct side *s = &d.s;
+	s->defer_samples = true; /* sampling: walked again, in order, a round at a time */
 	int rc = mt_side_collect(pd, s, err);
+	if (!rc && s->have_info && s->seen.n)
+		rc = mt_side_collect_samples(pd, s, err); /* a trace's event samples: kept */
 	if (rc)
 		goto out;
 	*damaged = s->walk_damaged;
@@ -421,7 +422,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	if (!s->have_info) {
 		/* no Intel PT: a sampling recording, its stack samples are the events */
 		write_meta(pd, s, w, false, o);
-		if (s->samples.n && !s->switch_events && o->warn) {
+		if (s->seen.n && !s->switch_events && o->warn) {
 			char msg[600];
 			snprintf(msg, sizeof msg, "warning: %s: recorded without context-switch events (perf record "
 				 "--switch-events): time a thread spent off CPU cannot be told from the function that ran "
@@ -430,13 +431,14 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		}
 		struct mt_unwind *unw = NULL;
 		struct mt_unwind_counts uc = {0};
-		for (size_t i = 0; i < s->samples.n && !unw; i++)
-			if (s->samples.v[i].has_stack && !(unw = mt_build_unwind(pd, s, o, &d.wd))) {
-				rc = mt_err_set(err, MT_ENOMEM, "out of memory");
-				goto out;
-			}
-		mt_samples_emit_stacks(pd, s, w, stats, unw, &uc, o->hits, o->nhits);
+		if (s->seen.any_stack && !(unw = mt_build_unwind(pd, s, o, &d.wd))) {
+			rc = mt_err_set(err, MT_ENOMEM, "out of memory");
+			goto out;
+		}
+		rc = mt_samples_stream(pd, s, w, stats, unw, &uc, o->hits, o->nhits, err);
 		mt_unwind_free(unw);
+		if (rc)
+			goto out;
 		if (uc.partial && o->warn) {
 			char msg[800];
 			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " of %" PRIu64 " stacks (--call-graph=dwarf) "

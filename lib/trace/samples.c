@@ -117,15 +117,6 @@ void mt_samples_rest(struct sink_ctx *c)
 		}
 }
 
-static int cmp_tswitch_time(const void *a, const void *b)
-{
-	const struct tsw *x = &sort_side->tswitches.v[*(const size_t *)a];
-	const struct tsw *y = &sort_side->tswitches.v[*(const size_t *)b];
-	if (x->time != y->time)
-		return x->time < y->time ? -1 : 1;
-	return *(const size_t *)a < *(const size_t *)b ? -1 : 1;
-}
-
 static void write_switch(struct mt_events_writer *w, const struct tsw *sw, struct mt_ptdec_stats *stats)
 {
 	static struct mt_kv preempt = {"preempt", "1"};
@@ -135,13 +126,6 @@ static void write_switch(struct mt_events_writer *w, const struct tsw *sw, struc
 			      .extra = &preempt, .nextra = sw->out && sw->preempt};
 	mt_events_write(w, &ev);
 	stats->by_kind[k]++;
-}
-
-/* Of a sample and a switch at one time: a switch in before the sample (it
- * ran to be sampled), a switch out after it. */
-static bool switch_first(const struct tsw *sw, const struct psample *ps)
-{
-	return !ps->has_time || sw->time < ps->time || (sw->time == ps->time && !sw->out);
 }
 
 /* A dwarf sample's user frames, innermost first, after its kernel ones in
@@ -185,98 +169,186 @@ static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h,
 	stats->by_kind[MT_EV_SAMPLE]++;
 }
 
-void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			 struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
-			 const struct mt_ptperf_hit *hits, size_t nhits)
+/* One stack sample as an event: frame= columns outermost first, the
+ * primary event's only (magic-trace's rule: the extra events' samples are
+ * events at their IP, on their own tracks downstream, cutting no frames). */
+static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primary, struct mt_unwind *unw,
+		       struct mt_unwind_counts *uc)
 {
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char vals[MT_EVENT_MAX_EXTRA][24];
 	char ename[64], period[24];
-	/* in time order over every CPU, as perf script and perf report take
-	 * them (file order is per-CPU buffer by buffer, rounds apart: a late
-	 * sample was clamped to its predecessor's time downstream); ties keep
-	 * file order. Without memory for the order: file order. */
-	size_t *order = malloc(s->samples.n * sizeof *order + 1);
-	if (order) {
-		for (size_t i = 0; i < s->samples.n; i++)
-			order[i] = i;
-		sort_side = s;
-		qsort(order, s->samples.n, sizeof *order, cmp_sample_time);
+	if (ps->attr != primary) {
+		write_event_sample(ec, ps);
+		return;
 	}
-	/* the threads' switches, merged in by time (a thread's time off CPU) */
-	size_t *sworder = order ? malloc(s->tswitches.n * sizeof *sworder + 1) : NULL;
-	size_t nsw = sworder ? s->tswitches.n : 0, k_sw = 0, k_hit = 0; /* hits: in time order (the recorder's) */
-	if (sworder) {
-		for (size_t i = 0; i < nsw; i++)
-			sworder[i] = i;
-		qsort(sworder, nsw, sizeof *sworder, cmp_tswitch_time);
+	event_name(ec->pd, ps->attr, ename, sizeof ename);
+	snprintf(period, sizeof period, "%" PRIu64, ps->period);
+	unsigned n = 0;
+	kv[n++] = (struct mt_kv){"event", ename};
+	kv[n++] = (struct mt_kv){"period", period};
+	/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
+	uint64_t ips[MT_EVENT_MAX_EXTRA];
+	unsigned nips = 0;
+	bool dwarf = unw && ps->has_stack && ps->regs;
+	for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
+		uint64_t ip = mt_rd64(ps->chain + 8 * k);
+		if (ip == (uint64_t)-512 && dwarf) /* PERF_CONTEXT_USER: the unwinder's part */
+			break;
+		if (ip < (uint64_t)-4096)
+			ips[nips++] = ip;
 	}
-	/* magic-trace's rule: the primary event's callchains build the stacks
-	 * (the first one given: mt-record names it first); the extra events'
-	 * samples are events at their IP, on their own tracks downstream, and
-	 * cut no frames */
-	int primary = -1;
-	for (size_t i = 0; i < s->samples.n; i++) {
-		int a = s->samples.v[i].attr;
-		bool hit = a >= 0 && (size_t)a < pd->nattrs && pd->attrs[a].type == 5; /* a breakpoint: a trigger's */
-		if (!hit && (primary < 0 || (a >= 0 && a < primary)))
-			primary = a;
+	if (dwarf)
+		nips = unwind_user(ps, unw, ips, nips, MT_EVENT_MAX_EXTRA - 2, uc);
+	if (!nips && ps->ip)
+		ips[nips++] = ps->ip;
+	for (unsigned k = nips; k-- > 0;) {
+		snprintf(vals[n], sizeof vals[n], "0x%" PRIx64, ips[k]);
+		kv[n] = (struct mt_kv){"frame", vals[n]};
+		n++;
 	}
-	struct sink_ctx ev_ctx = {.w = w, .pd = pd, .s = s, .stats = stats};
-	for (size_t i = 0; i < s->samples.n; i++) {
-		const struct psample *ps = &s->samples.v[order ? order[i] : i];
-		/* the switches and hits due before it, in time order between them */
-		for (;;) {
-			bool sw_due = k_sw < nsw && switch_first(&s->tswitches.v[sworder[k_sw]], ps);
-			bool hit_due = k_hit < nhits && (!ps->has_time || hits[k_hit].time <= ps->time);
-			if (sw_due && (!hit_due || s->tswitches.v[sworder[k_sw]].time <= hits[k_hit].time))
-				write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
-			else if (hit_due)
-				write_hit(w, &hits[k_hit++], stats);
-			else
-				break;
-		}
-		if (ps->attr != primary) {
-			write_event_sample(&ev_ctx, ps);
+	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
+			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
+			      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
+	mt_events_write(ec->w, &ev);
+	ec->stats->by_kind[MT_EV_SAMPLE]++;
+}
+
+/* What waits for its turn: a sample, a thread's switch or a trigger hit.
+ * At one time a switch in comes first (it ran to be sampled), then a hit,
+ * then samples, a switch out last; then file order. */
+enum { OI_SWITCH_IN, OI_HIT, OI_SAMPLE, OI_SWITCH_OUT };
+struct oitem {
+	uint64_t time, seq;
+	uint8_t rank;
+	union {
+		struct psample ps;
+		struct tsw sw;
+		struct mt_ptperf_hit hit;
+	} u;
+};
+
+struct oheap {
+	struct oitem *v;
+	size_t n, cap;
+};
+
+static bool oi_before(const struct oitem *a, const struct oitem *b)
+{
+	if (a->time != b->time)
+		return a->time < b->time;
+	if (a->rank != b->rank)
+		return a->rank < b->rank;
+	return a->seq < b->seq;
+}
+
+static int oh_push(struct oheap *h, const struct oitem *it)
+{
+	if (mt_vec_push((void **)&h->v, &h->n, &h->cap, sizeof *it, it))
+		return MT_ENOMEM;
+	for (size_t i = h->n - 1; i > 0;) {
+		size_t p = (i - 1) / 2;
+		if (!oi_before(&h->v[i], &h->v[p]))
+			break;
+		struct oitem t = h->v[i];
+		h->v[i] = h->v[p];
+		h->v[p] = t;
+		i = p;
+	}
+	return 0;
+}
+
+static void oh_pop(struct oheap *h, struct oitem *out)
+{
+	*out = h->v[0];
+	h->v[0] = h->v[--h->n];
+	for (size_t i = 0;;) {
+		size_t l = 2 * i + 1, r = l + 1, m = i;
+		if (l < h->n && oi_before(&h->v[l], &h->v[m]))
+			m = l;
+		if (r < h->n && oi_before(&h->v[r], &h->v[m]))
+			m = r;
+		if (m == i)
+			break;
+		struct oitem t = h->v[i];
+		h->v[i] = h->v[m];
+		h->v[m] = t;
+		i = m;
+	}
+}
+
+struct stream_ctx {
+	struct sink_ctx ec;
+	int primary;
+	struct mt_unwind *unw;
+	struct mt_unwind_counts *uc;
+};
+
+/* Writes what is due: everything at or before limit (UINT64_MAX: all). */
+static void oh_flush(struct oheap *h, uint64_t limit, struct stream_ctx *c)
+{
+	struct oitem it;
+	while (h->n && h->v[0].time <= limit) {
+		oh_pop(h, &it);
+		if (it.rank == OI_SAMPLE)
+			emit_stack(&c->ec, &it.u.ps, c->primary, c->unw, c->uc);
+		else if (it.rank == OI_HIT)
+			write_hit(c->ec.w, &it.u.hit, c->ec.stats);
+		else
+			write_switch(c->ec.w, &it.u.sw, c->ec.stats);
+	}
+}
+
+int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
+		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err)
+{
+	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats}, .primary = s->seen.primary,
+			       .unw = unw, .uc = uc};
+	struct oheap h = {0};
+	uint64_t seq = 0, max_seen = 0, limit = 0;
+	bool rounds = false;
+	int rc = 0;
+	for (size_t i = 0; i < nhits && !rc; i++) {
+		struct oitem it = {.time = hits[i].time, .seq = seq++, .rank = OI_HIT, .u.hit = hits[i]};
+		rc = oh_push(&h, &it);
+	}
+	struct mt_perf_record r;
+	struct mt_err werr = {0};
+	struct releaser walked = {0};
+	mt_perfdata_rewind(pd);
+	while (!rc && mt_perfdata_next(pd, &r, &werr) > 0) {
+		struct oitem it = {.seq = seq++};
+		if (r.type == MT_REC_FINISHED_ROUND) {
+			/* perf's ordered events: a round's end writes what came
+			 * before the previous round's latest time (no later record
+			 * can be earlier than that), then the mark moves up */
+			rounds = true;
+			oh_flush(&h, limit, &c);
+			limit = max_seen;
+			mt_release_before(pd, &walked, pd->base + r.offset);
 			continue;
 		}
-		event_name(pd, ps->attr, ename, sizeof ename);
-		snprintf(period, sizeof period, "%" PRIu64, ps->period);
-		unsigned n = 0;
-		kv[n++] = (struct mt_kv){"event", ename};
-		kv[n++] = (struct mt_kv){"period", period};
-		/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
-		uint64_t ips[MT_EVENT_MAX_EXTRA];
-		unsigned nips = 0;
-		bool dwarf = unw && ps->has_stack && ps->regs;
-		for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
-			uint64_t ip = mt_rd64(ps->chain + 8 * k);
-			if (ip == (uint64_t)-512 && dwarf) /* PERF_CONTEXT_USER: the unwinder's part */
-				break;
-			if (ip < (uint64_t)-4096)
-				ips[nips++] = ip;
+		if (r.type == MT_REC_SAMPLE && mt_side_sample_of(&r, &it.u.ps)) {
+			it.rank = OI_SAMPLE;
+			/* untimed samples keep file order: at time 0, in turn */
+			it.time = it.u.ps.has_time ? it.u.ps.time : 0;
+		} else if (mt_side_switch_of(&r, &it.u.sw)) {
+			it.rank = it.u.sw.out ? OI_SWITCH_OUT : OI_SWITCH_IN;
+			it.time = it.u.sw.time;
+		} else {
+			continue;
 		}
-		if (dwarf)
-			nips = unwind_user(ps, unw, ips, nips, MT_EVENT_MAX_EXTRA - 2, uc);
-		if (!nips && ps->ip)
-			ips[nips++] = ps->ip;
-		for (unsigned k = nips; k-- > 0;) {
-			snprintf(vals[n], sizeof vals[n], "0x%" PRIx64, ips[k]);
-			kv[n] = (struct mt_kv){"frame", vals[n]};
-			n++;
-		}
-		struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
-				      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
-				      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
-		mt_events_write(w, &ev);
-		stats->by_kind[MT_EV_SAMPLE]++;
+		if (it.time > max_seen)
+			max_seen = it.time;
+		rc = oh_push(&h, &it);
 	}
-	while (k_sw < nsw || k_hit < nhits) {
-		if (k_sw < nsw && (k_hit == nhits || s->tswitches.v[sworder[k_sw]].time <= hits[k_hit].time))
-			write_switch(w, &s->tswitches.v[sworder[k_sw++]], stats);
-		else
-			write_hit(w, &hits[k_hit++], stats);
+	(void)rounds;
+	if (rc) {
+		free(h.v);
+		return mt_err_set(err, MT_ENOMEM, "out of memory ordering samples");
 	}
-	free(sworder);
-	free(order);
+	oh_flush(&h, UINT64_MAX, &c);
+	free(h.v);
+	return 0;
 }

@@ -52,12 +52,16 @@ struct mt_unwind_counts {
 	uint64_t with_stack, partial;
 	const char *first_why;
 };
-/* Stack samples as events: frame= columns outermost first ("0xIP"; a
- * symbolizer names them), the sample's IP as FROM. A sample with a stack
- * copy (--call-graph=dwarf) is unwound by unw (when not NULL): its
- * callchain's kernel frames, then the user frames unwound. */
-void mt_samples_emit_stacks(const struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-			    struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
-			    const struct mt_ptperf_hit *hits, size_t nhits);
+/* Stack samples as events, walked again from pd (collected with
+ * defer_samples): frame= columns outermost first ("0xIP"; a symbolizer
+ * names them), the sample's IP as FROM, with the threads' switches and the
+ * trigger hits given, in time order over every CPU as perf orders them: a
+ * round at a time (FINISHED_ROUND: what precedes the last round's latest
+ * time is written), memory for about two rounds, not the file. A sample
+ * with a stack copy (--call-graph=dwarf) is unwound by unw (when not
+ * NULL): its callchain's kernel frames, then the user frames unwound. */
+int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
+		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err);
 
 #endif

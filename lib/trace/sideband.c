@@ -109,8 +109,50 @@ void mt_release_before(const struct mt_perfdata *pd, struct releaser *r, const u
 	}
 }
 
+bool mt_side_sample_of(const struct mt_perf_record *r, struct psample *ps)
+{
+	if (!r->sid.has_tid || (!r->sid.callchain && !r->sid.has_ip))
+		return false;
+	*ps = (struct psample){r->sid.pid, r->sid.tid, r->sid.cpu, r->sid.has_time, r->sid.has_cpu, r->sid.time,
+			       r->sid.has_period ? r->sid.period : 1, r->sid.ip, r->sid.attr_index, r->sid.callchain,
+			       r->sid.callchain_nr, r->sid.regs, r->sid.regs_n, r->sid.regs_mask, r->sid.stack,
+			       r->sid.stack_size, r->sid.has_stack};
+	return true;
+}
+
+/* the thread that switches is the sample id's, in both kinds */
+bool mt_side_switch_of(const struct mt_perf_record *r, struct tsw *sw)
+{
+	if ((r->type != MT_REC_SWITCH && r->type != MT_REC_SWITCH_CPU_WIDE) || !r->sid.has_tid || !r->sid.has_time)
+		return false;
+	*sw = (struct tsw){r->sid.pid, r->sid.tid, r->sid.cpu, r->sid.time, r->sid.has_cpu,
+			   (r->misc & MT_MISC_SWITCH_OUT) != 0, (r->misc & MT_MISC_SWITCH_OUT_PREEMPT) != 0};
+	return true;
+}
+
+int mt_side_primary_of(const struct mt_perfdata *pd, int primary, int attr)
+{
+	bool hit = attr >= 0 && (size_t)attr < pd->nattrs && pd->attrs[attr].type == 5; /* a breakpoint: a trigger's */
+	return !hit && (primary < 0 || (attr >= 0 && attr < primary)) ? attr : primary;
+}
+
+int mt_side_collect_samples(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
+{
+	struct mt_perf_record r;
+	struct mt_err werr = {0};
+	mt_perfdata_rewind(pd);
+	while (mt_perfdata_next(pd, &r, &werr) > 0) {
+		struct psample ps;
+		if (r.type == MT_REC_SAMPLE && mt_side_sample_of(&r, &ps) &&
+		    mt_vec_push((void **)&s->samples.v, &s->samples.n, &s->samples.cap, sizeof ps, &ps))
+			return mt_err_set(err, MT_ENOMEM, "out of memory collecting samples");
+	}
+	return 0; /* damage was said by the first walk */
+}
+
 int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 {
+	s->seen.primary = -1;
 	struct mt_perf_record r;
 	struct mt_err werr = {0};
 	int rc;
@@ -126,16 +168,18 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		case MT_REC_AUXTRACE_INFO:
 			parse_auxtrace_info(s, &r);
 			break;
-		case MT_REC_SAMPLE:
-			if (r.sid.has_tid && (r.sid.callchain || r.sid.has_ip)) {
-				struct psample ps = {r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.has_time, r.sid.has_cpu,
-						     r.sid.time, r.sid.has_period ? r.sid.period : 1, r.sid.ip,
-						     r.sid.attr_index, r.sid.callchain, r.sid.callchain_nr,
-						     r.sid.regs, r.sid.regs_n, r.sid.regs_mask, r.sid.stack,
-						     r.sid.stack_size, r.sid.has_stack};
+		case MT_REC_SAMPLE: {
+			struct psample ps;
+			if (!mt_side_sample_of(&r, &ps))
+				break;
+			s->seen.n++;
+			s->seen.any_time |= ps.has_time;
+			s->seen.any_stack |= ps.has_stack && ps.regs;
+			s->seen.primary = mt_side_primary_of(pd, s->seen.primary, ps.attr);
+			if (!s->defer_samples)
 				e = mt_vec_push((void **)&s->samples.v, &s->samples.n, &s->samples.cap, sizeof ps, &ps);
-			}
 			break;
+		}
 		case MT_REC_TIME_CONV:
 			if (bs >= 24) {
 				s->have_tconv = true;
@@ -209,10 +253,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			break;
 		case MT_REC_SWITCH:
 		case MT_REC_SWITCH_CPU_WIDE:
-			/* the thread that switches is the sample id's, in both kinds */
-			if (r.sid.has_tid && r.sid.has_time)
-				e = PUSH(s->tswitches, r.sid.pid, r.sid.tid, r.sid.cpu, r.sid.time, r.sid.has_cpu,
-					 (r.misc & MT_MISC_SWITCH_OUT) != 0, (r.misc & MT_MISC_SWITCH_OUT_PREEMPT) != 0);
+			struct tsw tw;
+			if (!s->defer_samples && mt_side_switch_of(&r, &tw))
+				e = mt_vec_push((void **)&s->tswitches.v, &s->tswitches.n, &s->tswitches.cap, sizeof tw, &tw);
 			if (e || !r.sid.has_cpu || !r.sid.has_tid)
 				break;
 			if (r.misc & MT_MISC_SWITCH_OUT) {

@@ -75,7 +75,12 @@ struct side {
 	VEC(struct auxbuf) bufs;
 	VEC(struct sw) itrace;      /* ITRACE_START per cpu */
 	VEC(struct sw) switches;
-	VEC(struct tsw) tswitches;  /* per thread, in file order */
+	VEC(struct tsw) tswitches;  /* per thread, in file order (not with defer_samples) */
+	/* Set before collecting: stack samples and thread switches are not kept
+	 * but described (seen); mt_samples_stream walks them again in time
+	 * order, a round at a time, and mt_side_collect_samples keeps them. */
+	bool defer_samples;
+	struct { uint64_t n; bool any_time, any_stack; int primary; } seen;
 	bool switch_events;         /* an event was recorded with context_switch */
 	uint64_t counts[128];
 	uint64_t aux_truncated, aux_collision, aux_overwrite, lost;
@@ -90,6 +95,17 @@ struct side {
  * s->walk_damaged / walk_err, not returned: only running out of memory is. */
 int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err);
 void mt_side_free(struct side *s);
+
+/* The samples of pd kept in s->samples after all (another walk): the event
+ * samples recorded beside a trace. Returns 0 or MT_ENOMEM. */
+int mt_side_collect_samples(struct mt_perfdata *pd, struct side *s, struct mt_err *err);
+/* A SAMPLE record as a stack sample; false when it names no thread or IP. */
+bool mt_side_sample_of(const struct mt_perf_record *r, struct psample *ps);
+/* A SWITCH record as a thread's switch; false without thread or time. */
+bool mt_side_switch_of(const struct mt_perf_record *r, struct tsw *sw);
+/* magic-trace's primary sampling event: the first one (lowest attr index)
+ * with samples that is not a breakpoint (a trigger's); -1 none yet. */
+int mt_side_primary_of(const struct mt_perfdata *pd, int primary, int attr);
 
 /* Whether the trace's times can be had (TSC packets and perf's clock conversion). */
 bool mt_side_timed(const struct mt_perfdata *pd, const struct side *s);

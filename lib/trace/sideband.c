@@ -252,7 +252,7 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				e = PUSH(s->itrace, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
 			break;
 		case MT_REC_SWITCH:
-		case MT_REC_SWITCH_CPU_WIDE:
+		case MT_REC_SWITCH_CPU_WIDE: {
 			struct tsw tw;
 			if (!s->defer_samples && mt_side_switch_of(&r, &tw))
 				e = mt_vec_push((void **)&s->tswitches.v, &s->tswitches.n, &s->tswitches.cap, sizeof tw, &tw);
@@ -266,6 +266,7 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				e = PUSH(s->switches, r.sid.cpu, r.sid.pid, r.sid.tid, r.sid.time);
 			}
 			break;
+		}
 		}
 		if (e)
 			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");

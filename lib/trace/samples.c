@@ -307,7 +307,6 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 			       .unw = unw, .uc = uc};
 	struct oheap h = {0};
 	uint64_t seq = 0, max_seen = 0, limit = 0;
-	bool rounds = false;
 	int rc = 0;
 	for (size_t i = 0; i < nhits && !rc; i++) {
 		struct oitem it = {.time = hits[i].time, .seq = seq++, .rank = OI_HIT, .u.hit = hits[i]};
@@ -323,7 +322,6 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 			/* perf's ordered events: a round's end writes what came
 			 * before the previous round's latest time (no later record
 			 * can be earlier than that), then the mark moves up */
-			rounds = true;
 			oh_flush(&h, limit, &c);
 			limit = max_seen;
 			mt_release_before(pd, &walked, pd->base + r.offset);
@@ -343,7 +341,6 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 			max_seen = it.time;
 		rc = oh_push(&h, &it);
 	}
-	(void)rounds;
 	if (rc) {
 		free(h.v);
 		return mt_err_set(err, MT_ENOMEM, "out of memory ordering samples");

@@ -422,6 +422,12 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 	if (!s->have_info) {
 		/* no Intel PT: a sampling recording, its stack samples are the events */
 		write_meta(pd, s, w, false, o);
+		if (s->seen.n && !s->seen.any_time && o->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "warning: %s: the samples carry no time (recorded with --no-timestamp): "
+				 "they come in file order, and a timeline of them has no durations", pd->name);
+			o->warn(o->warn_ctx, msg);
+		}
 		if (s->seen.n && !s->switch_events && o->warn) {
 			char msg[600];
 			snprintf(msg, sizeof msg, "warning: %s: recorded without context-switch events (perf record "

@@ -6,7 +6,9 @@ PERF_SCRIPT_OUTPUT: `perf script -F tid,time,ip,sym --ns --no-inline`
 (perf unwinds --call-graph=dwarf samples with libdw); MT_EVENTS: the
 same perf.data through mt-pt2events | mt-symbolize. Samples are matched by
 thread and time; each one's function names, innermost first, must be
-perf's. Prints the counts and the first differences; exits 1 when fewer
+perf's. A perf frame at ffffffffffffffff is left out: where a stack copy
+ends, perf's unwinder reports the frame it could not read as pc 0, less
+one for a caller (perf's util/unwind-libdw.c); it is no frame. Prints the counts and the first differences; exits 1 when fewer
 than MIN_PERCENT (default 99) of perf's samples agree, or when the two
 name different samples. Test instrument.
 """
@@ -27,7 +29,7 @@ def perf_samples(path):
             out[(tid, int(t))] = cur
             continue
         f = line.split(None, 1)
-        if cur is not None and len(f) == 2:
+        if cur is not None and len(f) == 2 and f[0] != "ffffffffffffffff":
             name = f[1]
             if name.endswith(")") and " (" in name:  # a DSO shown with the symbol
                 name = name[: name.rindex(" (")]

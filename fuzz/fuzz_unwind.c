@@ -19,7 +19,7 @@ static uint64_t code_lo, code_hi;
 
 static void setup(void)
 {
-	u = mt_unwind_new();
+	u = mt_unwind_new(NULL);
 	FILE *f = fopen("/proc/self/maps", "r");
 	if (!u || !f)
 		return;

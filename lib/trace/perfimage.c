@@ -113,7 +113,7 @@ static int add_vdso(struct mt_unwind *u, const struct map *m, const uint8_t *bid
 struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct side *s,
 				  const struct mt_ptperf_opts *o, struct warned *wd)
 {
-	struct mt_unwind *u = mt_unwind_new();
+	struct mt_unwind *u = mt_unwind_new(o->symfs);
 	for (size_t i = 0; u && i < s->maps.n; i++) {
 		const struct map *m = &s->maps.v[i];
 		if (m->pid == (uint32_t)-1)

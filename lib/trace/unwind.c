@@ -25,6 +25,8 @@ struct uproc {
 };
 
 struct mt_unwind {
+	Dwfl_Callbacks callbacks;
+	char debuginfo_path[4200], *debuginfo_ptr;
 	int image_fd;                 /* mt_unwind_add_image's file, -1 none */
 	char image_path[64];
 	struct umap *maps;
@@ -38,18 +40,20 @@ struct mt_unwind {
 	const char *why;
 };
 
-static char *debuginfo_path; /* libdwfl's default search path for separate debug info */
-static const Dwfl_Callbacks dwfl_callbacks = {
-	.find_elf = dwfl_linux_proc_find_elf,
-	.find_debuginfo = dwfl_standard_find_debuginfo,
-	.debuginfo_path = &debuginfo_path,
-};
-
-struct mt_unwind *mt_unwind_new(void)
+struct mt_unwind *mt_unwind_new(const char *symfs)
 {
 	struct mt_unwind *u = calloc(1, sizeof *u);
-	if (u)
-		u->image_fd = -1;
+	if (!u)
+		return NULL;
+	u->image_fd = -1;
+	/* separate debug info (.debug_frame): beside the object, in its
+	 * .debug/, and by build-id under the root's /usr/lib/debug (a
+	 * bundle's or --symfs's, never this host's then) */
+	snprintf(u->debuginfo_path, sizeof u->debuginfo_path, ":.debug:%s/usr/lib/debug", symfs ? symfs : "");
+	u->debuginfo_ptr = u->debuginfo_path;
+	u->callbacks = (Dwfl_Callbacks){.find_elf = dwfl_linux_proc_find_elf,
+					.find_debuginfo = dwfl_standard_find_debuginfo,
+					.debuginfo_path = &u->debuginfo_ptr};
 	return u;
 }
 
@@ -105,7 +109,7 @@ static struct uproc *proc_of(struct mt_unwind *u, uint32_t pid)
 			return &u->procs[i];
 	if (!mt_grow((void **)&u->procs, &u->capprocs, u->nprocs + 1, sizeof *u->procs))
 		return NULL;
-	Dwfl *d = dwfl_begin(&dwfl_callbacks);
+	Dwfl *d = dwfl_begin(&u->callbacks);
 	if (!d)
 		return NULL;
 	u->procs[u->nprocs] = (struct uproc){pid, d, false};

@@ -91,7 +91,7 @@ __attribute__((noinline)) static int add_self_maps(struct mt_unwind *u)
 
 int main(void)
 {
-	struct mt_unwind *u = mt_unwind_new();
+	struct mt_unwind *u = mt_unwind_new(NULL);
 	ok(u && add_self_maps(u) > 0 && stack_top, "this process's mappings and stack read");
 	volatile int r = f1(1);
 	(void)r;

@@ -225,6 +225,12 @@ PY
 	"$PT2EVENTS" fp.data 2> /dev/null | "$MT_BIN/mt-symbolize" | grep -c "frame=.* main+0x.*hot_loop" > fp_main || true
 	echo "samples with main above hot_loop: dwarf $(cat with_main), fp $(cat fp_main)"
 	[ "$(cat fp_main)" -lt "$(cat with_main)" ]
+	# from a bundle: the objects (and their CFI) the bundle holds
+	"$RECORD" --callgraph=dwarf --bundle=b.tar.zst -- "$MT_PROGS/hot_nofp" 20 > /dev/null 2>&1
+	mkdir x && "$MT_BIN/mt-bundle" extract -C x b.tar.zst
+	perf script -i x/perf.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > b.perf
+	"$PT2EVENTS" b.tar.zst 2> /dev/null | "$MT_BIN/mt-symbolize" > b.ev
+	"$BATS_TEST_DIRNAME/tools/framecmp.py" b.perf b.ev
 }
 
 # magic-trace's sampling rule (issue 26): only the primary event's

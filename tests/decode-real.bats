@@ -134,3 +134,20 @@ X=$MT_REAL/libxdc
 		[ "$(stat_field handed_over "$t/mt.stats")" -eq "$(stat_field pt_bytes "$t/mt.stats")" ]
 	done
 }
+
+# libipt's own test suite (issue 22): its ptt tests compiled, with ptxed's
+# output, and run.sh that holds mt-pt2events --pt against them. Oracle:
+# ptxed's flow for each run; every run listed in
+# testdata/libipt-ptt/matching.txt must match it (the list grows as cases
+# are fixed; 273 of 430 when it was made).
+@test "libipt's ptt suite: every run listed as matching ptxed still does" {
+	local ptt=$MT_REAL/../libipt-ptt
+	[ -f "$ptt/run.sh" ]
+	bash "$ptt/run.sh" "$MT_BIN/mt-pt2events" > "$BATS_TEST_TMPDIR/ptt" 2>&1 || true
+	tail -1 "$BATS_TEST_TMPDIR/ptt"
+	awk -F'\t' 'NR > 1 && $8 == "match" { print $1 }' "$BATS_TEST_TMPDIR/ptt" | sort > "$BATS_TEST_TMPDIR/now"
+	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
+	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
+	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 273 ]
+}

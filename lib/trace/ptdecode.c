@@ -263,7 +263,11 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	case ptev_overflow:
 		d->pending = false;
 		emit_error(d, 0, "trace overflow, packets lost");
-		emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
+		/* tracing resumes where the overflow ends, when it says where;
+		 * with no IP it resumes disabled, and a TIP.PGE will say when
+		 * (no trace-start to 0x0: ptxed's reading) */
+		if (!ev->ip_suppressed)
+			emit(d, MT_EV_TRACE_START, 0, ev->variant.overflow.ip);
 		break;
 	case ptev_cbr:
 		if (d->cfg->want_power)

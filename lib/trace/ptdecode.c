@@ -1,4 +1,5 @@
 #include "trace/ptdecode.h"
+#include "trace/errata.h"
 #include "trace/ptquery.h"
 #include "trace/x86.h"
 
@@ -23,6 +24,7 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 struct dec {
 	const struct mt_ptdec_stream *s;
 	const struct mt_ptdec_config *cfg;
+	bool skd022;                    /* the CPU's erratum SKD022 (errata.h) */
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
@@ -404,12 +406,34 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 	}
 }
 
+/* Erratum SKD022: VMLAUNCH and VMRESUME may disable tracing with a FUP
+ * and a TIP.PGD, as if asynchronously, where the VM entry itself (a far
+ * branch out of the traced code) disabled it: libipt then reads the
+ * disable as synchronous, after the instruction. True for those two. */
+static bool skd022_vm_entry(struct dec *d, uint64_t at)
+{
+	uint8_t b[3];
+	return d->skd022 && mt_image_read(d->img, at, b, 3) == 3 && b[0] == 0x0f && b[1] == 0x01 &&
+	       (b[2] == 0xc2 || b[2] == 0xc3);
+}
+
 /* One event from the query decoder: walk to where it binds, then report it
  * as handle_event does for the block decoder. */
 static int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
-	if (d->enabled) {
+	struct pt_event vm_entry;
+	if (d->enabled && ev->type == ptev_async_disabled && skd022_vm_entry(d, ev->variant.async_disabled.at)) {
+		rc = walk_to(d, ev->variant.async_disabled.at);
+		if (rc < 0)
+			return rc;
+		pass(d, 1, ev->variant.async_disabled.at); /* the VM entry ran: it left the traced code */
+		vm_entry = *ev;
+		vm_entry.type = ptev_disabled;
+		vm_entry.variant.disabled.ip = ev->variant.async_disabled.ip;
+		vm_entry.ip_suppressed = 1; /* where the guest runs, not a traced address */
+		ev = &vm_entry;
+	} else if (d->enabled) {
 		if (ev->type == ptev_exec_mode && !ev->ip_suppressed)
 			rc = walk_to(d, ev->variant.exec_mode.ip);
 		else if (ev->type == ptev_async_disabled)
@@ -641,11 +665,11 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		config.cpu.family = (uint16_t)cfg->family;
 		config.cpu.model = (uint8_t)cfg->model;
 		config.cpu.stepping = (uint8_t)cfg->stepping;
-		pt_cpu_errata(&config.errata, &config.cpu);
+		mt_cpu_errata(&config.errata, &config.cpu);
 	}
 	stats->pt_bytes += s->len;
 	uint64_t nblocks = 0;
-	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats};
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .skd022 = config.errata.skd022};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
 	d.blk = pt_blk_alloc_decoder(&config);

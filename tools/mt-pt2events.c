@@ -569,6 +569,7 @@ int main(int argc, char **argv)
 	int rc;
 	bool damaged = false;
 	if (ptpath) {
+		cfg.stop_at_end = true; /* a raw trace as libipt's ptxed reads it */
 		rc = decode_raw(ptpath, images, nimages, pages, npages, &cfg, &w, &st, &err);
 	} else {
 		rc = mt_ptperf_decode(&pd, &po, &w, &st, &damaged, &err);

@@ -587,7 +587,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
 	uint64_t ip = 0, nsteps = 0;
-	bool watch = s->progress || s->stop_after || s->head_end;
+	bool watch = s->progress || s->stop_after || s->head_end, branch_eos = false;
 	int status = sync_on(d, &ip, true);
 	if (status >= 0)
 		walk_synced(d, status, ip);
@@ -602,6 +602,11 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			}
 		} else if (!d->enabled) {
 			status = status & pts_eos ? -pte_eos : -pte_no_enable;
+		} else if (branch_eos && d->cfg->stop_at_end) {
+			/* the branch just walked took the last packet: the flow ends
+			 * there, as libipt's insn decoder ends it (after an event
+			 * it walks on, to the instruction the next query needs) */
+			status = -pte_eos;
 		} else {
 			if (watch && !(++nsteps & 0xff)) {
 				uint64_t off = trace_offset(d);
@@ -610,7 +615,10 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 				if (s->progress && !(nsteps & 0xffff))
 					s->progress(s->progress_ctx, (size_t)off);
 			}
+			uint64_t before = d->cfg->stop_at_end ? mt_ptq_offset(&d->q) : 0;
 			status = walk_step(d, status);
+			branch_eos = d->cfg->stop_at_end && status >= 0 && (status & pts_eos) &&
+				     mt_ptq_offset(&d->q) != before; /* a packet taken, and the last */
 		}
 		if (status < 0) {
 			if (status == -pte_eos)

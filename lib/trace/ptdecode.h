@@ -42,6 +42,11 @@ struct mt_ptdec_config {
 	/* mt's walk: libipt's query decoder reads every packet, instead of
 	 * mt reading those of ordinary traces itself (kept to compare) */
 	bool libipt_packets;
+	/* mt's walk ends where the packets end, as ptxed ends it (a raw --pt
+	 * trace); otherwise it walks on through code that needs no packet (a
+	 * snapshot's buffer ends while the program runs on: its last direct
+	 * calls and jumps are real, the synthesized truth shows) */
+	bool stop_at_end;
 };
 
 /* Thread attribution: called with the current perf time (0 if timeless)

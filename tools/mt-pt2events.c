@@ -287,7 +287,8 @@ static int manifest_hits(const char *manifest, struct mt_ptperf_opts *po)
 		}
 		hits[n++] = h;
 	}
-	qsort(hits, n, sizeof *hits, cmp_hit_time);
+	if (n)
+		qsort(hits, n, sizeof *hits, cmp_hit_time);
 	po->hits = hits;
 	po->nhits = n;
 	return 0;

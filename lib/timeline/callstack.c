@@ -544,8 +544,8 @@ static void switch_out(struct mt_cs *cs, struct thread *t, uint64_t time, bool p
 		memcpy(t->held.v, t->cur.v, t->cur.n * sizeof *t->cur.v);
 		t->held.n = t->cur.n;
 	} else if (!t->resumed) {
-		t->held.n = 0; /* nothing sampled since it came back: the old stack still holds */
-	}
+		t->held.n = 0; /* no stack known yet */
+	} /* else nothing was sampled since it came back: the stack held still holds */
 	t->resumed = false;
 	for (size_t i = t->cur.n; i > 0; i--)
 		ret(cs, t, time);

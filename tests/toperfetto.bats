@@ -627,3 +627,21 @@ PY
 names = {e["tid"]: e["args"]["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("name") == "thread_name"}
 assert len(names) == 10000 and all(names[5 + i] == "t%d" % i for i in range(10000))' "$t/n.json"
 }
+
+# Perfetto's stack samples with many tiny frames (the interning's sizes
+# are the name's and the object's, and a fixed part a frame and an object):
+# 250 frames named a0..a249, each in its own object o0..o249, twice. Oracle: the frames given, in order,
+# decoded back by pfcheck --samples; ASan watches the encoding (SAN=1).
+@test "stack samples of 250 one-letter frames: every frame interned and given back, in order" {
+	python3 - > "$BATS_TEST_TMPDIR/deep.events" <<'PY'
+frames = "\t".join("frame=0x%x a%d+0x0 (o%d)" % (0x1000 + i, i, i) for i in range(250))
+print("# mt-events 1")
+for t in (100, 200):
+    print("%d\t1\t1\tsample\t0x1000\t0x0\tevent=cpu-clock\tperiod=1\t%s" % (t, frames))
+PY
+	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/deep.pftrace" "$BATS_TEST_TMPDIR/deep.events"
+	"$PFCHECK" "$BATS_TEST_TMPDIR/deep.pftrace" --samples > "$BATS_TEST_TMPDIR/samples"
+	want=$(python3 -c 'print(";".join("a%d" % i for i in range(250)))')
+	[ "$(wc -l < "$BATS_TEST_TMPDIR/samples")" -eq 2 ]
+	[ "$(cut -f2 "$BATS_TEST_TMPDIR/samples" | sort -u)" = "$want" ]
+}

@@ -357,7 +357,10 @@ static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key)
 	size_t klen = strlen(key), nframes = 1;
 	for (const char *q = key; *q; q++)
 		nframes += *q == MT_TL_FRAME_SEP;
-	size_t bound = 3 * klen + 64 * nframes + 256;
+	/* a frame's entries take at most 116 bytes beside its name and object,
+	 * its callstack entry 11: room for all of it, the callstack's scratch
+	 * copy, then the packet */
+	size_t bound = 2 * klen + 140 * nframes + 256;
 	uint64_t *fids = malloc(nframes * sizeof *fids);
 	if (!fids || !mt_grow((void **)&pf->buf, &pf->bufcap, 2 * bound, 1)) {
 		free(fids);

@@ -213,7 +213,9 @@ PY
 		run --separate-stderr "$PT2EVENTS" "$name.data"
 		[ "$status" -eq 0 ]
 		echo "$stderr"
-		[[ "$stderr" != *"unwound only part way"* ]]
+		# a deep stack can outgrow perf's 8 KiB copy (perf stops there
+		# too): that is the only reason allowed, never a missing object
+		[[ "$stderr" != *"unwound only part way"* ]] || [[ "$stderr" == *"; the first: the stack copy ends"* ]]
 		echo "$output" | "$MT_BIN/mt-symbolize" > "$name.ev"
 		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$name.perf" "$name.ev"
 	done

@@ -480,28 +480,23 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, con
 		e++;
 	char name[1024];
 	snprintf(name, sizeof name, "%s", e);
+	/* the object: inside " (...)", "[unknown]" when there is none */
 	char *dso = strstr(name, " (");
-	if (dso)
-		*dso = '\0';
 	*dso_out = cs->n_unknown_dso;
-	if (dso && dso[2]) {
-		size_t dl = strlen(dso + 2);
-		if (dso[2 + dl - 1] == ')')
-			dso[2 + dl - 1] = '\0';
-		*dso_out = mt_strtab_intern(&cs->names, dso + 2);
-		dso[2 + dl - 1] = ')';
-	}
-	if (!*name || !strcmp(name, "[unknown]")) {
-		char unk[1100];
-		const char *d = dso ? dso + 2 : "";
+	if (dso) {
+		*dso = '\0';
+		char *d = dso + 2;
 		size_t dl = strlen(d);
 		if (dl && d[dl - 1] == ')')
-			dl--;
-		if (!dl) {
-			d = "[unknown]";
-			dl = strlen(d);
-		}
-		snprintf(unk, sizeof unk, "[unknown @ 0x%" PRIx64 " (%.*s)]", *ip, (int)dl, d);
+			d[--dl] = '\0';
+		if (dl)
+			*dso_out = mt_strtab_intern(&cs->names, d);
+	}
+	if (!*dso_out)
+		return NULL;
+	if (!*name || !strcmp(name, "[unknown]")) {
+		char unk[1100];
+		snprintf(unk, sizeof unk, "[unknown @ 0x%" PRIx64 " (%s)]", *ip, *dso_out);
 		return mt_strtab_intern(&cs->names, unk);
 	}
 	char *off = strstr(name, "+0x");

@@ -232,24 +232,25 @@ static void s_stack(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n,
 	struct mt_pftrace *pf = ctx;
 	if (!pf->ops->stack_sample)
 		return;
-	size_t len = 1;
-	for (size_t i = 0; i < n; i++)
-		len += strlen(names[i]) + strlen(dsos[i]) + 2;
-	if (!mt_grow((void **)&pf->keybuf, &pf->capkeybuf, len, 1)) {
-		pf->oom = true;
-		return;
-	}
-	char *p = pf->keybuf;
+	size_t len = 0;
 	for (size_t i = 0; i < n; i++) {
+		size_t a = strlen(names[i]), b = strlen(dsos[i]);
+		/* this frame, its separators, and the NUL */
+		if (!mt_grow((void **)&pf->keybuf, &pf->capkeybuf, len + a + b + 3, 1)) {
+			pf->oom = true;
+			return;
+		}
+		char *p = pf->keybuf + len;
 		if (i)
 			*p++ = MT_TL_FRAME_SEP;
-		size_t a = strlen(names[i]), b = strlen(dsos[i]);
 		memcpy(p, names[i], a);
 		p[a] = MT_TL_DSO_SEP;
 		memcpy(p + a + 1, dsos[i], b);
-		p += a + 1 + b;
+		len = (size_t)(p + a + 1 + b - pf->keybuf);
 	}
-	*p = '\0';
+	if (!n)
+		return;
+	pf->keybuf[len] = '\0';
 	new_item(pf, th, IT_STACK, time, time, mt_tl_intern(pf, pf->keybuf));
 }
 

@@ -30,17 +30,29 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 		snprintf(out, n, "sample");
 }
 
+/* A sample of an event at an IP, no frames: event= and period= columns. */
+static void write_ip_sample(struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_event ev,
+			    const char *ename, uint64_t period)
+{
+	char p[24];
+	snprintf(p, sizeof p, "%" PRIu64, period);
+	struct mt_kv kv[2] = {{"event", ename}, {"period", p}};
+	ev.kind = MT_EV_SAMPLE;
+	ev.offset = MT_NO_OFFSET;
+	ev.extra = kv;
+	ev.nextra = 2;
+	mt_events_write(w, &ev);
+	stats->by_kind[MT_EV_SAMPLE]++;
+}
+
 static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
 {
-	char ename[64], period[24];
+	char ename[64];
 	event_name(c->pd, ps->attr, ename, sizeof ename);
-	snprintf(period, sizeof period, "%" PRIu64, ps->period);
-	struct mt_kv kv[2] = {{"event", ename}, {"period", period}};
-	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
-			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE, .from = ps->ip,
-			      .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
-	mt_events_write(c->w, &ev);
-	c->stats->by_kind[MT_EV_SAMPLE]++;
+	write_ip_sample(c->w, c->stats, (struct mt_event){.time = ps->time, .has_time = ps->has_time, .pid = ps->pid,
+							 .tid = ps->tid, .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1,
+							 .from = ps->ip},
+			ename, ps->period);
 }
 
 static bool of_queue(const struct sink_ctx *c, const struct psample *ps)
@@ -162,11 +174,9 @@ static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h,
 {
 	char ename[40];
 	snprintf(ename, sizeof ename, "mem:0x%" PRIx64 ":x", h->ip);
-	struct mt_kv kv[2] = {{"event", ename}, {"period", "1"}};
-	struct mt_event ev = {.time = h->time, .has_time = true, .pid = h->pid, .tid = h->tid, .cpu = -1,
-			      .kind = MT_EV_SAMPLE, .from = h->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = 2};
-	mt_events_write(w, &ev);
-	stats->by_kind[MT_EV_SAMPLE]++;
+	write_ip_sample(w, stats, (struct mt_event){.time = h->time, .has_time = true, .pid = h->pid, .tid = h->tid,
+						    .cpu = -1, .from = h->ip},
+			ename, 1);
 }
 
 /* One stack sample as an event: frame= columns outermost first, the

@@ -31,7 +31,6 @@ void mt_side_free(struct side *s)
 	free(s->bufs.v);
 	free(s->itrace.v);
 	free(s->switches.v);
-	free(s->tswitches.v);
 }
 
 static const char *cstr(const uint8_t *p, size_t max)
@@ -252,11 +251,8 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				e = PUSH(s->itrace, r.sid.cpu, mt_rd32(b), mt_rd32(b + 4), r.sid.time);
 			break;
 		case MT_REC_SWITCH:
-		case MT_REC_SWITCH_CPU_WIDE: {
-			struct tsw tw;
-			if (!s->defer_samples && mt_side_switch_of(&r, &tw))
-				e = mt_vec_push((void **)&s->tswitches.v, &s->tswitches.n, &s->tswitches.cap, sizeof tw, &tw);
-			if (e || !r.sid.has_cpu || !r.sid.has_tid)
+		case MT_REC_SWITCH_CPU_WIDE:
+			if (!r.sid.has_cpu || !r.sid.has_tid)
 				break;
 			if (r.misc & MT_MISC_SWITCH_OUT) {
 				/* CPU-wide OUT names the task coming in */
@@ -266,7 +262,6 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				e = PUSH(s->switches, r.sid.cpu, r.sid.pid, r.sid.tid, r.sid.time);
 			}
 			break;
-		}
 		}
 		if (e)
 			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");

@@ -75,10 +75,10 @@ struct side {
 	VEC(struct auxbuf) bufs;
 	VEC(struct sw) itrace;      /* ITRACE_START per cpu */
 	VEC(struct sw) switches;
-	VEC(struct tsw) tswitches;  /* per thread, in file order (not with defer_samples) */
-	/* Set before collecting: stack samples and thread switches are not kept
-	 * but described (seen); mt_samples_stream walks them again in time
-	 * order, a round at a time, and mt_side_collect_samples keeps them. */
+	/* Set before collecting: stack samples are not kept but described
+	 * (seen); mt_samples_stream walks them and the threads' switches again
+	 * in time order, a round at a time, and mt_side_collect_samples keeps
+	 * the samples. */
 	bool defer_samples;
 	struct { uint64_t n; bool any_time, any_stack; int primary; } seen;
 	bool switch_events;         /* an event was recorded with context_switch */

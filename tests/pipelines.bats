@@ -95,9 +95,12 @@ teardown() {
 	run --separate-stderr "$PIPES/mt-trace" run -trigger . -- "$MT_PROGS/trigger" 1 800
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"mt-record: trigger hit: magic_trace_stop_indicator"* ]]
-	"$PFCHECK" trace.pftrace --slices > slices
-	before=$(awk -F'\t' '$3 == "before_hit"' slices | wc -l)
-	after=$(awk -F'\t' '$3 == "after_hit"' slices | wc -l)
+	"$PFCHECK" trace.pftrace > /dev/null
+	# samples in each, from the recording kept beside the trace (slices
+	# no longer count samples: a frame is one slice while it lasts)
+	"$MT_BIN/mt-pt2events" trace.tar.zst 2> /dev/null | "$MT_BIN/mt-symbolize" | grep '	sample	' > samples
+	before=$(grep -c 'frame=[^	]* before_hit+' samples || true)
+	after=$(grep -c 'frame=[^	]* after_hit+' samples || true)
 	[ "$before" -gt 0 ]
 	# 800 ms of after_hit ran after the hit, against 300 ms of before_hit
 	# before it: samples of it come from the few ms perf takes to stop

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pipebuf.h"
 #include "base/strtab.h"
 
 #include "mt-events.pb-c.h"
@@ -135,6 +136,7 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 	memset(r, 0, sizeof *r);
 	r->in = in;
 	r->name = name;
+	mt_pipebuf_widen(fileno(in));
 	size_t have = fill(r, MT_EVENTS_MAGIC_LEN, err);
 	if (err->code)
 		return err->code;

@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/pipebuf.h"
 #include "base/strtab.h"
 
 #include "mt-events.pb-c.h"
@@ -107,7 +108,9 @@ int mt_events_writer_init_format(struct mt_events_writer *w, FILE *out, enum mt_
 	memset(w, 0, sizeof *w);
 	w->out = out;
 	w->format = format;
-	w->cap = 1 << 16;
+	/* large writes into a wide pipe: the next stage wakes less often */
+	w->cap = 1 << 18;
+	mt_pipebuf_widen(fileno(out));
 	w->buf = malloc(w->cap);
 	if (!w->buf)
 		return MT_ENOMEM;

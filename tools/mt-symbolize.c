@@ -13,6 +13,7 @@
 #include "stream/filterio.h"
 #include "base/strtab.h"
 #include "names/symbolize.h"
+#include "names/symcols.h"
 #include "base/version.h"
 
 #define PROG "mt-symbolize"
@@ -187,11 +188,12 @@ int main(int argc, char **argv)
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
 	static char framebuf[MT_EVENT_MAX_EXTRA][600], srcbuf[MT_EVENT_MAX_EXTRA][600];
-	char val[4][40], lineval[2][16];
-	/* Names, objects and files are the symbolizer's (stable) and the usual
-	 * offsets and lines come from numstr: then the event keeps its reader's
-	 * strings_epoch, and a binary writer knows its strings by address. */
-	struct mt_numstr nums = {0};
+	struct mt_symcols *cols = mt_symcols_new(sym);
+	if (!cols) {
+		fprintf(stderr, PROG ": out of memory\n");
+		mt_sym_free(sym);
+		return mt_filterio_close(&io, EXIT_DATA, true);
+	}
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
@@ -208,49 +210,34 @@ int main(int argc, char **argv)
 				bundle_open = true;
 			}
 			mt_sym_add_mmap_meta(sym, meta);
+			mt_symcols_forget(cols); /* what an address names may have changed */
 			if (strncmp(meta, "mt-events ", 10)) /* the writer wrote its own version line */
 				mt_events_write_meta(&w, meta);
 			continue;
 		}
 		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
-		memcpy(kv, ev.extra, n * sizeof *kv);
-		const struct { uint64_t addr; const char *sym, *off, *dso, *file, *line, *inl; } side[2] = {
-			{ev.from, "from_sym", "from_off", "from_dso", "from_file", "from_line", "from_inline"},
-			{ev.to, "to_sym", "to_off", "to_dso", "to_file", "to_line", "to_inline"},
+		const struct { uint64_t addr; const char *sym, *dso; } side[2] = {
+			{ev.from, "from_sym", "from_dso"},
+			{ev.to, "to_sym", "to_dso"},
 		};
-		static struct mt_sym_result res[2];
-		bool stable = true;
-		for (int k = 0; k < 2; k++) {
-			if (!side[k].addr || has_key(&ev, side[k].sym) || has_key(&ev, side[k].dso))
-				continue;
-			mt_sym_lookup(sym, ev.pid, side[k].addr, &res[k]);
-			if (res[k].name) {
-				kv[n++] = (struct mt_kv){side[k].sym, res[k].name};
-				const char *off = mt_numstr_hex(&nums, res[k].off);
-				if (!off) {
-					*mt_put_hex(val[k], res[k].off) = '\0';
-					off = val[k];
-					stable = false;
-				}
-				kv[n++] = (struct mt_kv){side[k].off, off};
-			}
-			if (res[k].dso)
-				kv[n++] = (struct mt_kv){side[k].dso, res[k].dso};
-			if (res[k].file) {
-				kv[n++] = (struct mt_kv){side[k].file, res[k].file};
-				const char *line = res[k].line < 0 ? NULL : mt_numstr_dec(&nums, (uint64_t)res[k].line);
-				if (!line) {
-					snprintf(lineval[k], sizeof lineval[k], "%d", res[k].line);
-					line = lineval[k];
-					stable = false;
-				}
-				kv[n++] = (struct mt_kv){side[k].line, line};
-			}
-			if (res[k].inlines[0]) {
-				kv[n++] = (struct mt_kv){side[k].inl, res[k].inlines};
-				stable = false;
-			}
+		struct mt_events_cols added[2];
+		unsigned nadded = 0;
+		for (int k = 0; k < 2; k++)
+			if (side[k].addr && !has_key(&ev, side[k].sym) && !has_key(&ev, side[k].dso))
+				added[nadded++] = *mt_symcols_get(cols, ev.pid, side[k].addr, (enum mt_symcols_side)k);
+		/* the common event: its own columns, then the groups, each
+		 * encoded once by the writer */
+		bool framed_event = false;
+		for (unsigned k = 0; k < n && !framed_event; k++)
+			framed_event = is_bare_frame(&ev.extra[k]);
+		if (!framed_event && n == ev.nextra) {
+			mt_events_write_cols(&w, &ev, added, nadded);
+			continue;
 		}
+		memcpy(kv, ev.extra, n * sizeof *kv);
+		for (unsigned g = 0; g < nadded; g++)
+			for (unsigned i = 0; i < added[g].n; i++)
+				kv[n++] = added[g].kv[i];
 		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as
 		 * perf prints them; with --lines each followed by its frame_src */
 		unsigned nframes = 0, last_frame = 0;
@@ -288,12 +275,10 @@ int main(int argc, char **argv)
 				}
 			}
 			n = m;
-			stable = false;
 		}
 		ev.extra = nframes ? framed : kv;
 		ev.nextra = n;
-		if (!stable)
-			ev.strings_epoch = 0;
+		ev.strings_epoch = 0; /* its strings are ours, in buffers reused */
 		mt_events_write(&w, &ev);
 	}
 	if (rc < 0) {
@@ -307,8 +292,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", werr.msg);
 		status = EXIT_DATA;
 	}
+	mt_symcols_free(cols);
 	mt_sym_free(sym);
-	mt_numstr_free(&nums);
 	if (bundle_open)
 		mt_bundle_close(&bundle);
 	return mt_filterio_close(&io, status, wfail || bundle_failed);

@@ -62,6 +62,7 @@ const char *mt_event_kind_name(enum mt_event_kind k);
 int mt_event_kind_parse(const char *s, size_t n);
 
 struct mt_intern;
+struct cols_memo;
 
 struct mt_events_writer {
 	FILE *out;
@@ -76,6 +77,7 @@ struct mt_events_writer {
 	uint32_t thr_pid, thr_tid;
 	uint8_t thr_len;      /* 0: none yet */
 	char thr[24];
+	struct cols_memo *cols_memo; /* column groups already encoded */
 };
 
 /* Parses "text" or "binary"; returns -1 for anything else. */
@@ -107,6 +109,19 @@ void mt_events_write_fact(struct mt_events_writer *w, const char *key, const cha
 /* Any other metadata line, the text after "# " (passed through by filters). */
 void mt_events_write_meta(struct mt_events_writer *w, const char *line);
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev);
+/* A group of columns a filter adds to many events (the symbols of one
+ * address): id, nonzero, names these columns and no others for as long as
+ * the group lives, so a writer encodes a group once (its text, or its
+ * strings' ids) and copies it after; id 0: encoded each time. */
+struct mt_events_cols {
+	const struct mt_kv *kv;
+	unsigned n;
+	uint64_t id;
+};
+/* Writes what mt_events_write writes for ev with cols' columns after its
+ * own, in order: the same bytes. */
+void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
+			  unsigned ncols);
 /* Flushes; returns 0 or MT_EIO with the message in err (EPIPE included). */
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
 

@@ -43,7 +43,20 @@ struct mt_intern {
 	struct intern_slot *slots;
 	size_t cap, n;
 	uint32_t next_id;
+	uint32_t gen;        /* counts resets: ids of an older generation are void */
 	struct intern_memo memo[INTERN_MEMO];
+};
+
+/* Column groups (mt_events_write_cols) encoded once: their text, or their
+ * string ids as packed varints, by group id. Direct-mapped; a group too
+ * long for a slot is encoded each time. */
+#define COLS_MEMO (1u << 11)
+#define COLS_MEMO_BYTES 496
+struct cols_memo {
+	uint64_t id;         /* 0: empty */
+	uint32_t gen;        /* binary: the string table's generation */
+	uint16_t len;
+	char bytes[COLS_MEMO_BYTES];
 };
 
 /* A word at a time: the table is probed for a few strings of every event
@@ -72,6 +85,7 @@ static void intern_clear(struct mt_intern *t)
 	memset(t->memo, 0, sizeof t->memo); /* its keys were the table's */
 	t->n = 0;
 	t->next_id = 1;
+	t->gen++;
 }
 
 static void intern_free(struct mt_intern *t)
@@ -213,11 +227,50 @@ static size_t text_size(const struct mt_event *ev, unsigned nx, uint16_t *klen, 
 	return n;
 }
 
-static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
+/* A column group's text, "\tKEY=VAL..." as write_text writes columns. */
+static size_t cols_text_size(const struct mt_events_cols *g)
+{
+	size_t n = 0;
+	for (unsigned i = 0; i < g->n; i++)
+		n += 2 + strnlen(g->kv[i].key, EXTRA_KEY_MAX) +
+		     (g->kv[i].val ? strnlen(g->kv[i].val, EXTRA_VAL_MAX) : 0);
+	return n;
+}
+
+static char *put_cols_text(char *p, const struct mt_events_cols *g)
+{
+	for (unsigned i = 0; i < g->n; i++) {
+		*p++ = '\t';
+		p = put_str(p, g->kv[i].key, EXTRA_KEY_MAX);
+		if (g->kv[i].val) {
+			*p++ = '=';
+			p = put_str(p, g->kv[i].val, EXTRA_VAL_MAX);
+		}
+	}
+	return p;
+}
+
+/* The memo slot of a group id; NULL when the writer has none (no memory). */
+static struct cols_memo *cols_slot(struct mt_events_writer *w, uint64_t id)
+{
+	if (!id)
+		return NULL;
+	if (!w->cols_memo && !(w->cols_memo = calloc(COLS_MEMO, sizeof *w->cols_memo)))
+		return NULL;
+	return &w->cols_memo[id * 0x9e3779b97f4a7c15ULL >> (64 - 11)];
+}
+
+static void write_text(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
+		       unsigned ncols)
 {
 	uint16_t klen[MT_EVENT_MAX_EXTRA], vlen[MT_EVENT_MAX_EXTRA]; /* small: no stack probe */
 	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
-	char *p = reserve(w, text_size(ev, nx, klen, vlen)), *start = p;
+	size_t need = text_size(ev, nx, klen, vlen);
+	for (unsigned g = 0; g < ncols; g++) {
+		const struct cols_memo *m = cols_slot(w, cols[g].id);
+		need += m && m->id == cols[g].id ? m->len : cols_text_size(&cols[g]);
+	}
+	char *p = reserve(w, need), *start = p;
 	if (!p)
 		return;
 	if (ev->has_time)
@@ -280,6 +333,22 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev)
 		if (ev->extra[i].val) {
 			*p++ = '=';
 			p = put_bytes(p, ev->extra[i].val, vlen[i]);
+		}
+	}
+	/* each group whole before the next: one may take another's slot */
+	for (unsigned g = 0; g < ncols; g++) {
+		struct cols_memo *m = cols_slot(w, cols[g].id);
+		if (m && m->id == cols[g].id) {
+			memcpy(p, m->bytes, m->len);
+			p += m->len;
+			continue;
+		}
+		char *at = p;
+		p = put_cols_text(p, &cols[g]);
+		if (m && (size_t)(p - at) <= COLS_MEMO_BYTES) {
+			m->id = cols[g].id;
+			m->len = (uint16_t)(p - at);
+			memcpy(m->bytes, at, m->len);
 		}
 	}
 	*p++ = '\n';
@@ -372,14 +441,17 @@ static const struct intern_slot *intern_slow(struct mt_events_writer *w, const c
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,
  * fields in number order, as protobuf-c writes them; the bytes are the
  * same) instead of through protobuf-c's reflective packer. */
-static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
+static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
+			 unsigned ncols)
 {
 	uint32_t extra[2 * MT_EVENT_MAX_EXTRA];
-	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
+	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA, ncx = 0;
+	for (unsigned g = 0; g < ncols; g++)
+		ncx += cols[g].n;
 	/* A full table is reset before the event's strings, never between
 	 * them: ids taken before a reset would name other strings after it. */
 	struct mt_intern *t = w->strings;
-	if (t->n + 1 + 2 * nx > INTERN_MAX) {
+	if (t->n + 1 + 2 * (nx + ncx) > INTERN_MAX) {
 		Mt__Record rec = MT__RECORD__INIT;
 		rec.record_case = MT__RECORD__RECORD_STRINGS_RESET;
 		rec.strings_reset = true;
@@ -418,10 +490,31 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev)
 		p = mt_pb_uint(p, 12, 1);
 	if (ev->msg)
 		p = mt_pb_uint(p, 13, msg);
-	if (nx) {
+	if (nx + ncx) {
 		uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
 		for (unsigned i = 0; i < 2 * nx; i++)
 			q = mt_pb_varint(q, extra[i]);
+		/* groups after the event's own columns, their ids as the
+		 * columns' would be: interned in order, the same new strings */
+		for (unsigned g = 0; g < ncols; g++) {
+			struct cols_memo *m = cols_slot(w, cols[g].id);
+			if (m && m->id == cols[g].id && m->gen == t->gen) {
+				memcpy(q, m->bytes, m->len);
+				q += m->len;
+				continue;
+			}
+			uint8_t *at = q;
+			for (unsigned i = 0; i < cols[g].n; i++) {
+				q = mt_pb_varint(q, intern(w, cols[g].kv[i].key, EXTRA_KEY_MAX, 0));
+				q = mt_pb_varint(q, cols[g].kv[i].val ? intern(w, cols[g].kv[i].val, EXTRA_VAL_MAX, 0) : 0);
+			}
+			if (m && (size_t)(q - at) <= COLS_MEMO_BYTES && !w->failed) {
+				m->id = cols[g].id;
+				m->gen = t->gen;
+				m->len = (uint16_t)(q - at);
+				memcpy(m->bytes, at, m->len);
+			}
+		}
 		p = mt_pb_varint(mt_pb_tag(p, 14, MT_PB_LEN), (uint64_t)(q - ids)); /* packed */
 		memcpy(p, ids, (size_t)(q - ids));
 		p += q - ids;
@@ -471,9 +564,35 @@ void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
 {
 	if (w->format == MT_EVENTS_BINARY)
-		write_binary(w, ev);
+		write_binary(w, ev, NULL, 0);
 	else
-		write_text(w, ev);
+		write_text(w, ev, NULL, 0);
+}
+
+void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
+			  unsigned ncols)
+{
+	unsigned n = ev->nextra;
+	for (unsigned g = 0; g < ncols; g++)
+		n += cols[g].n;
+	if (n > MT_EVENT_MAX_EXTRA) { /* cut short as mt_events_write cuts: the columns in one list */
+		struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+		unsigned k = 0;
+		for (unsigned i = 0; i < ev->nextra && k < MT_EVENT_MAX_EXTRA; i++)
+			kv[k++] = ev->extra[i];
+		for (unsigned g = 0; g < ncols; g++)
+			for (unsigned i = 0; i < cols[g].n && k < MT_EVENT_MAX_EXTRA; i++)
+				kv[k++] = cols[g].kv[i];
+		struct mt_event e = *ev;
+		e.extra = kv;
+		e.nextra = k;
+		mt_events_write(w, &e);
+		return;
+	}
+	if (w->format == MT_EVENTS_BINARY)
+		write_binary(w, ev, cols, ncols);
+	else
+		write_text(w, ev, cols, ncols);
 }
 
 void mt_events_write_meta(struct mt_events_writer *w, const char *line)
@@ -563,6 +682,8 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 	}
 	free(w->buf);
 	w->buf = NULL;
+	free(w->cols_memo);
+	w->cols_memo = NULL;
 	intern_free(w->strings);
 	w->strings = NULL;
 	if (w->failed)

@@ -297,8 +297,97 @@ static void test_text_value_cleaning(void)
 	ok(good, "text writer: every TAB and newline in a value becomes a space, nothing else changes");
 }
 
+/* Oracle: mt_events_write of the same event with the groups' columns
+ * appended to its own, written by a second writer: the bytes must be the
+ * same, for groups seen again (encoded once), groups with TAB in a value,
+ * groups too long to keep, events with columns and a message of their own,
+ * more columns than an event may carry, and (binary) enough new strings
+ * that the string table is reset between groups seen before. */
+static void test_write_cols(enum mt_events_format fmt)
+{
+	char *abuf, *bbuf;
+	size_t alen, blen;
+	struct mt_events_writer a, b;
+	FILE *fa = write_to_memory(&a, fmt, &abuf, &alen), *fb = write_to_memory(&b, fmt, &bbuf, &blen);
+	static char longval[3000];
+	memset(longval, 'x', sizeof longval - 1);
+	static struct mt_kv many[MT_EVENT_MAX_EXTRA];
+	for (unsigned i = 0; i < MT_EVENT_MAX_EXTRA; i++)
+		many[i] = (struct mt_kv){"m", "v"};
+	struct mt_kv g1[] = {{"from_sym", "main"}, {"from_off", "0x4"}, {"from_dso", "/bin/x"}};
+	struct mt_kv g2[] = {{"to_sym", "tab\there"}, {"to_dso", NULL}};
+	struct mt_kv g3[] = {{"to_sym", longval}};
+	char fresh[3][32];
+	struct mt_kv own[] = {{"via", fresh[2]}};
+	struct mt_kv g4[] = {{"to_sym", fresh[0]}, {"to_off", fresh[1]}};
+	unsigned rounds = fmt == MT_EVENTS_BINARY ? 400000 : 2000; /* past INTERN_MAX new strings */
+	for (unsigned i = 0; i < rounds; i++) {
+		snprintf(fresh[0], sizeof fresh[0], "f%u", i);
+		snprintf(fresh[1], sizeof fresh[1], "0x%x", i);
+		snprintf(fresh[2], sizeof fresh[2], "v%u", i);
+		struct mt_events_cols cols[3] = {{g1, 3, 1}, {g2, 2, 2}, {g3, 1, 3}};
+		struct mt_event ev = {.time = 1000 + i, .has_time = i % 3 != 0, .pid = 7, .tid = 8 + i % 2,
+				      .cpu = (int32_t)(i % 4) - 1, .kind = MT_EV_CALL, .from = 0x1000 + i,
+				      .to = 0x2000, .insn = i % 5, .offset = MT_NO_OFFSET, .extra = own,
+				      .nextra = i % 4 != 0, .msg = i % 7 == 0 ? "a message" : NULL};
+		unsigned ncols = 1 + i % 3;
+		if (i % 11 == 0) {
+			cols[1] = (struct mt_events_cols){g4, 2, 100 + i}; /* new strings, a new group */
+		}
+		if (i % 101 == 0) { /* too many columns: cut short as the plain writer cuts */
+			ev.extra = many;
+			ev.nextra = MT_EVENT_MAX_EXTRA - 1;
+		}
+		struct mt_kv all[MT_EVENT_MAX_EXTRA + 8];
+		unsigned n = 0;
+		for (unsigned k = 0; k < ev.nextra; k++)
+			all[n++] = ev.extra[k];
+		for (unsigned g = 0; g < ncols; g++)
+			for (unsigned k = 0; k < cols[g].n; k++)
+				all[n++] = cols[g].kv[k];
+		mt_events_write_cols(&a, &ev, cols, ncols);
+		struct mt_event e2 = ev;
+		e2.extra = all;
+		e2.nextra = n < MT_EVENT_MAX_EXTRA ? n : MT_EVENT_MAX_EXTRA;
+		mt_events_write(&b, &e2);
+	}
+	struct mt_err err = {0};
+	mt_events_writer_finish(&a, &err);
+	mt_events_writer_finish(&b, &err);
+	fclose(fa);
+	fclose(fb);
+	unsigned resets = 0;
+	if (fmt == MT_EVENTS_BINARY) { /* the string table was reset on the way */
+		FILE *in = fmemopen(abuf, alen, "r");
+		struct mt_events_reader r;
+		if (in && !mt_events_reader_open(&r, in, "mem", &err)) {
+			struct mt_event ev;
+			const char *meta;
+			uint64_t epoch = 0;
+			bool first = true;
+			while (mt_events_read(&r, &ev, &meta, &err) > 0) {
+				if (!first && ev.strings_epoch != epoch)
+					resets++;
+				epoch = ev.strings_epoch;
+				first = false;
+			}
+			mt_events_reader_close(&r);
+		}
+		if (in)
+			fclose(in);
+		ok(resets > 0, "binary writer: the groups' test passes a string table reset");
+	}
+	ok(alen == blen && !memcmp(abuf, bbuf, alen) && alen > 0,
+	   fmt == MT_EVENTS_BINARY ? "binary writer: column groups give the bytes of the columns written each time"
+				   : "text writer: column groups give the bytes of the columns written each time");
+	free(abuf);
+	free(bbuf);
+}
+
 int main(void)
 {
+	test_write_cols(MT_EVENTS_TEXT);
+	test_write_cols(MT_EVENTS_BINARY);
 	test_events_roundtrip();
 	test_events_binary();
 	test_writer_string_epochs();

@@ -1,0 +1,125 @@
+/* symcols: a direct-mapped table of (pid, address, side) -> columns. A
+ * group's strings are the symbolizer's (names, objects, files: they live as
+ * long as it does) or the slot's own (offset, line, inlines). */
+#define _POSIX_C_SOURCE 200809L
+#include "names/symcols.h"
+
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+
+#define SLOTS (1u << 12)
+#define INL_MAX 240 /* longer inline chains are made each time, not kept */
+
+struct slot {
+	uint64_t addr;
+	uint64_t gen;       /* 0: empty */
+	uint32_t pid;
+	struct mt_events_cols cols;
+	struct mt_kv kv[6];
+	char off[20], line[12], inl[INL_MAX + 1];
+};
+
+struct mt_symcols {
+	struct mt_sym *sym;
+	uint64_t gen;
+	struct slot *slots[2];  /* per side: an event's two groups never share a slot */
+	struct slot scratch[2]; /* a group too long to keep */
+	struct mt_sym_result res;
+};
+
+/* Group ids are unique in the process: a writer's memo by id never mixes
+ * two tables' groups. */
+static uint64_t next_id(void)
+{
+	static _Atomic uint64_t last;
+	return ++last;
+}
+
+struct mt_symcols *mt_symcols_new(struct mt_sym *sym)
+{
+	struct mt_symcols *c = calloc(1, sizeof *c);
+	if (c && (!(c->slots[0] = calloc(SLOTS, sizeof *c->slots[0])) ||
+		  !(c->slots[1] = calloc(SLOTS, sizeof *c->slots[1])))) {
+		free(c->slots[0]);
+		free(c);
+		return NULL;
+	}
+	if (c) {
+		c->sym = sym;
+		c->gen = 1;
+	}
+	return c;
+}
+
+void mt_symcols_free(struct mt_symcols *c)
+{
+	if (!c)
+		return;
+	free(c->slots[0]);
+	free(c->slots[1]);
+	free(c);
+}
+
+void mt_symcols_forget(struct mt_symcols *c)
+{
+	c->gen++;
+}
+
+static const char *const keys[2][6] = {
+	{"from_sym", "from_off", "from_dso", "from_file", "from_line", "from_inline"},
+	{"to_sym", "to_off", "to_dso", "to_file", "to_line", "to_inline"},
+};
+
+/* Fills s with the columns of one lookup; false when they do not fit its
+ * buffers (an inline chain too long to keep). */
+static bool fill(struct slot *s, const struct mt_sym_result *r, int side)
+{
+	unsigned n = 0;
+	const char *const *k = keys[side];
+	if (r->name) {
+		s->kv[n++] = (struct mt_kv){k[0], r->name};
+		*mt_put_hex(s->off, r->off) = '\0';
+		s->kv[n++] = (struct mt_kv){k[1], s->off};
+	}
+	if (r->dso)
+		s->kv[n++] = (struct mt_kv){k[2], r->dso};
+	if (r->file) {
+		s->kv[n++] = (struct mt_kv){k[3], r->file};
+		snprintf(s->line, sizeof s->line, "%d", r->line);
+		s->kv[n++] = (struct mt_kv){k[4], s->line};
+	}
+	bool fits = true;
+	if (r->inlines[0]) {
+		size_t len = strlen(r->inlines);
+		fits = len <= INL_MAX;
+		if (fits)
+			memcpy(s->inl, r->inlines, len + 1);
+		s->kv[n++] = (struct mt_kv){k[5], fits ? s->inl : r->inlines};
+	}
+	s->cols = (struct mt_events_cols){s->kv, n, fits ? next_id() : 0};
+	return fits;
+}
+
+const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, uint64_t addr,
+					    enum mt_symcols_side side)
+{
+	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct slot *s = &c->slots[side][h >> (64 - 12)];
+	if (s->gen == c->gen && s->addr == addr && s->pid == pid)
+		return &s->cols;
+	mt_sym_lookup(c->sym, pid, addr, &c->res);
+	s->gen = 0;
+	if (!fill(s, &c->res, side)) {
+		/* the scratch slot points at res's inline text until the next call */
+		fill(&c->scratch[side], &c->res, side);
+		return &c->scratch[side].cols;
+	}
+	s->gen = c->gen;
+	s->addr = addr;
+	s->pid = pid;
+	return &s->cols;
+}

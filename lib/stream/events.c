@@ -10,6 +10,9 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#ifdef __SSE2__
+#include <emmintrin.h>
+#endif
 
 #include "base/strtab.h"
 #include "stream/limits.h"
@@ -85,9 +88,218 @@ static int parse_u64(const char *s, const char *end, int base, uint64_t *out)
 	return 0;
 }
 
+/* Each digit's value plus one; 0: not a digit. */
+static const uint8_t digit_of[256] = {
+	['0'] = 1, 2, 3, 4, 5, 6, 7, 8, 9, 10,
+	['A'] = 11, 12, 13, 14, 15, 16,
+	['a'] = 11, 12, 13, 14, 15, 16,
+};
+
+/* The fast path's view of a line: a bit per byte for each TAB and each
+ * '=', found 16 bytes at a time, so a column's end and its key's end are a
+ * bit scan each. Lines longer than this take the general path. */
+#define FAST_LINE_MAX 4096
+struct seps {
+	uint64_t tab[FAST_LINE_MAX / 64], eq[FAST_LINE_MAX / 64];
+	size_t words;
+};
+
+static void find_seps(const char *p, size_t n, struct seps *s)
+{
+	s->words = (n + 63) / 64;
+	for (size_t w = 0; w < s->words; w++) {
+		uint64_t t = 0, e = 0;
+		for (unsigned j = 0; j < 64 && w * 64 + j < n; j += 16) {
+			size_t at = w * 64 + j;
+			char tmp[16] = {0}; /* the last piece: nothing read past the line */
+			const char *src = p + at;
+			if (n - at < 16) {
+				memcpy(tmp, src, n - at);
+				src = tmp;
+			}
+#ifdef __SSE2__
+			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)src);
+			t |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << j;
+			e |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << j;
+#else
+			for (unsigned k = 0; k < 16; k++) {
+				t |= (uint64_t)(src[k] == '\t') << (j + k);
+				e |= (uint64_t)(src[k] == '=') << (j + k);
+			}
+#endif
+		}
+		s->tab[w] = t;
+		s->eq[w] = e;
+	}
+}
+
+/* The first set bit at or after from, or none. */
+static inline size_t next_bit(const uint64_t *m, size_t words, size_t from, size_t none)
+{
+	size_t w = from >> 6;
+	if (w >= words)
+		return none;
+	uint64_t x = m[w] & (~0ULL << (from & 63));
+	while (!x) {
+		if (++w >= words)
+			return none;
+		x = m[w];
+	}
+	return w * 64 + (size_t)__builtin_ctzll(x);
+}
+
+/* Digits filling [s, e), at most max of them (then no overflow is
+ * possible; longer numbers and anything else go to the general path). */
+static inline bool span_num(const char *s, const char *e, unsigned base, size_t max, uint64_t *out)
+{
+	if (s == e || (size_t)(e - s) > max)
+		return false;
+	uint64_t v = 0;
+	for (; s < e; s++) {
+		unsigned d = digit_of[(unsigned char)*s];
+		if (!d || d > base)
+			return false;
+		v = v * base + d - 1;
+	}
+	*out = v;
+	return true;
+}
+
+static inline bool span_hex(const char *s, const char *e, uint64_t *out)
+{
+	return e - s >= 3 && s[0] == '0' && s[1] == 'x' && span_num(s + 2, e, 16, 16, out);
+}
+
+/* The line as mt's writers write it: columns found by the bit masks, each
+ * parsed once. Anything else (a CR, long numbers, empty columns, a bad
+ * value, a long line) returns 0 having changed nothing, for the general
+ * parser, which also has the error messages. NULs are put in only once the
+ * whole line has passed. */
+static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv)
+{
+	if (n > FAST_LINE_MAX || line[n - 1] == '\r')
+		return 0;
+	struct seps sp;
+	find_seps(line, n, &sp);
+	size_t t[6], at = 0;
+	for (int i = 0; i < 6; i++) {
+		t[i] = next_bit(sp.tab, sp.words, at, n);
+		if (t[i] == n && i < 5)
+			return 0;
+		at = t[i] + 1;
+	}
+	uint64_t v;
+	ev->time = 0;
+	ev->has_time = false;
+	if (!(t[0] == 1 && line[0] == '-')) {
+		if (!span_num(line, line + t[0], 10, 19, &ev->time))
+			return 0;
+		ev->has_time = true;
+	}
+	if (!span_num(line + t[0] + 1, line + t[1], 10, 10, &v) || v > UINT32_MAX)
+		return 0;
+	ev->pid = (uint32_t)v;
+	if (!span_num(line + t[1] + 1, line + t[2], 10, 10, &v) || v > UINT32_MAX)
+		return 0;
+	ev->tid = (uint32_t)v;
+	int k = mt_event_kind_parse(line + t[2] + 1, t[3] - t[2] - 1);
+	if (k < 0 || !span_hex(line + t[3] + 1, line + t[4], &ev->from) ||
+	    !span_hex(line + t[4] + 1, line + t[5], &ev->to))
+		return 0;
+	ev->kind = (enum mt_event_kind)k;
+	ev->cpu = -1;
+	ev->insn = 0;
+	ev->offset = MT_NO_OFFSET;
+	ev->cbr = 0;
+	ev->cond = ev->async = false;
+	ev->msg = NULL;
+	ev->extra = kv;
+	ev->strings_epoch = 0;
+	char *eqs[MT_EVENT_MAX_EXTRA]; /* the '=' of each key=value: NULs later */
+	unsigned nx = 0, neq = 0;
+	for (size_t col = t[5]; col < n;) { /* col: the TAB before the column */
+		size_t start = col + 1, stop = next_bit(sp.tab, sp.words, start, n);
+		size_t eq = next_bit(sp.eq, sp.words, start, n);
+		col = stop;
+		char *key = line + start;
+		if (eq == start || stop == start)
+			return 0; /* an empty column or key: the general path drops it */
+		if (nx == MT_EVENT_MAX_EXTRA)
+			return 0;
+		if (eq >= stop) { /* a key alone */
+			kv[nx++] = (struct mt_kv){key, NULL};
+			continue;
+		}
+		char *val = line + eq + 1, *vend = line + stop;
+		switch (eq - start) { /* the columns with fields of their own */
+		case 3:
+			if (!memcmp(key, "cpu", 3)) {
+				if (!span_num(val, vend, 10, 10, &v) || v > INT32_MAX)
+					return 0;
+				ev->cpu = (int32_t)v;
+			} else if (!memcmp(key, "off", 3)) {
+				if (!span_hex(val, vend, &ev->offset))
+					return 0;
+			} else if (!memcmp(key, "cbr", 3)) {
+				if (!span_num(val, vend, 10, 10, &v) || v > UINT32_MAX)
+					return 0;
+				ev->cbr = (uint32_t)v;
+			} else if (!memcmp(key, "msg", 3)) {
+				ev->msg = val;
+			} else {
+				goto extra;
+			}
+			break;
+		case 4:
+			if (!memcmp(key, "insn", 4)) {
+				if (!span_num(val, vend, 10, 19, &ev->insn))
+					return 0;
+			} else if (!memcmp(key, "cond", 4)) {
+				if (vend - val != 1 || (*val != '0' && *val != '1'))
+					return 0;
+				ev->cond = *val == '1';
+			} else {
+				goto extra;
+			}
+			break;
+		case 5:
+			if (!memcmp(key, "async", 5)) {
+				if (vend - val != 1 || (*val != '0' && *val != '1'))
+					return 0;
+				ev->async = *val == '1';
+				break;
+			}
+			goto extra;
+		default:
+		extra:
+			kv[nx++] = (struct mt_kv){key, val};
+			break;
+		}
+		eqs[neq++] = line + eq;
+	}
+	ev->nextra = nx;
+	for (size_t w = 0; w < sp.words; w++)
+		for (uint64_t x = sp.tab[w]; x; x &= x - 1)
+			line[w * 64 + (size_t)__builtin_ctzll(x)] = '\0';
+	for (unsigned i = 0; i < neq; i++)
+		*eqs[i] = '\0';
+	return 1;
+}
+
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
 {
-	size_t n = strlen(line);
+	return mt_events_parse_line_n(line, strlen(line), ev, kv, err);
+}
+
+int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
+{
+	if (n && line[0] != '#' && parse_fast(line, n, ev, kv))
+		return 1;
+	return mt_events_parse_line_general(line, n, ev, kv, err);
+}
+
+int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
+{
 	while (n && (line[n - 1] == '\n' || line[n - 1] == '\r'))
 		line[--n] = '\0';
 	if (n == 0 || line[0] == '#')

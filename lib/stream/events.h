@@ -129,6 +129,12 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
  * and extra strings point into it; extra into kv[MT_EVENT_MAX_EXTRA]).
  * Returns 1 for an event, 0 for a metadata/blank line, or MT_EFORMAT. */
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+/* The same for a line of n bytes (line[n] is its NUL). */
+int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+/* The general parser alone, without the fast path for lines as mt writes
+ * them: the two must agree on every line (the unit test and the fuzz
+ * harness hold them against each other). */
+int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
 
 /* Stream reader, either form. Strings in what it returns stay valid until
  * the next call. Memory is bounded by the longest record and the number of

@@ -72,8 +72,9 @@ static void note_meta(struct mt_events_reader *r, const char *meta)
 	r->upstream_error = true;
 }
 
-/* The next text line, NUL-terminated in the buffer, or NULL at the end. */
-static char *next_line(struct mt_events_reader *r, struct mt_err *err)
+/* The next text line, NUL-terminated in the buffer, or NULL at the end;
+ * its length into *len. */
+static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *err)
 {
 	size_t scanned = 0;
 	for (;;) {
@@ -83,7 +84,8 @@ static char *next_line(struct mt_events_reader *r, struct mt_err *err)
 			*nl = '\0';
 			r->start = (size_t)(nl + 1 - r->buf);
 			r->line++;
-			return has_nul(r, base, (size_t)(nl - base), err) ? NULL : base;
+			*len = (size_t)(nl - base);
+			return has_nul(r, base, *len, err) ? NULL : base;
 		}
 		scanned = r->end - r->start;
 		if (r->eof) {
@@ -92,6 +94,7 @@ static char *next_line(struct mt_events_reader *r, struct mt_err *err)
 			r->buf[r->end] = '\0'; /* last line without a newline */
 			r->start = r->end;
 			r->line++;
+			*len = scanned;
 			return has_nul(r, base, scanned, err) ? NULL : base;
 		}
 		if (scanned > RECORD_MAX) {
@@ -147,7 +150,8 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 		return 0;
 	}
 	r->format = MT_EVENTS_TEXT;
-	char *first = next_line(r, err);
+	size_t first_len;
+	char *first = next_line(r, &first_len, err);
 	if (err->code)
 		return err->code;
 	if (!first) {
@@ -178,18 +182,18 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
 {
 	for (;;) {
-		char *line = next_line(r, err);
+		size_t n;
+		char *line = next_line(r, &n, err);
 		if (!line)
 			return err->code ? err->code : MT_EVENTS_EOF;
 		if (line[0] == '#') {
-			size_t n = strlen(line);
 			if (n && line[n - 1] == '\r')
 				line[n - 1] = '\0';
 			*meta = line + 1 + (line[1] == ' ');
 			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		}
-		int rc = mt_events_parse_line(line, ev, r->kv, err);
+		int rc = mt_events_parse_line_n(line, n, ev, r->kv, err);
 		if (rc < 0) {
 			char msg[sizeof err->msg];
 			snprintf(msg, sizeof msg, "%s", err->msg);

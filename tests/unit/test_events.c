@@ -384,8 +384,94 @@ static void test_write_cols(enum mt_events_format fmt)
 	free(bbuf);
 }
 
+/* The line parser's fast path against its general path on lines as mt
+ * writes them and on random mutations of them (digits, case, signs, TABs,
+ * '=', CR, spaces, known keys' letters): the same result, the same event,
+ * the same columns, and the same error where there is one. */
+static int same_parse(const char *line)
+{
+	char a[512], b[512];
+	size_t n = strlen(line);
+	memcpy(a, line, n + 1);
+	memcpy(b, line, n + 1);
+	static struct mt_kv ka[MT_EVENT_MAX_EXTRA], kb[MT_EVENT_MAX_EXTRA];
+	struct mt_event ea, eb;
+	struct mt_err xa = {0}, xb = {0};
+	int ra = mt_events_parse_line_n(a, n, &ea, ka, &xa), rb = mt_events_parse_line_general(b, n, &eb, kb, &xb);
+	if (ra != rb)
+		return 0;
+	if (ra < 0)
+		return !strcmp(xa.msg, xb.msg);
+	if (ra == 0)
+		return 1;
+	if (ea.time != eb.time || ea.has_time != eb.has_time || ea.pid != eb.pid || ea.tid != eb.tid ||
+	    ea.cpu != eb.cpu || ea.kind != eb.kind || ea.from != eb.from || ea.to != eb.to || ea.insn != eb.insn ||
+	    ea.offset != eb.offset || ea.cbr != eb.cbr || ea.cond != eb.cond || ea.async != eb.async ||
+	    ea.nextra != eb.nextra || !ea.msg != !eb.msg || (ea.msg && strcmp(ea.msg, eb.msg)) ||
+	    ea.strings_epoch != eb.strings_epoch)
+		return 0;
+	for (unsigned i = 0; i < ea.nextra; i++)
+		if (strcmp(ea.extra[i].key, eb.extra[i].key) || !ea.extra[i].val != !eb.extra[i].val ||
+		    (ea.extra[i].val && strcmp(ea.extra[i].val, eb.extra[i].val)))
+			return 0;
+	return 1;
+}
+
+static void test_parse_fast_path(void)
+{
+	static const char *const base[] = {
+		"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
+		"123\t1\t2\treturn\t0x1\t0x0\tcpu=3\tinsn=40\tfrom_sym=main\tfrom_off=0x4\tfrom_dso=/bin/x",
+		"9\t1\t2\tjump\t0xa\t0xb\tcond=1\tasync=0\tcbr=7\toff=0x1f\tmsg=a b\tk\tx=y=z",
+		"-\t0\t0\terror\t0x0\t0x0\toff=0x10\tmsg=bad packet",
+		"18446744073709551615\t4294967295\t4294967295\tpower\t0xffffffffffffffff\t0x0\tcbr=4294967295",
+		"-\t1\t1\ttrace-start\t0x0\t0x10\tto_sym=f\tto_off=0x0\tto_dso=[vdso]",
+		"-\t1\t1\tcall\t0x0\t0x10\tinsn=18446744073709551615\tcpu=2147483647\toff=0xffffffffffffffff",
+		"-\t1\t1\tcall\t0x0\t0x10\tinsn=99999999999999999999\tcpu=2147483648",
+		"-\t1\t1\tcall\t0x0\t0x10000000000000000",
+	};
+	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy";
+	unsigned seed = 12345, good = 1, tried = 0;
+	for (size_t b = 0; b < sizeof base / sizeof base[0]; b++) {
+		good &= same_parse(base[b]);
+		tried++;
+		for (int round = 0; round < 20000 && good; round++) {
+			char line[512];
+			snprintf(line, sizeof line, "%s", base[b]);
+			size_t n = strlen(line);
+			int edits = 1 + round % 3;
+			for (int e = 0; e < edits; e++) {
+				seed = seed * 1103515245 + 12345;
+				size_t at = (seed >> 8) % (n + 1);
+				seed = seed * 1103515245 + 12345;
+				char c = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+				seed = seed * 1103515245 + 12345;
+				int op = (int)((seed >> 8) % 3);
+				if (op == 0 && at < n) { /* replace */
+					line[at] = c;
+				} else if (op == 1 && n + 1 < sizeof line) { /* insert */
+					memmove(line + at + 1, line + at, n - at + 1);
+					line[at] = c;
+					n++;
+				} else if (at < n) { /* delete */
+					memmove(line + at, line + at + 1, n - at);
+					n--;
+				}
+			}
+			good &= same_parse(line);
+			if (!good)
+				fprintf(stderr, "# differs: '%s'\n", line);
+			tried++;
+		}
+	}
+	char msg[128];
+	snprintf(msg, sizeof msg, "text parser: the fast path agrees with the general one on %u lines", tried);
+	ok(good, msg);
+}
+
 int main(void)
 {
+	test_parse_fast_path();
 	test_write_cols(MT_EVENTS_TEXT);
 	test_write_cols(MT_EVENTS_BINARY);
 	test_events_roundtrip();

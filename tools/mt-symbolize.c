@@ -279,6 +279,7 @@ int main(int argc, char **argv)
 		ev.extra = nframes ? framed : kv;
 		ev.nextra = n;
 		ev.strings_epoch = 0; /* its strings are ours, in buffers reused */
+		ev.extra_id = 0;
 		mt_events_write(&w, &ev);
 	}
 	if (rc < 0) {

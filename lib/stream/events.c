@@ -215,6 +215,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	ev->msg = NULL;
 	ev->extra = kv;
 	ev->strings_epoch = 0;
+	ev->extra_id = 0;
 	char *eqs[MT_EVENT_MAX_EXTRA]; /* the '=' of each key=value: NULs later */
 	unsigned nx = 0, neq = 0;
 	for (size_t col = t[5]; col < n;) { /* col: the TAB before the column */

@@ -48,6 +48,11 @@ struct mt_event {
 	 * streams, events built by hand). A filter that adds strings of its own
 	 * keeps the epoch only when they last at least as long. */
 	uint64_t strings_epoch;
+	/* Nonzero (with strings_epoch): extra[0..nextra) holds these very
+	 * pointers whenever the id comes again in the epoch (a binary reader's
+	 * columns decoded once), so a consumer may cache what it found in them
+	 * by id. A filter that changes extra clears it, as it clears the epoch. */
+	uint64_t extra_id;
 };
 
 struct mt_kv { const char *key, *val; };
@@ -63,6 +68,7 @@ int mt_event_kind_parse(const char *s, size_t n);
 
 struct mt_intern;
 struct cols_memo;
+struct extra_memo;
 
 struct mt_events_writer {
 	FILE *out;
@@ -153,6 +159,7 @@ struct mt_events_reader {
 	uint64_t strings_epoch; /* binary: changes when the table is reset */
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	void *arena;          /* binary: unpack memory, reused for every record */
+	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
 	size_t arena_cap, arena_used;
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;

@@ -238,6 +238,41 @@ static inline bool set_field(struct mt_events_reader *r, struct mt_event *ev, un
 	}
 }
 
+/* Extra columns by their packed ids (decode_event_fast). 32 bytes hold
+ * at most 16 id pairs: each id is a byte or more. */
+#define EXTRA_MEMO 4096
+#define EXTRA_MEMO_BYTES 32
+#define EXTRA_MEMO_KV 16
+struct extra_memo {
+	uint64_t epoch; /* the string table's; 0: empty */
+	uint64_t id;    /* the events' extra_id */
+	uint16_t len;
+	unsigned n;
+	uint8_t bytes[EXTRA_MEMO_BYTES];
+	struct mt_kv kv[EXTRA_MEMO_KV];
+};
+
+static uint64_t hash_ids(const uint8_t *p, size_t n)
+{
+	uint64_t h = n * 0x9e3779b97f4a7c15ULL, w;
+	size_t i = 0;
+	for (; i + 8 <= n; i += 8) {
+		memcpy(&w, p + i, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+	}
+	if (i < n) {
+		if (n >= 8) {
+			memcpy(&w, p + n - 8, 8); /* the last word, overlapping */
+		} else {
+			w = 0;
+			for (; i < n; i++)
+				w = w << 8 | p[i];
+		}
+		h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	}
+	return h ^ h >> 31;
+}
+
 /* The fast path for the common record, an Event with the fields mt
  * writers use (tag numbers of proto/mt-events.proto), decoded straight
  * into ev. Returns false for anything else, or anything wrong, which
@@ -265,6 +300,7 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	ev->extra = r->kv;
 	ev->nextra = 0;
 	ev->strings_epoch = r->strings_epoch;
+	ev->extra_id = 0;
 	bool has_delta = false, seen_extra = false;
 	uint64_t delta = 0, v;
 	/* mt's writers put the fields in number order: the first six are
@@ -286,18 +322,42 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || seen_extra)
 				return false;
 			seen_extra = true;
+			/* a symbolized stream's columns repeat (an address's
+			 * symbols): the same ids, decoded once while the table lasts */
+			struct extra_memo *m = NULL;
+			if (len <= EXTRA_MEMO_BYTES && (r->extra_memo || (r->extra_memo = calloc(EXTRA_MEMO, sizeof *m)))) {
+				m = &r->extra_memo[hash_ids(p, (size_t)len) & (EXTRA_MEMO - 1)];
+				if (m->epoch == r->strings_epoch && m->len == len && !memcmp(m->bytes, p, (size_t)len)) {
+					ev->extra = m->kv;
+					ev->nextra = m->n;
+					ev->extra_id = m->id;
+					p += len;
+					continue;
+				}
+				m->epoch = 0;
+			}
+			struct mt_kv *kv = m ? m->kv : r->kv;
+			unsigned kmax = m ? EXTRA_MEMO_KV : MT_EVENT_MAX_EXTRA;
 			const uint8_t *q = p, *qe = p + len;
 			unsigned k = 0;
 			while (q < qe) {
 				uint64_t key, val;
-				if (k == MT_EVENT_MAX_EXTRA || !mt_pb_get_varint(&q, qe, &key) ||
+				if (k == kmax || !mt_pb_get_varint(&q, qe, &key) ||
 				    !mt_pb_get_varint(&q, qe, &val) || key > UINT32_MAX || val > UINT32_MAX)
 					return false;
 				const char *ks = string_id(r, (uint32_t)key), *vs = NULL;
 				if (!ks || (val && !(vs = string_id(r, (uint32_t)val))))
 					return false;
-				r->kv[k++] = (struct mt_kv){ks, vs};
+				kv[k++] = (struct mt_kv){ks, vs};
 			}
+			if (m) {
+				ev->extra_id = m->id = new_strings_epoch();
+				m->epoch = r->strings_epoch;
+				m->len = (uint16_t)len;
+				memcpy(m->bytes, p, (size_t)len);
+				m->n = k;
+			}
+			ev->extra = kv;
 			ev->nextra = k;
 			p = qe;
 			continue;
@@ -465,5 +525,6 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	free(r->strings);
 	free(r->buf);
 	free(r->arena);
+	free(r->extra_memo);
 	memset(r, 0, sizeof *r);
 }

@@ -78,6 +78,23 @@ static inline bool mt_pb_get_varint(const uint8_t **pp, const uint8_t *end, uint
 		*pp = p + 1;
 		return true;
 	}
+	if (end - p >= 8) { /* up to 8 bytes without a loop: addresses are 6 or 7 */
+		uint64_t w;
+		memcpy(&w, p, 8);
+		uint64_t stop = ~w & 0x8080808080808080ULL;
+		if (stop) {
+			unsigned len = ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
+			if (len < 8)
+				w &= (1ULL << (8 * len)) - 1;
+			/* the 7-bit groups closed up: in pairs, fours, then the eight */
+			w = ((w & 0x7f007f007f007f00ULL) >> 1) | (w & 0x007f007f007f007fULL);
+			w = ((w & 0x3fff00003fff0000ULL) >> 2) | (w & 0x00003fff00003fffULL);
+			w = ((w & 0x0fffffff00000000ULL) >> 4) | (w & 0x000000000fffffffULL);
+			*v = w;
+			*pp = p + len;
+			return true;
+		}
+	}
 	uint64_t x = 0;
 	for (unsigned s = 0; p < end && s < 64; s += 7) {
 		uint8_t b = *p++;

@@ -383,14 +383,12 @@ static int col_of_key(const char *k)
 
 static int cached_col_of_key(struct ptr_cache *pc, const char *k)
 {
-	for (size_t i = 0; i < pc->nkeys; i++)
-		if (pc->key[i] == k)
-			return pc->col[i];
+	size_t slot = ((uintptr_t)k >> 4 ^ (uintptr_t)k >> 12) & (KEY_CACHE - 1);
+	if (pc->key[slot] == k)
+		return pc->col[slot];
 	int c = col_of_key(k);
-	if (pc->nkeys < KEY_CACHE) {
-		pc->key[pc->nkeys] = k;
-		pc->col[pc->nkeys++] = (signed char)c;
-	}
+	pc->key[slot] = k;
+	pc->col[slot] = (signed char)c;
 	return c;
 }
 
@@ -402,6 +400,17 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 		memset(cs->pc, 0, sizeof *cs->pc);
 		cs->pc->epoch = ev->strings_epoch;
 	}
+	/* columns the reader decoded once are scanned once */
+	struct scan_memo *m = NULL;
+	if (cs->stable && ev->extra_id) {
+		m = &cs->pc->scan[ev->extra_id * 0x9e3779b97f4a7c15ULL >> (64 - SCAN_MEMO_BITS)];
+		if (m->id == ev->extra_id) {
+			cs->colset = m->colset;
+			for (unsigned s = m->colset; s; s &= s - 1)
+				cs->col[__builtin_ctz(s)] = m->col[__builtin_ctz(s)];
+			return;
+		}
+	}
 	for (unsigned i = 0; i < ev->nextra; i++) {
 		const char *k = ev->extra[i].key;
 		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
@@ -409,6 +418,11 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 			continue;
 		cs->colset |= 1u << c;
 		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
+	}
+	if (m) {
+		m->id = ev->extra_id;
+		m->colset = cs->colset;
+		memcpy(m->col, cs->col, sizeof m->col);
 	}
 }
 
@@ -788,6 +802,7 @@ static int replay(struct mt_cs *cs, const struct txev *q, struct mt_err *err)
 		kv[ev.nextra++] = (struct mt_kv){"via", q->via};
 	ev.extra = kv;
 	ev.strings_epoch = 0;
+	ev.extra_id = 0;
 	scan_cols(cs, &ev);
 	return cs_event(cs, &ev, err);
 }

@@ -82,14 +82,20 @@ static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx"
 /* Caches by string pointer while the input's strings are stable (a
  * binary stream's table, events.h strings_epoch): column keys and symbol
  * names are then found without comparing or hashing their text. */
-#define KEY_CACHE 16
+#define KEY_CACHE 64
 #define SYM_CACHE 4096
+#define SCAN_MEMO_BITS 8
+struct scan_memo {
+	uint64_t id;              /* the events' extra_id; 0: empty */
+	unsigned colset;
+	const char *col[C_COUNT];
+};
 struct ptr_cache {
 	uint64_t epoch;           /* 0: nothing cached */
-	const char *key[KEY_CACHE];
+	const char *key[KEY_CACHE]; /* direct-mapped by address */
 	signed char col[KEY_CACHE];
-	size_t nkeys;
 	struct { const char *s, *name; } sym[SYM_CACHE];
+	struct scan_memo scan[1u << SCAN_MEMO_BITS]; /* scan_cols's result by extra_id */
 };
 
 struct mt_cs {

@@ -231,7 +231,7 @@ int main(int argc, char **argv)
 		for (unsigned k = 0; k < n && !framed_event; k++)
 			framed_event = is_bare_frame(&ev.extra[k]);
 		if (!framed_event && n == ev.nextra) {
-			mt_events_write_cols(&w, &ev, added, nadded);
+			mt_events_write_cols(&w, &ev, &io.reader.raw, added, nadded);
 			continue;
 		}
 		memcpy(kv, ev.extra, n * sizeof *kv);

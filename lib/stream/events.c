@@ -104,32 +104,43 @@ struct seps {
 	size_t words;
 };
 
+/* 64 bytes a word: whole words straight from the line, the last piece
+ * through a zeroed copy (nothing is read past the line). */
+#ifdef __SSE2__
+static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
+{
+	uint64_t tw = 0, ew = 0;
+	for (unsigned j = 0; j < 64; j += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + j));
+		tw |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << j;
+		ew |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << j;
+	}
+	*t = tw;
+	*e = ew;
+}
+#else
+static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
+{
+	uint64_t tw = 0, ew = 0;
+	for (unsigned k = 0; k < 64; k++) {
+		tw |= (uint64_t)(src[k] == '\t') << k;
+		ew |= (uint64_t)(src[k] == '=') << k;
+	}
+	*t = tw;
+	*e = ew;
+}
+#endif
+
 static void find_seps(const char *p, size_t n, struct seps *s)
 {
+	size_t whole = n / 64;
 	s->words = (n + 63) / 64;
-	for (size_t w = 0; w < s->words; w++) {
-		uint64_t t = 0, e = 0;
-		for (unsigned j = 0; j < 64 && w * 64 + j < n; j += 16) {
-			size_t at = w * 64 + j;
-			char tmp[16] = {0}; /* the last piece: nothing read past the line */
-			const char *src = p + at;
-			if (n - at < 16) {
-				memcpy(tmp, src, n - at);
-				src = tmp;
-			}
-#ifdef __SSE2__
-			__m128i v = _mm_loadu_si128((const __m128i *)(const void *)src);
-			t |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << j;
-			e |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << j;
-#else
-			for (unsigned k = 0; k < 16; k++) {
-				t |= (uint64_t)(src[k] == '\t') << (j + k);
-				e |= (uint64_t)(src[k] == '=') << (j + k);
-			}
-#endif
-		}
-		s->tab[w] = t;
-		s->eq[w] = e;
+	for (size_t w = 0; w < whole; w++)
+		seps_word(p + 64 * w, &s->tab[w], &s->eq[w]);
+	if (n % 64) {
+		char tmp[64] = {0};
+		memcpy(tmp, p + 64 * whole, n % 64);
+		seps_word(tmp, &s->tab[whole], &s->eq[whole]);
 	}
 }
 
@@ -218,9 +229,22 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	ev->extra_id = 0;
 	char *eqs[MT_EVENT_MAX_EXTRA]; /* the '=' of each key=value: NULs later */
 	unsigned nx = 0, neq = 0;
+	/* the TABs after the sixth in turn: a cursor over the mask's bits */
+	size_t tw = t[5] >> 6;
+	uint64_t tbits = t[5] < n ? sp.tab[tw] & (~0ULL << (t[5] & 63)) & ~(1ULL << (t[5] & 63)) : 0;
 	for (size_t col = t[5]; col < n;) { /* col: the TAB before the column */
-		size_t start = col + 1, stop = next_bit(sp.tab, sp.words, start, n);
-		size_t eq = next_bit(sp.eq, sp.words, start, n);
+		size_t start = col + 1, stop = n;
+		if (start >= n)
+			return 0; /* a TAB ends the line: an empty column */
+		while (!tbits && ++tw < sp.words)
+			tbits = sp.tab[tw];
+		if (tbits) {
+			stop = tw * 64 + (size_t)__builtin_ctzll(tbits);
+			tbits &= tbits - 1;
+		}
+		/* its key's '=': mostly in the same word as its start */
+		uint64_t ebits = sp.eq[start >> 6] >> (start & 63);
+		size_t eq = ebits ? start + (size_t)__builtin_ctzll(ebits) : next_bit(sp.eq, sp.words, start, n);
 		col = stop;
 		char *key = line + start;
 		if (eq == start || stop == start)

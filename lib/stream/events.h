@@ -69,6 +69,7 @@ int mt_event_kind_parse(const char *s, size_t n);
 struct mt_intern;
 struct cols_memo;
 struct extra_memo;
+struct mt_events_raw;
 
 struct mt_events_writer {
 	FILE *out;
@@ -125,9 +126,11 @@ struct mt_events_cols {
 	uint64_t id;
 };
 /* Writes what mt_events_write writes for ev with cols' columns after its
- * own, in order: the same bytes. */
-void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
-			  unsigned ncols);
+ * own, in order: the same bytes. raw (may be NULL): the bytes ev was read
+ * from, unchanged (a binary reader's r->raw), copied instead of encoding
+ * the fields again where they can be. */
+void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			  const struct mt_events_cols *cols, unsigned ncols);
 /* Flushes; returns 0 or MT_EIO with the message in err (EPIPE included). */
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
 
@@ -141,6 +144,17 @@ int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_
  * them: the two must agree on every line (the unit test and the fuzz
  * harness hold them against each other). */
 int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+
+/* The bytes a binary reader read the last event from, for a filter that
+ * passes the event on with columns added (mt_events_write_cols): ok when
+ * they are exactly what mt's writer writes for it (its fields, its order,
+ * no string ids of the input's table); valid until the next read. */
+struct mt_events_raw {
+	const uint8_t *body;  /* the Event message's fields */
+	size_t len;
+	uint64_t prev_time;   /* the time its delta is from */
+	bool ok;
+};
 
 /* Stream reader, either form. Strings in what it returns stay valid until
  * the next call. Memory is bounded by the longest record and the number of
@@ -160,6 +174,7 @@ struct mt_events_reader {
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	void *arena;          /* binary: unpack memory, reused for every record */
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
+	struct mt_events_raw raw; /* binary: the last event's bytes */
 	size_t arena_cap, arena_used;
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;

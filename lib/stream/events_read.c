@@ -284,8 +284,16 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	if (n < 2 || p[0] != 0x12) /* Record.event, length-delimited */
 		return false;
 	p++;
+	const uint8_t *q0 = p;
 	if (!mt_pb_get_varint(&p, end, &len) || len != (uint64_t)(end - p))
 		return false;
+	/* Whether the record is what mt's writer writes for the event (fields
+	 * in its order and only where it writes them, varints minimal): then a
+	 * filter may pass its bytes on (r->raw). A varint is minimal when it is
+	 * one byte or its last byte is not zero. */
+#define MINIMAL(from) (p - (from) == 1 || p[-1] != 0)
+	bool canon = MINIMAL(q0);
+	r->raw = (struct mt_events_raw){.body = p, .len = (size_t)len, .prev_time = r->last_time};
 	/* field by field: a compound literal became a rep stos, slow to start */
 	ev->time = 0;
 	ev->has_time = false;
@@ -310,15 +318,24 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 #pragma GCC unroll 6
 	for (unsigned field = 1; field <= 6; field++)
 		if (p < end && *p == field << 3) {
-			p++;
+			q0 = ++p;
 			if (!mt_pb_get_varint(&p, end, &v) || !set_field(r, ev, field, v, &has_delta, &delta))
 				return false;
+			canon &= MINIMAL(q0);
+		} else {
+			canon &= field == 1; /* the writer writes 2 to 6 always */
 		}
+	unsigned last_field = 6;
+	bool has_cbr = false;
 	while (p < end) {
 		uint64_t tag;
+		q0 = p;
 		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
+		canon &= p - q0 == 1 && tag >> 3 > last_field;
+		last_field = (unsigned)(tag >> 3 < 64 ? tag >> 3 : 63);
 		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */
+			canon = false; /* a filter's columns join these: not passed on as bytes */
 			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || seen_extra)
 				return false;
 			seen_extra = true;
@@ -362,10 +379,22 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 			p = qe;
 			continue;
 		}
+		q0 = p;
 		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v) || tag >> 3 > UINT32_MAX ||
 		    !set_field(r, ev, (unsigned)(tag >> 3), v, &has_delta, &delta))
 			return false;
+		canon &= MINIMAL(q0);
+		switch (tag >> 3) { /* what the writer leaves out, and how it writes flags */
+		case 8: canon &= v != 0; break;
+		case 9: canon &= v != MT_NO_OFFSET; break;
+		case 10: canon &= ev->kind == MT_EV_POWER; has_cbr = true; break;
+		case 11: case 12: canon &= v == 1; break;
+		case 13: canon = false; break; /* a string id of the input's table */
+		default: break;
+		}
 	}
+#undef MINIMAL
+	r->raw.ok = canon && (ev->kind != MT_EV_POWER || has_cbr);
 	if (has_delta) {
 		r->last_time += delta;
 		ev->time = r->last_time;
@@ -386,6 +415,7 @@ struct evfields {
 
 static int fill_event(struct mt_events_reader *r, const struct evfields *e, struct mt_event *ev, struct mt_err *err)
 {
+	r->raw.ok = false;
 	memset(ev, 0, sizeof *ev);
 	ev->cpu = -1;
 	ev->offset = MT_NO_OFFSET;
@@ -456,6 +486,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			return err->code ? err->code : bad_record(r, err, "truncated");
 		p = (const uint8_t *)r->buf + r->start;
 		if (decode_event_fast(r, p + hdr, len, ev)) {
+			r->raw.ok &= hdr == 1 || p[hdr - 1] != 0;
 			r->start += hdr + len;
 			return MT_EVENTS_EVENT;
 		}

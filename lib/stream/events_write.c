@@ -441,8 +441,8 @@ static const struct intern_slot *intern_slow(struct mt_events_writer *w, const c
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,
  * fields in number order, as protobuf-c writes them; the bytes are the
  * same) instead of through protobuf-c's reflective packer. */
-static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
-			 unsigned ncols)
+static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			 const struct mt_events_cols *cols, unsigned ncols)
 {
 	uint32_t extra[2 * MT_EVENT_MAX_EXTRA];
 	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA, ncx = 0;
@@ -466,6 +466,15 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX, epoch) : 0;
 	}
 	uint8_t body[16 * 11 + 10 * 2 * MT_EVENT_MAX_EXTRA + 16], *p = body;
+	if (raw && raw->ok && raw->prev_time == w->last_time && !nx && !ev->msg && raw->len <= 16 * 11) {
+		/* the fields as read: the bytes this writer would make (the
+		 * reader checked), the time delta from the same base */
+		memcpy(p, raw->body, raw->len);
+		p += raw->len;
+		if (ev->has_time)
+			w->last_time = ev->time;
+		goto fields_done;
+	}
 	if (ev->has_time) {
 		int64_t d = (int64_t)(ev->time - w->last_time);
 		w->last_time = ev->time;
@@ -490,6 +499,7 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		p = mt_pb_uint(p, 12, 1);
 	if (ev->msg)
 		p = mt_pb_uint(p, 13, msg);
+fields_done:
 	if (nx + ncx) {
 		uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
 		for (unsigned i = 0; i < 2 * nx; i++)
@@ -564,13 +574,13 @@ void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
 {
 	if (w->format == MT_EVENTS_BINARY)
-		write_binary(w, ev, NULL, 0);
+		write_binary(w, ev, NULL, NULL, 0);
 	else
 		write_text(w, ev, NULL, 0);
 }
 
-void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
-			  unsigned ncols)
+void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			  const struct mt_events_cols *cols, unsigned ncols)
 {
 	unsigned n = ev->nextra;
 	for (unsigned g = 0; g < ncols; g++)
@@ -590,7 +600,7 @@ void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev,
 		return;
 	}
 	if (w->format == MT_EVENTS_BINARY)
-		write_binary(w, ev, cols, ncols);
+		write_binary(w, ev, raw, cols, ncols);
 	else
 		write_text(w, ev, cols, ncols);
 }

@@ -345,7 +345,7 @@ static void test_write_cols(enum mt_events_format fmt)
 		for (unsigned g = 0; g < ncols; g++)
 			for (unsigned k = 0; k < cols[g].n; k++)
 				all[n++] = cols[g].kv[k];
-		mt_events_write_cols(&a, &ev, cols, ncols);
+		mt_events_write_cols(&a, &ev, NULL, cols, ncols);
 		struct mt_event e2 = ev;
 		e2.extra = all;
 		e2.nextra = n < MT_EVENT_MAX_EXTRA ? n : MT_EVENT_MAX_EXTRA;

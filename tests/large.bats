@@ -27,6 +27,45 @@ bats_require_minimum_version 1.5.0
 	[ "$(grep -c "^# comm	$one	" "$t/all.ev")" -eq 3 ]
 }
 
+@test "--loop: one call of main repeated, each copy a call that returns: the truth every time, as perf decodes it, one run's depth" {
+	local t=$BATS_TEST_TMPDIR
+	run --separate-stderr "$SYNTH" -q -o "$t/loop" --repeat=30 --loop -- "$MT_PROGS/libc_flow"
+	[ "$status" -eq 0 ]
+	# the truth: from the call into main to its return, then an interrupt
+	grep -v '^#' "$t/loop/plain.truth" > "$t/one"
+	"$MT_BIN/mt-symbolize" "$t/loop/plain.truth" | grep -v '^#' > "$t/one.sym"
+	[ "$(awk -F'\t' 'NR==2{print $4}' "$t/one.sym")" = call ]
+	grep -m1 -q $'\tcall\t.*\tto_sym=main\t' "$t/one.sym"
+	[ "$(sed -n 2p "$t/one.sym" | grep -c $'\tto_sym=main\t')" -eq 1 ]
+	tail -2 "$t/one.sym" | head -1 | grep -q $'\treturn\t.*\tfrom_sym=main\t'
+	tail -1 "$t/one" | grep -q $'\ttrace-end\t.*\tasync=1$'
+	# every copy decodes to it
+	"$PT2EVENTS" --all-branches "$t/loop/plain.data" > "$t/all.ev"
+	for _ in $(seq 30); do cat "$t/one"; done > "$t/want"
+	diff "$t/want" <(grep -v '^#' "$t/all.ev")
+	# perf's decode of the same file: the same calls and returns
+	perf script -i "$t/loop/plain.data" --itrace=cr -F flags,ip,addr 2>/dev/null | perf_cr > "$t/perf"
+	[ -s "$t/perf" ]
+	diff "$t/perf" <(events_cr "$t/all.ev")
+	# drawn, 30 copies of deep (main 400 calls down and back) are as deep
+	# as 2; 30 copies of the whole run pile up (to the writer's 500 cap)
+	"$SYNTH" -q -o "$t/two" --repeat=2 --loop -- "$MT_PROGS/deep" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/deep" --repeat=30 --loop -- "$MT_PROGS/deep" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/stair" --repeat=30 -- "$MT_PROGS/deep" > /dev/null 2>&1
+	for d in two deep stair; do
+		"$PT2EVENTS" "$t/$d/plain.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o "$t/$d.pftrace" 2>/dev/null
+		"$MT_TESTTOOLS/pfcheck" "$t/$d.pftrace" 2> "$t/$d.check"
+	done
+	echo "max depth: 2 looped $(stat_field max_depth "$t/two.check"), 30 looped $(stat_field max_depth "$t/deep.check"), 30 whole runs $(stat_field max_depth "$t/stair.check")"
+	[ "$(stat_field max_depth "$t/two.check")" -ge 400 ]
+	[ "$(stat_field max_depth "$t/deep.check")" -eq "$(stat_field max_depth "$t/two.check")" ]
+	[ "$(stat_field max_depth "$t/stair.check")" -gt "$(stat_field max_depth "$t/two.check")" ]
+	# a program without main is repeated whole: its truth is the whole run's
+	"$SYNTH" -q -o "$t/flow" --repeat=2 --loop -- "$MT_PROGS/flow" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/flow1" -- "$MT_PROGS/flow" > /dev/null 2>&1
+	diff <(grep -v '^#' "$t/flow1/plain.truth" | cut -f4-) <(grep -v '^#' "$t/flow/plain.truth" | cut -f4-)
+}
+
 @test "a repeated trace equals perf script's decode, thread by thread" {
 	local t=$BATS_TEST_TMPDIR
 	"$SYNTH" -q -o "$t" --repeat=5 --threads=2 -- "$MT_PROGS/flow" > /dev/null 2>&1

@@ -46,6 +46,12 @@ static void usage(FILE *f)
 "      --size=BYTES[K|M|G]  as --repeat, with N making at least BYTES of PT\n"
 "      --threads=T          (with --repeat) the buffers spread round robin over\n"
 "                           T threads (tids PID..PID+T-1), one queue each\n"
+"      --loop               (with --repeat) repeat one call of the program's main,\n"
+"                           from the call to its return, each copy ended as an\n"
+"                           interrupt ends it: a long run of the program's work in\n"
+"                           a loop (without: the whole run, from _start to exit,\n"
+"                           so copies on one thread pile up a staircase of\n"
+"                           _starts: the deep-stack case)\n"
 "      --contiguous         (with --repeat) a thread's buffers follow one another\n"
 "                           in its AUX area: one long segment, as perf records\n"
 "                           a long run (decoded in pieces cut at PSBs)\n"
@@ -188,6 +194,7 @@ int main(int argc, char **argv)
 		{"size", required_argument, NULL, 'Z'},
 		{"threads", required_argument, NULL, 'T'},
 		{"contiguous", no_argument, NULL, 'C'},
+		{"loop", no_argument, NULL, 'L'},
 		{"cpus", required_argument, NULL, 'P'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -196,7 +203,7 @@ int main(int argc, char **argv)
 	const char *dir = ".", *variants = "plain", *hit = NULL;
 	bool quiet = false;
 	uint64_t repeat = 0, size = 0, threads = 0, cpus = 0;
-	bool contiguous = false;
+	bool contiguous = false, loop = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "+o:qhV", opts, NULL)) != -1) {
 		switch (c) {
@@ -204,6 +211,7 @@ int main(int argc, char **argv)
 		case 'v': variants = optarg; break;
 		case 'q': quiet = true; break;
 		case 'C': contiguous = true; break;
+		case 'L': loop = true; break;
 		case 'H': hit = optarg; break;
 		case 'R':
 		case 'Z':
@@ -279,7 +287,7 @@ int main(int argc, char **argv)
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
 		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
-	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous,
+	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous, .loop = loop,
 				   .cpus = (unsigned)cpus};
 	if ((threads || cpus) && !repeat && !size)
 		so.repeat = threads > cpus ? threads : cpus;

@@ -224,6 +224,7 @@ static int next_of_thread(const struct mt_synth_run *run, struct enc *x)
 	if (!x->nxt)
 		return -pte_nomem;
 	uint64_t after[MT_SYNTH_MAX_THREADS] = {0};
+	after[0] = run->end_next; /* a part of a single-threaded run goes on there */
 	for (size_t i = run->nips; i-- > 0;) {
 		size_t th = 0;
 		while (th + 1 < run->nthreads && run->threads[th] != run->tids[i])
@@ -486,7 +487,14 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 	}
 	if (!x->err) {
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[run->nips - 1]);
-		if (in->cls != MT_IC_SYSCALL) {
+		if (run->end_next) {
+			/* a part of a run: interrupted before end_next runs */
+			flush_tnt(x);
+			ip_packet(x, ppt_fup, run->end_next, false);
+			ip_packet(x, ppt_tip_pgd, 0, true);
+			if (t)
+				truth_ev_async(t, MT_EV_TRACE_END, x->tsc, run->end_next, 0, false, timed, true);
+		} else if (in->cls != MT_IC_SYSCALL) {
 			flush_tnt(x);
 			ip_packet(x, ppt_tip_pgd, 0, true);
 			if (t)

@@ -50,6 +50,10 @@ struct mt_synth_run {
 	/* distinct instructions, open-addressed by ip */
 	struct mt_synth_insn *tab;
 	size_t tabcap, tabn;
+	/* A part of a run (a large trace's repeated call of main): the IP that
+	 * runs after its last instruction; the trace ends there as an
+	 * interrupt ends it. 0: the run's own end. */
+	uint64_t end_next;
 	uint64_t repaired;    /* instructions inserted for missed single-steps */
 	uint64_t collapsed;   /* REP iterations folded */
 	int exit_status;
@@ -125,7 +129,7 @@ struct mt_synth_opts {
 	 * robin over `threads` threads of the process (tids pid, pid+1, ...),
 	 * each its own per-thread queue. The perf.data is streamed to `data`;
 	 * the truth is the one run's (each buffer decodes to it, with the tid
-	 * of its thread). Per-thread, timeless variants without snapshot,
+	 * of its thread; see loop below for what of the run is repeated). Per-thread, timeless variants without snapshot,
 	 * wrap, kernel or pipe only. contiguous: a thread's copies follow one
 	 * another in its AUX area (one long segment, as a long recording).
 	 * cpus (the per-cpu variant, a single-threaded run): the copies spread
@@ -134,10 +138,17 @@ struct mt_synth_opts {
 	 * cpus), its times (TSC packets and records) moved by (j / cpus) *
 	 * mt_synth_cpu_period(the run's TSC ticks, MTC timing), the CPU switching to it and back to
 	 * idle around it (CPU-wide switch records): each decodes to the one-run
-	 * truth with that thread, CPU and time shift. */
+	 * truth with that thread, CPU and time shift. loop: what is repeated,
+ * and what the truth holds, is one call of the program's main, from the
+ * call to its return, the trace then ended as an interrupt ends it
+ * (mt_synth_main_call): a long run of the program's work in a loop, each
+ * copy a call that returns (a program without main is repeated whole);
+ * without, the whole run, whose copies on one thread pile up _starts that
+ * never return (the deep-stack case). */
 	uint64_t repeat;
 	unsigned threads;
 	bool contiguous;
+	bool loop;
 	unsigned cpus;
 };
 

@@ -11,6 +11,7 @@
 
 #include "stream/events.h"
 #include "synth/encode.h"
+#include "synth/loop.h"
 #include "synth/kernel.h"
 #include "trace/perfdata.h"
 #include "base/strtab.h"
@@ -831,6 +832,17 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 	memset(res, 0, sizeof *res);
 	struct synth_file f = {.run = run, .v = v, .opts = opts};
 	int rc = check_shape(&f, err);
+	/* repeated: one call of main, a loop around the program's work */
+	struct mt_synth_run part;
+	size_t from, to;
+	if (!rc && f.repeated && opts->loop && mt_synth_main_call(run, &from, &to)) {
+		part = *run;
+		part.ips = run->ips + from;
+		part.tids = run->tids + from;
+		part.nips = to - from + 1;
+		part.end_next = run->ips[to + 1];
+		f.run = run = &part;
+	}
 	if (!rc)
 		rc = find_cuts(&f, err);
 	if (!rc)

@@ -292,9 +292,11 @@ int main(int argc, char **argv)
 	if ((threads || cpus) && !repeat && !size)
 		so.repeat = threads > cpus ? threads : cpus;
 	if (size) {
-		/* one run's PT size, without writing, sets the count */
+		/* one copy's PT size, without writing, sets the count (with
+		 * --loop a copy is one call of main: measured as a repeat) */
 		struct mt_synth_result one;
-		if (mt_synth_write(&run, chosen[0], NULL, NULL, NULL, &one, &err) || !one.pt_bytes) {
+		struct mt_synth_opts measure = {.repeat = 2, .loop = true};
+		if (mt_synth_write(&run, chosen[0], loop ? &measure : NULL, NULL, NULL, &one, &err) || !one.pt_bytes) {
 			fprintf(stderr, PROG ": %s: %s\n", chosen[0]->name, err.msg[0] ? err.msg : "no PT");
 			mt_synth_run_free(&run);
 			return 1;

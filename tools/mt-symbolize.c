@@ -188,6 +188,7 @@ int main(int argc, char **argv)
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
 	static char framebuf[MT_EVENT_MAX_EXTRA][600], srcbuf[MT_EVENT_MAX_EXTRA][600];
+	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
 	struct mt_symcols *cols = mt_symcols_new(sym);
 	if (!cols) {
 		fprintf(stderr, PROG ": out of memory\n");

@@ -146,7 +146,8 @@ int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_
 int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
 
 /* The bytes a binary reader read the last event from, for a filter that
- * passes the event on with columns added (mt_events_write_cols): ok when
+ * passes the event on with columns added (mt_events_write_cols; the
+ * reader's keep_raw set after opening): ok when
  * they are exactly what mt's writer writes for it (its fields, its order,
  * no string ids of the input's table); valid until the next read. */
 struct mt_events_raw {
@@ -174,7 +175,8 @@ struct mt_events_reader {
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	void *arena;          /* binary: unpack memory, reused for every record */
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
-	struct mt_events_raw raw; /* binary: the last event's bytes */
+	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
+	struct mt_events_raw raw; /* binary, with keep_raw: the last event's bytes */
 	size_t arena_cap, arena_used;
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;

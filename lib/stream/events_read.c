@@ -277,7 +277,8 @@ static uint64_t hash_ids(const uint8_t *p, size_t n)
  * writers use (tag numbers of proto/mt-events.proto), decoded straight
  * into ev. Returns false for anything else, or anything wrong, which
  * protobuf-c then reads (or rejects with the message). */
-static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct mt_event *ev)
+static inline __attribute__((always_inline)) bool decode_event(struct mt_events_reader *r, const uint8_t *p, size_t n,
+								 struct mt_event *ev, const bool track)
 {
 	const uint8_t *end = p + n;
 	uint64_t len;
@@ -291,9 +292,10 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 	 * in its order and only where it writes them, varints minimal): then a
 	 * filter may pass its bytes on (r->raw). A varint is minimal when it is
 	 * one byte or its last byte is not zero. */
-#define MINIMAL(from) (p - (from) == 1 || p[-1] != 0)
-	bool canon = MINIMAL(q0);
-	r->raw = (struct mt_events_raw){.body = p, .len = (size_t)len, .prev_time = r->last_time};
+#define MINIMAL(from) (!track || p - (from) == 1 || p[-1] != 0)
+	bool canon = track && MINIMAL(q0);
+	if (track)
+		r->raw = (struct mt_events_raw){.body = p, .len = (size_t)len, .prev_time = r->last_time};
 	/* field by field: a compound literal became a rep stos, slow to start */
 	ev->time = 0;
 	ev->has_time = false;
@@ -323,7 +325,7 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 				return false;
 			canon &= MINIMAL(q0);
 		} else {
-			canon &= field == 1; /* the writer writes 2 to 6 always */
+			canon &= !track || field == 1; /* the writer writes 2 to 6 always */
 		}
 	unsigned last_field = 6;
 	bool has_cbr = false;
@@ -332,8 +334,10 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 		q0 = p;
 		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
-		canon &= p - q0 == 1 && tag >> 3 > last_field;
-		last_field = (unsigned)(tag >> 3 < 64 ? tag >> 3 : 63);
+		if (track) {
+			canon &= p - q0 == 1 && tag >> 3 > last_field;
+			last_field = (unsigned)(tag >> 3 < 64 ? tag >> 3 : 63);
+		}
 		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */
 			canon = false; /* a filter's columns join these: not passed on as bytes */
 			if (!mt_pb_get_varint(&p, end, &len) || len > (uint64_t)(end - p) || seen_extra)
@@ -384,23 +388,33 @@ static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size
 		    !set_field(r, ev, (unsigned)(tag >> 3), v, &has_delta, &delta))
 			return false;
 		canon &= MINIMAL(q0);
-		switch (tag >> 3) { /* what the writer leaves out, and how it writes flags */
-		case 8: canon &= v != 0; break;
-		case 9: canon &= v != MT_NO_OFFSET; break;
-		case 10: canon &= ev->kind == MT_EV_POWER; has_cbr = true; break;
-		case 11: case 12: canon &= v == 1; break;
-		case 13: canon = false; break; /* a string id of the input's table */
-		default: break;
+		if (track) {
+			switch (tag >> 3) { /* what the writer leaves out, and how it writes flags */
+			case 8: canon &= v != 0; break;
+			case 9: canon &= v != MT_NO_OFFSET; break;
+			case 10: canon &= ev->kind == MT_EV_POWER; has_cbr = true; break;
+			case 11: case 12: canon &= v == 1; break;
+			case 13: canon = false; break; /* a string id of the input's table */
+			default: break;
+			}
 		}
 	}
 #undef MINIMAL
-	r->raw.ok = canon && (ev->kind != MT_EV_POWER || has_cbr);
+	if (track)
+		r->raw.ok = canon && (ev->kind != MT_EV_POWER || has_cbr);
 	if (has_delta) {
 		r->last_time += delta;
 		ev->time = r->last_time;
 		ev->has_time = true;
 	}
 	return true;
+}
+
+/* Two copies: with the check for bytes a filter may pass on (r->keep_raw),
+ * and without it for the readers that only read. */
+static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct mt_event *ev)
+{
+	return r->keep_raw ? decode_event(r, p, n, ev, true) : decode_event(r, p, n, ev, false);
 }
 
 /* An Event's fields as protobuf-c read them. */

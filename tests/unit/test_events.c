@@ -469,8 +469,70 @@ static void test_parse_fast_path(void)
 	ok(good, msg);
 }
 
+/* Oracle: the writer encoding the event itself (raw NULL). An event read
+ * with keep_raw and written with its raw bytes must give those same bytes,
+ * whatever the record looked like: as mt writes it (copied), or not (fields
+ * out of order, a varint longer than it needs, a zero written, a flag of 2,
+ * a power event without cbr), where raw must not be used. */
+static void test_write_raw(void)
+{
+	static const uint8_t magic[] = MT_EVENTS_MAGIC;
+	/* Record{event}: 0x12 LEN, then the Event's fields */
+	static const uint8_t recs[][24] = {
+		{12, 0x12, 10, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01}, /* no to: the writer writes it */
+		{14, 0x12, 12, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02}, /* as written */
+		{14, 0x12, 12, 0x08, 0x04, 0x18, 0x08, 0x10, 0x07, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02}, /* tid first */
+		{15, 0x12, 13, 0x08, 0x04, 0x10, 0x87, 0x00, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02}, /* long pid */
+		{16, 0x12, 14, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x40, 0x00}, /* insn 0 */
+		{16, 0x12, 14, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x58, 0x02, 0x08, 0x06}, /* cond 2, time last */
+		{14, 0x12, 12, 0x10, 0x07, 0x18, 0x08, 0x20, 0x0b, 0x28, 0x01, 0x30, 0x02, 0x40, 0x05}, /* power, no cbr */
+		{16, 0x12, 14, 0x08, 0x02, 0x10, 0x07, 0x18, 0x08, 0x20, 0x0b, 0x28, 0x01, 0x30, 0x02, 0x50, 0x09}, /* power, cbr: as written */
+	};
+	char *in = NULL;
+	size_t inlen = 0;
+	FILE *f = open_memstream(&in, &inlen);
+	fwrite(magic, 1, MT_EVENTS_MAGIC_LEN, f);
+	for (size_t i = 0; i < sizeof recs / sizeof recs[0]; i++)
+		fwrite(recs[i], 1, (size_t)recs[i][0] + 1, f);
+	fclose(f);
+	struct mt_events_writer a, b;
+	char *abuf, *bbuf;
+	size_t alen, blen;
+	FILE *fa = write_to_memory(&a, MT_EVENTS_BINARY, &abuf, &alen), *fb = write_to_memory(&b, MT_EVENTS_BINARY, &bbuf, &blen);
+	struct mt_kv kv[] = {{"to_sym", "main"}};
+	struct mt_events_cols cols = {kv, 1, 77};
+	FILE *rin = fmemopen(in, inlen, "r");
+	struct mt_events_reader r;
+	struct mt_err err = {0};
+	unsigned n = 0, used = 0;
+	if (rin && !mt_events_reader_open(&r, rin, "mem", &err)) {
+		r.keep_raw = true;
+		struct mt_event ev;
+		const char *meta;
+		while (mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT) {
+			used += r.raw.ok;
+			mt_events_write_cols(&a, &ev, &r.raw, &cols, 1);
+			mt_events_write_cols(&b, &ev, NULL, &cols, 1);
+			n++;
+		}
+		mt_events_reader_close(&r);
+	}
+	if (rin)
+		fclose(rin);
+	mt_events_writer_finish(&a, &err);
+	mt_events_writer_finish(&b, &err);
+	fclose(fa);
+	fclose(fb);
+	ok(n == sizeof recs / sizeof recs[0] && used == 2 && alen == blen && !memcmp(abuf, bbuf, alen),
+	   "binary writer: an event's raw bytes are copied only where they are the writer's own, the output the same");
+	free(abuf);
+	free(bbuf);
+	free(in);
+}
+
 int main(void)
 {
+	test_write_raw();
 	test_parse_fast_path();
 	test_write_cols(MT_EVENTS_TEXT);
 	test_write_cols(MT_EVENTS_BINARY);

@@ -19,13 +19,15 @@ int main(void)
 	size_t got = mt_pipebuf_widen(p[1]);
 	int after = fcntl(p[0], F_GETPIPE_SZ);
 	ok(before > 0 && after > 0 && got == (size_t)after, "the size returned is the kernel's, seen from the read end");
-	FILE *f = fopen("/proc/sys/fs/pipe-max-size", "r");
-	unsigned long max = 0;
-	if (f) {
-		if (fscanf(f, "%lu", &max) != 1)
-			max = 0;
-		fclose(f);
+	/* the system's limit, as the kernel documents it (proc(5)) */
+	char text[32] = "";
+	int lim = open("/proc/sys/fs/pipe-max-size", O_RDONLY);
+	if (lim >= 0) {
+		if (read(lim, text, sizeof text - 1) < 0)
+			text[0] = '\0';
+		close(lim);
 	}
+	unsigned long max = strtoul(text, NULL, 10);
 	/* the kernel rounds to a power of two pages: at least what was asked
 	 * for, or the system's limit when that is lower (root may exceed it) */
 	size_t want = max && max < MT_PIPEBUF_SIZE && geteuid() != 0 ? max : MT_PIPEBUF_SIZE;

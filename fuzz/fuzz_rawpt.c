@@ -5,7 +5,8 @@
  * (libipt's query decoder taking over where it must) and once with libipt's
  * query decoder reading everything; the two must give the same events (each
  * field, times and error offsets and messages included) and statistics,
- * else the harness aborts. The events are also written as text. The
+ * else the harness aborts (except where mt's reader read a TRIG packet,
+ * which libipt 2.0.5 does not know). The events are also written as text. The
  * decode is timed, with MTC's configuration set, so that time packets are
  * read by both and their times compared. */
 #include "fuzz.h"
@@ -74,7 +75,10 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		decode(data, size, &img, false, &w, &mine, &st_mine);
 		decode(data, size, &img, true, NULL, &theirs, &st_theirs);
 		st_mine.handed_over = 0;
-		if (mine.hash != theirs.hash || mine.n != theirs.n || memcmp(&st_mine, &st_theirs, sizeof st_mine)) {
+		/* libipt 2.0.5 knows no TRIG packet (libipt 2.2's): where mt's
+		 * reader read one, libipt's answer is an error, not the oracle */
+		if (!st_mine.trig &&
+		    (mine.hash != theirs.hash || mine.n != theirs.n || memcmp(&st_mine, &st_theirs, sizeof st_mine))) {
 			fprintf(stderr, "fuzz_rawpt: mt's packet reader and libipt's query decoder differ "
 				"(%llu vs %llu events)\n", (unsigned long long)mine.n, (unsigned long long)theirs.n);
 			abort();

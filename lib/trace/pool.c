@@ -146,6 +146,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->insns += g->st.insns;
 		stats->errors += g->st.errors;
 		stats->handed_over += g->st.handed_over;
+		stats->trig += g->st.trig;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}

@@ -648,6 +648,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			d->stats->handed_over += to - from;
 	}
 	d->stats->insns += d->insns;
+	d->stats->trig += d->q.ntrig;
 	mt_ptq_fini(&d->q);
 	return 0;
 }

@@ -67,6 +67,10 @@ struct mt_ptdec_stats {
 	/* bytes of PT mt's packet reader left to libipt's query decoder (from
 	 * the PSB before the first packet it does not read) */
 	uint64_t handed_over;
+	/* TRIG packets mt's packet reader read and skipped (libipt 2.2's;
+	 * Debian's 2.0.5 knows none; no event for them yet). A piece decoded
+	 * again counts its own again. */
+	uint64_t trig;
 };
 
 struct mt_ptdec_stream {

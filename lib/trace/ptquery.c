@@ -16,6 +16,10 @@ enum {
 	PSB_EVENTS_MAX = MT_PTQ_PSB_EVENTS,
 	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
 	MTC_SIZE = 2, TMA_SIZE = 7,
+	/* TRIG (libipt 2.2, unknown to Debian's 2.0.5): a trigger fired; flags
+	 * byte (IP: a FUP with its IP follows, ICNTV: a 2-byte instruction
+	 * count follows, MULT), trigger id */
+	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40,
 	MTC_BITS = 8, TMA_CTC_BITS = 16,
 	FCR_SHIFT = 8, /* libipt's fast-counter ratio: fixed point, 8 fraction bits */
 };
@@ -48,6 +52,27 @@ static int ip_packet_size(const uint8_t *p, const uint8_t *end, unsigned *ipc)
 	*ipc = p[0] >> 5;
 	int n = ip_bytes[*ipc];
 	return n < 0 || end - p < 1 + n ? 0 : 1 + n;
+}
+
+/* The bytes of the TRIG packet at p with the FUP that carries its IP (its
+ * IP bit set), 0 when cut short or that FUP is missing; *fup: the FUP's
+ * offset in them (0: none), *ipc its IPBytes. Tracing is not changed by it:
+ * its FUP is the trigger's, not an asynchronous branch. */
+static int trig_packet_size(const uint8_t *p, const uint8_t *end, int *fup, unsigned *ipc)
+{
+	if (end - p < TRIG_SIZE)
+		return 0;
+	int n = TRIG_SIZE + (p[1] & TRIG_ICNTV ? TRIG_ICNT_SIZE : 0);
+	*fup = 0;
+	if (end - p < n)
+		return 0;
+	if (!(p[1] & TRIG_IP))
+		return n;
+	int f = p + n < end && (p[n] & 0x1f) == IP_FUP ? ip_packet_size(p + n, end, ipc) : 0;
+	if (!f || !*ipc)
+		return 0;
+	*fup = n;
+	return n + f;
 }
 
 /* Whether the next packet after p but PADs is a complete IP packet of
@@ -189,6 +214,9 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			n = q->mtc_ok && !in_psb && end - p >= MTC_SIZE ? MTC_SIZE : 0;
 		} else if ((b & 3) == 3) {
 			n = q->cyc_ok && !in_psb ? cyc_packet_size(p, end, &cycles) : 0; /* CYC */
+		} else if (b == OP_TRIG) {
+			int fup;
+			n = in_psb ? 0 : trig_packet_size(p, end, &fup, &ipc);
 		} else if (b == OP_MODE) {
 			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
 			 * MODE.TSX out of a transaction in PSB+ */
@@ -537,6 +565,16 @@ static int read_ahead(struct mt_ptq *q)
 		} else if (b == OP_MODE) {
 			q->next = PTQ_EVENT;
 			return 0;
+		} else if (b == OP_TRIG) {
+			/* no event for it yet: the flow goes on; its FUP's IP is
+			 * the last IP the next compressed IP builds on */
+			int fup;
+			unsigned ipc;
+			int n = trig_packet_size(p, q->end, &fup, &ipc);
+			if (fup)
+				update_ip(q, p + fup, ipc);
+			q->pos += n;
+			q->ntrig++;
 		} else {
 			unsigned ipc;
 			int n = ip_packet_size(p, q->end, &ipc);
@@ -797,16 +835,16 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	q->tip_pending = q->pge_enabled_sent = false;
 	q->sync = q->pos = p;
 	read_psb(q);
-	bool has_ip = q->have_ip && !q->ip_suppressed;
-	uint64_t start_ip = q->ip;
 	int rc = read_ahead(q);
 	if (rc < 0)
 		return rc;
 	if (!q->handed && (q->next == PTQ_EOS || q->next == PTQ_STUCK))
 		return -pte_eos;
 	int st = mt_ptq_status(q);
-	if (has_ip)
-		*ip = start_ip;
+	/* the last IP once read ahead, as libipt's sync reports it: a FUP
+	 * after the PSB+ (an interrupt's) counts, even where the PSB+ had none */
+	if (q->have_ip && !q->ip_suppressed)
+		*ip = q->ip;
 	else
 		st |= pts_ip_suppressed;
 	return st;

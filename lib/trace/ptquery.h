@@ -83,6 +83,7 @@ struct mt_ptq {
 	unsigned psb_n, psb_head;
 	struct pt_event tip_ev;
 	bool tip_pending, pge_enabled_sent;
+	uint64_t ntrig;          /* TRIG packets read (no event for them yet) */
 };
 
 /* Readies q over [begin, end) (config as for libipt's query decoder; its

@@ -138,6 +138,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 		stats->by_kind[k] += kinds[k];
 	stats->errors += kinds[MT_EV_ERROR];
 	stats->handed_over += pc->st.handed_over;
+	stats->trig += pc->st.trig;
 }
 
 int mt_split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,

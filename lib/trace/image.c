@@ -582,8 +582,10 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 			break; /* an instruction may go on past what was read: the next block */
 		if (!cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn)) {
 			unsigned vlen = mt_vex_length(buf + off, have - off);
+			if (!vlen)
+				vlen = mt_ptwrite_length(buf + off, have - off);
 			if (vlen) {
-				/* newer AVX-512 than capstone knows: never a branch */
+				/* newer AVX-512 than capstone knows, or PTWRITE: never a branch */
 				offs[b->ninsn++] = (uint16_t)off;
 				b->end_ip = ip + off;
 				b->len = (uint8_t)vlen;

@@ -71,6 +71,43 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 	return ptic_other;
 }
 
+/* The end of a ModRM operand (and its SIB and displacement) at b[i], or 0
+ * past n. */
+static size_t modrm_end(const uint8_t *b, size_t i, size_t n)
+{
+	if (i + 1 > n)
+		return 0;
+	uint8_t modrm = b[i++];
+	unsigned mod = modrm >> 6, rm = modrm & 7;
+	if (mod != 3 && rm == 4) {
+		if (i + 1 > n)
+			return 0;
+		if (mod == 0 && (b[i] & 7) == 5)
+			i += 4;
+		i++;
+	}
+	if (mod == 1)
+		i += 1;
+	else if (mod == 2 || (mod == 0 && rm == 5))
+		i += 4;
+	return i <= n ? i : 0;
+}
+
+unsigned mt_ptwrite_length(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	bool rep = false;
+	while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
+			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65))
+		rep |= b[i++] == 0xf3;
+	if (i < n && (b[i] & 0xf0) == 0x40)
+		i++; /* REX: W for the 64-bit form */
+	if (!rep || i + 3 > n || b[i] != 0x0f || b[i + 1] != 0xae || ((b[i + 2] >> 3) & 7) != 4)
+		return 0;
+	size_t end = modrm_end(b, i + 2, n);
+	return end && end <= 15 ? (unsigned)end : 0;
+}
+
 unsigned mt_vex_length(const uint8_t *b, size_t n)
 {
 	size_t i = 0;
@@ -97,21 +134,8 @@ unsigned mt_vex_length(const uint8_t *b, size_t n)
 	uint8_t op = b[i++];
 	if (map == 1 && op == 0x77)
 		return (unsigned)i; /* vzeroupper, vzeroall: no ModRM */
-	if (i + 1 > n)
+	if (!(i = modrm_end(b, i, n)))
 		return 0;
-	uint8_t modrm = b[i++];
-	unsigned mod = modrm >> 6, rm = modrm & 7;
-	if (mod != 3 && rm == 4) {
-		if (i + 1 > n)
-			return 0;
-		if (mod == 0 && (b[i] & 7) == 5)
-			i += 4;
-		i++;
-	}
-	if (mod == 1)
-		i += 1;
-	else if (mod == 2 || (mod == 0 && rm == 5))
-		i += 4;
 	if (map == 3 || (map == 1 && ((op >= 0x70 && op <= 0x73) || op == 0xc2 || (op >= 0xc4 && op <= 0xc6))))
 		i += 1;
 	return i <= n && i <= 15 ? (unsigned)i : 0;

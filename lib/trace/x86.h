@@ -18,6 +18,9 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 /* The length of a VEX or EVEX instruction at b (64-bit mode), 0 when b
  * holds none. Neither encoding is ever a branch. */
 unsigned mt_vex_length(const uint8_t *b, size_t n);
+/* PTWRITE (F3 [REX.W] 0F AE /4, register or memory), which Capstone 4 does
+ * not decode: its length, 0 when b does not begin with one. Never a branch. */
+unsigned mt_ptwrite_length(const uint8_t *b, size_t n);
 
 /* The calls whose returns a PT encoder may compress: 64, the oldest
  * overwritten when full; a decoder starting at a PSB knows none. */

@@ -13,10 +13,11 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 	*disp = 0;
 	*len = 0;
 	size_t i = 0;
+	bool rep = false;
 	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
 			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
 			 b[i] == 0xf2 || b[i] == 0xf3))
-		i++;
+		rep |= b[i++] >= 0xf2;
 	if (i < n && (b[i] & 0xf0) == 0x40)
 		i++;
 	if (i >= n)
@@ -66,6 +67,10 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 			return ptic_far_call;
 		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
 			return ptic_far_return;
+		/* FRED's ERETU (F3) and ERETS (F2) 0F 01 CA: far returns (without
+		 * the prefix, CLAC, which Capstone 4 also reads them as) */
+		if (rep && b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xca)
+			return ptic_far_return;
 		return ptic_other;
 	}
 	return ptic_other;
@@ -106,6 +111,12 @@ unsigned mt_ptwrite_length(const uint8_t *b, size_t n)
 		return 0;
 	size_t end = modrm_end(b, i + 2, n);
 	return end && end <= 15 ? (unsigned)end : 0;
+}
+
+unsigned mt_jmpabs_length(const uint8_t *b, size_t n)
+{
+	/* REX2 (D5) with map 0 (M0 clear) and no W, A1, a 64-bit address */
+	return n >= 11 && b[0] == 0xd5 && !(b[1] & 0x88) && b[2] == 0xa1 ? 11 : 0;
 }
 
 unsigned mt_vex_length(const uint8_t *b, size_t n)

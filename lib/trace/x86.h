@@ -21,6 +21,10 @@ unsigned mt_vex_length(const uint8_t *b, size_t n);
 /* PTWRITE (F3 [REX.W] 0F AE /4, register or memory), which Capstone 4 does
  * not decode: its length, 0 when b does not begin with one. Never a branch. */
 unsigned mt_ptwrite_length(const uint8_t *b, size_t n);
+/* APX's JMPABS (REX2, map 0, no W, A1 imm64), which Capstone 4 does not
+ * decode: its length (11), 0 when b does not begin with one. Intel PT
+ * traces it as an indirect jump: its target comes in a TIP. */
+unsigned mt_jmpabs_length(const uint8_t *b, size_t n);
 
 /* The calls whose returns a PT encoder may compress: 64, the oldest
  * overwritten when full; a decoder starting at a PSB knows none. */

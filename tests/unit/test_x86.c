@@ -1,7 +1,9 @@
 /* x86: the lengths of the instructions Capstone 4 cannot decode, against
  * their encodings in the Intel SDM (PTWRITE: F3 [REX.W] 0F AE /4; VEX) and
  * against the lengths ptxed (Intel XED) lists for libipt's ptt case
- * tip_pge-ptw-tip_pgd (ptwrite eax: 4 bytes, ptwrite rax: 5). */
+ * tip_pge-ptw-tip_pgd (ptwrite eax: 4 bytes, ptwrite rax: 5), tip-jmpabs
+ * (jmpabs: 11) and int-eretu (eretu, a far return). */
+#include <intel-pt.h>
 #include <stdint.h>
 #include <stdio.h>
 
@@ -36,5 +38,18 @@ int main(void)
 	static const uint8_t vzu[] = {0xc5, 0xf8, 0x77}, vmov[] = {0xc5, 0xfd, 0x6f, 0x44, 0x24, 0x10};
 	ok(mt_vex_length(vzu, sizeof vzu) == 3 && mt_vex_length(vmov, sizeof vmov) == 6,
 	   "VEX: vzeroupper (no ModRM), vmovdqa ymm0, [rsp+16] (SIB, disp8)");
+	static const uint8_t jabs[] = {0xd5, 0x00, 0xa1, 0x0d, 0x10, 0, 0, 0, 0, 0, 0},
+			     jabs_w[] = {0xd5, 0x08, 0xa1, 0x0d, 0x10, 0, 0, 0, 0, 0, 0};
+	ok(mt_jmpabs_length(jabs, sizeof jabs) == 11 && !mt_jmpabs_length(jabs, 10) &&
+	   !mt_jmpabs_length(jabs_w, sizeof jabs_w), "JMPABS: 11 bytes; cut short or with REX2.W, not one");
+	static const uint8_t eretu[] = {0xf3, 0x0f, 0x01, 0xca}, erets[] = {0xf2, 0x0f, 0x01, 0xca},
+			     clac[] = {0x0f, 0x01, 0xca};
+	bool direct;
+	int64_t disp;
+	unsigned len;
+	ok(mt_insn_classify(eretu, sizeof eretu, &direct, &disp, &len) == ptic_far_return &&
+	   mt_insn_classify(erets, sizeof erets, &direct, &disp, &len) == ptic_far_return &&
+	   mt_insn_classify(clac, sizeof clac, &direct, &disp, &len) == ptic_other,
+	   "ERETU and ERETS are far returns; CLAC, the same bytes without F3/F2, is no branch");
 	return tap_done();
 }

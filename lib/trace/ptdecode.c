@@ -591,6 +591,12 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	int status = sync_on(d, &ip, true);
 	if (status >= 0)
 		walk_synced(d, status, ip);
+	/* nothing but PSB+ and its status updates since the sync, then the
+	 * end: libipt's insn decoder decodes no instruction there (ptxed
+	 * says [end of trace]); after any other event, or an instruction, it
+	 * walks on to the next query */
+	uint64_t sync_insns = d->insns;
+	bool only_status = true;
 	while (status >= 0) {
 		if (status & pts_event_pending) {
 			struct pt_event ev;
@@ -599,10 +605,16 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 				int rc = walk_event(d, &ev);
 				if (rc < 0)
 					status = rc;
+				/* an interrupt (FUP and TIP) that took the last packet ends
+				 * the flow where it went, as a branch's does */
+				else if (ev.type == ptev_async_branch)
+					branch_eos = d->cfg->stop_at_end && (status & pts_eos);
+				only_status &= ev.status_update;
 			}
 		} else if (!d->enabled) {
 			status = status & pts_eos ? -pte_eos : -pte_no_enable;
-		} else if (branch_eos && d->cfg->stop_at_end) {
+		} else if (d->cfg->stop_at_end &&
+			   (branch_eos || ((status & pts_eos) && only_status && d->insns == sync_insns))) {
 			/* the branch just walked took the last packet: the flow ends
 			 * there, as libipt's insn decoder ends it (after an event
 			 * it walks on, to the instruction the next query needs) */
@@ -638,6 +650,8 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			if (status < 0)
 				break;
 			walk_synced(d, status, ip);
+			sync_insns = d->insns;
+			only_status = true;
 		}
 	}
 	const uint8_t *handed = mt_ptq_handed_at(&d->q);

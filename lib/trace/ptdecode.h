@@ -43,7 +43,8 @@ struct mt_ptdec_config {
 	 * mt reading those of ordinary traces itself (kept to compare) */
 	bool libipt_packets;
 	/* mt's walk ends where the packets end, as ptxed ends it (a raw --pt
-	 * trace); otherwise it walks on through code that needs no packet (a
+	 * trace: after the branch or interrupt that took the last packet, or
+	 * a PSB+ with nothing but status after it); otherwise it walks on through code that needs no packet (a
 	 * snapshot's buffer ends while the program runs on: its last direct
 	 * calls and jumps are real, the synthesized truth shows) */
 	bool stop_at_end;

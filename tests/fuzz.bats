@@ -47,16 +47,24 @@ PY
 # Code at 0x1000: jmp 0x1000; the trace: PSB+ entering it, nothing more. A
 # loop of direct branches needs no packets: walked forever once (found by
 # fuzz_rawpt, on an input copied from a real trace, since remade by hand),
-# now cut as an error event. The real traces go through the harness too,
-# each decoded by mt's packet reader and libipt's query decoder alike.
+# now cut as an error event; with --pt a PSB+ that nothing follows ends the
+# flow as ptxed ends it ([end of trace], libipt's ptt case psb-fup-psbend),
+# so the cut is shown with a TNT after the PSB+ that the loop never needs.
+# The real traces go through the harness too, each decoded by mt's packet
+# reader and libipt's query decoder alike.
 @test "fuzz regressions: raw PT (a loop of direct branches walked forever is now cut, as an error event) and the real traces, each decoded by mt's packet reader and libipt's alike" {
 	local t=$BATS_TEST_TMPDIR
 	printf '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23' > "$t/loop.pt"
 	printf '\xeb\xfe' > "$t/code"
 	replay rawpt "$t/loop.pt" "$MT_REAL"/libxdc/*/trace
+	{ cat "$t/loop.pt"; printf '\x06'; } > "$t/loop-tnt.pt"
 	for dec in mt libipt-query libipt; do
-		"$MT_BIN/mt-pt2events" --decoder=$dec --pt "$t/loop.pt" --image "$t/code@0x1000" > "$t/ev"
+		"$MT_BIN/mt-pt2events" --decoder=$dec --pt "$t/loop-tnt.pt" --image "$t/code@0x1000" > "$t/ev"
 		grep -q 'msg=no packet for over 1048576 instructions' "$t/ev"
+	done
+	for dec in mt libipt-query; do
+		"$MT_BIN/mt-pt2events" --decoder=$dec --pt "$t/loop.pt" --image "$t/code@0x1000" > "$t/ev"
+		[ "$(grep -vc '^#' "$t/ev")" -eq 0 ]
 	done
 }
 

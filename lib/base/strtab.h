@@ -18,6 +18,9 @@ const char *mt_strtab_intern(struct mt_strtab *t, const char *s);
 void mt_strtab_free(struct mt_strtab *t);
 /* FNV-1a, for tables keyed by strings. */
 uint64_t mt_hash_str(const char *s);
+/* n bytes a word at a time, for the hot tables keyed by byte runs (the
+ * binary stream's strings and packed ids). */
+uint64_t mt_hash_bytes(const void *p, size_t n);
 /* v as "0x" and lowercase hex digits (at most 18 bytes, no NUL); returns
  * the end. For the hot paths that printf's parsing made slow. */
 char *mt_put_hex(char *p, uint64_t v);

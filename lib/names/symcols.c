@@ -11,7 +11,8 @@
 
 #include "base/strtab.h"
 
-#define SLOTS (1u << 12)
+#define SLOT_BITS 12
+#define SLOTS (1u << SLOT_BITS)
 #define INL_MAX 240 /* longer inline chains are made each time, not kept */
 
 struct slot {
@@ -108,7 +109,7 @@ const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, 
 					    enum mt_symcols_side side)
 {
 	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
-	struct slot *s = &c->slots[side][h >> (64 - 12)];
+	struct slot *s = &c->slots[side][h >> (64 - SLOT_BITS)];
 	if (s->gen == c->gen && s->addr == addr && s->pid == pid)
 		return &s->cols;
 	mt_sym_lookup(c->sym, pid, addr, &c->res);

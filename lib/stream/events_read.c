@@ -252,27 +252,6 @@ struct extra_memo {
 	struct mt_kv kv[EXTRA_MEMO_KV];
 };
 
-static uint64_t hash_ids(const uint8_t *p, size_t n)
-{
-	uint64_t h = n * 0x9e3779b97f4a7c15ULL, w;
-	size_t i = 0;
-	for (; i + 8 <= n; i += 8) {
-		memcpy(&w, p + i, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-	}
-	if (i < n) {
-		if (n >= 8) {
-			memcpy(&w, p + n - 8, 8); /* the last word, overlapping */
-		} else {
-			w = 0;
-			for (; i < n; i++)
-				w = w << 8 | p[i];
-		}
-		h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	}
-	return h ^ h >> 31;
-}
-
 /* The fast path for the common record, an Event with the fields mt
  * writers use (tag numbers of proto/mt-events.proto), decoded straight
  * into ev. Returns false for anything else, or anything wrong, which
@@ -347,7 +326,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 			 * symbols): the same ids, decoded once while the table lasts */
 			struct extra_memo *m = NULL;
 			if (len <= EXTRA_MEMO_BYTES && (r->extra_memo || (r->extra_memo = calloc(EXTRA_MEMO, sizeof *m)))) {
-				m = &r->extra_memo[hash_ids(p, (size_t)len) & (EXTRA_MEMO - 1)];
+				m = &r->extra_memo[mt_hash_bytes(p, (size_t)len) & (EXTRA_MEMO - 1)];
 				if (m->epoch == r->strings_epoch && m->len == len && !memcmp(m->bytes, p, (size_t)len)) {
 					ev->extra = m->kv;
 					ev->nextra = m->n;

@@ -50,7 +50,8 @@ struct mt_intern {
 /* Column groups (mt_events_write_cols) encoded once: their text, or their
  * string ids as packed varints, by group id. Direct-mapped; a group too
  * long for a slot is encoded each time. */
-#define COLS_MEMO (1u << 11)
+#define COLS_MEMO_BITS 11
+#define COLS_MEMO (1u << COLS_MEMO_BITS)
 #define COLS_MEMO_BYTES 496
 struct cols_memo {
 	uint64_t id;         /* 0: empty */
@@ -58,23 +59,6 @@ struct cols_memo {
 	uint16_t len;
 	char bytes[COLS_MEMO_BYTES];
 };
-
-/* A word at a time: the table is probed for a few strings of every event
- * (symbol, offset, object), so a byte-wise hash showed in profiles. */
-static uint64_t hash_bytes(const char *s, size_t n)
-{
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-	for (; n >= 8; s += 8, n -= 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	uint64_t w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
-}
 
 static void intern_clear(struct mt_intern *t)
 {
@@ -257,7 +241,7 @@ static struct cols_memo *cols_slot(struct mt_events_writer *w, uint64_t id)
 		return NULL;
 	if (!w->cols_memo && !(w->cols_memo = calloc(COLS_MEMO, sizeof *w->cols_memo)))
 		return NULL;
-	return &w->cols_memo[id * 0x9e3779b97f4a7c15ULL >> (64 - 11)];
+	return &w->cols_memo[id * 0x9e3779b97f4a7c15ULL >> (64 - COLS_MEMO_BITS)];
 }
 
 static void write_text(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
@@ -416,7 +400,7 @@ static const struct intern_slot *intern_slow(struct mt_events_writer *w, const c
 		w->err_no = ENOMEM;
 		return NULL;
 	}
-	uint64_t h = hash_bytes(s, n);
+	uint64_t h = mt_hash_bytes(s, n); /* a word at a time: probed for strings of every event */
 	size_t j = h & (t->cap - 1);
 	for (struct intern_slot *e; (e = &t->slots[j])->key; j = (j + 1) & (t->cap - 1))
 		if (e->hash == h && e->len == n && !memcmp(e->key, s, n))

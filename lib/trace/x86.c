@@ -7,17 +7,28 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
+/* The legacy prefixes at b (segment, operand and address size, REP/REPNE):
+ * how many; *rep: whether F2 or F3 is among them, *f3: F3. */
+static size_t skip_prefixes(const uint8_t *b, size_t n, bool *rep, bool *f3)
+{
+	size_t i = 0;
+	*rep = *f3 = false;
+	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 ||
+			 b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3)) {
+		*rep |= b[i] >= 0xf2;
+		*f3 |= b[i] == 0xf3;
+		i++;
+	}
+	return i;
+}
+
 int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len)
 {
 	*direct = false;
 	*disp = 0;
 	*len = 0;
-	size_t i = 0;
-	bool rep = false;
-	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 ||
-			 b[i] == 0x64 || b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 ||
-			 b[i] == 0xf2 || b[i] == 0xf3))
-		rep |= b[i++] >= 0xf2;
+	bool rep, f3;
+	size_t i = skip_prefixes(b, n, &rep, &f3);
 	if (i < n && (b[i] & 0xf0) == 0x40)
 		i++;
 	if (i >= n)
@@ -100,14 +111,11 @@ static size_t modrm_end(const uint8_t *b, size_t i, size_t n)
 
 unsigned mt_ptwrite_length(const uint8_t *b, size_t n)
 {
-	size_t i = 0;
-	bool rep = false;
-	while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
-			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65))
-		rep |= b[i++] == 0xf3;
+	bool rep, f3;
+	size_t i = skip_prefixes(b, n, &rep, &f3);
 	if (i < n && (b[i] & 0xf0) == 0x40)
 		i++; /* REX: W for the 64-bit form */
-	if (!rep || i + 3 > n || b[i] != 0x0f || b[i + 1] != 0xae || ((b[i + 2] >> 3) & 7) != 4)
+	if (!f3 || i + 3 > n || b[i] != 0x0f || b[i + 1] != 0xae || ((b[i + 2] >> 3) & 7) != 4)
 		return 0;
 	size_t end = modrm_end(b, i + 2, n);
 	return end && end <= 15 ? (unsigned)end : 0;
@@ -121,10 +129,8 @@ unsigned mt_jmpabs_length(const uint8_t *b, size_t n)
 
 unsigned mt_vex_length(const uint8_t *b, size_t n)
 {
-	size_t i = 0;
-	while (i < n && (b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3 || b[i] == 0x2e ||
-			 b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65))
-		i++;
+	bool rep, f3;
+	size_t i = skip_prefixes(b, n, &rep, &f3);
 	if (i + 2 > n)
 		return 0;
 	unsigned map;

@@ -9,7 +9,8 @@ SAN ?=
 
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time \
-	libdebuginfod-dev debuginfod shellcheck bzip2 openssh-server rsync
+	libdebuginfod-dev debuginfod shellcheck bzip2 openssh-server rsync \
+	libsqlite3-dev sqlite3 uftrace chromium
 
 ifeq ($(FUZZ),1)
 # libFuzzer harnesses (make fuzz): clang, the library instrumented for it
@@ -27,7 +28,7 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw libdebuginfod libarchive capstone libprotobuf-c zlib
+PKGS := libelf libdw libdebuginfod libarchive capstone libprotobuf-c zlib sqlite3
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.
@@ -46,7 +47,7 @@ PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
-TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth mt-bundle
+TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth mt-bundle mt-report
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -115,9 +116,14 @@ fuzz-run: $(FUZZERS:%=$(BUILD)/fuzz/fuzz_%)
 
 # Test programs: built plainly (no sanitizers: they are traced, not tested),
 # without PIE for the static ones so addresses are stable.
+# A program's "// cflags:" line goes to compiling and linking, its
+# "// compile-only:" line to compiling alone (calls_pg: fentry hooks
+# without -pg's start-up code).
 $(BUILD)/progs/%: testdata/progs/%.c | deps
-	@mkdir -p $(@D)
-	$(CC) -O1 -g -fno-inline -fcf-protection=none -o $@ $< $(shell sed -n 's,^// cflags: ,,p' $<)
+	@mkdir -p $(@D) $(BUILD)/progs-obj
+	$(CC) -O1 -g -fno-inline -fcf-protection=none -c -o $(BUILD)/progs-obj/$*.o $< \
+		$(shell sed -n 's,^// cflags: ,,p' $<) $(shell sed -n 's,^// compile-only: ,,p' $<)
+	$(CC) -O1 -g -o $@ $(BUILD)/progs-obj/$*.o $(shell sed -n 's,^// cflags: ,,p' $<)
 
 demo: all
 	@./pipelines/demo $(BUILD)

@@ -8,11 +8,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "timeline/callstack.h"
 #include "stream/events.h"
 #include "stream/filterio.h"
-#include "timeline/ocamleh.h"
 #include "timeline/pftrace.h"
+#include "timeline/rebuild.h"
 #include "base/strtab.h"
 #include "base/version.h"
 
@@ -63,28 +62,6 @@ static void usage(FILE *f)
 "\n"
 "Exit status: 0 written; 1 unreadable or malformed input (what came before is\n"
 "still converted and the output says where it stops) or a write error; 2 usage.\n");
-}
-
-static void warn(void *ctx, const char *msg)
-{
-	(void)ctx;
-	fprintf(stderr, PROG ": %s\n", msg);
-}
-
-/* From an mmap metadata line: the object's OCaml trap notes, if any. */
-static void add_ocaml_traps(struct mt_cs *cs, struct mt_ocaml_traps *traps, const char *meta)
-{
-	struct mt_mmap_meta mm;
-	if (!mt_events_parse_mmap(meta, &mm) || mm.path[0] != '/')
-		return;
-	struct mt_err err = {0};
-	int n = mt_ocaml_traps_add_elf(traps, mm.path, mm.start, mm.pgoff, &err);
-	if (n < 0)
-		fprintf(stderr, PROG ": warning: %s; OCaml exceptions there are followed by heuristics\n", err.msg);
-	if (n > 0) {
-		mt_ocaml_traps_sort(traps);
-		mt_cs_set_ocaml_traps(cs, traps->v, traps->n);
-	}
 }
 
 int main(int argc, char **argv)
@@ -180,9 +157,7 @@ int main(int argc, char **argv)
 	struct mt_filterio io;
 	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
-	struct mt_err err = {0};
 	struct mt_pftrace *pf = NULL;
-	struct mt_cs_sink sink;
 	size_t ol = strlen(out);
 	bool gz = format != FMT_STACKS && ol > 3 && !strcmp(out + ol - 3, ".gz");
 	pf = mt_pftrace_new(io.out.f, formats[format], gz);
@@ -191,81 +166,44 @@ int main(int argc, char **argv)
 		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	mt_pftrace_set_window(pf, window);
-	mt_pftrace_sink(pf, &sink);
-	struct mt_cs_opts co = {.annotate_inferred = annotate && format == FMT_STACKS, .warn = warn,
-				.starts_when_known = format != FMT_STACKS};
-	struct mt_cs *cs = mt_cs_new(&sink, &co);
-	if (!cs) {
-		fprintf(stderr, PROG ": out of memory\n");
-		return mt_filterio_close(&io, EXIT_DATA, true);
-	}
-	if (filter)
-		mt_cs_set_filter(cs, filter, filter_stop);
-	int status = 0, rc;
-	struct mt_event ev;
-	const char *meta;
-	/* A timeless trace is laid out on an instruction clock (1 ns per
-	 * instruction) until a timed event shows up. */
-	bool seen_time = false;
-	uint64_t insn_clock = 0;
 	/* OCaml mode A: the trap notes of every mapped object (magic-trace's
 	 * environment switch turns it off, as there) */
-	bool ocaml_notes = !getenv("MT_NO_OCAML_EXCEPTION_DEBUG_INFO") &&
-			   !getenv("MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO");
-	struct mt_ocaml_traps traps = {0};
-	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
-		if (rc == MT_EVENTS_META) {
-			mt_pftrace_meta(pf, meta);
-			if (io.reader.upstream_error && !strncmp(meta, "error", 5))
-				mt_pftrace_note_damage(pf, io.reader.upstream_msg);
-			if (ocaml_notes)
-				add_ocaml_traps(cs, &traps, meta);
-			continue;
-		}
-		seen_time |= ev.has_time;
-		if (!seen_time) {
-			insn_clock += ev.insn;
-			ev.time = insn_clock;
-			ev.has_time = true;
-		}
-		if (mt_cs_event(cs, &ev, &err)) {
-			rc = err.code;
-			break;
-		}
-	}
-	if (rc < 0) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
-		status = EXIT_DATA;
-		mt_pftrace_note_damage(pf, err.msg);
-	}
-	mt_cs_finish(cs);
+	struct mt_rebuild_opts ro = {
+		.prog = PROG, .filter_start = filter, .filter_stop = filter_stop,
+		.annotate_inferred = annotate && format == FMT_STACKS, .arrival_order = format == FMT_STACKS,
+		.ocaml_notes = !getenv("MT_NO_OCAML_EXCEPTION_DEBUG_INFO") &&
+			       !getenv("MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO"),
+	};
+	struct mt_rebuild_result res;
+	mt_rebuild(&io.reader, pf, &ro, &res);
+	int status = 0;
 	bool wfail = false;
-	uint64_t starts = 0, regions = 0, late = 0, late_max = 0;
-	mt_cs_late_counts(cs, &late, &late_max);
-	if (late)
+	if (res.read_rc < 0) {
+		fprintf(stderr, PROG ": %s\n", res.read_err.msg);
+		status = EXIT_DATA;
+	}
+	if (res.late)
 		fprintf(stderr, PROG ": warning: %s: %" PRIu64 " event%s out of time order on %s thread, moved "
-			"forward by up to %" PRIu64 " ns to the time of the event before %s\n", io.in_name, late,
-			late == 1 ? "" : "s", late == 1 ? "its" : "their", late_max, late == 1 ? "it" : "them");
-	if (filter)
-		mt_cs_filter_counts(cs, &starts, &regions);
-	if (filter && !regions && rc >= 0) {
+			"forward by up to %" PRIu64 " ns to the time of the event before %s\n", io.in_name, res.late,
+			res.late == 1 ? "" : "s", res.late == 1 ? "its" : "their", res.late_max_ns,
+			res.late == 1 ? "it" : "them");
+	if (filter && !res.filter_regions && res.read_rc >= 0) {
 		/* a filter that matched nothing is no trace: said, not written */
-		if (!starts)
+		if (!res.filter_starts)
 			fprintf(stderr, PROG ": --filter: %s was never called: nothing to write\n", filter);
 		else
 			fprintf(stderr, PROG ": --filter: %s was called %" PRIu64 " time%s, but %s never after it: nothing to write\n",
-				filter, starts, starts == 1 ? "" : "s", filter_stop);
+				filter, res.filter_starts, res.filter_starts == 1 ? "" : "s", filter_stop);
 		status = EXIT_DATA;
 		wfail = true;
 	}
-	struct mt_pftrace_stats st = {0};
-	if (mt_pftrace_finish(pf, &st, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
+	const struct mt_pftrace_stats st = res.st;
+	if (res.write_rc) {
+		fprintf(stderr, PROG ": %s\n", res.write_err.msg);
 		status = EXIT_DATA;
 		wfail = true; /* no output file left looking complete */
 	}
-	mt_cs_free(cs);
-	mt_ocaml_traps_free(&traps);
+	int rc = res.read_rc;
 	if (fflush(io.out.f)) {
 		fprintf(stderr, PROG ": writing %s: %s\n", out, strerror(errno));
 		status = EXIT_DATA;

@@ -25,6 +25,13 @@ struct mt_cs_thread {
 	size_t index;         /* order of first appearance */
 	uint64_t base;        /* perf time of mapped time 0 (the trace's first event) */
 	void *user;           /* for the sink */
+	/* Set for each sink call: the thread's instructions retired (the
+	 * events' insn counts, summed) up to what it writes: a begin's call
+	 * (an inferred begin: its stack's start), an end's return; and for an
+	 * end, whether no return was seen (the stack was ended: a decode
+	 * error, a snapshot, the end of the trace). */
+	uint64_t insn;
+	bool no_return;
 };
 
 /* A frame as it begins: file and line (NULL, 0 when unknown) are those of

@@ -25,6 +25,7 @@ struct stack {
 	struct frame *v;
 	size_t n, cap;
 	uint64_t create_time;
+	uint64_t create_insn;    /* the thread's instructions at create_time */
 };
 
 enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
@@ -35,7 +36,9 @@ struct pev {
 	int line;
 	uint64_t ip, id;
 	bool inferred;
+	bool no_return;          /* P_RET: the stack was ended, no return seen */
 	uint64_t reset_time;
+	uint64_t insn;           /* the thread's instructions at the event */
 };
 
 struct sev {
@@ -45,6 +48,7 @@ struct sev {
 
 struct thread {
 	struct mt_cs_thread pub;
+	uint64_t insn;         /* instructions retired so far (events' insn) */
 	struct stack cur;
 	struct stack *inactive;
 	size_t ninactive, capinactive;
@@ -126,6 +130,7 @@ struct mt_cs {
 	 * waits in log */
 	const char *filter_start, *filter_stop;
 	bool in_region, tentative;
+	bool ending_stacks;       /* end_of_thread is ending the stacks: returns not seen */
 	uint64_t filter_starts, filter_regions; /* calls to start; regions a stop closed */
 	uint64_t late_events, late_max_ns; /* timed before their thread's last event: moved, how far at most */
 	struct logrec *log;
@@ -144,8 +149,9 @@ struct logrec {
 	uint64_t time, time2, ip, id;
 	const char *name, *name2, *file;
 	int line;
-	bool inferred;
+	bool inferred, no_return;
 	double value;
+	uint64_t insn;
 };
 
 

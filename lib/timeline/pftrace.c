@@ -120,6 +120,8 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 		it->file = mt_tl_intern(pf, f->file);
 		it->line = f->line;
 	}
+	if (pf->calls)
+		mt_tl_callinfo_begin(pf, f->id, th->insn);
 	push_open(pf, t, f->id, t->nitems - 1);
 }
 
@@ -133,6 +135,8 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 	if (!t)
 		return;
 	saw_time(t, time);
+	if (pf->calls)
+		mt_tl_callinfo_end(pf, id, th->insn, th->no_return);
 	for (size_t i = t->nopen; i-- > 0;) {
 		if (t->open[i].id != id)
 			continue;
@@ -354,6 +358,21 @@ struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool
 	return pf;
 }
 
+struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink)
+{
+	struct mt_pftrace *pf = calloc(1, sizeof *pf);
+	if (!pf)
+		return NULL;
+	if (!(pf->calls = mt_tl_calls_new(sink))) {
+		free(pf);
+		return NULL;
+	}
+	pf->out = NULL;
+	pf->ops = &mt_tl_calls;
+	pf->window = MT_PFTRACE_WINDOW;
+	return pf;
+}
+
 void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink)
 {
 	if (pf->ops->arrival_order) {
@@ -514,6 +533,12 @@ static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 		struct wframe *f = &t->ws[--t->depth];
 		if (t->ws_unended > t->depth)
 			t->ws_unended = t->depth;
+		if (pf->calls) {
+			uint64_t n;
+			bool forced = false;
+			t->w.call_insn = mt_tl_callinfo_take(pf, f->id, &n, &forced) ? n : UINT64_MAX;
+			t->w.no_return = forced;
+		}
 		if (f->mode == WF_DROPPED)
 			continue;
 		t->wdepth--;
@@ -558,7 +583,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		*f = (struct wframe){.id = it->u.id, .end = end, .mode = WF_DROPPED};
 		if (end == UINT64_MAX)
 			t->ws_unended = t->depth;
-		if (t->wdepth >= MT_PFTRACE_MAX_DEPTH) {
+		if (t->wdepth >= MT_PFTRACE_MAX_DEPTH && !pf->calls) {
 			t->dropped++;
 			pf->st.depth_dropped++;
 			break;
@@ -570,6 +595,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		t->w.json_end = t->w.base + end;
 		t->w.file = it->file;
 		t->w.line = it->line;
+		t->w.no_call = it->inferred || !it->u.id; /* no id: known only at its end ([unknown]) */
 		pf->ops->slice_begin(&t->w, abs, it->name, it->ip);
 		t->w.file = NULL;
 		pf->st.slices++;
@@ -664,7 +690,8 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 		flush_all(pf, true);
 	if (pf->ops->foot)
 		pf->ops->foot(pf);
-	mt_tl_flush(pf);
+	if (pf->out)
+		mt_tl_flush(pf);
 	int rc = 0;
 	if (pf->gz) {
 		int zrc = gzclose(pf->gz);
@@ -676,7 +703,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	}
 	if (pf->oom)
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing the trace");
-	else if (pf->write_failed || fflush(pf->out))
+	else if (pf->write_failed || (pf->out && fflush(pf->out)))
 		rc = mt_err_set(err, MT_EIO, "writing the trace: %s",
 				strerror(pf->write_failed ? pf->write_errno : errno));
 	if (st) {
@@ -710,6 +737,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	free(pf->fxt_str);
 	free(pf->fxt_map.k);
 	free(pf->fxt_map.v);
+	mt_tl_calls_free(pf->calls);
 	free(pf);
 	return rc;
 }

@@ -74,6 +74,37 @@ struct mt_pftrace_stats {
 	uint64_t threads; /* filled by mt_pftrace_finish */
 };
 
+/* The calls writer: the same slices, in the same order, handed over one
+ * call at a time instead of written out (mt-report, folded stacks). A
+ * slice's call is delivered at its end, children before their parent;
+ * frames deeper than MT_PFTRACE_MAX_DEPTH are delivered too (the depth
+ * limit is Perfetto's, not the call stacks'). */
+struct mt_tl_call {
+	uint32_t pid, tid;
+	const char *name;          /* interned: lives as long as the writer */
+	const char *file;          /* the function's entry line, NULL: none */
+	int line;
+	uint64_t ip;               /* the function's entry, 0: not known */
+	uint64_t start, end;       /* perf-clock ns (a timeless stream: its instruction clock) */
+	uint64_t id, parent;       /* 1, 2, ... in order of start over the trace; parent 0: a root */
+	size_t depth;              /* 0: a root */
+	const char *const *stack;  /* the names from the root to this one: stack[depth] = name */
+	uint64_t insn;             /* instructions retired in it, callees included */
+	bool has_insn;             /* insn known: the stream counts instructions and the call was seen */
+	bool no_call, no_return;   /* its start inferred / its end forced: perf's calls flags */
+};
+struct mt_tl_calls_sink {
+	void *ctx;
+	/* a thread's first call or sample is coming; comm: its name, NULL: none */
+	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
+	void (*call)(void *ctx, const struct mt_tl_call *c);
+	/* optional: a stack sample, its n frames outermost first (names and
+	 * objects, valid during the call) */
+	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
+		       const char *const *dsos);
+};
+struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink);
+
 /* Items held before every thread writes out what it holds (0: no bound;
  * default MT_PFTRACE_WINDOW). See the streaming policy above. */
 void mt_pftrace_set_window(struct mt_pftrace *pf, size_t items);

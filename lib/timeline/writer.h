@@ -88,6 +88,10 @@ struct seqw {
 	struct iids names;
 	struct iids fnames, mappings, frames, stacks; /* stack samples' interning */
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
+	/* the calls writer: the slice a begin starts has no call seen; the one
+	 * an end ends: its instructions (UINT64_MAX: not known), no return seen */
+	bool no_call, no_return;
+	uint64_t call_insn;
 };
 
 /* A set of pids (open addressing, pid + 1 in each slot): which processes
@@ -128,6 +132,7 @@ struct comm {
 };
 
 struct mt_tl_ops;
+struct mt_tl_calls;
 
 struct mt_pftrace {
 	FILE *out;
@@ -169,6 +174,7 @@ struct mt_pftrace {
 	size_t nobuf;
 	bool write_failed;
 	int write_errno;
+	struct mt_tl_calls *calls; /* the calls writer's state (write_calls.c) */
 };
 
 struct mt_tl_ops {
@@ -194,7 +200,18 @@ struct mt_tl_ops {
 	void (*foot)(struct mt_pftrace *pf);
 };
 
-extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads;
+extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads, mt_tl_calls;
+
+/* The calls writer's instruction counts, kept by frame id from the call
+ * stacks' begin and end (the held items have no room for them) until the
+ * end is written: the counts at a begin, at an end (and whether no return
+ * was seen), and the call's instructions taken when it is written out
+ * (false: not known; the entry is forgotten either way). */
+void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, uint64_t insn);
+void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, uint64_t insn, bool no_return);
+bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, uint64_t *insn, bool *no_return);
+struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink);
+void mt_tl_calls_free(struct mt_tl_calls *c);
 
 /* Names live as long as the writer; out of memory makes them "". */
 const char *mt_tl_intern(struct mt_pftrace *pf, const char *s);

@@ -1,0 +1,425 @@
+/* calldb: calls and functions into SQLite (calldb.h, mt-calls(5)). */
+#define _GNU_SOURCE
+#include "report/calldb.h"
+
+#include <errno.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include <sqlite3.h>
+
+#include "base/outfile.h"
+#include "base/strtab.h"
+
+static const char schema[] =
+	"CREATE TABLE traces (id INTEGER PRIMARY KEY, input TEXT, status TEXT, span_ns INTEGER, events INTEGER,"
+	" calls INTEGER);"
+	"CREATE TABLE threads (id INTEGER PRIMARY KEY, trace_id INTEGER, pid INTEGER, tid INTEGER, comm TEXT,"
+	" process_comm TEXT);"
+	"CREATE TABLE functions (id INTEGER PRIMARY KEY, trace_id INTEGER, name TEXT, calls INTEGER,"
+	" total_ns INTEGER, self_ns INTEGER, avg_ns INTEGER, min_ns INTEGER, max_ns INTEGER, p50_ns INTEGER,"
+	" p90_ns INTEGER, p99_ns INTEGER, insn INTEGER, self_insn INTEGER, samples_self INTEGER,"
+	" samples_children INTEGER);"
+	"CREATE TABLE calls (id INTEGER PRIMARY KEY, trace_id INTEGER, thread_id INTEGER, pid INTEGER,"
+	" tid INTEGER, function_id INTEGER, parent_id INTEGER, depth INTEGER, call_time INTEGER,"
+	" return_time INTEGER, insn_count INTEGER, cyc_count INTEGER, flags INTEGER);"
+	"CREATE VIEW calls_view AS SELECT calls.id, calls.trace_id, calls.pid, calls.tid, functions.name AS function,"
+	" calls.parent_id, calls.depth, calls.call_time, calls.return_time,"
+	" calls.return_time - calls.call_time AS elapsed_ns, calls.insn_count, calls.cyc_count, calls.flags"
+	" FROM calls JOIN functions ON functions.id = calls.function_id;";
+
+#define NAME_CACHE 4096
+
+struct mt_calldb {
+	sqlite3 *db;
+	struct mt_outfile of;
+	enum mt_calldb_level level;
+	sqlite3_stmt *ins_call, *ins_func, *ins_thread;
+	struct mt_strtab names;
+	struct { const char *from, *to; } cache[NAME_CACHE];
+	struct { const char *name; int64_t id; } *ids; /* open addressing by interned name */
+	size_t nids, capids;
+	struct { uint32_t pid, tid; int64_t id; } *threads;
+	size_t nthreads, capthreads;
+	int64_t next_thread;
+	uint64_t calls, first, last;
+	bool failed;
+	char msg[256];
+};
+
+static void fail(struct mt_calldb *db, const char *what)
+{
+	if (db->failed)
+		return;
+	db->failed = true;
+	snprintf(db->msg, sizeof db->msg, "%s: %s", what, db->db ? sqlite3_errmsg(db->db) : "out of memory");
+}
+
+static bool exec(struct mt_calldb *db, const char *sql)
+{
+	char *e = NULL;
+	if (sqlite3_exec(db->db, sql, NULL, NULL, &e) != SQLITE_OK) {
+		if (!db->failed) {
+			db->failed = true;
+			snprintf(db->msg, sizeof db->msg, "sqlite: %s", e ? e : "error");
+		}
+		sqlite3_free(e);
+		return false;
+	}
+	return true;
+}
+
+static void close_all(struct mt_calldb *db)
+{
+	sqlite3_finalize(db->ins_call);
+	sqlite3_finalize(db->ins_func);
+	sqlite3_finalize(db->ins_thread);
+	db->ins_call = db->ins_func = db->ins_thread = NULL;
+	if (db->db)
+		sqlite3_close(db->db);
+	db->db = NULL;
+}
+
+static void free_db(struct mt_calldb *db)
+{
+	mt_strtab_free(&db->names);
+	free(db->ids);
+	free(db->threads);
+	free(db);
+}
+
+/* The temporary file opened as a database, made fast: it is renamed only
+ * when complete, so no journal is needed for safety. */
+static sqlite3 *open_tmp(struct mt_outfile *of, const char *path, struct mt_err *err)
+{
+	if (!strcmp(path, "-")) {
+		mt_err_set(err, MT_EUSAGE, "an SQLite database needs a file name, not standard output");
+		return NULL;
+	}
+	if (mt_outfile_open(of, path, err))
+		return NULL;
+	if (of->direct) {
+		mt_outfile_abort(of);
+		mt_err_set(err, MT_EUSAGE, "%s: an SQLite database must be a regular file", path);
+		return NULL;
+	}
+	sqlite3 *s = NULL;
+	if (sqlite3_open(of->tmp, &s) != SQLITE_OK ||
+	    sqlite3_exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
+		mt_err_set(err, MT_EIO, "%s: %s", path, s ? sqlite3_errmsg(s) : "out of memory");
+		sqlite3_close(s);
+		mt_outfile_abort(of);
+		return NULL;
+	}
+	return s;
+}
+
+/* Commits, closes, and renames the temporary file over path. */
+static int commit_tmp(sqlite3 *s, struct mt_outfile *of, const char *path, struct mt_err *err)
+{
+	if (sqlite3_exec(s, "COMMIT", NULL, NULL, NULL) != SQLITE_OK) {
+		mt_err_set(err, MT_EIO, "%s: %s", path, sqlite3_errmsg(s));
+		sqlite3_close(s);
+		mt_outfile_abort(of);
+		return err->code;
+	}
+	if (sqlite3_close(s) != SQLITE_OK) {
+		mt_err_set(err, MT_EIO, "%s: closing the database failed", path);
+		mt_outfile_abort(of);
+		return err->code;
+	}
+	return mt_outfile_commit(of, err);
+}
+
+struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, struct mt_err *err)
+{
+	struct mt_calldb *db = calloc(1, sizeof *db);
+	if (!db) {
+		mt_err_set(err, MT_ENOMEM, "out of memory");
+		return NULL;
+	}
+	db->level = level;
+	db->first = UINT64_MAX;
+	if (!(db->db = open_tmp(&db->of, path, err))) {
+		free_db(db);
+		return NULL;
+	}
+	if (!exec(db, schema) ||
+	    sqlite3_prepare_v2(db->db, "INSERT INTO calls VALUES (?,1,?,?,?,?,?,?,?,?,?,NULL,?)", -1, &db->ins_call,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db->db, "INSERT INTO functions (id, trace_id, name) VALUES (?,1,?)", -1, &db->ins_func,
+			       NULL) != SQLITE_OK ||
+	    sqlite3_prepare_v2(db->db, "INSERT INTO threads VALUES (?,1,?,?,?,?)", -1, &db->ins_thread, NULL) !=
+		    SQLITE_OK) {
+		fail(db, "making the database");
+		mt_err_set(err, MT_EIO, "%s: %s", path, db->msg);
+		mt_calldb_abort(db);
+		return NULL;
+	}
+	return db;
+}
+
+static size_t ptr_slot(const void *p, size_t cap)
+{
+	return (size_t)(((uintptr_t)p * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
+}
+
+/* The function id of name (a new functions row the first time). */
+static int64_t function_id(struct mt_calldb *db, const char *name)
+{
+	size_t c = ((uintptr_t)name >> 3) & (NAME_CACHE - 1);
+	const char *in = db->cache[c].from == name ? db->cache[c].to : mt_strtab_intern(&db->names, name);
+	if (!in)
+		return fail(db, "out of memory"), 0;
+	db->cache[c].from = name;
+	db->cache[c].to = in;
+	if (2 * (db->nids + 1) > db->capids) {
+		size_t cap = db->capids ? 2 * db->capids : 1024;
+		__typeof__(db->ids) nv = calloc(cap, sizeof *nv);
+		if (!nv)
+			return fail(db, "out of memory"), 0;
+		for (size_t i = 0; i < db->capids; i++) {
+			if (!db->ids[i].name)
+				continue;
+			size_t k = ptr_slot(db->ids[i].name, cap);
+			while (nv[k].name)
+				k = (k + 1) & (cap - 1);
+			nv[k] = db->ids[i];
+		}
+		free(db->ids);
+		db->ids = nv;
+		db->capids = cap;
+	}
+	size_t k = ptr_slot(in, db->capids);
+	for (; db->ids[k].name; k = (k + 1) & (db->capids - 1))
+		if (db->ids[k].name == in)
+			return db->ids[k].id;
+	int64_t id = (int64_t)++db->nids;
+	db->ids[k].name = in;
+	db->ids[k].id = id;
+	sqlite3_bind_int64(db->ins_func, 1, id);
+	sqlite3_bind_text(db->ins_func, 2, in, -1, SQLITE_STATIC);
+	if (sqlite3_step(db->ins_func) != SQLITE_DONE)
+		fail(db, "writing a function");
+	sqlite3_reset(db->ins_func);
+	return id;
+}
+
+static int64_t thread_id(struct mt_calldb *db, uint32_t pid, uint32_t tid, const char *comm, const char *pcomm)
+{
+	for (size_t i = db->nthreads; i-- > 0;)
+		if (db->threads[i].pid == pid && db->threads[i].tid == tid)
+			return db->threads[i].id;
+	if (!mt_grow((void **)&db->threads, &db->capthreads, db->nthreads + 1, sizeof *db->threads))
+		return fail(db, "out of memory"), 0;
+	int64_t id = ++db->next_thread;
+	db->threads[db->nthreads].pid = pid;
+	db->threads[db->nthreads].tid = tid;
+	db->threads[db->nthreads++].id = id;
+	sqlite3_bind_int64(db->ins_thread, 1, id);
+	sqlite3_bind_int64(db->ins_thread, 2, pid);
+	sqlite3_bind_int64(db->ins_thread, 3, tid);
+	if (comm)
+		sqlite3_bind_text(db->ins_thread, 4, comm, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(db->ins_thread, 4);
+	if (pcomm)
+		sqlite3_bind_text(db->ins_thread, 5, pcomm, -1, SQLITE_TRANSIENT);
+	else
+		sqlite3_bind_null(db->ins_thread, 5);
+	if (sqlite3_step(db->ins_thread) != SQLITE_DONE)
+		fail(db, "writing a thread");
+	sqlite3_reset(db->ins_thread);
+	return id;
+}
+
+static void db_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm)
+{
+	thread_id(ctx, pid, tid, comm, process_comm);
+}
+
+static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn)
+{
+	(void)self_ns;
+	(void)self_insn;
+	struct mt_calldb *db = ctx;
+	if (db->failed)
+		return;
+	db->calls++;
+	if (c->start < db->first)
+		db->first = c->start;
+	if (c->end > db->last)
+		db->last = c->end;
+	int64_t fid = function_id(db, c->name);
+	if (db->level == MT_CALLDB_FUNCTIONS)
+		return;
+	sqlite3_stmt *s = db->ins_call;
+	sqlite3_bind_int64(s, 1, (int64_t)c->id);
+	sqlite3_bind_int64(s, 2, thread_id(db, c->pid, c->tid, NULL, NULL));
+	sqlite3_bind_int64(s, 3, c->pid);
+	sqlite3_bind_int64(s, 4, c->tid);
+	sqlite3_bind_int64(s, 5, fid);
+	if (c->parent)
+		sqlite3_bind_int64(s, 6, (int64_t)c->parent);
+	else
+		sqlite3_bind_null(s, 6);
+	sqlite3_bind_int64(s, 7, (int64_t)c->depth);
+	sqlite3_bind_int64(s, 8, (int64_t)c->start);
+	sqlite3_bind_int64(s, 9, (int64_t)c->end);
+	if (c->has_insn)
+		sqlite3_bind_int64(s, 10, (int64_t)c->insn);
+	else
+		sqlite3_bind_null(s, 10);
+	sqlite3_bind_int(s, 11, (c->no_call ? 1 : 0) | (c->no_return ? 2 : 0));
+	if (sqlite3_step(s) != SQLITE_DONE)
+		fail(db, "writing a call");
+	sqlite3_reset(s);
+}
+
+void mt_calldb_sink(struct mt_calldb *db, struct mt_report_next *sink)
+{
+	*sink = (struct mt_report_next){.ctx = db, .thread = db_thread, .call = db_call};
+}
+
+void mt_calldb_abort(struct mt_calldb *db)
+{
+	if (!db)
+		return;
+	close_all(db);
+	mt_outfile_abort(&db->of);
+	free_db(db);
+}
+
+static void bind_u64_or_null(sqlite3_stmt *s, int i, bool known, uint64_t v)
+{
+	if (known)
+		sqlite3_bind_int64(s, i, (int64_t)v);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char *input, const char *status,
+		     uint64_t events, struct mt_err *err)
+{
+	sqlite3_stmt *up = NULL, *tr = NULL;
+	if (!db->failed &&
+	    (sqlite3_prepare_v2(db->db,
+				"UPDATE functions SET calls=?, total_ns=?, self_ns=?, avg_ns=?, min_ns=?, max_ns=?,"
+				" p50_ns=?, p90_ns=?, p99_ns=?, insn=?, self_insn=?, samples_self=?,"
+				" samples_children=? WHERE id=?",
+				-1, &up, NULL) != SQLITE_OK ||
+	     sqlite3_prepare_v2(db->db, "INSERT INTO traces VALUES (1,?,?,?,?,?)", -1, &tr, NULL) != SQLITE_OK))
+		fail(db, "writing the functions");
+	for (size_t i = 0; !db->failed && i < mt_report_nfuncs(r); i++) {
+		const struct mt_fstat *f = mt_report_func(r, i);
+		int64_t id = function_id(db, f->name); /* a function seen only in samples: a row now */
+		bool c = f->calls > 0;
+		sqlite3_bind_int64(up, 1, (int64_t)f->calls);
+		sqlite3_bind_int64(up, 2, (int64_t)f->total);
+		sqlite3_bind_int64(up, 3, (int64_t)f->self);
+		bind_u64_or_null(up, 4, c, c ? f->total / f->calls : 0);
+		bind_u64_or_null(up, 5, c, f->hist.min);
+		bind_u64_or_null(up, 6, c, f->hist.max);
+		bind_u64_or_null(up, 7, c, mt_durhist_quantile(&f->hist, 0.5));
+		bind_u64_or_null(up, 8, c, mt_durhist_quantile(&f->hist, 0.9));
+		bind_u64_or_null(up, 9, c, mt_durhist_quantile(&f->hist, 0.99));
+		bind_u64_or_null(up, 10, f->insn_calls > 0, f->insn);
+		bind_u64_or_null(up, 11, f->insn_calls > 0, f->self_insn);
+		sqlite3_bind_int64(up, 12, (int64_t)f->samples_self);
+		sqlite3_bind_int64(up, 13, (int64_t)f->samples_children);
+		sqlite3_bind_int64(up, 14, id);
+		if (sqlite3_step(up) != SQLITE_DONE)
+			fail(db, "writing the functions");
+		sqlite3_reset(up);
+	}
+	if (!db->failed) {
+		sqlite3_bind_text(tr, 1, input, -1, SQLITE_STATIC);
+		sqlite3_bind_text(tr, 2, status, -1, SQLITE_STATIC);
+		bind_u64_or_null(tr, 3, db->calls > 0, db->last - db->first);
+		sqlite3_bind_int64(tr, 4, (int64_t)events);
+		sqlite3_bind_int64(tr, 5, (int64_t)db->calls);
+		if (sqlite3_step(tr) != SQLITE_DONE)
+			fail(db, "writing the trace");
+	}
+	sqlite3_finalize(up);
+	sqlite3_finalize(tr);
+	if (db->failed) {
+		mt_err_set(err, MT_EIO, "%s: %s", db->of.path, db->msg);
+		mt_calldb_abort(db);
+		return err->code;
+	}
+	sqlite3_finalize(db->ins_call);
+	sqlite3_finalize(db->ins_func);
+	sqlite3_finalize(db->ins_thread);
+	db->ins_call = db->ins_func = db->ins_thread = NULL;
+	sqlite3 *s = db->db;
+	db->db = NULL;
+	char *path = db->of.path ? strdup(db->of.path) : NULL;
+	int rc = commit_tmp(s, &db->of, path ? path : "database", err);
+	free(path);
+	free_db(db);
+	return rc;
+}
+
+/* --- merging ------------------------------------------------------------------ */
+
+int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_calldb_level level,
+		    struct mt_err *err)
+{
+	struct mt_outfile of;
+	sqlite3 *s = open_tmp(&of, out, err);
+	if (!s)
+		return err->code;
+	char *e = NULL;
+	if (sqlite3_exec(s, schema, NULL, NULL, &e) != SQLITE_OK)
+		goto bad;
+	for (size_t i = 0; i < n; i++) {
+		/* every id of the input moves past the ids already there */
+		char *sql = sqlite3_mprintf(
+			"COMMIT; ATTACH %Q AS part; BEGIN;"
+			"CREATE TEMP TABLE off AS SELECT"
+			" (SELECT IFNULL(MAX(id),0) FROM main.traces) AS tr,"
+			" (SELECT IFNULL(MAX(id),0) FROM main.threads) AS th,"
+			" (SELECT IFNULL(MAX(id),0) FROM main.functions) AS fn,"
+			" (SELECT IFNULL(MAX(id),0) FROM main.calls) AS ca;"
+			"INSERT INTO main.traces SELECT id + (SELECT tr FROM off), input, status, span_ns, events, calls"
+			" FROM part.traces;"
+			"INSERT INTO main.threads SELECT id + (SELECT th FROM off), trace_id + (SELECT tr FROM off), pid,"
+			" tid, comm, process_comm FROM part.threads;"
+			"INSERT INTO main.functions SELECT id + (SELECT fn FROM off), trace_id + (SELECT tr FROM off),"
+			" name, calls, total_ns, self_ns, avg_ns, min_ns, max_ns, p50_ns, p90_ns, p99_ns, insn,"
+			" self_insn, samples_self, samples_children FROM part.functions;"
+			"%s"
+			"DROP TABLE temp.off;"
+			"COMMIT; DETACH part; BEGIN;",
+			ins[i],
+			level == MT_CALLDB_CALLS
+				? "INSERT INTO main.calls SELECT id + (SELECT ca FROM off), trace_id + (SELECT tr FROM off),"
+				  " thread_id + (SELECT th FROM off), pid, tid, function_id + (SELECT fn FROM off),"
+				  " parent_id + (SELECT ca FROM off), depth, call_time, return_time, insn_count,"
+				  " cyc_count, flags FROM part.calls;"
+				: "");
+		if (!sql) {
+			sqlite3_close(s);
+			mt_outfile_abort(&of);
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		}
+		int rc = sqlite3_exec(s, sql, NULL, NULL, &e);
+		sqlite3_free(sql);
+		if (rc != SQLITE_OK) {
+			mt_err_set(err, MT_EFORMAT, "%s: %s", ins[i], e ? e : "not an mt calls database");
+			sqlite3_free(e);
+			sqlite3_close(s);
+			mt_outfile_abort(&of);
+			return err->code;
+		}
+	}
+	return commit_tmp(s, &of, out, err);
+bad:
+	mt_err_set(err, MT_EIO, "%s: %s", out, e ? e : "sqlite error");
+	sqlite3_free(e);
+	sqlite3_close(s);
+	mt_outfile_abort(&of);
+	return err->code;
+}

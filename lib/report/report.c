@@ -1,0 +1,366 @@
+/* report: per-function figures from the calls (report.h). */
+#define _GNU_SOURCE
+#include "report/report.h"
+
+#include <stdlib.h>
+#include <string.h>
+
+#include "base/strtab.h"
+
+/* Per thread: the children's durations and instructions summed for each
+ * open depth (a call's children end before it does). */
+struct child_sums {
+	uint64_t ns, insn;
+};
+struct rthread_state {
+	struct child_sums *child;
+	size_t cap;
+};
+
+#define NAME_CACHE 4096
+
+struct mt_report {
+	struct mt_report_opts opts;
+	struct mt_report_next next;
+	bool has_next, oom;
+	struct mt_strtab names;
+	struct { const char *from, *to; } name_cache[NAME_CACHE]; /* by the writer's pointer */
+	struct mt_fstat *f;
+	size_t nf, capf;
+	uint32_t *slots;      /* open addressing: f index + 1 */
+	size_t capslots;
+	struct mt_rthread *th;
+	struct rthread_state *ts;
+	size_t nth, capth, capts;
+	size_t last_th;       /* the thread found last */
+	uint64_t samples;
+	const char **seen;    /* a sample's distinct functions */
+	size_t capseen;
+};
+
+struct mt_report *mt_report_new(const struct mt_report_opts *opts)
+{
+	struct mt_report *r = calloc(1, sizeof *r);
+	if (r && opts)
+		r->opts = *opts;
+	return r;
+}
+
+bool mt_report_oom(const struct mt_report *r)
+{
+	return r->oom;
+}
+
+static bool selected(const struct mt_report *r, uint32_t pid, uint32_t tid)
+{
+	bool ok = !r->opts.npids;
+	for (size_t i = 0; i < r->opts.npids && !ok; i++)
+		ok = r->opts.pids[i] == pid;
+	if (!ok)
+		return false;
+	ok = !r->opts.ntids;
+	for (size_t i = 0; i < r->opts.ntids && !ok; i++)
+		ok = r->opts.tids[i] == tid;
+	return ok;
+}
+
+static const char *intern(struct mt_report *r, const char *s)
+{
+	const char *v = mt_strtab_intern(&r->names, s);
+	if (!v)
+		r->oom = true;
+	return v;
+}
+
+/* The writer's names are interned there: the same pointer, the same name. */
+static const char *intern_cached(struct mt_report *r, const char *s)
+{
+	size_t k = ((uintptr_t)s >> 3) & (NAME_CACHE - 1);
+	if (r->name_cache[k].from == s)
+		return r->name_cache[k].to;
+	const char *v = intern(r, s);
+	if (v) {
+		r->name_cache[k].from = s;
+		r->name_cache[k].to = v;
+	}
+	return v;
+}
+
+static size_t thread_index(struct mt_report *r, uint32_t pid, uint32_t tid)
+{
+	if (r->last_th < r->nth && r->th[r->last_th].pid == pid && r->th[r->last_th].tid == tid)
+		return r->last_th;
+	for (size_t i = 0; i < r->nth; i++)
+		if (r->th[i].pid == pid && r->th[i].tid == tid)
+			return r->last_th = i;
+	size_t capts = r->capts;
+	if (!mt_grow((void **)&r->th, &r->capth, r->nth + 1, sizeof *r->th) ||
+	    !mt_grow((void **)&r->ts, &capts, r->nth + 1, sizeof *r->ts)) {
+		r->oom = true;
+		return SIZE_MAX;
+	}
+	r->capts = capts;
+	r->th[r->nth] = (struct mt_rthread){.pid = pid, .tid = tid, .first = UINT64_MAX};
+	r->ts[r->nth] = (struct rthread_state){0};
+	return r->last_th = r->nth++;
+}
+
+static uint64_t fkey_hash(const char *name, uint32_t pid, uint32_t tid)
+{
+	uint64_t h = (uint64_t)(uintptr_t)name * 0x9e3779b97f4a7c15u;
+	h ^= (((uint64_t)pid << 32) | tid) * 0xc2b2ae3d27d4eb4fu;
+	return h ^ (h >> 29);
+}
+
+/* The row of (name, pid, tid) (pid and tid 0 unless per thread), made when new. */
+static struct mt_fstat *fstat_of(struct mt_report *r, const char *name, uint32_t pid, uint32_t tid)
+{
+	if (!r->opts.per_thread)
+		pid = tid = 0;
+	if (2 * (r->nf + 1) > r->capslots) {
+		size_t cap = r->capslots ? 2 * r->capslots : 1024;
+		uint32_t *ns = calloc(cap, sizeof *ns);
+		if (!ns) {
+			r->oom = true;
+			return NULL;
+		}
+		for (size_t i = 0; i < r->nf; i++) {
+			size_t k = fkey_hash(r->f[i].name, r->f[i].pid, r->f[i].tid) & (cap - 1);
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)i + 1;
+		}
+		free(r->slots);
+		r->slots = ns;
+		r->capslots = cap;
+	}
+	size_t k = fkey_hash(name, pid, tid) & (r->capslots - 1);
+	for (; r->slots[k]; k = (k + 1) & (r->capslots - 1)) {
+		struct mt_fstat *f = &r->f[r->slots[k] - 1];
+		if (f->name == name && f->pid == pid && f->tid == tid)
+			return f;
+	}
+	if (r->nf >= UINT32_MAX - 1 || !mt_grow((void **)&r->f, &r->capf, r->nf + 1, sizeof *r->f)) {
+		r->oom = true;
+		return NULL;
+	}
+	r->slots[k] = (uint32_t)r->nf + 1;
+	struct mt_fstat *f = &r->f[r->nf++];
+	*f = (struct mt_fstat){.name = name, .pid = pid, .tid = tid};
+	return f;
+}
+
+static void rp_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm)
+{
+	struct mt_report *r = ctx;
+	size_t i = thread_index(r, pid, tid);
+	if (i != SIZE_MAX) {
+		r->th[i].comm = comm ? intern(r, comm) : NULL;
+		r->th[i].process_comm = process_comm ? intern(r, process_comm) : NULL;
+	}
+	if (r->has_next && r->next.thread)
+		r->next.thread(r->next.ctx, pid, tid, comm, process_comm);
+}
+
+/* Counts c; false when it is not counted (not selected, too short, too deep). */
+static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t *self_ns, uint64_t *self_insn)
+{
+	size_t ti = thread_index(r, c->pid, c->tid);
+	if (ti == SIZE_MAX)
+		return false;
+	struct rthread_state *s = &r->ts[ti];
+	size_t had = s->cap;
+	if (!mt_grow((void **)&s->child, &s->cap, c->depth + 1, sizeof *s->child)) {
+		r->oom = true;
+		return false;
+	}
+	memset(s->child + had, 0, (s->cap - had) * sizeof *s->child);
+	/* this depth's sums are its children's; reset for the next call there */
+	uint64_t dur = c->end > c->start ? c->end - c->start : 0;
+	struct child_sums ch = s->child[c->depth];
+	s->child[c->depth] = (struct child_sums){0};
+	uint64_t children = ch.ns, children_insn = ch.insn;
+	if ((r->opts.max_depth && c->depth >= r->opts.max_depth) || dur < r->opts.min_duration ||
+	    !selected(r, c->pid, c->tid))
+		return false; /* its time stays its parent's own */
+	if (c->depth) {
+		s->child[c->depth - 1].ns += dur;
+		s->child[c->depth - 1].insn += c->insn;
+	}
+	struct mt_rthread *t = &r->th[ti];
+	t->calls++;
+	if (c->start < t->first)
+		t->first = c->start;
+	if (c->end > t->last)
+		t->last = c->end;
+	if (!c->depth)
+		t->root_total += dur;
+	*self_ns = children < dur ? dur - children : 0;
+	*self_insn = children_insn < c->insn ? c->insn - children_insn : 0;
+	const char *name = intern_cached(r, c->name);
+	struct mt_fstat *f = name ? fstat_of(r, name, c->pid, c->tid) : NULL;
+	if (!f)
+		return true;
+	f->calls++;
+	f->total += dur;
+	f->self += *self_ns;
+	if (c->has_insn) {
+		f->insn_calls++;
+		f->insn += c->insn;
+		f->self_insn += *self_insn;
+	}
+	f->no_call += c->no_call;
+	f->no_return += c->no_return;
+	if (!mt_durhist_add(&f->hist, dur))
+		r->oom = true;
+	return true;
+}
+
+/* Instructions of children without counts are zero: the child sums use
+ * c->insn, which is 0 then. */
+static void rp_call(void *ctx, const struct mt_tl_call *c)
+{
+	struct mt_report *r = ctx;
+	uint64_t self_ns, self_insn;
+	if (count_call(r, c, &self_ns, &self_insn) && r->has_next)
+		r->next.call(r->next.ctx, c, self_ns, self_insn);
+}
+
+static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
+		      const char *const *dsos)
+{
+	struct mt_report *r = ctx;
+	if (n && selected(r, pid, tid)) {
+		size_t ti = thread_index(r, pid, tid);
+		if (ti != SIZE_MAX)
+			r->th[ti].samples++;
+		r->samples++;
+		if (!mt_grow((void **)&r->seen, &r->capseen, n, sizeof *r->seen)) {
+			r->oom = true;
+			n = 0;
+		}
+		size_t nseen = 0;
+		for (size_t i = 0; i < n; i++) {
+			const char *name = intern(r, names[i]);
+			struct mt_fstat *f = name ? fstat_of(r, name, pid, tid) : NULL;
+			if (!f)
+				continue;
+			if (i == n - 1)
+				f->samples_self++;
+			/* once per sample however often it recurs (perf report --children) */
+			bool again = false;
+			for (size_t k = 0; k < nseen && !again; k++)
+				again = r->seen[k] == name;
+			if (!again) {
+				r->seen[nseen++] = name;
+				f->samples_children++;
+			}
+		}
+	}
+	if (n && selected(r, pid, tid) && r->has_next && r->next.sample)
+		r->next.sample(r->next.ctx, pid, tid, time, n, names, dsos);
+}
+
+void mt_report_sink(struct mt_report *r, struct mt_tl_calls_sink *sink, const struct mt_report_next *next)
+{
+	r->has_next = next != NULL;
+	if (next)
+		r->next = *next;
+	*sink = (struct mt_tl_calls_sink){.ctx = r, .thread = rp_thread, .call = rp_call, .sample = rp_sample};
+}
+
+int mt_report_sort_parse(const char *s)
+{
+	static const char *const keys[] = {"total", "self", "calls", "max", "p99", "samples"};
+	for (size_t i = 0; i < sizeof keys / sizeof *keys; i++)
+		if (!strcmp(s, keys[i]))
+			return (int)i;
+	return -1;
+}
+
+static uint64_t sort_value(const struct mt_fstat *f, enum mt_report_sort key)
+{
+	switch (key) {
+	case MT_SORT_TOTAL: return f->total;
+	case MT_SORT_SELF: return f->self;
+	case MT_SORT_CALLS: return f->calls;
+	case MT_SORT_MAX: return f->hist.max;
+	case MT_SORT_P99: return mt_durhist_quantile(&f->hist, 0.99);
+	case MT_SORT_SAMPLES: return f->samples_children;
+	}
+	return 0;
+}
+
+static enum mt_report_sort sort_key;
+
+static int cmp_fstat(const void *pa, const void *pb)
+{
+	const struct mt_fstat *a = pa, *b = pb;
+	uint64_t va = sort_value(a, sort_key), vb = sort_value(b, sort_key);
+	if (va != vb)
+		return va > vb ? -1 : 1;
+	int c = strcmp(a->name, b->name);
+	if (c)
+		return c;
+	if (a->pid != b->pid)
+		return a->pid < b->pid ? -1 : 1;
+	return a->tid < b->tid ? -1 : a->tid > b->tid;
+}
+
+void mt_report_sort(struct mt_report *r, enum mt_report_sort key)
+{
+	sort_key = key;
+	qsort(r->f, r->nf, sizeof *r->f, cmp_fstat);
+	/* the lookup table's indices are stale now: rebuilt on next use */
+	free(r->slots);
+	r->slots = NULL;
+	r->capslots = 0;
+}
+
+size_t mt_report_nfuncs(const struct mt_report *r)
+{
+	return r->nf;
+}
+
+const struct mt_fstat *mt_report_func(const struct mt_report *r, size_t i)
+{
+	return &r->f[i];
+}
+
+size_t mt_report_nthreads(const struct mt_report *r)
+{
+	return r->nth;
+}
+
+const struct mt_rthread *mt_report_thread(const struct mt_report *r, size_t i)
+{
+	return &r->th[i];
+}
+
+uint64_t mt_report_samples(const struct mt_report *r)
+{
+	return r->samples;
+}
+
+const struct mt_report_opts *mt_report_options(const struct mt_report *r)
+{
+	return &r->opts;
+}
+
+void mt_report_free(struct mt_report *r)
+{
+	if (!r)
+		return;
+	for (size_t i = 0; i < r->nf; i++)
+		mt_durhist_free(&r->f[i].hist);
+	for (size_t i = 0; i < r->nth; i++) {
+		free(r->ts[i].child);
+	}
+	free(r->f);
+	free(r->slots);
+	free(r->th);
+	free(r->ts);
+	free(r->seen);
+	mt_strtab_free(&r->names);
+	free(r);
+}

@@ -1,0 +1,84 @@
+/* report: per-function figures from the calls of a rebuilt timeline
+ * (timeline/pftrace.h's calls writer), as uftrace's report and perf's
+ * report give them: calls, total (inclusive) and self time, average, min,
+ * max and percentiles of the call durations, instructions; from stack
+ * samples, self and children sample counts (perf report --children).
+ *
+ * Total time is the sum of a function's call durations: a recursive
+ * function's nested calls count again. Self time is a call's duration less
+ * its children's, so the self times of a thread add up to its root calls'
+ * durations. Memory grows with the functions and threads and the stack
+ * depth, not with the calls. */
+#ifndef MT_REPORT_H
+#define MT_REPORT_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "report/durhist.h"
+#include "timeline/pftrace.h"
+
+#define MT_REPORT_MAX_IDS 64
+
+struct mt_report_opts {
+	bool per_thread;          /* a row per function and thread */
+	size_t npids, ntids;      /* only these processes / threads (0: all) */
+	uint32_t pids[MT_REPORT_MAX_IDS], tids[MT_REPORT_MAX_IDS];
+	uint64_t min_duration;    /* shorter calls are not counted (their time is their parent's self time) */
+	size_t max_depth;         /* calls this deep or deeper likewise (0: no limit) */
+};
+
+struct mt_fstat {
+	const char *name;         /* interned in the report */
+	uint32_t pid, tid;        /* per_thread only */
+	uint64_t calls, total, self;
+	uint64_t insn, self_insn; /* over the calls with counts (insn_calls of them) */
+	uint64_t insn_calls;
+	uint64_t samples_self, samples_children; /* stack samples with it on top / anywhere */
+	uint64_t no_call, no_return;             /* calls with an inferred start / a forced end */
+	struct mt_durhist hist;
+};
+
+struct mt_rthread {
+	uint32_t pid, tid;
+	const char *comm, *process_comm; /* interned; NULL: none */
+	uint64_t calls, samples;
+	uint64_t first, last;     /* the earliest call start and latest end (perf-clock ns) */
+	uint64_t root_total;      /* its root calls' durations */
+};
+
+struct mt_report;
+
+struct mt_report *mt_report_new(const struct mt_report_opts *opts);
+/* What the report passes on (the calls table, folded stacks): each call
+ * it counted, with its self time and instructions as counted (selection,
+ * --min-duration and --depth applied), and every sample selected. */
+struct mt_report_next {
+	void *ctx;
+	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
+	void (*call)(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn);
+	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
+		       const char *const *dsos);
+};
+/* The sink to give mt_pftrace_new_calls; next may be NULL. */
+void mt_report_sink(struct mt_report *r, struct mt_tl_calls_sink *sink, const struct mt_report_next *next);
+/* Out of memory happened: the figures are incomplete. */
+bool mt_report_oom(const struct mt_report *r);
+
+enum mt_report_sort { MT_SORT_TOTAL, MT_SORT_SELF, MT_SORT_CALLS, MT_SORT_MAX, MT_SORT_P99, MT_SORT_SAMPLES };
+/* Parses total, self, calls, max, p99 or samples; -1 otherwise. */
+int mt_report_sort_parse(const char *s);
+/* Orders the functions: by the key, descending, then by name (and pid, tid). */
+void mt_report_sort(struct mt_report *r, enum mt_report_sort key);
+
+size_t mt_report_nfuncs(const struct mt_report *r);
+const struct mt_fstat *mt_report_func(const struct mt_report *r, size_t i);
+size_t mt_report_nthreads(const struct mt_report *r);
+const struct mt_rthread *mt_report_thread(const struct mt_report *r, size_t i);
+/* The stack samples seen (0: not a sampling stream). */
+uint64_t mt_report_samples(const struct mt_report *r);
+const struct mt_report_opts *mt_report_options(const struct mt_report *r);
+void mt_report_free(struct mt_report *r);
+
+#endif

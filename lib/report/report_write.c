@@ -1,0 +1,324 @@
+/* report_write: tables, TSV and JSON of a report (report_write.h). */
+#define _GNU_SOURCE
+#include "report/report_write.h"
+
+#include <inttypes.h>
+#include <stdlib.h>
+#include <string.h>
+
+int mt_report_format_parse(const char *s)
+{
+	if (!strcmp(s, "text"))
+		return MT_REPORT_TEXT;
+	if (!strcmp(s, "tsv"))
+		return MT_REPORT_TSV;
+	if (!strcmp(s, "json"))
+		return MT_REPORT_JSON;
+	return -1;
+}
+
+/* ns for people, as uftrace shows times: 3 decimals and a unit. */
+static const char *human_ns(char *b, size_t n, uint64_t ns)
+{
+	if (ns < 1000)
+		snprintf(b, n, "%" PRIu64 " ns", ns);
+	else if (ns < 1000000)
+		snprintf(b, n, "%.3f us", (double)ns / 1e3);
+	else if (ns < 1000000000)
+		snprintf(b, n, "%.3f ms", (double)ns / 1e6);
+	else
+		snprintf(b, n, "%.3f s", (double)ns / 1e9);
+	return b;
+}
+
+/* A string for TSV (TAB and newline would break the row) or JSON. */
+static void put_tsv_str(FILE *out, const char *s)
+{
+	for (; *s; s++)
+		fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+}
+
+static void put_json_str(FILE *out, const char *s)
+{
+	fputc('"', out);
+	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
+		if (*p == '"' || *p == '\\')
+			fprintf(out, "\\%c", *p);
+		else if (*p < 0x20)
+			fprintf(out, "\\u%04x", *p);
+		else
+			fputc(*p, out);
+	}
+	fputc('"', out);
+}
+
+struct figures {
+	uint64_t avg, min, max, p50, p90, p99;
+};
+
+static struct figures figures_of(const struct mt_fstat *f)
+{
+	struct figures g = {0};
+	if (!f->calls)
+		return g;
+	g.avg = f->total / f->calls;
+	g.min = f->hist.min;
+	g.max = f->hist.max;
+	g.p50 = mt_durhist_quantile(&f->hist, 0.50);
+	g.p90 = mt_durhist_quantile(&f->hist, 0.90);
+	g.p99 = mt_durhist_quantile(&f->hist, 0.99);
+	return g;
+}
+
+static const char *comm_of(const struct mt_report *r, uint32_t pid, uint32_t tid)
+{
+	for (size_t i = 0; i < mt_report_nthreads(r); i++) {
+		const struct mt_rthread *t = mt_report_thread(r, i);
+		if (t->pid == pid && t->tid == tid)
+			return t->comm ? t->comm : "";
+	}
+	return "";
+}
+
+static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
+{
+	bool per_thread = mt_report_options(r)->per_thread;
+	fputs("function\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\tp50_ns\tp90_ns\tp99_ns\tinsn\tself_insn"
+	      "\tinsn_calls\tsamples_self\tsamples_children\tno_call\tno_return",
+	      out);
+	fputs(per_thread ? "\tpid\ttid\tcomm\n" : "\n", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_fstat *f = mt_report_func(r, i);
+		struct figures g = figures_of(f);
+		put_tsv_str(out, f->name);
+		fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->calls, f->total, f->self);
+		if (f->calls)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
+				g.avg, g.min, g.max, g.p50, g.p90, g.p99);
+		else
+			fputs("\t\t\t\t\t\t", out);
+		if (f->insn_calls)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64, f->insn, f->self_insn);
+		else
+			fputs("\t\t", out);
+		fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->insn_calls,
+			f->samples_self, f->samples_children, f->no_call, f->no_return);
+		if (per_thread) {
+			fprintf(out, "\t%" PRIu32 "\t%" PRIu32 "\t", f->pid, f->tid);
+			put_tsv_str(out, comm_of(r, f->pid, f->tid));
+		}
+		fputc('\n', out);
+	}
+}
+
+static void write_json(const struct mt_report *r, FILE *out, size_t n)
+{
+	bool per_thread = mt_report_options(r)->per_thread;
+	uint64_t samples = mt_report_samples(r);
+	fprintf(out, "{\"version\":1,\"samples\":%" PRIu64 ",\"estimated\":%s,\"threads\":[", samples,
+		samples ? "true" : "false");
+	for (size_t i = 0; i < mt_report_nthreads(r); i++) {
+		const struct mt_rthread *t = mt_report_thread(r, i);
+		fprintf(out, "%s{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", i ? "," : "", t->pid, t->tid);
+		if (t->comm)
+			put_json_str(out, t->comm);
+		else
+			fputs("null", out);
+		fprintf(out, ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"root_total_ns\":%" PRIu64 "}", t->calls,
+			t->samples, t->root_total);
+	}
+	fputs("],\"functions\":[", out);
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_fstat *f = mt_report_func(r, i);
+		struct figures g = figures_of(f);
+		fputs(i ? ",\n{\"function\":" : "\n{\"function\":", out);
+		put_json_str(out, f->name);
+		fprintf(out, ",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, f->calls, f->total,
+			f->self);
+		if (f->calls)
+			fprintf(out, ",\"avg_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
+				",\"p90_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64, g.avg, g.min, g.max, g.p50, g.p90, g.p99);
+		if (f->insn_calls)
+			fprintf(out, ",\"insn\":%" PRIu64 ",\"self_insn\":%" PRIu64, f->insn, f->self_insn);
+		fprintf(out, ",\"insn_calls\":%" PRIu64 ",\"samples_self\":%" PRIu64 ",\"samples_children\":%" PRIu64
+			",\"no_call\":%" PRIu64 ",\"no_return\":%" PRIu64, f->insn_calls, f->samples_self,
+			f->samples_children, f->no_call, f->no_return);
+		if (per_thread) {
+			fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", f->pid, f->tid);
+			put_json_str(out, comm_of(r, f->pid, f->tid));
+		}
+		fputc('}', out);
+	}
+	fputs("]}\n", out);
+}
+
+static void write_text(const struct mt_report *r, FILE *out, size_t n)
+{
+	bool per_thread = mt_report_options(r)->per_thread;
+	uint64_t samples = mt_report_samples(r);
+	char b[9][32];
+	if (samples) {
+		fprintf(out, "# %" PRIu64 " samples; times are estimates from the samples' timeline\n", samples);
+		fprintf(out, "%9s %9s %9s %12s %12s %10s  %s%s\n", "Children", "Self", "Samples", "~Total", "~Self",
+			"Calls", per_thread ? "PID/TID  " : "", "Function");
+	} else {
+		fprintf(out, "%12s %12s %10s %12s %12s %12s %12s %12s %14s  %s%s\n", "Total time", "Self time", "Calls",
+			"Avg", "Min", "Max", "p90", "p99", "Instructions", per_thread ? "PID/TID  " : "", "Function");
+	}
+	for (size_t i = 0; i < n; i++) {
+		const struct mt_fstat *f = mt_report_func(r, i);
+		struct figures g = figures_of(f);
+		if (samples) {
+			fprintf(out, "%8.2f%% %8.2f%% %9" PRIu64 " %12s %12s %10" PRIu64 "  ",
+				100.0 * (double)f->samples_children / (double)samples,
+				100.0 * (double)f->samples_self / (double)samples, f->samples_self,
+				human_ns(b[0], sizeof b[0], f->total), human_ns(b[1], sizeof b[1], f->self), f->calls);
+		} else {
+			char insn[32] = "-";
+			if (f->insn_calls)
+				snprintf(insn, sizeof insn, "%" PRIu64, f->insn);
+			fprintf(out, "%12s %12s %10" PRIu64 " %12s %12s %12s %12s %12s %14s  ",
+				human_ns(b[0], sizeof b[0], f->total), human_ns(b[1], sizeof b[1], f->self), f->calls,
+				f->calls ? human_ns(b[2], sizeof b[2], g.avg) : "-",
+				f->calls ? human_ns(b[3], sizeof b[3], g.min) : "-",
+				f->calls ? human_ns(b[4], sizeof b[4], g.max) : "-",
+				f->calls ? human_ns(b[5], sizeof b[5], g.p90) : "-",
+				f->calls ? human_ns(b[6], sizeof b[6], g.p99) : "-", insn);
+		}
+		if (per_thread)
+			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);
+		fprintf(out, "%s\n", f->name);
+	}
+}
+
+void mt_report_write(const struct mt_report *r, FILE *out, enum mt_report_format fmt, size_t top)
+{
+	size_t n = mt_report_nfuncs(r);
+	if (top && top < n)
+		n = top;
+	switch (fmt) {
+	case MT_REPORT_TEXT: write_text(r, out, n); break;
+	case MT_REPORT_TSV: write_tsv(r, out, n); break;
+	case MT_REPORT_JSON: write_json(r, out, n); break;
+	}
+}
+
+/* --- diff ------------------------------------------------------------------------ */
+
+struct drow {
+	const char *name;
+	uint64_t calls[2], total[2], self[2];
+};
+
+static int cmp_drow(const void *pa, const void *pb)
+{
+	const struct drow *a = pa, *b = pb;
+	int64_t da = (int64_t)(a->total[1] - a->total[0]), db = (int64_t)(b->total[1] - b->total[0]);
+	uint64_t ma = da < 0 ? (uint64_t)-da : (uint64_t)da, mb = db < 0 ? (uint64_t)-db : (uint64_t)db;
+	if (ma != mb)
+		return ma > mb ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+static int cmp_name(const void *pa, const void *pb)
+{
+	const struct drow *a = pa, *b = pb;
+	return strcmp(a->name, b->name);
+}
+
+/* Rows of both reports merged by name (threads summed). */
+static struct drow *merge_rows(const struct mt_report *const rs[2], size_t *nrows)
+{
+	size_t cap = mt_report_nfuncs(rs[0]) + mt_report_nfuncs(rs[1]), n = 0;
+	struct drow *v = calloc(cap ? cap : 1, sizeof *v);
+	if (!v)
+		return NULL;
+	for (int side = 0; side < 2; side++)
+		for (size_t i = 0; i < mt_report_nfuncs(rs[side]); i++) {
+			const struct mt_fstat *f = mt_report_func(rs[side], i);
+			struct drow *d = &v[n++];
+			d->name = f->name;
+			d->calls[side] = f->calls;
+			d->total[side] = f->total;
+			d->self[side] = f->self;
+		}
+	qsort(v, n, sizeof *v, cmp_name);
+	size_t m = 0;
+	for (size_t i = 0; i < n; i++) {
+		if (m && !strcmp(v[m - 1].name, v[i].name)) {
+			for (int s = 0; s < 2; s++) {
+				v[m - 1].calls[s] += v[i].calls[s];
+				v[m - 1].total[s] += v[i].total[s];
+				v[m - 1].self[s] += v[i].self[s];
+			}
+		} else {
+			v[m++] = v[i];
+		}
+	}
+	qsort(v, m, sizeof *v, cmp_drow);
+	*nrows = m;
+	return v;
+}
+
+static void put_change_pct(FILE *out, uint64_t a, uint64_t b, const char *sep)
+{
+	if (a)
+		fprintf(out, "%s%+.2f%%", sep, 100.0 * ((double)b - (double)a) / (double)a);
+	else
+		fprintf(out, "%s%s", sep, b ? "new" : "");
+}
+
+int mt_report_diff_write(const struct mt_report *old_r, const struct mt_report *new_r, FILE *out,
+			 enum mt_report_format fmt, size_t top)
+{
+	const struct mt_report *rs[2] = {old_r, new_r};
+	size_t n;
+	struct drow *v = merge_rows(rs, &n);
+	if (!v)
+		return -1;
+	if (top && top < n)
+		n = top;
+	if (fmt == MT_REPORT_TSV)
+		fputs("function\tcalls_old\tcalls_new\tcalls_diff\ttotal_ns_old\ttotal_ns_new\ttotal_ns_diff\ttotal_pct"
+		      "\tself_ns_old\tself_ns_new\tself_ns_diff\tself_pct\n",
+		      out);
+	else if (fmt == MT_REPORT_JSON)
+		fputs("{\"version\":1,\"diff\":[", out);
+	else
+		fprintf(out, "%12s %12s %10s %12s %12s %10s %10s %10s %9s  %s\n", "Total old", "Total new", "Total",
+			"Self old", "Self new", "Self", "Calls old", "Calls new", "Calls", "Function");
+	for (size_t i = 0; i < n; i++) {
+		const struct drow *d = &v[i];
+		int64_t dc = (int64_t)(d->calls[1] - d->calls[0]), dt = (int64_t)(d->total[1] - d->total[0]),
+			ds = (int64_t)(d->self[1] - d->self[0]);
+		if (fmt == MT_REPORT_TSV) {
+			put_tsv_str(out, d->name);
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64,
+				d->calls[0], d->calls[1], dc, d->total[0], d->total[1], dt);
+			put_change_pct(out, d->total[0], d->total[1], "\t");
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64, d->self[0], d->self[1], ds);
+			put_change_pct(out, d->self[0], d->self[1], "\t");
+			fputc('\n', out);
+		} else if (fmt == MT_REPORT_JSON) {
+			fputs(i ? ",\n{\"function\":" : "\n{\"function\":", out);
+			put_json_str(out, d->name);
+			fprintf(out, ",\"calls_old\":%" PRIu64 ",\"calls_new\":%" PRIu64 ",\"total_ns_old\":%" PRIu64
+				",\"total_ns_new\":%" PRIu64 ",\"self_ns_old\":%" PRIu64 ",\"self_ns_new\":%" PRIu64 "}",
+				d->calls[0], d->calls[1], d->total[0], d->total[1], d->self[0], d->self[1]);
+		} else {
+			char b[4][32];
+			fprintf(out, "%12s %12s", human_ns(b[0], sizeof b[0], d->total[0]),
+				human_ns(b[1], sizeof b[1], d->total[1]));
+			put_change_pct(out, d->total[0], d->total[1], " ");
+			fprintf(out, " %12s %12s", human_ns(b[2], sizeof b[2], d->self[0]),
+				human_ns(b[3], sizeof b[3], d->self[1]));
+			put_change_pct(out, d->self[0], d->self[1], " ");
+			fprintf(out, " %10" PRIu64 " %10" PRIu64 " %+9" PRId64 "  %s\n", d->calls[0], d->calls[1], dc,
+				d->name);
+		}
+	}
+	if (fmt == MT_REPORT_JSON)
+		fputs("]}\n", out);
+	free(v);
+	return 0;
+}

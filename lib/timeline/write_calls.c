@@ -1,0 +1,282 @@
+/* write_calls: the calls writer (pftrace.h's mt_pftrace_new_calls): the
+ * window's slices, in time order per thread, turned back into calls (a
+ * stack of open slices per thread) and handed to a sink at their ends;
+ * stack samples split into their frames. */
+#include <stdlib.h>
+#include <string.h>
+
+#include "timeline/writer.h"
+
+struct cframe {
+	const char *name, *file;
+	int line;
+	bool no_call;
+	uint64_t ip, start, id;
+};
+
+struct cthread {
+	struct cframe *v;
+	const char **names;  /* v's names, for mt_tl_call's stack */
+	size_t n, cap, capnames;
+};
+
+/* An entry of the instruction counts by frame id (open addressing,
+ * linear probing, deletion by shifting back: no tombstones). */
+struct callinfo {
+	uint64_t id;         /* 0: empty */
+	uint64_t insn0, insn1;
+	bool has0, has1, no_return;
+};
+
+struct mt_tl_calls {
+	struct mt_tl_calls_sink sink;
+	struct cthread *th;  /* by thread index */
+	size_t nth;
+	uint64_t next_id;
+	struct callinfo *ci;
+	size_t nci, capci;
+	const char **snames, **sdsos; /* a stack sample's frames */
+	size_t capsample;
+	char *keycopy;
+	size_t capkey;
+};
+
+struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink)
+{
+	struct mt_tl_calls *c = calloc(1, sizeof *c);
+	if (c)
+		c->sink = *sink;
+	return c;
+}
+
+void mt_tl_calls_free(struct mt_tl_calls *c)
+{
+	if (!c)
+		return;
+	for (size_t i = 0; i < c->nth; i++) {
+		free(c->th[i].v);
+		free(c->th[i].names);
+	}
+	free(c->th);
+	free(c->ci);
+	free(c->snames);
+	free(c->sdsos);
+	free(c->keycopy);
+	free(c);
+}
+
+static size_t ci_slot(uint64_t id, size_t cap)
+{
+	return (size_t)((id * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
+}
+
+/* The entry of id, made when absent (NULL: out of memory). */
+static struct callinfo *ci_get(struct mt_pftrace *pf, uint64_t id)
+{
+	struct mt_tl_calls *c = pf->calls;
+	if (2 * (c->nci + 1) > c->capci) {
+		size_t cap = c->capci ? 2 * c->capci : 256;
+		struct callinfo *nv = calloc(cap, sizeof *nv);
+		if (!nv) {
+			pf->oom = true;
+			return NULL;
+		}
+		for (size_t i = 0; i < c->capci; i++) {
+			if (!c->ci[i].id)
+				continue;
+			size_t k = ci_slot(c->ci[i].id, cap);
+			while (nv[k].id)
+				k = (k + 1) & (cap - 1);
+			nv[k] = c->ci[i];
+		}
+		free(c->ci);
+		c->ci = nv;
+		c->capci = cap;
+	}
+	size_t k = ci_slot(id, c->capci);
+	for (; c->ci[k].id; k = (k + 1) & (c->capci - 1))
+		if (c->ci[k].id == id)
+			return &c->ci[k];
+	c->ci[k] = (struct callinfo){.id = id};
+	c->nci++;
+	return &c->ci[k];
+}
+
+void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, uint64_t insn)
+{
+	struct callinfo *e = id ? ci_get(pf, id) : NULL;
+	if (e) {
+		e->insn0 = insn;
+		e->has0 = true;
+	}
+}
+
+void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, uint64_t insn, bool no_return)
+{
+	struct callinfo *e = id ? ci_get(pf, id) : NULL;
+	if (e) {
+		e->insn1 = insn;
+		e->has1 = true;
+		e->no_return = no_return;
+	}
+}
+
+bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, uint64_t *insn, bool *no_return)
+{
+	struct mt_tl_calls *c = pf->calls;
+	if (!id || !c->capci)
+		return false;
+	size_t k = ci_slot(id, c->capci);
+	while (c->ci[k].id && c->ci[k].id != id)
+		k = (k + 1) & (c->capci - 1);
+	if (!c->ci[k].id)
+		return false;
+	struct callinfo e = c->ci[k];
+	/* shift back the entries after it that probed past its slot */
+	size_t hole = k;
+	for (size_t j = (k + 1) & (c->capci - 1); c->ci[j].id; j = (j + 1) & (c->capci - 1)) {
+		size_t home = ci_slot(c->ci[j].id, c->capci);
+		if (((j - home) & (c->capci - 1)) >= ((j - hole) & (c->capci - 1))) {
+			c->ci[hole] = c->ci[j];
+			hole = j;
+		}
+	}
+	c->ci[hole].id = 0;
+	c->nci--;
+	*no_return = e.no_return;
+	if (!e.has0 || !e.has1 || e.insn1 < e.insn0)
+		return false;
+	*insn = e.insn1 - e.insn0;
+	return true;
+}
+
+static struct cthread *cthread_of(struct seqw *w)
+{
+	struct mt_tl_calls *c = w->pf->calls;
+	if (w->k >= c->nth) {
+		size_t n = w->k + 1, cap = c->nth;
+		if (!mt_grow((void **)&c->th, &cap, n, sizeof *c->th)) {
+			w->pf->oom = true;
+			return NULL;
+		}
+		memset(c->th + c->nth, 0, (n - c->nth) * sizeof *c->th);
+		c->nth = n;
+	}
+	return &c->th[w->k];
+}
+
+static void calls_thread(struct mt_pftrace *pf, struct pthread *t, bool first_of_pid)
+{
+	(void)first_of_pid;
+	struct mt_tl_calls *c = pf->calls;
+	if (c->sink.thread)
+		c->sink.thread(c->sink.ctx, t->pid, t->tid, mt_tl_comm(pf, t->pid, t->tid),
+			       mt_tl_comm(pf, t->pid, t->pid));
+}
+
+static void calls_begin(struct seqw *w, uint64_t time, const char *name, uint64_t ip)
+{
+	struct cthread *t = cthread_of(w);
+	if (!t)
+		return;
+	if (!mt_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v) ||
+	    !mt_grow((void **)&t->names, &t->capnames, t->n + 1, sizeof *t->names)) {
+		w->pf->oom = true;
+		return;
+	}
+	t->v[t->n] = (struct cframe){.name = name, .file = w->file, .line = w->line, .no_call = w->no_call,
+				     .ip = ip, .start = time, .id = ++w->pf->calls->next_id};
+	t->names[t->n++] = name;
+}
+
+static void calls_end(struct seqw *w, uint64_t time, const char *name)
+{
+	(void)name;
+	struct mt_tl_calls *c = w->pf->calls;
+	struct cthread *t = cthread_of(w);
+	if (!t || !t->n)
+		return;
+	const struct cframe *f = &t->v[--t->n];
+	struct mt_tl_call call = {
+		.pid = w->pid, .tid = w->tid, .name = f->name, .file = f->file, .line = f->line, .ip = f->ip,
+		.start = f->start, .end = time, .id = f->id, .parent = t->n ? t->v[t->n - 1].id : 0,
+		.depth = t->n, .stack = t->names, .insn = w->call_insn, .has_insn = w->call_insn != UINT64_MAX,
+		.no_call = f->no_call, .no_return = w->no_return,
+	};
+	if (call.no_call)
+		call.has_insn = false; /* counted from its stack's start, not its call */
+	if (!call.has_insn)
+		call.insn = 0;
+	c->sink.call(c->sink.ctx, &call);
+}
+
+static void calls_instant(struct seqw *w, uint64_t time, const char *name)
+{
+	(void)w;
+	(void)time;
+	(void)name;
+}
+
+static void calls_sample(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip)
+{
+	(void)w;
+	(void)time;
+	(void)name;
+	(void)k;
+	(void)ip;
+}
+
+static void calls_counter(struct seqw *w, uint64_t time, double value)
+{
+	(void)w;
+	(void)time;
+	(void)value;
+}
+
+/* A stack sample's key (writer.h: frames outermost first, NAME US DSO,
+ * RS between) split back into its frames. */
+static void calls_stack_sample(struct seqw *w, uint64_t time, const char *key)
+{
+	struct mt_tl_calls *c = w->pf->calls;
+	if (!c->sink.sample)
+		return;
+	size_t len = strlen(key), n = 1;
+	for (const char *p = key; *p; p++)
+		n += *p == MT_TL_FRAME_SEP;
+	if (!mt_grow((void **)&c->keycopy, &c->capkey, len + 1, 1)) {
+		w->pf->oom = true;
+		return;
+	}
+	if (n > c->capsample) {
+		const char **a = realloc(c->snames, 2 * n * sizeof *a);
+		if (a)
+			c->snames = a;
+		const char **b = a ? realloc(c->sdsos, 2 * n * sizeof *b) : NULL;
+		if (!b) {
+			w->pf->oom = true;
+			return;
+		}
+		c->sdsos = b;
+		c->capsample = 2 * n;
+	}
+	memcpy(c->keycopy, key, len + 1);
+	size_t i = 0;
+	for (char *p = c->keycopy; p && i < n; i++) {
+		char *next = strchr(p, MT_TL_FRAME_SEP);
+		if (next)
+			*next++ = '\0';
+		char *dso = strchr(p, MT_TL_DSO_SEP);
+		if (dso)
+			*dso++ = '\0';
+		c->snames[i] = p;
+		c->sdsos[i] = dso ? dso : "";
+		p = next;
+	}
+	c->sink.sample(c->sink.ctx, w->pid, w->tid, time, i, c->snames, c->sdsos);
+}
+
+const struct mt_tl_ops mt_tl_calls = {
+	.name = "calls", .thread = calls_thread, .slice_begin = calls_begin, .slice_end = calls_end,
+	.instant = calls_instant, .sample = calls_sample, .counter = calls_counter,
+	.stack_sample = calls_stack_sample,
+};

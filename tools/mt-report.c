@@ -43,7 +43,9 @@ static void usage(FILE *f)
 "                           default otherwise), json, or sqlite (a database of\n"
 "                           every call, mt-calls(5); needs -o). Default also\n"
 "                           from -o's ending: .tsv, .json, .db, .sqlite\n"
-"      --sort=KEY           total (default), self, calls, max, p99 or samples\n"
+"      --sort=KEY           total, self, calls, max, p99 or samples (children\n"
+"                           samples); default samples for a sampled stream,\n"
+"                           else total\n"
 "      --top=N              only the first N functions\n"
 "      --per-thread         a row per function and thread\n"
 "      --pid=PID[,PID...]   only these processes\n"
@@ -197,7 +199,7 @@ int main(int argc, char **argv)
 	const char *out = "-";
 	int format = -1; /* -1: from the output */
 	bool sqlite = false, diff = false, merge = false;
-	enum mt_report_sort sort = MT_SORT_TOTAL;
+	int sort = -1; /* -1: samples for a sampled stream, else total */
 	enum mt_calldb_level level = MT_CALLDB_CALLS;
 	size_t top = 0;
 	struct mt_report_opts ro = {0};
@@ -221,7 +223,7 @@ int main(int argc, char **argv)
 					optarg);
 				return EXIT_USAGE;
 			}
-			sort = (enum mt_report_sort)k;
+			sort = k;
 			break;
 		}
 		case 'n': {
@@ -357,7 +359,8 @@ int main(int argc, char **argv)
 				strcmp(ins[i], "-") ? ins[i] : "standard input");
 			status = EXIT_DATA;
 		}
-		mt_report_sort(runs[i].report, sort);
+		mt_report_sort(runs[i].report, sort >= 0 ? (enum mt_report_sort)sort
+						  : mt_report_samples(runs[i].report) ? MT_SORT_SAMPLES : MT_SORT_TOTAL);
 	}
 	if (db) {
 		bool empty = !mt_report_nfuncs(runs[0].report);

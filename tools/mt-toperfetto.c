@@ -12,6 +12,8 @@
 #include "stream/filterio.h"
 #include "timeline/pftrace.h"
 #include "timeline/rebuild.h"
+#include "report/folded.h"
+#include "report/report.h"
 #include "base/strtab.h"
 #include "base/version.h"
 
@@ -35,11 +37,17 @@ static void usage(FILE *f)
 "                           since the first event, no threads), or threads\n"
 "                           (text for scripts: PID TID NS KIND NAME, TAB-\n"
 "                           separated, KIND begin, end, instant or sample, in\n"
-"                           time order per thread). Default: what the output's\n"
+"                           time order per thread), or folded (collapsed\n"
+"                           stacks, 'thread;caller;callee WEIGHT' a line, for\n"
+"                           flamegraph.pl, inferno and speedscope). Default: what the output's\n"
 "                           name ends in (.pftrace, .perfetto-trace, .pb, .json,\n"
-"                           .fxt, .stacks, .threads), else perfetto; a --format\n"
+"                           .fxt, .stacks, .threads, .folded), else perfetto; a --format\n"
 "                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
+"      --weight=WEIGHT      folded: what a stack weighs: time (each call's self\n"
+"                           time in ns), samples (stack samples there) or\n"
+"                           instructions (each call's self instructions).\n"
+"                           Default: samples for a sampled stream, else time\n"
 "      --filter=START,STOP  write only what runs from each call to START up to\n"
 "                           the next call to STOP (one pass; unpaired calls\n"
 "                           write nothing)\n"
@@ -74,12 +82,14 @@ int main(int argc, char **argv)
 		{"filter", required_argument, NULL, 'f'},
 		{"window", required_argument, NULL, 'w'},
 		{"stats", no_argument, NULL, 'S'},
+		{"weight", required_argument, NULL, 'W'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	const char *out = "-";
-	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS } format = FMT_PERFETTO;
+	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS, FMT_FOLDED } format = FMT_PERFETTO;
+	int weight = -1; /* folded: -1 as the stream says */
 	bool format_given = false;
 	bool annotate = true, stats = false;
 	char *filter = NULL, *filter_stop = NULL;
@@ -100,14 +110,22 @@ int main(int argc, char **argv)
 				format = FMT_FXT;
 			else if (!strcmp(optarg, "threads"))
 				format = FMT_THREADS;
+			else if (!strcmp(optarg, "folded"))
+				format = FMT_FOLDED;
 			else {
-				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt, stacks or threads\n",
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt, stacks, threads or folded\n",
 					optarg);
 				return EXIT_USAGE;
 			}
 			break;
 		case 'A': annotate = false; break;
 		case 'S': stats = true; break;
+		case 'W':
+			if ((weight = mt_folded_weight_parse(optarg)) < 0) {
+				fprintf(stderr, PROG ": bad --weight '%s': expected time, samples or instructions\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
 		case 'f':
 			filter = optarg;
 			filter_stop = strchr(optarg, ',');
@@ -145,7 +163,22 @@ int main(int argc, char **argv)
 		[FMT_STACKS] = MT_PFTRACE_STACKS, [FMT_THREADS] = MT_PFTRACE_THREADS,
 	};
 	enum mt_pftrace_format named;
-	if (strcmp(out, "-") && mt_pftrace_format_of_name(out, &named)) {
+	size_t ol = strlen(out);
+	bool folded_name = ol > 7 && !strcmp(out + ol - 7, ".folded");
+	if (folded_name && !format_given)
+		format = FMT_FOLDED;
+	if (folded_name && format != FMT_FOLDED)
+		fprintf(stderr, PROG ": warning: writing %s into %s, whose name says folded\n",
+			mt_pftrace_format_name(formats[format]), out);
+	if (weight >= 0 && format != FMT_FOLDED) {
+		fprintf(stderr, PROG ": --weight is for --format=folded\n");
+		return EXIT_USAGE;
+	}
+	if (format == FMT_FOLDED) {
+		if (strcmp(out, "-") && !folded_name && mt_pftrace_format_of_name(out, &named))
+			fprintf(stderr, PROG ": warning: writing folded into %s, whose name says %s\n", out,
+				mt_pftrace_format_name(named));
+	} else if (strcmp(out, "-") && mt_pftrace_format_of_name(out, &named)) {
 		if (!format_given)
 			for (size_t i = 0; i < sizeof formats / sizeof *formats; i++)
 				if (formats[i] == named)
@@ -158,9 +191,23 @@ int main(int argc, char **argv)
 	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
 	struct mt_pftrace *pf = NULL;
-	size_t ol = strlen(out);
-	bool gz = format != FMT_STACKS && ol > 3 && !strcmp(out + ol - 3, ".gz");
-	pf = mt_pftrace_new(io.out.f, formats[format], gz);
+	bool gz = format != FMT_STACKS && format != FMT_FOLDED && ol > 3 && !strcmp(out + ol - 3, ".gz");
+	/* folded: the calls counted as mt-report counts them, into stacks */
+	struct mt_report *report = NULL;
+	struct mt_folded *folded = NULL;
+	if (format == FMT_FOLDED) {
+		struct mt_report_next next;
+		struct mt_tl_calls_sink sink;
+		report = mt_report_new(NULL);
+		folded = mt_folded_new();
+		if (report && folded) {
+			mt_folded_sink(folded, &next);
+			mt_report_sink(report, &sink, &next);
+			pf = mt_pftrace_new_calls(&sink);
+		}
+	} else {
+		pf = mt_pftrace_new(io.out.f, formats[format], gz);
+	}
 	if (!pf) {
 		fprintf(stderr, PROG ": out of memory\n");
 		return mt_filterio_close(&io, EXIT_DATA, true);
@@ -197,7 +244,25 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 		wfail = true;
 	}
-	const struct mt_pftrace_stats st = res.st;
+	struct mt_pftrace_stats st = res.st;
+	uint64_t folded_total = 0;
+	if (folded) {
+		enum mt_folded_weight w = weight >= 0 ? (enum mt_folded_weight)weight : mt_folded_default_weight(folded);
+		uint64_t total = mt_folded_write(folded, io.out.f, w);
+		if (total == UINT64_MAX || mt_report_oom(report)) {
+			fprintf(stderr, PROG ": out of memory making the folded stacks\n");
+			status = EXIT_DATA;
+			wfail = true;
+		} else if (!total) {
+			fprintf(stderr, PROG ": no stack weighs anything by %s: nothing to write\n",
+				w == MT_WEIGHT_TIME ? "time" : w == MT_WEIGHT_SAMPLES ? "samples" : "instructions");
+			status = EXIT_DATA;
+			wfail = true;
+		}
+		folded_total = total;
+		mt_folded_free(folded);
+		mt_report_free(report);
+	}
 	if (res.write_rc) {
 		fprintf(stderr, PROG ": %s\n", res.write_err.msg);
 		status = EXIT_DATA;
@@ -211,14 +276,18 @@ int main(int argc, char **argv)
 	}
 	/* folded stacks have no place to say the input was cut short: such a
 	 * file is not left under its name (the timeline formats say so inside) */
-	if ((format == FMT_STACKS || format == FMT_THREADS) && (rc < 0 || io.reader.upstream_error))
+	if ((format == FMT_STACKS || format == FMT_THREADS || format == FMT_FOLDED) &&
+	    (rc < 0 || io.reader.upstream_error))
 		wfail = true;
 	/* nor a trace with nothing in it, not even the mark of the damage: a
 	 * writer upstream that failed at once (an empty recording) */
-	if ((rc < 0 || io.reader.upstream_error) && !st.slices && !st.instants && !st.counters)
+	if ((rc < 0 || io.reader.upstream_error) && !st.slices && !st.instants && !st.counters && !folded_total)
 		wfail = true;
 	status = mt_filterio_close(&io, status, wfail);
-	if (stats && !status)
+	if (stats && !status && format == FMT_FOLDED)
+		fprintf(stderr, PROG ": wrote %s: folded, weight %" PRIu64 "\n", strcmp(out, "-") ? out : "standard output",
+			folded_total);
+	else if (stats && !status)
 		fprintf(stderr, PROG ": wrote %s: %s, %" PRIu64 " slices, %" PRIu64 " instants, %" PRIu64
 			" counter values, %" PRIu64 " threads\n",
 			strcmp(out, "-") ? out : "standard output", mt_pftrace_format_name(formats[format]), st.slices,

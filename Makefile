@@ -47,7 +47,7 @@ PROTOS := $(wildcard proto/*.proto)
 GEN_SRCS := $(PROTOS:proto/%.proto=$(BUILD)/gen/%.pb-c.c)
 GEN_HDRS := $(GEN_SRCS:.c=.h)
 LIB_OBJS := $(LIB_SRCS:lib/%.c=$(BUILD)/lib/%.o) $(GEN_SRCS:$(BUILD)/gen/%.c=$(BUILD)/gen/%.o)
-TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth mt-bundle mt-report
+TOOLS := mt-caps mt-perfargs mt-record mt-pt2events mt-events mt-symbolize mt-toperfetto mt-synth mt-bundle mt-report mt-view
 TOOL_BINS := $(TOOLS:%=$(BUILD)/bin/%)
 UNIT_SRCS := $(wildcard tests/unit/*.c)
 UNIT_BINS := $(UNIT_SRCS:tests/unit/%.c=$(BUILD)/unit/%)
@@ -60,7 +60,11 @@ PROG_SRCS := $(wildcard testdata/progs/*.c)
 PROG_BINS := $(PROG_SRCS:testdata/progs/%.c=$(BUILD)/progs/%)
 MANS := $(wildcard doc/*.1 doc/*.5 doc/*.7)
 
-.PHONY: all deps demo check test unit bats install clean fuzz fuzz-run
+# mt-view's viewer: speedscope from the npm registry, the version mt-view names
+SPEEDSCOPE_VERSION := $(shell sed -n 's/^\#define SPEEDSCOPE_VERSION "\(.*\)"/\1/p' tools/mt-view.c)
+VIEWER := $(BUILD)/viewer/node_modules/speedscope/dist/release/index.html
+
+.PHONY: all deps demo check test unit bats install clean fuzz fuzz-run viewer
 .SECONDARY: $(GEN_SRCS) $(GEN_HDRS)
 all: $(TOOL_BINS) $(PROG_BINS)
 
@@ -125,15 +129,22 @@ $(BUILD)/progs/%: testdata/progs/%.c | deps
 		$(shell sed -n 's,^// cflags: ,,p' $<) $(shell sed -n 's,^// compile-only: ,,p' $<)
 	$(CC) -O1 -g -o $@ $(BUILD)/progs-obj/$*.o $(shell sed -n 's,^// cflags: ,,p' $<)
 
-demo: all
+viewer: $(VIEWER)
+$(VIEWER): tools/mt-view.c
+	@command -v npm > /dev/null || ./tests/ensure-deps nodejs npm
+	npm install --prefix $(BUILD)/viewer --no-audit --no-fund --no-save --loglevel=error speedscope@$(SPEEDSCOPE_VERSION)
+	@test -f $@ && touch $@
+
+demo: all $(VIEWER)
 	@./pipelines/demo $(BUILD)
 
-check: all $(UNIT_BINS) $(TESTTOOL_BINS) $(REPLAY_BINS)
+check: all $(VIEWER) $(UNIT_BINS) $(TESTTOOL_BINS) $(REPLAY_BINS)
 	@BUILD=$(BUILD) ./tests/run
 
-install: all
+install: all $(VIEWER)
 	install -d $(DESTDIR)$(PREFIX)/bin $(DESTDIR)$(PREFIX)/share/man/man1 $(DESTDIR)$(PREFIX)/share/man/man5 \
-		$(DESTDIR)$(PREFIX)/share/man/man7
+		$(DESTDIR)$(PREFIX)/share/man/man7 $(DESTDIR)$(PREFIX)/share/mt/speedscope
+	cp -R $(dir $(VIEWER)). $(DESTDIR)$(PREFIX)/share/mt/speedscope/
 	install -m 755 $(TOOL_BINS) $(DESTDIR)$(PREFIX)/bin/
 	install -m 755 pipelines/mt-trace pipelines/mt-batch pipelines/mt-archive-watch $(DESTDIR)$(PREFIX)/bin/
 	install -m 644 $(wildcard doc/*.1) $(DESTDIR)$(PREFIX)/share/man/man1/

@@ -1,0 +1,57 @@
+/* folded: stacks from hand-made calls and samples, each weight worked out
+ * by hand: the thread's name first, a line per stack, sorted, ';' in a
+ * name made ':', the weights' sum returned. */
+#define _GNU_SOURCE
+#include <stdlib.h>
+#include <string.h>
+
+#include "report/folded.h"
+#include "tap.h"
+
+static char *written(struct mt_folded *f, enum mt_folded_weight w, uint64_t *total)
+{
+	char *buf = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&buf, &n);
+	*total = mt_folded_write(f, m, w);
+	fclose(m);
+	return buf;
+}
+
+int main(void)
+{
+	struct mt_folded *f = mt_folded_new();
+	struct mt_report_next k;
+	mt_folded_sink(f, &k);
+	k.thread(k.ctx, 1, 1, "app", "app");
+	const char *stk[] = {"main", "a;b", "leaf"};
+	struct mt_tl_call c = {.pid = 1, .tid = 1, .name = "leaf", .depth = 2, .stack = stk};
+	k.call(k.ctx, &c, 10, 4);
+	c.name = "a;b";
+	c.depth = 1;
+	k.call(k.ctx, &c, 20, 6);
+	k.call(k.ctx, &c, 5, 0);
+	c.name = "main";
+	c.depth = 0;
+	k.call(k.ctx, &c, 7, 1);
+	const char *ss[] = {"main", "a;b"}, *ds[] = {"x", "x"};
+	k.sample(k.ctx, 1, 1, 0, 2, ss, ds);
+	k.sample(k.ctx, 1, 1, 1, 2, ss, ds);
+	k.sample(k.ctx, 1, 2, 2, 1, ss, ds); /* a thread never named */
+	uint64_t total;
+	char *t = written(f, MT_WEIGHT_TIME, &total);
+	ok(!strcmp(t, "app;main 7\napp;main;a:b 25\napp;main;a:b;leaf 10\n") && total == 42,
+	   "time: self ns summed per stack, sorted, ';' in a name made ':'");
+	free(t);
+	t = written(f, MT_WEIGHT_INSTRUCTIONS, &total);
+	ok(!strcmp(t, "app;main 1\napp;main;a:b 6\napp;main;a:b;leaf 4\n") && total == 11, "instructions");
+	free(t);
+	t = written(f, MT_WEIGHT_SAMPLES, &total);
+	ok(!strcmp(t, "[unknown thread];main 1\napp;main;a:b 2\n") && total == 3, "samples: one a sample, stacks with none left out");
+	free(t);
+	ok(mt_folded_default_weight(f) == MT_WEIGHT_SAMPLES, "a sampled stream weighs samples by default");
+	ok(mt_folded_weight_parse("instructions") == MT_WEIGHT_INSTRUCTIONS && mt_folded_weight_parse("x") < 0,
+	   "weights parsed");
+	mt_folded_free(f);
+	return tap_done();
+}

@@ -1,0 +1,348 @@
+/* mt-view: a trace viewed on this machine: speedscope (or a local
+ * Perfetto UI build) and the one trace, served on 127.0.0.1 (serve/). A
+ * perf.data, bundle or event stream is turned into what the viewer reads
+ * on the way, by mt's own filters. */
+#define _GNU_SOURCE
+#include <errno.h>
+#include <fcntl.h>
+#include <getopt.h>
+#include <libgen.h>
+#include <limits.h>
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "base/version.h"
+#include "serve/httpd.h"
+
+#define PROG "mt-view"
+#define SPEEDSCOPE_VERSION "1.25.0"
+
+enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
+
+static void usage(FILE *f)
+{
+	fprintf(f,
+"Usage: " PROG " [OPTION]... FILE\n"
+"View a trace in a browser on this machine: serve a viewer and FILE on\n"
+"127.0.0.1 (a free port), print the URL, open it, and serve until ^C.\n"
+"Nothing leaves the host; nothing but the viewer's files and the trace is served.\n"
+"\n"
+"FILE is a perf.data or bundle (decoded on the way: mt-pt2events | mt-symbolize),\n"
+"an mt event stream (text or binary), Chrome JSON, folded stacks, or (with a\n"
+"Perfetto UI build) a Perfetto trace.\n"
+"\n"
+"The viewer is speedscope " SPEEDSCOPE_VERSION " (installed with mt), reading Chrome JSON made\n"
+"from FILE by mt-toperfetto (or folded stacks with --folded); with\n"
+"MT_PERFETTO_DIR set to a Perfetto UI build, that UI and a Perfetto trace.\n"
+"\n"
+"      --port=N             listen on port N (default: a free one)\n"
+"      --no-open            print the URL only; do not start a browser\n"
+"      --folded             speedscope: folded stacks (a flame graph by\n"
+"                           time, or by samples for a sampled trace), not the\n"
+"                           time-ordered Chrome JSON\n"
+"  -h, --help               show this help and exit\n"
+"  -V, --version            show the version and exit\n"
+"\n"
+"Environment: MT_SPEEDSCOPE_DIR (speedscope's dist/release), MT_PERFETTO_DIR,\n"
+"BROWSER (the browser to start).\n"
+"\n"
+"Exit status: 0 stopped by ^C; 1 FILE unreadable or not decodable, no viewer\n"
+"installed, or the port taken; 2 usage.\n");
+}
+
+static volatile int stop;
+static void on_stop(int sig)
+{
+	(void)sig;
+	stop = 1;
+}
+
+static char tmpdir[PATH_MAX];
+static char made[PATH_MAX];
+
+static void cleanup(void)
+{
+	if (made[0])
+		unlink(made);
+	if (tmpdir[0])
+		rmdir(tmpdir);
+}
+
+enum kind { K_DECODE, K_STREAM, K_JSON, K_FOLDED, K_PERFETTO };
+
+static bool ends_with(const char *s, const char *e)
+{
+	size_t n = strlen(s), k = strlen(e);
+	return n >= k && !strcmp(s + n - k, e);
+}
+
+/* What FILE is, by its first bytes (and, for the formats without a magic
+ * number, its name). */
+static int kind_of(const char *path, enum kind *k)
+{
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	if (fd < 0)
+		return -1;
+	char b[512];
+	ssize_t n = read(fd, b, sizeof b - 1);
+	close(fd);
+	if (n < 0)
+		return -1;
+	b[n] = '\0';
+	const char *p = b;
+	while (*p == ' ' || *p == '\n' || *p == '\t' || *p == '\r')
+		p++;
+	if (n >= 8 && !memcmp(b, "PERFILE2", 8))
+		*k = K_DECODE;
+	else if (!strncmp(b, "# mt-events", 11) || (n >= 8 && !memcmp(b, "\x89MTEV\r\n\x1a", 8)))
+		*k = K_STREAM;
+	else if (*p == '{' || *p == '[')
+		*k = K_JSON;
+	else if (ends_with(path, ".pftrace") || ends_with(path, ".perfetto-trace") || ends_with(path, ".pb"))
+		*k = K_PERFETTO;
+	else if (ends_with(path, ".folded"))
+		*k = K_FOLDED;
+	else
+		*k = K_DECODE; /* a bundle, or perf's pipe format: mt-pt2events says if not */
+	return 0;
+}
+
+/* Runs the filters from mt's own directory: FILE into OUT. */
+static int convert(const char *bin, const char *in, const char *out, enum kind k, const char *format)
+{
+	const char *script =
+		k == K_DECODE
+			? "set -o pipefail; \"$0/mt-pt2events\" --output-format=binary \"$1\" | "
+			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-symbolize\" | "
+			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-toperfetto\" --format=\"$3\" -o \"$2\""
+			: "\"$0/mt-toperfetto\" --format=\"$3\" -o \"$2\" \"$1\"";
+	pid_t pid = fork();
+	if (pid < 0)
+		return -1;
+	if (!pid) {
+		execl("/bin/bash", "bash", "-c", script, bin, in, out, format, (char *)NULL);
+		_exit(127);
+	}
+	int st;
+	while (waitpid(pid, &st, 0) < 0)
+		if (errno != EINTR)
+			return -1;
+	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+}
+
+static bool is_file(const char *p)
+{
+	struct stat st;
+	return !stat(p, &st) && S_ISREG(st.st_mode);
+}
+
+/* speedscope's files: MT_SPEEDSCOPE_DIR, else beside mt's tools in the
+ * build tree or where make install put them. */
+static bool find_speedscope(const char *bin, char *dir, size_t cap)
+{
+	const char *env = getenv("MT_SPEEDSCOPE_DIR");
+	char p[PATH_MAX + 64];
+	if (env && *env) {
+		snprintf(dir, cap, "%s", env);
+		snprintf(p, sizeof p, "%s/index.html", env);
+		return is_file(p);
+	}
+	static const char *const rel[] = {"../viewer/node_modules/speedscope/dist/release", "../share/mt/speedscope"};
+	for (size_t i = 0; i < sizeof rel / sizeof *rel; i++) {
+		if (snprintf(dir, cap, "%s/%s", bin, rel[i]) >= (int)cap)
+			continue;
+		snprintf(p, sizeof p, "%s/index.html", dir);
+		if (is_file(p))
+			return true;
+	}
+	return false;
+}
+
+/* s with every byte but unreserved ones %-encoded, for a URL's fragment. */
+static void url_encode(const char *s, char *out, size_t cap)
+{
+	size_t n = 0;
+	for (; *s && n + 4 < cap; s++) {
+		unsigned char c = (unsigned char)*s;
+		if ((c >= 'a' && c <= 'z') || (c >= 'A' && c <= 'Z') || (c >= '0' && c <= '9') || strchr("-._~", c))
+			out[n++] = (char)c;
+		else
+			n += (size_t)snprintf(out + n, cap - n, "%%%02X", c);
+	}
+	out[n] = '\0';
+}
+
+static void start_browser(const char *url)
+{
+	const char *b = getenv("BROWSER");
+	bool gui = getenv("DISPLAY") || getenv("WAYLAND_DISPLAY");
+	if (!(b && *b) && !gui) {
+		fprintf(stderr, PROG ": no browser to start (no BROWSER, no display): open the URL above in one\n");
+		return;
+	}
+	pid_t pid = fork();
+	if (!pid) {
+		int null = open("/dev/null", O_RDWR);
+		if (null >= 0) {
+			dup2(null, STDIN_FILENO);
+			dup2(null, STDOUT_FILENO);
+		}
+		if (b && *b)
+			execlp(b, b, url, (char *)NULL);
+		execlp("xdg-open", "xdg-open", url, (char *)NULL);
+		_exit(127);
+	}
+}
+
+int main(int argc, char **argv)
+{
+	argv[0] = (char *)PROG;
+	static const struct option opts[] = {
+		{"port", required_argument, NULL, 'p'},
+		{"no-open", no_argument, NULL, 'n'},
+		{"folded", no_argument, NULL, 'f'},
+		{"help", no_argument, NULL, 'h'},
+		{"version", no_argument, NULL, 'V'},
+		{0},
+	};
+	long port = 0;
+	bool open_browser = true, folded = false;
+	int c;
+	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
+		switch (c) {
+		case 'p': {
+			char *end;
+			errno = 0;
+			port = strtol(optarg, &end, 10);
+			if (errno || end == optarg || *end || port < 0 || port > 65535) {
+				fprintf(stderr, PROG ": bad --port '%s': expected 0 to 65535\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'n': open_browser = false; break;
+		case 'f': folded = true; break;
+		case 'h': usage(stdout); return 0;
+		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
+		default:
+			fprintf(stderr, "Try '" PROG " --help' for more information.\n");
+			return EXIT_USAGE;
+		}
+	}
+	if (optind + 1 != argc) {
+		fprintf(stderr, PROG ": %s\nTry '" PROG " --help' for more information.\n",
+			optind == argc ? "expected a FILE to view" : "too many arguments");
+		return EXIT_USAGE;
+	}
+	const char *in = argv[optind];
+	enum kind k;
+	if (kind_of(in, &k)) {
+		fprintf(stderr, PROG ": %s: %s\n", in, strerror(errno));
+		return EXIT_DATA;
+	}
+	char exe[PATH_MAX], bin[PATH_MAX];
+	ssize_t en = readlink("/proc/self/exe", exe, sizeof exe - 1);
+	if (en <= 0) {
+		fprintf(stderr, PROG ": cannot find mt's tools: %s\n", strerror(errno));
+		return EXIT_DATA;
+	}
+	exe[en] = '\0';
+	snprintf(bin, sizeof bin, "%s", dirname(exe));
+	const char *perfetto = getenv("MT_PERFETTO_DIR");
+	bool use_perfetto = perfetto && *perfetto;
+	char viewer[PATH_MAX];
+	if (use_perfetto) {
+		snprintf(viewer, sizeof viewer, "%s", perfetto);
+		char p[PATH_MAX + 16];
+		snprintf(p, sizeof p, "%s/index.html", viewer);
+		if (!is_file(p)) {
+			fprintf(stderr, PROG ": MT_PERFETTO_DIR=%s: no index.html there (a Perfetto UI build, ui/out/dist)\n",
+				perfetto);
+			return EXIT_DATA;
+		}
+	} else if (!find_speedscope(bin, viewer, sizeof viewer)) {
+		fprintf(stderr, PROG ": speedscope is not installed (%s/index.html): 'make' installs it with npm, or set "
+			"MT_SPEEDSCOPE_DIR, or MT_PERFETTO_DIR to a Perfetto UI build\n", viewer);
+		return EXIT_DATA;
+	}
+	if (!use_perfetto && k == K_PERFETTO) {
+		fprintf(stderr, PROG ": %s: speedscope does not read Perfetto traces: view the perf.data, bundle or event "
+			"stream it came from, or set MT_PERFETTO_DIR to a Perfetto UI build\n", in);
+		return EXIT_DATA;
+	}
+	/* what the viewer reads: the file itself, or made from it */
+	const char *served = in, *name = "trace.json";
+	bool as_is = use_perfetto ? k == K_PERFETTO : (k == K_JSON || k == K_FOLDED);
+	if (use_perfetto)
+		name = "trace.pftrace";
+	else if (k == K_FOLDED || (folded && !as_is))
+		name = "trace.folded";
+	if (!as_is) {
+		const char *t = getenv("TMPDIR");
+		snprintf(tmpdir, sizeof tmpdir, "%s/mt-view.XXXXXX", t && *t ? t : "/tmp");
+		if (!mkdtemp(tmpdir)) {
+			fprintf(stderr, PROG ": %s: %s\n", tmpdir, strerror(errno));
+			tmpdir[0] = '\0';
+			return EXIT_DATA;
+		}
+		atexit(cleanup);
+		if (snprintf(made, sizeof made, "%s/%s", tmpdir, name) >= (int)sizeof made) {
+			fprintf(stderr, PROG ": %s: path too long\n", tmpdir);
+			return EXIT_DATA;
+		}
+		fprintf(stderr, PROG ": converting %s for the viewer\n", in);
+		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "json")) {
+			fprintf(stderr, PROG ": %s: could not be converted (see above)\n", in);
+			return EXIT_DATA;
+		}
+		served = made;
+	}
+	struct mt_httpd h;
+	struct mt_err err = {0};
+	if (mt_httpd_open(&h, (uint16_t)port, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return EXIT_DATA;
+	}
+	char url_path[64];
+	snprintf(url_path, sizeof url_path, "/%s", name);
+	if (mt_httpd_set_root(&h, viewer, &err) ||
+	    mt_httpd_add_file(&h, url_path, served, k == K_FOLDED || !strcmp(name, "trace.folded")
+						       ? "text/plain; charset=utf-8" : NULL, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return EXIT_DATA;
+	}
+	char base[PATH_MAX], title[3 * PATH_MAX], trace_url[256], enc[768], url[4 * PATH_MAX];
+	snprintf(base, sizeof base, "%s", in);
+	url_encode(basename(base), title, sizeof title);
+	snprintf(trace_url, sizeof trace_url, "http://127.0.0.1:%u%s", h.port, url_path);
+	url_encode(trace_url, enc, sizeof enc);
+	if (use_perfetto)
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/#!/?url=%s", h.port, enc);
+	else
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/#profileURL=%s&title=%s", h.port, enc, title);
+	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: accept returns */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
+	printf("%s\n", url);
+	fflush(stdout);
+	fprintf(stderr, PROG ": serving %s with %s on 127.0.0.1:%u only; ^C to stop\n", in,
+		use_perfetto ? "the Perfetto UI" : "speedscope", h.port);
+	if (open_browser)
+		start_browser(url);
+	int rc = mt_httpd_serve(&h, &stop, &err);
+	mt_httpd_close(&h);
+	if (rc) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return EXIT_DATA;
+	}
+	fprintf(stderr, PROG ": stopped (%llu files served, %llu requests refused)\n", (unsigned long long)h.served,
+		(unsigned long long)h.refused);
+	return 0;
+}

@@ -369,12 +369,17 @@ make_inputs() { # DIR
 	cd "$BATS_TEST_TMPDIR"
 	mkdir in
 	for i in 1 2 3 4 5; do cp "$MT_FIXTURES/flow/plain.data" "in/ssh$i-$$.data"; done
-	"$PIPES/mt-batch" --no-bar -d local in/* > /dev/null 2>&1
+	"$PIPES/mt-batch" --no-bar -d local --db local.db in/* > /dev/null 2>&1
 	start_sshd "$BATS_TEST_TMPDIR/ssh1"
-	run --separate-stderr "$PIPES/mt-batch" --no-bar -d remote --sshlogin "$login" in/*
+	run --separate-stderr "$PIPES/mt-batch" --no-bar -d remote --db remote.db --sshlogin "$login" in/*
 	echo "$output"
 	[ "$status" -eq 0 ]
 	for f in local/*.pftrace; do cmp "$f" "remote/${f#local/}"; done
+	# the database's parts came back too: the same calls as the local run's
+	q='SELECT t.input, COUNT(c.id) FROM traces t LEFT JOIN calls c ON c.trace_id = t.id GROUP BY t.id'
+	[ "$(sqlite3 remote.db "$q")" = "$(sqlite3 local.db "$q")" ]
+	[ "$(sqlite3 remote.db 'SELECT COUNT(*) FROM traces WHERE status = "ok"')" -eq 5 ]
+	[ "$(sqlite3 remote.db 'SELECT MIN(calls) FROM traces')" -gt 100 ]
 	[ "$(ls remote/*.pftrace | wc -l)" -eq 5 ]
 	# the copies on the host are gone
 	[ ! -e "$HOME/in/ssh1-$$.data" ]

@@ -329,3 +329,34 @@ for f in d["functions"]:
 	[ "$status" -eq 1 ]
 	[ ! -e m.db ]
 }
+
+@test "mt-batch --db: every input's calls in one database, a traces row each, a failed input's too" {
+	cd "$BATS_TEST_TMPDIR"
+	cp "$BATS_FILE_TMPDIR/c50/tsc.data" c50.data
+	cp "$BATS_FILE_TMPDIR/c100/tsc.data" c100.data
+	head -c 3000 c100.data > cut.data
+	run --separate-stderr "$BATS_TEST_DIRNAME/../pipelines/mt-batch" --no-bar -d out --db all.db c50.data c100.data cut.data missing.data
+	echo "$output"
+	echo "$stderr"
+	[ "$status" -eq 1 ]
+	sqlite3 -separator ' ' all.db 'SELECT input, status FROM traces ORDER BY id' > traces
+	cat traces
+	[ "$(sed -n 1p traces)" = 'c50.data ok' ]
+	[ "$(sed -n 2p traces)" = 'c100.data ok' ]
+	[ "$(wc -l < traces)" -eq 4 ]
+	grep -q '^missing.data failed: ' traces
+	grep -q '^cut.data ' traces
+	# per trace, each function's calls are uftrace's count of that run
+	for n in 50 100; do
+		sqlite3 -separator $'\t' all.db "SELECT f.name, COUNT(*) FROM calls c JOIN functions f ON f.id = c.function_id
+			JOIN traces t ON t.id = c.trace_id WHERE t.input = 'c$n.data' GROUP BY f.name" | sort > db$n
+		join -t $'\t' "$BATS_FILE_TMPDIR/u$n.calls" db$n > both
+		[ "$(wc -l < both)" -eq "$(wc -l < "$BATS_FILE_TMPDIR/u$n.calls")" ]
+		awk -F'\t' '$2 != $3 { bad = 1; print } END { exit bad }' both
+	done
+	# the functions only, at a fraction of the size
+	"$BATS_TEST_DIRNAME/../pipelines/mt-batch" --no-bar -d out2 --db fn.db --db-level=functions c50.data c100.data 2> /dev/null
+	[ "$(sqlite3 fn.db 'SELECT COUNT(*) FROM calls')" -eq 0 ]
+	[ "$(sqlite3 fn.db "SELECT SUM(calls) FROM functions WHERE name = 'leaf'")" -eq \
+		$(( $(awk -F'\t' '$1 == "leaf" { print $2 }' "$BATS_FILE_TMPDIR/u50.calls") + $(awk -F'\t' '$1 == "leaf" { print $2 }' "$BATS_FILE_TMPDIR/u100.calls") )) ]
+}

@@ -57,6 +57,8 @@ static void usage(FILE *f)
 "                           likewise\n"
 "      --filter=START,STOP  only what runs from each call to START up to the next\n"
 "                           call to STOP (as mt-toperfetto --filter)\n"
+"      --name=NAME          sqlite: the trace's name in the traces table\n"
+"                           (default: FILE)\n"
 "      --db-level=LEVEL     sqlite: calls (default: every call a row) or\n"
 "                           functions (the functions table only)\n"
 "      --diff               two streams, OLD and NEW: per function, calls and\n"
@@ -190,6 +192,7 @@ int main(int argc, char **argv)
 		{"depth", required_argument, NULL, 'd'},
 		{"filter", required_argument, NULL, 'f'},
 		{"db-level", required_argument, NULL, 'L'},
+		{"name", required_argument, NULL, 'N'},
 		{"diff", no_argument, NULL, 'D'},
 		{"merge", no_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
@@ -204,6 +207,7 @@ int main(int argc, char **argv)
 	size_t top = 0;
 	struct mt_report_opts ro = {0};
 	char *filter = NULL, *filter_stop = NULL;
+	const char *trace_name = NULL;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -283,6 +287,7 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 'N': trace_name = optarg; break;
 		case 'D': diff = true; break;
 		case 'M': merge = true; break;
 		case 'h': usage(stdout); return 0;
@@ -306,8 +311,8 @@ int main(int argc, char **argv)
 			format = strcmp(out, "-") ? MT_REPORT_TEXT : MT_REPORT_TSV;
 	}
 	if (merge) {
-		if (!nin || !strcmp(out, "-")) {
-			fprintf(stderr, PROG ": --merge needs -o OUT.db and at least one database\n");
+		if (!strcmp(out, "-")) {
+			fprintf(stderr, PROG ": --merge needs -o OUT.db\n");
 			return EXIT_USAGE;
 		}
 		struct mt_err err = {0};
@@ -366,7 +371,8 @@ int main(int argc, char **argv)
 		bool empty = !mt_report_nfuncs(runs[0].report);
 		if (empty) {
 			mt_calldb_abort(db); /* no database that holds nothing */
-		} else if (mt_calldb_finish(db, runs[0].report, strcmp(ins[0], "-") ? ins[0] : "standard input",
+		} else if (mt_calldb_finish(db, runs[0].report,
+					    trace_name ? trace_name : strcmp(ins[0], "-") ? ins[0] : "standard input",
 					    runs[0].damaged ? runs[0].damage : "ok", runs[0].events, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;

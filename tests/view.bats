@@ -162,3 +162,19 @@ profile_shown() { # DOM NAME
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"could not be converted"* ]]
 }
+
+@test "mt-trace decode ends with the mt-view command that views its trace, and that command works" {
+	cd "$BATS_TEST_TMPDIR"
+	cp "$MT_FIXTURES/flow/tsc.data" rec.data
+	PATH=$MT_BIN:$PATH "$BATS_TEST_DIRNAME/../pipelines/mt-trace" decode -o t.pftrace rec.data 2> err
+	cat err
+	grep -q "^mt-trace: wrote $PWD/t.pftrace ([0-9]* bytes)$" err
+	cmd=$(sed -n 's/^mt-trace: view it here: //p' err)
+	[ "$cmd" = "mt-view $PWD/rec.data" ]
+	start_view "${cmd#mt-view }"
+	browse "$URL" > dom
+	profile_shown dom rec.data
+	stop_view
+	PATH=$MT_BIN:$PATH "$BATS_TEST_DIRNAME/../pipelines/mt-trace" decode -o t.json rec.data 2> err
+	grep -qx "mt-trace: view it here: mt-view $PWD/t.json" err
+}

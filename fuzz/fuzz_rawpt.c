@@ -34,6 +34,7 @@ static void mix(struct digest *d, const void *p, size_t n)
 static void sink(void *ctx, const struct mt_event *ev)
 {
 	struct digest *d = ctx;
+	/* cyc aside: libipt does not say cycles, mt's reader does */
 	uint64_t f[] = {ev->time, ev->has_time, ev->pid, ev->tid, (uint64_t)ev->cpu, ev->kind, ev->from,
 			ev->to, ev->insn, ev->offset, ev->cbr, ev->cond, ev->async};
 	mix(d, f, sizeof f);

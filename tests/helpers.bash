@@ -27,6 +27,11 @@ perf_cr() {
 # Count of instructions that perf decodes.
 perf_insns() { perf script -i "$1" --itrace=i1i -F ip 2>/dev/null | wc -l; }
 
+# A stream without its cyc columns (mt's reader counts CYC packets'
+# cycles; libipt's decoders do not say them): mt's side of a comparison
+# with libipt.
+no_cyc() { sed -E 's/\tcyc=[0-9]+//'; }
+
 stat_field() { sed -n "s/.* $1=\\([0-9]*\\).*/\\1/p" "$2"; }
 
 # CPU seconds (user + system) one command takes, its output discarded.

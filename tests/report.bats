@@ -186,18 +186,18 @@ check_against_slices() { # STREAM
 	"$REPORT" --format=tsv "$ev" > all.tsv
 	"$REPORT" --format=tsv --per-thread "$ev" > per.tsv
 	head -1 per.tsv | grep -q $'\tpid\ttid\tcomm$'
-	[ "$(cut -f19 per.tsv | sort -u | grep -c .)" -ge 3 ] # threads (tid column) and the header
+	[ "$(cut -f22 per.tsv | sort -u | grep -c .)" -ge 3 ] # threads (tid column) and the header
 	# per function, the threads' calls and totals sum to the whole's
 	diff <(awk -F'\t' 'NR > 1 { c[$1] += $2; t[$1] += $3 } END { for (f in c) print f "\t" c[f] "\t" t[f] }' per.tsv | sort) \
 		<(awk -F'\t' 'NR > 1 { print $1 "\t" $2 "\t" $3 }' all.tsv | sort)
-	tid=$(awk -F'\t' 'NR == 2 { print $19 }' per.tsv)
-	pid=$(awk -F'\t' 'NR == 2 { print $18 }' per.tsv)
+	tid=$(awk -F'\t' 'NR == 2 { print $22 }' per.tsv)
+	pid=$(awk -F'\t' 'NR == 2 { print $21 }' per.tsv)
 	"$REPORT" --format=tsv --tid="$tid" "$ev" | awk -F'\t' 'NR > 1 { print $1 "\t" $2 "\t" $3 }' | sort > one
-	awk -F'\t' -v t="$tid" 'NR > 1 && $19 == t { print $1 "\t" $2 "\t" $3 }' per.tsv | sort > want
+	awk -F'\t' -v t="$tid" 'NR > 1 && $22 == t { print $1 "\t" $2 "\t" $3 }' per.tsv | sort > want
 	[ -s want ]
 	diff one want
 	"$REPORT" --format=tsv --pid="$pid" "$ev" | awk -F'\t' 'NR > 1 { print $1 "\t" $2 }' | sort > bypid
-	awk -F'\t' -v p="$pid" 'NR > 1 && $18 == p { c[$1] += $2 } END { for (f in c) print f "\t" c[f] }' per.tsv | sort > want
+	awk -F'\t' -v p="$pid" 'NR > 1 && $21 == p { c[$1] += $2 } END { for (f in c) print f "\t" c[f] }' per.tsv | sort > want
 	diff bypid want
 	"$REPORT" --format=text --per-thread --top=3 "$ev" > text
 	[ "$(wc -l < text)" -eq 4 ]
@@ -359,4 +359,48 @@ for f in d["functions"]:
 	[ "$(sqlite3 fn.db 'SELECT COUNT(*) FROM calls')" -eq 0 ]
 	[ "$(sqlite3 fn.db "SELECT SUM(calls) FROM functions WHERE name = 'leaf'")" -eq \
 		$(( $(awk -F'\t' '$1 == "leaf" { print $2 }' "$BATS_FILE_TMPDIR/u50.calls") + $(awk -F'\t' '$1 == "leaf" { print $2 }' "$BATS_FILE_TMPDIR/u100.calls") )) ]
+}
+
+# Cycles (CYC packets of a cycle-accurate trace): the stream's cyc columns
+# hold every CYC payload that times a packet of the flow, as perf's own
+# packet decoder lists them (perf script -D; the CYCs after the last such
+# packet time nothing); mt-report's calls and folded stacks carry them on.
+@test "cycles: the cyc columns sum the trace's CYC packets as perf script -D lists them; reports and folded stacks add up" {
+	cd "$BATS_TEST_TMPDIR"
+	for v in cyc cyc-turbo; do
+		perf script -D -i "$MT_FIXTURES/flow/$v.data" 2> /dev/null | python3 -c '
+import re, sys
+total = pending = 0
+for line in sys.stdin:
+    m = re.match(r"\.\s+[0-9a-f]+:\s+(?:[0-9a-f]{2} )+\s*(\S+)(?: 0x([0-9a-f]+))?", line)
+    if not m:
+        continue
+    if m.group(1) == "CYC":
+        pending += int(m.group(2), 16)
+    elif m.group(1) in ("TNT", "TIP", "TIP.PGE", "TIP.PGD", "FUP"):
+        total += pending
+        pending = 0
+print(total)' > perf
+		"$PT2EVENTS" "$MT_FIXTURES/flow/$v.data" | "$SYM" > $v.ev
+		grep -o 'cyc=[0-9]*' $v.ev | cut -d= -f2 | awk '{ s += $1 } END { print s }' > mt
+		echo "$v: perf $(cat perf), mt $(cat mt)"
+		[ "$(cat perf)" -gt 100000 ]
+		diff perf mt
+		# the binary form carries them the same
+		"$PT2EVENTS" --output-format=binary "$MT_FIXTURES/flow/$v.data" | "$MT_BIN/mt-events" | grep -o 'cyc=[0-9]*' |
+			cut -d= -f2 | awk '{ s += $1 } END { print s }' | diff - mt
+		[ "$("$TP" --format=folded --weight=cycles $v.ev | awk '{ s += $NF } END { print s }')" = "$(cat mt)" ]
+		"$REPORT" -o $v.db $v.ev
+		# a root's cycles are the cycles of everything under it: all of them
+		[ "$(sqlite3 $v.db 'SELECT SUM(cyc_count) FROM calls WHERE depth = 0')" = "$(cat mt)" ]
+		[ "$(sqlite3 $v.db 'SELECT COUNT(*) FROM calls WHERE cyc_count IS NULL AND NOT flags & 1')" -eq 0 ]
+		"$REPORT" --format=tsv $v.ev | awk -F'\t' '$1 == "fib" { printf "%.3f %.3f\n", $11 / $13, $15 }' > ipc
+		cat ipc
+		[ "$(cut -d' ' -f1 ipc)" = "$(cut -d' ' -f2 ipc)" ]
+	done
+	# the synthesizer's turbo runs 1.4 cycles a tick (lib/synth/encode.c): 7/5 of the plain run's
+	[ $(( $(sqlite3 cyc.db 'SELECT SUM(cyc_count) FROM calls WHERE depth = 0') * 7 / 5 )) -eq \
+		"$(sqlite3 cyc-turbo.db 'SELECT SUM(cyc_count) FROM calls WHERE depth = 0')" ]
+	# a stream without CYC packets has no cycles: empty, not 0
+	"$REPORT" --format=tsv "$BATS_FILE_TMPDIR/c50.ev" | awk -F'\t' 'NR > 1 && ($13 != "" || $15 != "") { bad = 1 } END { exit bad }'
 }

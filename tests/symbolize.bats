@@ -534,6 +534,8 @@ for line in open("s.ev"):
             continue
         name_off = f.split(" ")[1]
         name, off = name_off.rsplit("+0x", 1)
+        if name not in syms:  # a PLT stub (printf@plt): no symbol of nm's, no line of addr2line's
+            continue
         vaddr = int(syms[name], 16) + int(off, 16) - (0 if i == len(frames) - 1 else 1)
         print("%x %s" % (vaddr, src))
         n += 1

@@ -45,8 +45,8 @@ static void usage(FILE *f)
 "                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
 "      --weight=WEIGHT      folded: what a stack weighs: time (each call's self\n"
-"                           time in ns), samples (stack samples there) or\n"
-"                           instructions (each call's self instructions).\n"
+"                           time in ns), samples (stack samples there),\n"
+"                           instructions or cycles (each call's own).\n"
 "                           Default: samples for a sampled stream, else time\n"
 "      --filter=START,STOP  write only what runs from each call to START up to\n"
 "                           the next call to STOP (one pass; unpaired calls\n"
@@ -122,7 +122,7 @@ int main(int argc, char **argv)
 		case 'S': stats = true; break;
 		case 'W':
 			if ((weight = mt_folded_weight_parse(optarg)) < 0) {
-				fprintf(stderr, PROG ": bad --weight '%s': expected time, samples or instructions\n", optarg);
+				fprintf(stderr, PROG ": bad --weight '%s': expected time, samples, instructions or cycles\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -255,7 +255,8 @@ int main(int argc, char **argv)
 			wfail = true;
 		} else if (!total) {
 			fprintf(stderr, PROG ": no stack weighs anything by %s: nothing to write\n",
-				w == MT_WEIGHT_TIME ? "time" : w == MT_WEIGHT_SAMPLES ? "samples" : "instructions");
+				w == MT_WEIGHT_TIME ? "time" : w == MT_WEIGHT_SAMPLES ? "samples"
+				: w == MT_WEIGHT_INSTRUCTIONS ? "instructions" : "cycles");
 			status = EXIT_DATA;
 			wfail = true;
 		}

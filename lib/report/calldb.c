@@ -19,7 +19,8 @@ static const char schema[] =
 	" process_comm TEXT);"
 	"CREATE TABLE functions (id INTEGER PRIMARY KEY, trace_id INTEGER, name TEXT, calls INTEGER,"
 	" total_ns INTEGER, self_ns INTEGER, avg_ns INTEGER, min_ns INTEGER, max_ns INTEGER, p50_ns INTEGER,"
-	" p90_ns INTEGER, p99_ns INTEGER, insn INTEGER, self_insn INTEGER, samples_self INTEGER,"
+	" p90_ns INTEGER, p99_ns INTEGER, insn INTEGER, self_insn INTEGER, cycles INTEGER, self_cycles INTEGER,"
+	" samples_self INTEGER,"
 	" samples_children INTEGER);"
 	"CREATE TABLE calls (id INTEGER PRIMARY KEY, trace_id INTEGER, thread_id INTEGER, pid INTEGER,"
 	" tid INTEGER, function_id INTEGER, parent_id INTEGER, depth INTEGER, call_time INTEGER,"
@@ -146,7 +147,7 @@ struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, s
 		return NULL;
 	}
 	if (!exec(db, schema) ||
-	    sqlite3_prepare_v2(db->db, "INSERT INTO calls VALUES (?,1,?,?,?,?,?,?,?,?,?,NULL,?)", -1, &db->ins_call,
+	    sqlite3_prepare_v2(db->db, "INSERT INTO calls VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?)", -1, &db->ins_call,
 			       NULL) != SQLITE_OK ||
 	    sqlite3_prepare_v2(db->db, "INSERT INTO functions (id, trace_id, name) VALUES (?,1,?)", -1, &db->ins_func,
 			       NULL) != SQLITE_OK ||
@@ -239,10 +240,10 @@ static void db_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, c
 	thread_id(ctx, pid, tid, comm, process_comm);
 }
 
-static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn)
+static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
 {
 	(void)self_ns;
-	(void)self_insn;
+	(void)self;
 	struct mt_calldb *db = ctx;
 	if (db->failed)
 		return;
@@ -271,7 +272,11 @@ static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uin
 		sqlite3_bind_int64(s, 10, (int64_t)c->insn);
 	else
 		sqlite3_bind_null(s, 10);
-	sqlite3_bind_int(s, 11, (c->no_call ? 1 : 0) | (c->no_return ? 2 : 0));
+	if (c->has_cyc)
+		sqlite3_bind_int64(s, 11, (int64_t)c->cyc);
+	else
+		sqlite3_bind_null(s, 11);
+	sqlite3_bind_int(s, 12, (c->no_call ? 1 : 0) | (c->no_return ? 2 : 0));
 	if (sqlite3_step(s) != SQLITE_DONE)
 		fail(db, "writing a call");
 	sqlite3_reset(s);
@@ -306,8 +311,8 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 	if (!db->failed &&
 	    (sqlite3_prepare_v2(db->db,
 				"UPDATE functions SET calls=?, total_ns=?, self_ns=?, avg_ns=?, min_ns=?, max_ns=?,"
-				" p50_ns=?, p90_ns=?, p99_ns=?, insn=?, self_insn=?, samples_self=?,"
-				" samples_children=? WHERE id=?",
+				" p50_ns=?, p90_ns=?, p99_ns=?, insn=?, self_insn=?, cycles=?, self_cycles=?,"
+				" samples_self=?, samples_children=? WHERE id=?",
 				-1, &up, NULL) != SQLITE_OK ||
 	     sqlite3_prepare_v2(db->db, "INSERT INTO traces VALUES (1,?,?,?,?,?)", -1, &tr, NULL) != SQLITE_OK))
 		fail(db, "writing the functions");
@@ -326,9 +331,11 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 		bind_u64_or_null(up, 9, c, mt_durhist_quantile(&f->hist, 0.99));
 		bind_u64_or_null(up, 10, f->insn_calls > 0, f->insn);
 		bind_u64_or_null(up, 11, f->insn_calls > 0, f->self_insn);
-		sqlite3_bind_int64(up, 12, (int64_t)f->samples_self);
-		sqlite3_bind_int64(up, 13, (int64_t)f->samples_children);
-		sqlite3_bind_int64(up, 14, id);
+		bind_u64_or_null(up, 12, f->cyc_calls > 0, f->cyc);
+		bind_u64_or_null(up, 13, f->cyc_calls > 0, f->self_cyc);
+		sqlite3_bind_int64(up, 14, (int64_t)f->samples_self);
+		sqlite3_bind_int64(up, 15, (int64_t)f->samples_children);
+		sqlite3_bind_int64(up, 16, id);
 		if (sqlite3_step(up) != SQLITE_DONE)
 			fail(db, "writing the functions");
 		sqlite3_reset(up);
@@ -389,7 +396,7 @@ int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_c
 			" tid, comm, process_comm FROM part.threads;"
 			"INSERT INTO main.functions SELECT id + (SELECT fn FROM off), trace_id + (SELECT tr FROM off),"
 			" name, calls, total_ns, self_ns, avg_ns, min_ns, max_ns, p50_ns, p90_ns, p99_ns, insn,"
-			" self_insn, samples_self, samples_children FROM part.functions;"
+			" self_insn, cycles, self_cycles, samples_self, samples_children FROM part.functions;"
 			"%s"
 			"DROP TABLE temp.off;"
 			"COMMIT; DETACH part; BEGIN;",

@@ -15,7 +15,7 @@ struct fthread {
 
 struct mt_folded {
 	struct mt_strtab paths;
-	struct { const char *path; uint64_t w[3]; } *slot; /* by interned path */
+	struct { const char *path; uint64_t w[MT_WEIGHT_COUNT]; } *slot; /* by interned path */
 	size_t n, cap;
 	struct fthread *th;
 	size_t nth, capth;
@@ -33,6 +33,8 @@ int mt_folded_weight_parse(const char *s)
 		return MT_WEIGHT_SAMPLES;
 	if (!strcmp(s, "instructions"))
 		return MT_WEIGHT_INSTRUCTIONS;
+	if (!strcmp(s, "cycles"))
+		return MT_WEIGHT_CYCLES;
 	return -1;
 }
 
@@ -83,7 +85,7 @@ static bool put_frame(struct mt_folded *f, size_t *len, const char *name)
 	return true;
 }
 
-static void add(struct mt_folded *f, const uint64_t w[3])
+static void add(struct mt_folded *f, const uint64_t w[MT_WEIGHT_COUNT])
 {
 	const char *path = mt_strtab_intern(&f->paths, f->buf);
 	if (!path) {
@@ -117,7 +119,7 @@ static void add(struct mt_folded *f, const uint64_t w[3])
 		f->slot[k].path = path;
 		f->n++;
 	}
-	for (int i = 0; i < 3; i++)
+	for (int i = 0; i < MT_WEIGHT_COUNT; i++)
 		f->slot[k].w[i] += w[i];
 }
 
@@ -132,12 +134,13 @@ static bool start_path(struct mt_folded *f, size_t *len, uint32_t pid, uint32_t 
 	return true;
 }
 
-static void fo_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn)
+static void fo_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
 {
 	struct mt_folded *f = ctx;
-	uint64_t w[3] = {[MT_WEIGHT_TIME] = self_ns, [MT_WEIGHT_INSTRUCTIONS] = self_insn};
+	uint64_t w[MT_WEIGHT_COUNT] = {[MT_WEIGHT_TIME] = self_ns, [MT_WEIGHT_INSTRUCTIONS] = self.insn,
+				       [MT_WEIGHT_CYCLES] = self.cyc};
 	size_t len;
-	if ((!self_ns && !self_insn) || !start_path(f, &len, c->pid, c->tid))
+	if ((!self_ns && !self.insn && !self.cyc) || !start_path(f, &len, c->pid, c->tid))
 		return;
 	for (size_t i = 0; i <= c->depth; i++)
 		if (!put_frame(f, &len, c->stack[i])) {
@@ -162,7 +165,7 @@ static void fo_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size
 			return;
 		}
 	f->samples++;
-	add(f, (const uint64_t[3]){[MT_WEIGHT_SAMPLES] = 1});
+	add(f, (const uint64_t[MT_WEIGHT_COUNT]){[MT_WEIGHT_SAMPLES] = 1});
 }
 
 void mt_folded_sink(struct mt_folded *f, struct mt_report_next *sink)

@@ -1,7 +1,7 @@
 /* folded: collapsed stacks ("root;caller;callee WEIGHT" a line, as
  * flamegraph.pl, inferno and speedscope read them) from the calls a
  * report counted (report.h's next): each call's self time in ns, or self
- * instructions, at its stack; or each stack sample, one at its stack.
+ * instructions or cycles, at its stack; or each stack sample, one at its stack.
  * Each stack starts with its thread's name (perf script's comm, as
  * stackcollapse-perf begins), a ';' in a name becomes ':'. Lines are
  * written sorted, one per distinct stack, at the end; memory grows with
@@ -14,9 +14,9 @@
 
 #include "report/report.h"
 
-enum mt_folded_weight { MT_WEIGHT_TIME, MT_WEIGHT_SAMPLES, MT_WEIGHT_INSTRUCTIONS };
+enum mt_folded_weight { MT_WEIGHT_TIME, MT_WEIGHT_SAMPLES, MT_WEIGHT_INSTRUCTIONS, MT_WEIGHT_CYCLES, MT_WEIGHT_COUNT };
 
-/* Parses time, samples or instructions; -1 otherwise. */
+/* Parses time, samples, instructions or cycles; -1 otherwise. */
 int mt_folded_weight_parse(const char *s);
 
 struct mt_folded;

@@ -10,7 +10,7 @@
 /* Per thread: the children's durations and instructions summed for each
  * open depth (a call's children end before it does). */
 struct child_sums {
-	uint64_t ns, insn;
+	uint64_t ns, insn, cyc;
 };
 struct rthread_state {
 	struct child_sums *child;
@@ -163,7 +163,7 @@ static void rp_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, c
 }
 
 /* Counts c; false when it is not counted (not selected, too short, too deep). */
-static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t *self_ns, uint64_t *self_insn)
+static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t *self_ns, struct mt_cs_counts *self)
 {
 	size_t ti = thread_index(r, c->pid, c->tid);
 	if (ti == SIZE_MAX)
@@ -179,13 +179,14 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 	uint64_t dur = c->end > c->start ? c->end - c->start : 0;
 	struct child_sums ch = s->child[c->depth];
 	s->child[c->depth] = (struct child_sums){0};
-	uint64_t children = ch.ns, children_insn = ch.insn;
+	uint64_t children = ch.ns;
 	if ((r->opts.max_depth && c->depth >= r->opts.max_depth) || dur < r->opts.min_duration ||
 	    !selected(r, c->pid, c->tid))
 		return false; /* its time stays its parent's own */
 	if (c->depth) {
 		s->child[c->depth - 1].ns += dur;
 		s->child[c->depth - 1].insn += c->insn;
+		s->child[c->depth - 1].cyc += c->cyc;
 	}
 	struct mt_rthread *t = &r->th[ti];
 	t->calls++;
@@ -196,7 +197,8 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 	if (!c->depth)
 		t->root_total += dur;
 	*self_ns = children < dur ? dur - children : 0;
-	*self_insn = children_insn < c->insn ? c->insn - children_insn : 0;
+	self->insn = ch.insn < c->insn ? c->insn - ch.insn : 0;
+	self->cyc = ch.cyc < c->cyc ? c->cyc - ch.cyc : 0;
 	const char *name = intern_cached(r, c->name);
 	struct mt_fstat *f = name ? fstat_of(r, name, c->pid, c->tid) : NULL;
 	if (!f)
@@ -207,7 +209,12 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 	if (c->has_insn) {
 		f->insn_calls++;
 		f->insn += c->insn;
-		f->self_insn += *self_insn;
+		f->self_insn += self->insn;
+	}
+	if (c->has_cyc) {
+		f->cyc_calls++;
+		f->cyc += c->cyc;
+		f->self_cyc += self->cyc;
 	}
 	f->no_call += c->no_call;
 	f->no_return += c->no_return;
@@ -216,14 +223,15 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 	return true;
 }
 
-/* Instructions of children without counts are zero: the child sums use
- * c->insn, which is 0 then. */
+/* Counts of children without them are zero: the child sums use c->insn
+ * and c->cyc, which are 0 then. */
 static void rp_call(void *ctx, const struct mt_tl_call *c)
 {
 	struct mt_report *r = ctx;
-	uint64_t self_ns, self_insn;
-	if (count_call(r, c, &self_ns, &self_insn) && r->has_next)
-		r->next.call(r->next.ctx, c, self_ns, self_insn);
+	uint64_t self_ns;
+	struct mt_cs_counts self;
+	if (count_call(r, c, &self_ns, &self) && r->has_next)
+		r->next.call(r->next.ctx, c, self_ns, self);
 }
 
 static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,

@@ -35,6 +35,8 @@ struct mt_fstat {
 	uint64_t calls, total, self;
 	uint64_t insn, self_insn; /* over the calls with counts (insn_calls of them) */
 	uint64_t insn_calls;
+	uint64_t cyc, self_cyc;   /* core cycles likewise (cyc_calls) */
+	uint64_t cyc_calls;
 	uint64_t samples_self, samples_children; /* stack samples with it on top / anywhere */
 	uint64_t no_call, no_return;             /* calls with an inferred start / a forced end */
 	struct mt_durhist hist;
@@ -57,7 +59,7 @@ struct mt_report *mt_report_new(const struct mt_report_opts *opts);
 struct mt_report_next {
 	void *ctx;
 	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
-	void (*call)(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn);
+	void (*call)(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self);
 	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
 		       const char *const *dsos);
 };

@@ -84,7 +84,7 @@ static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 {
 	bool per_thread = mt_report_options(r)->per_thread;
 	fputs("function\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\tp50_ns\tp90_ns\tp99_ns\tinsn\tself_insn"
-	      "\tinsn_calls\tsamples_self\tsamples_children\tno_call\tno_return",
+	      "\tcycles\tself_cycles\tipc\tinsn_calls\tsamples_self\tsamples_children\tno_call\tno_return",
 	      out);
 	fputs(per_thread ? "\tpid\ttid\tcomm\n" : "\n", out);
 	for (size_t i = 0; i < n; i++) {
@@ -101,6 +101,14 @@ static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 			fprintf(out, "\t%" PRIu64 "\t%" PRIu64, f->insn, f->self_insn);
 		else
 			fputs("\t\t", out);
+		if (f->cyc_calls)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64, f->cyc, f->self_cyc);
+		else
+			fputs("\t\t", out);
+		if (f->cyc && f->insn_calls)
+			fprintf(out, "\t%.3f", (double)f->insn / (double)f->cyc);
+		else
+			fputs("\t", out);
 		fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->insn_calls,
 			f->samples_self, f->samples_children, f->no_call, f->no_return);
 		if (per_thread) {
@@ -140,6 +148,10 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 				",\"p90_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64, g.avg, g.min, g.max, g.p50, g.p90, g.p99);
 		if (f->insn_calls)
 			fprintf(out, ",\"insn\":%" PRIu64 ",\"self_insn\":%" PRIu64, f->insn, f->self_insn);
+		if (f->cyc_calls)
+			fprintf(out, ",\"cycles\":%" PRIu64 ",\"self_cycles\":%" PRIu64, f->cyc, f->self_cyc);
+		if (f->cyc && f->insn_calls)
+			fprintf(out, ",\"ipc\":%.3f", (double)f->insn / (double)f->cyc);
 		fprintf(out, ",\"insn_calls\":%" PRIu64 ",\"samples_self\":%" PRIu64 ",\"samples_children\":%" PRIu64
 			",\"no_call\":%" PRIu64 ",\"no_return\":%" PRIu64, f->insn_calls, f->samples_self,
 			f->samples_children, f->no_call, f->no_return);
@@ -154,7 +166,9 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 
 static void write_text(const struct mt_report *r, FILE *out, size_t n)
 {
-	bool per_thread = mt_report_options(r)->per_thread;
+	bool per_thread = mt_report_options(r)->per_thread, cycles = false;
+	for (size_t i = 0; i < n && !cycles; i++)
+		cycles = mt_report_func(r, i)->cyc_calls > 0;
 	uint64_t samples = mt_report_samples(r);
 	char b[9][32];
 	if (samples) {
@@ -162,8 +176,11 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 		fprintf(out, "%9s %9s %9s %12s %12s %10s  %s%s\n", "Children", "Self", "Samples", "~Total", "~Self",
 			"Calls", per_thread ? "PID/TID  " : "", "Function");
 	} else {
-		fprintf(out, "%12s %12s %10s %12s %12s %12s %12s %12s %14s  %s%s\n", "Total time", "Self time", "Calls",
-			"Avg", "Min", "Max", "p90", "p99", "Instructions", per_thread ? "PID/TID  " : "", "Function");
+		fprintf(out, "%12s %12s %10s %12s %12s %12s %12s %12s %14s", "Total time", "Self time", "Calls",
+			"Avg", "Min", "Max", "p90", "p99", "Instructions");
+		if (cycles)
+			fprintf(out, " %14s %6s", "Cycles", "IPC");
+		fprintf(out, "  %s%s\n", per_thread ? "PID/TID  " : "", "Function");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
@@ -177,13 +194,22 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 			char insn[32] = "-";
 			if (f->insn_calls)
 				snprintf(insn, sizeof insn, "%" PRIu64, f->insn);
-			fprintf(out, "%12s %12s %10" PRIu64 " %12s %12s %12s %12s %12s %14s  ",
+			fprintf(out, "%12s %12s %10" PRIu64 " %12s %12s %12s %12s %12s %14s",
 				human_ns(b[0], sizeof b[0], f->total), human_ns(b[1], sizeof b[1], f->self), f->calls,
 				f->calls ? human_ns(b[2], sizeof b[2], g.avg) : "-",
 				f->calls ? human_ns(b[3], sizeof b[3], g.min) : "-",
 				f->calls ? human_ns(b[4], sizeof b[4], g.max) : "-",
 				f->calls ? human_ns(b[5], sizeof b[5], g.p90) : "-",
 				f->calls ? human_ns(b[6], sizeof b[6], g.p99) : "-", insn);
+			if (cycles) {
+				char cyc[32] = "-", ipc[16] = "-";
+				if (f->cyc_calls)
+					snprintf(cyc, sizeof cyc, "%" PRIu64, f->cyc);
+				if (f->cyc && f->insn_calls)
+					snprintf(ipc, sizeof ipc, "%.2f", (double)f->insn / (double)f->cyc);
+				fprintf(out, " %14s %6s", cyc, ipc);
+			}
+			fputs("  ", out);
 		}
 		if (per_thread)
 			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);

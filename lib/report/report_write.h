@@ -14,8 +14,9 @@ enum mt_report_format { MT_REPORT_TEXT, MT_REPORT_TSV, MT_REPORT_JSON };
 int mt_report_format_parse(const char *s);
 /* The rows in their order (mt_report_sort), at most top of them (0: all).
  * TSV's columns: function calls total_ns self_ns avg_ns min_ns max_ns
- * p50_ns p90_ns p99_ns insn self_insn insn_calls samples_self
- * samples_children no_call no_return, then pid tid comm with per_thread;
+ * p50_ns p90_ns p99_ns insn self_insn cycles self_cycles ipc insn_calls
+ * samples_self samples_children no_call no_return, then pid tid comm with
+ * per_thread;
  * times in ns, an unknown value empty. */
 void mt_report_write(const struct mt_report *r, FILE *out, enum mt_report_format fmt, size_t top);
 /* Per function name (threads merged): calls and times in old and new and

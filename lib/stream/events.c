@@ -219,7 +219,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		return 0;
 	ev->kind = (enum mt_event_kind)k;
 	ev->cpu = -1;
-	ev->insn = 0;
+	ev->insn = ev->cyc = 0;
 	ev->offset = MT_NO_OFFSET;
 	ev->cbr = 0;
 	ev->cond = ev->async = false;
@@ -271,6 +271,9 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 				ev->cbr = (uint32_t)v;
 			} else if (!memcmp(key, "msg", 3)) {
 				ev->msg = val;
+			} else if (!memcmp(key, "cyc", 3)) {
+				if (!span_num(val, vend, 10, 19, &ev->cyc))
+					return 0;
 			} else {
 				goto extra;
 			}
@@ -385,6 +388,8 @@ int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, stru
 			bad = parse_u64(val, vend, 10, &v) || v > INT32_MAX, ev->cpu = (int32_t)v;
 		else if (!strcmp(p, "insn"))
 			bad = parse_u64(val, vend, 10, &ev->insn);
+		else if (!strcmp(p, "cyc"))
+			bad = parse_u64(val, vend, 10, &ev->cyc);
 		else if (!strcmp(p, "off"))
 			bad = strncmp(val, "0x", 2) || parse_u64(val, vend, 16, &ev->offset);
 		else if (!strcmp(p, "cbr"))

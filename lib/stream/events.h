@@ -34,6 +34,7 @@ struct mt_event {
 	enum mt_event_kind kind;
 	uint64_t from, to;
 	uint64_t insn;        /* instructions since the previous event of this stream, 0: not counted */
+	uint64_t cyc;         /* core cycles since then (Intel PT CYC packets), 0: none counted */
 	uint64_t offset;      /* PT byte offset (errors), MT_NO_OFFSET: none */
 	uint32_t cbr;         /* power: core:bus ratio */
 	bool cond;            /* jump: conditional branch */

@@ -234,6 +234,7 @@ static inline bool set_field(struct mt_events_reader *r, struct mt_event *ev, un
 	case 11: ev->cond = v != 0; return true;
 	case 12: ev->async = v != 0; return true;
 	case 13: return v <= UINT32_MAX && (ev->msg = string_id(r, (uint32_t)v));
+	case 15: ev->cyc = v; return true;
 	default: return false;
 	}
 }
@@ -281,7 +282,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 	ev->pid = ev->tid = 0;
 	ev->cpu = -1;
 	ev->kind = MT_EV_CALL;
-	ev->from = ev->to = ev->insn = 0;
+	ev->from = ev->to = ev->insn = ev->cyc = 0;
 	ev->offset = MT_NO_OFFSET;
 	ev->cbr = 0;
 	ev->cond = ev->async = false;
@@ -306,7 +307,8 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 		} else {
 			canon &= !track || field == 1; /* the writer writes 2 to 6 always */
 		}
-	unsigned last_field = 6;
+	/* the writer's order: the fields by number, but cyc (15) right after insn (8) */
+	unsigned last_rank = 2 * 6;
 	bool has_cbr = false;
 	while (p < end) {
 		uint64_t tag;
@@ -314,8 +316,9 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 		if (!mt_pb_get_varint(&p, end, &tag))
 			return false;
 		if (track) {
-			canon &= p - q0 == 1 && tag >> 3 > last_field;
-			last_field = (unsigned)(tag >> 3 < 64 ? tag >> 3 : 63);
+			unsigned f = (unsigned)(tag >> 3 < 64 ? tag >> 3 : 63), rank = f == 15 ? 2 * 8 + 1 : 2 * f;
+			canon &= p - q0 == 1 && rank > last_rank;
+			last_rank = rank;
 		}
 		if (tag == (14 << 3 | MT_PB_LEN)) { /* extra, packed: key and value string ids */
 			canon = false; /* a filter's columns join these: not passed on as bytes */
@@ -369,7 +372,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 		canon &= MINIMAL(q0);
 		if (track) {
 			switch (tag >> 3) { /* what the writer leaves out, and how it writes flags */
-			case 8: canon &= v != 0; break;
+			case 8: case 15: canon &= v != 0; break;
 			case 9: canon &= v != MT_NO_OFFSET; break;
 			case 10: canon &= ev->kind == MT_EV_POWER; has_cbr = true; break;
 			case 11: case 12: canon &= v == 1; break;
@@ -401,7 +404,7 @@ struct evfields {
 	bool has_time_delta, has_cpu, has_offset, has_msg, cond, async;
 	int64_t time_delta;
 	uint32_t pid, tid, kind, cpu, cbr, msg;
-	uint64_t from, to, insn, offset;
+	uint64_t from, to, insn, cyc, offset;
 	const uint32_t *extra;
 	size_t n_extra;
 };
@@ -431,6 +434,7 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
 		ev->cpu = (int32_t)e->cpu;
 	}
 	ev->insn = e->insn;
+	ev->cyc = e->cyc;
 	if (e->has_offset)
 		ev->offset = e->offset;
 	ev->cbr = e->cbr;
@@ -530,7 +534,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		const Mt__Event *e = rec->event;
 		struct evfields f = (struct evfields){.has_time_delta = e->has_time_delta, .time_delta = e->time_delta, .pid = e->pid,
 				      .tid = e->tid, .kind = (uint32_t)e->kind, .from = e->from, .to = e->to,
-				      .has_cpu = e->has_cpu, .cpu = e->cpu, .insn = e->insn, .has_offset = e->has_offset,
+				      .has_cpu = e->has_cpu, .cpu = e->cpu, .insn = e->insn, .cyc = e->cyc, .has_offset = e->has_offset,
 				      .offset = e->offset, .cbr = e->cbr, .cond = e->cond, .async = e->async,
 				      .has_msg = e->has_msg, .msg = e->msg, .extra = e->extra, .n_extra = e->n_extra};
 		return fill_event(r, &f, ev, err);

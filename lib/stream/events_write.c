@@ -291,6 +291,10 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 		memcpy(p, "\tinsn=", 6);
 		p = mt_put_dec(p + 6, ev->insn);
 	}
+	if (ev->cyc) {
+		memcpy(p, "\tcyc=", 5);
+		p = mt_put_dec(p + 5, ev->cyc);
+	}
 	if (ev->cond) {
 		memcpy(p, "\tcond=1", 7);
 		p += 7;
@@ -473,6 +477,8 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		p = mt_pb_uint(p, 7, (uint32_t)ev->cpu);
 	if (ev->insn)
 		p = mt_pb_uint(p, 8, ev->insn);
+	if (ev->cyc)
+		p = mt_pb_uint(p, 15, ev->cyc);
 	if (ev->offset != MT_NO_OFFSET)
 		p = mt_pb_uint(p, 9, ev->offset);
 	if (ev->kind == MT_EV_POWER)

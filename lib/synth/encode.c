@@ -34,6 +34,7 @@ static void cyc_packet(struct enc *x)
 	p.type = ppt_cyc;
 	p.payload.cyc.value = cycles_at(x, x->tsc) - cycles_at(x, x->last_cyc);
 	put(x, &p);
+	x->cyc_written += p.payload.cyc.value;
 	x->last_cyc = x->tsc;
 }
 
@@ -58,6 +59,8 @@ static void tnt_bit(struct enc *x, int taken)
 		flush_tnt(x);
 		cyc_packet(x);
 	}
+	if (!x->ntnt) /* a new TNT packet: read for this branch */
+		x->cyc_marked = x->cyc_written;
 	x->tnt = (x->tnt << 1) | (uint64_t)taken;
 	x->ntnt++;
 	if (x->ntnt == (x->v->long_tnt ? 47 : 6))
@@ -67,6 +70,7 @@ static void tnt_bit(struct enc *x, int taken)
 static void ip_packet(struct enc *x, enum pt_packet_type t, uint64_t ip, bool suppressed)
 {
 	cyc_packet(x);
+	x->cyc_marked = x->cyc_written;
 	struct pt_packet p = {0};
 	p.type = t;
 	p.payload.ip.ipc = suppressed ? pt_ipc_suppressed : pt_ipc_sext_48;
@@ -122,6 +126,7 @@ static void advance(struct enc *x, uint64_t ticks)
 			y.type = ppt_cyc;
 			y.payload.cyc.value = c * TSC_PER_CTC - x->last_cyc;
 			put(x, &y);
+			x->cyc_written += y.payload.cyc.value;
 			x->last_cyc = c * TSC_PER_CTC;
 		}
 		struct pt_packet p = {0};
@@ -194,6 +199,10 @@ static void truth_ev_async(struct truth *t, enum mt_event_kind k, uint64_t time,
 	ev.insn = t->since;
 	ev.offset = MT_NO_OFFSET;
 	t->since = 0;
+	if (t->cyc_marked) {
+		ev.cyc = *t->cyc_marked - t->cyc_at_event;
+		t->cyc_at_event = *t->cyc_marked;
+	}
 	mt_events_write(t->w, &ev);
 }
 
@@ -347,6 +356,9 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 	if (t) {
 		t->tid = run->tids[0];
 		t->on = from_insn == 0;
+		if (v->cyc) /* the truth's cycles: a cycle-accurate variant's */
+			t->cyc_marked = &x->cyc_marked;
+		t->cyc_at_event = x->cyc_marked;
 		truth_ev(t, MT_EV_TRACE_START, x->tsc, 0, run->ips[0], false, timed);
 	}
 	uint64_t since_psb = 0;
@@ -358,6 +370,7 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 		uint64_t ft = in->ip + in->len, now = x->tsc;
 		if (t && i == from_insn && from_insn) {
 			t->on = true;
+			t->cyc_at_event = x->cyc_marked;
 			t->since = 0;
 		}
 		/* The first snapshot ends at gap_from, but a decoder walks on
@@ -372,6 +385,7 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 		}
 		if (t && gap_to && i == gap_to) {
 			t->on = true;
+			t->cyc_at_event = x->cyc_marked;
 			t->since = 0;
 			struct mt_event sev = {.kind = MT_EV_SNAPSHOT, .pid = t->pid, .tid = t->tid, .cpu = t->cpu,
 					       .offset = MT_NO_OFFSET};

@@ -37,6 +37,10 @@ struct enc {
 	int err;
 	uint64_t tsc, last_ctc;
 	uint64_t last_cyc;   /* TSC at the last CYC packet (cycles = ticks) */
+	/* the CYC payloads written, and as of the last packet a decoder reads
+	 * for a branch or an event (a TNT's first bit, an IP packet): the
+	 * cycles it has by then (the CYCs before a packet time it) */
+	uint64_t cyc_written, cyc_marked;
 	bool in_psb;         /* no CYC inside PSB+ */
 	uint64_t *psb_offsets, *psb_insn;
 	size_t npsb, cappsb;
@@ -66,6 +70,8 @@ struct truth {
 	int32_t cpu;
 	uint64_t since;
 	bool on;             /* instructions are in the trace (wrap: after the cut) */
+	const uint64_t *cyc_marked; /* the encoder's (enc.cyc_marked) */
+	uint64_t cyc_at_event;      /* ... as of the last truth event */
 };
 
 

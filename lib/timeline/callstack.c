@@ -39,7 +39,7 @@ static void out(struct mt_cs *cs, const struct logrec *r)
 		return;
 	}
 	struct mt_cs_thread *th = &r->t->pub;
-	th->insn = r->insn;
+	th->count = r->count;
 	th->no_return = r->no_return;
 	switch (r->k) {
 	case L_BEGIN: {
@@ -82,12 +82,12 @@ static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const s
 			return;
 		out(cs, &(struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
 					.inferred = ev->inferred, .id = ev->id, .file = ev->file, .line = ev->line,
-					.insn = ev->insn});
+					.count = ev->count});
 		break;
 	}
 	case P_RET:
 		out(cs, &(struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id,
-					.insn = ev->insn, .no_return = ev->no_return});
+					.count = ev->count, .no_return = ev->no_return});
 		break;
 	case P_RET_UNTRACED:
 		out(cs, &(struct logrec){.k = L_COMPLETE, .t = t, .time = ev->reset_time, .time2 = time,
@@ -173,7 +173,7 @@ static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct 
 		cs->oom = true;
 		return;
 	}
-	ev.insn = t->insn;
+	ev.count = t->count;
 	ev.no_return = cs->ending_stacks;
 	t->pending[t->npending++] = ev;
 }
@@ -239,7 +239,7 @@ static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t ti
 		/* An inferred frame: it started no later than the stack did. */
 		uint64_t id = mt_cs_push_frame(cs, &t->cur, ip, name);
 		struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .inferred = true, .id = id,
-				 .insn = t->cur.create_insn};
+				 .count = t->cur.create_count};
 		write_pending(cs, t, t->cur.create_time, &ev);
 		return;
 	}
@@ -260,7 +260,7 @@ static void set_callstack(struct thread *t, bool is_kernel, uint64_t time)
 {
 	t->cur.n = 0;
 	t->cur.create_time = is_kernel ? time : t->last_decode_error_time;
-	t->cur.create_insn = t->insn;
+	t->cur.create_count = t->count;
 }
 
 static bool is_kernel_addr(uint64_t a)
@@ -760,11 +760,11 @@ static void enter_region(struct mt_cs *cs, uint64_t time)
 			struct stack *st = k < t->ninactive ? &t->inactive[k] : &t->cur;
 			for (size_t f = 0; f < st->n; f++) {
 				struct pev ev = {.k = P_CALL, .name = st->v[f].name, .ip = st->v[f].ip, .inferred = true,
-						 .id = st->v[f].id, .insn = t->insn};
+						 .id = st->v[f].id, .count = t->count};
 				write_now(cs, t, time, &ev);
 			}
 			st->create_time = time ? time - 1 : 0;
-			st->create_insn = t->insn;
+			st->create_count = t->count;
 		}
 	}
 }
@@ -880,7 +880,8 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	struct thread *t = thread_of(cs, ev->pid, ev->tid, mapped);
 	if (!t)
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
-	t->insn += ev->insn;
+	t->count.insn += ev->insn;
+	t->count.cyc += ev->cyc;
 	if (ev->has_time && (ev->time < cs->base || mapped < t->last_event_time)) {
 		/* Policy: time never runs backwards on a thread; how many and how
 		 * far are said once, at the end (mt_cs_late_counts). */
@@ -976,7 +977,7 @@ static void new_snapshot(struct mt_cs *cs, uint64_t to_time)
 		end_of_thread(cs, t, t->last_event_time, false);
 		uint64_t at = to_time > t->last_event_time ? to_time : t->last_event_time;
 		t->pending_time = t->last_event_time = t->cur.create_time = at;
-		t->cur.create_insn = t->insn;
+		t->cur.create_count = t->count;
 		out(cs, &(struct logrec){.k = L_INSTANT, .t = t, .time = at, .name = cs->n_snapshot});
 	}
 }

@@ -20,17 +20,22 @@
 #include "base/mt_err.h"
 #include "timeline/ocamleh.h"
 
+/* What a thread has retired so far: instructions and core cycles (the
+ * events' insn and cyc counts, summed). */
+struct mt_cs_counts {
+	uint64_t insn, cyc;
+};
+
 struct mt_cs_thread {
 	uint32_t pid, tid;
 	size_t index;         /* order of first appearance */
 	uint64_t base;        /* perf time of mapped time 0 (the trace's first event) */
 	void *user;           /* for the sink */
-	/* Set for each sink call: the thread's instructions retired (the
-	 * events' insn counts, summed) up to what it writes: a begin's call
-	 * (an inferred begin: its stack's start), an end's return; and for an
-	 * end, whether no return was seen (the stack was ended: a decode
-	 * error, a snapshot, the end of the trace). */
-	uint64_t insn;
+	/* Set for each sink call: the thread's counts up to what it writes: a
+	 * begin's call (an inferred begin: its stack's start), an end's
+	 * return; and for an end, whether no return was seen (the stack was
+	 * ended: a decode error, a snapshot, the end of the trace). */
+	struct mt_cs_counts count;
 	bool no_return;
 };
 

@@ -25,7 +25,7 @@ struct stack {
 	struct frame *v;
 	size_t n, cap;
 	uint64_t create_time;
-	uint64_t create_insn;    /* the thread's instructions at create_time */
+	struct mt_cs_counts create_count; /* the thread's counts at create_time */
 };
 
 enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
@@ -38,7 +38,7 @@ struct pev {
 	bool inferred;
 	bool no_return;          /* P_RET: the stack was ended, no return seen */
 	uint64_t reset_time;
-	uint64_t insn;           /* the thread's instructions at the event */
+	struct mt_cs_counts count; /* the thread's counts at the event */
 };
 
 struct sev {
@@ -48,7 +48,7 @@ struct sev {
 
 struct thread {
 	struct mt_cs_thread pub;
-	uint64_t insn;         /* instructions retired so far (events' insn) */
+	struct mt_cs_counts count; /* retired so far */
 	struct stack cur;
 	struct stack *inactive;
 	size_t ninactive, capinactive;
@@ -151,7 +151,7 @@ struct logrec {
 	int line;
 	bool inferred, no_return;
 	double value;
-	uint64_t insn;
+	struct mt_cs_counts count;
 };
 
 

@@ -39,7 +39,7 @@ void mt_cs_clear_trap_stack(struct mt_cs *cs, struct thread *t, uint64_t time)
 	} else {
 		t->cur.n = 0;
 		t->cur.create_time = time;
-		t->cur.create_insn = t->insn;
+		t->cur.create_count = t->count;
 	}
 }
 
@@ -55,7 +55,7 @@ static void pushtrap(struct mt_cs *cs, struct thread *t, uint64_t time)
 	struct frame top = t->cur.v[t->cur.n - 1];
 	mt_cs_push_inactive(cs, t);
 	t->cur.create_time = time;
-	t->cur.create_insn = t->insn;
+	t->cur.create_count = t->count;
 	mt_cs_push_frame(cs, &t->cur, top.ip, top.name);
 }
 

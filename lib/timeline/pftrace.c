@@ -121,7 +121,7 @@ static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 		it->line = f->line;
 	}
 	if (pf->calls)
-		mt_tl_callinfo_begin(pf, f->id, th->insn);
+		mt_tl_callinfo_begin(pf, f->id, th->count);
 	push_open(pf, t, f->id, t->nitems - 1);
 }
 
@@ -136,7 +136,7 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		return;
 	saw_time(t, time);
 	if (pf->calls)
-		mt_tl_callinfo_end(pf, id, th->insn, th->no_return);
+		mt_tl_callinfo_end(pf, id, th->count, th->no_return);
 	for (size_t i = t->nopen; i-- > 0;) {
 		if (t->open[i].id != id)
 			continue;
@@ -534,9 +534,8 @@ static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 		if (t->ws_unended > t->depth)
 			t->ws_unended = t->depth;
 		if (pf->calls) {
-			uint64_t n;
 			bool forced = false;
-			t->w.call_insn = mt_tl_callinfo_take(pf, f->id, &n, &forced) ? n : UINT64_MAX;
+			t->w.call_known = mt_tl_callinfo_take(pf, f->id, &t->w.call_count, &forced);
 			t->w.no_return = forced;
 		}
 		if (f->mode == WF_DROPPED)

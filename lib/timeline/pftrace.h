@@ -91,6 +91,8 @@ struct mt_tl_call {
 	const char *const *stack;  /* the names from the root to this one: stack[depth] = name */
 	uint64_t insn;             /* instructions retired in it, callees included */
 	bool has_insn;             /* insn known: the stream counts instructions and the call was seen */
+	uint64_t cyc;              /* core cycles in it, callees included (at the CYC packets' granularity) */
+	bool has_cyc;              /* cyc known: the stream counts cycles and the call was seen */
 	bool no_call, no_return;   /* its start inferred / its end forced: perf's calls flags */
 };
 struct mt_tl_calls_sink {

@@ -24,12 +24,13 @@ struct cthread {
  * linear probing, deletion by shifting back: no tombstones). */
 struct callinfo {
 	uint64_t id;         /* 0: empty */
-	uint64_t insn0, insn1;
+	struct mt_cs_counts at0, at1;
 	bool has0, has1, no_return;
 };
 
 struct mt_tl_calls {
 	struct mt_tl_calls_sink sink;
+	bool any_insn, any_cyc; /* the stream has counted some: it counts them */
 	struct cthread *th;  /* by thread index */
 	size_t nth;
 	uint64_t next_id;
@@ -102,26 +103,28 @@ static struct callinfo *ci_get(struct mt_pftrace *pf, uint64_t id)
 	return &c->ci[k];
 }
 
-void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, uint64_t insn)
+void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts at)
 {
 	struct callinfo *e = id ? ci_get(pf, id) : NULL;
 	if (e) {
-		e->insn0 = insn;
+		e->at0 = at;
 		e->has0 = true;
 	}
 }
 
-void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, uint64_t insn, bool no_return)
+void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts at, bool no_return)
 {
 	struct callinfo *e = id ? ci_get(pf, id) : NULL;
 	if (e) {
-		e->insn1 = insn;
+		pf->calls->any_insn |= at.insn != 0;
+		pf->calls->any_cyc |= at.cyc != 0;
+		e->at1 = at;
 		e->has1 = true;
 		e->no_return = no_return;
 	}
 }
 
-bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, uint64_t *insn, bool *no_return)
+bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts *in, bool *no_return)
 {
 	struct mt_tl_calls *c = pf->calls;
 	if (!id || !c->capci)
@@ -144,9 +147,10 @@ bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, uint64_t *insn, boo
 	c->ci[hole].id = 0;
 	c->nci--;
 	*no_return = e.no_return;
-	if (!e.has0 || !e.has1 || e.insn1 < e.insn0)
+	if (!e.has0 || !e.has1 || e.at1.insn < e.at0.insn || e.at1.cyc < e.at0.cyc)
 		return false;
-	*insn = e.insn1 - e.insn0;
+	*in = (struct mt_cs_counts){e.at1.insn - e.at0.insn, e.at1.cyc - e.at0.cyc};
+	/* a stream without counts has none to give */
 	return true;
 }
 
@@ -200,13 +204,16 @@ static void calls_end(struct seqw *w, uint64_t time, const char *name)
 	struct mt_tl_call call = {
 		.pid = w->pid, .tid = w->tid, .name = f->name, .file = f->file, .line = f->line, .ip = f->ip,
 		.start = f->start, .end = time, .id = f->id, .parent = t->n ? t->v[t->n - 1].id : 0,
-		.depth = t->n, .stack = t->names, .insn = w->call_insn, .has_insn = w->call_insn != UINT64_MAX,
+		.depth = t->n, .stack = t->names, .insn = w->call_count.insn, .cyc = w->call_count.cyc,
+		.has_insn = w->call_known && c->any_insn, .has_cyc = w->call_known && c->any_cyc,
 		.no_call = f->no_call, .no_return = w->no_return,
 	};
 	if (call.no_call)
-		call.has_insn = false; /* counted from its stack's start, not its call */
+		call.has_insn = call.has_cyc = false; /* counted from its stack's start, not its call */
 	if (!call.has_insn)
 		call.insn = 0;
+	if (!call.has_cyc)
+		call.cyc = 0;
 	c->sink.call(c->sink.ctx, &call);
 }
 

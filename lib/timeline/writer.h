@@ -89,9 +89,9 @@ struct seqw {
 	struct iids fnames, mappings, frames, stacks; /* stack samples' interning */
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
 	/* the calls writer: the slice a begin starts has no call seen; the one
-	 * an end ends: its instructions (UINT64_MAX: not known), no return seen */
-	bool no_call, no_return;
-	uint64_t call_insn;
+	 * an end ends: its counts (when known), no return seen */
+	bool no_call, no_return, call_known;
+	struct mt_cs_counts call_count;
 };
 
 /* A set of pids (open addressing, pid + 1 in each slot): which processes
@@ -202,14 +202,14 @@ struct mt_tl_ops {
 
 extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads, mt_tl_calls;
 
-/* The calls writer's instruction counts, kept by frame id from the call
- * stacks' begin and end (the held items have no room for them) until the
- * end is written: the counts at a begin, at an end (and whether no return
- * was seen), and the call's instructions taken when it is written out
+/* The calls writer's instruction and cycle counts, kept by frame id from
+ * the call stacks' begin and end (the held items have no room for them)
+ * until the end is written: the counts at a begin, at an end (and whether
+ * no return was seen), and the call's own taken when it is written out
  * (false: not known; the entry is forgotten either way). */
-void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, uint64_t insn);
-void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, uint64_t insn, bool no_return);
-bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, uint64_t *insn, bool *no_return);
+void mt_tl_callinfo_begin(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts at);
+void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts at, bool no_return);
+bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts *in, bool *no_return);
 struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink);
 void mt_tl_calls_free(struct mt_tl_calls *c);
 

@@ -16,7 +16,7 @@ void mt_evlog_sink(void *ctx, const struct mt_event *ev)
 		return;
 	}
 	struct logged *e = &l->v[l->n++];
-	*e = (struct logged){.time = ev->time, .from = ev->from, .to = ev->to, .insn = ev->insn, .offset = ev->offset,
+	*e = (struct logged){.time = ev->time, .from = ev->from, .to = ev->to, .insn = ev->insn, .cyc = ev->cyc, .offset = ev->offset,
 			     .pid = ev->pid, .tid = ev->tid, .cbr = ev->cbr, .cpu = ev->cpu, .kind = (uint8_t)ev->kind,
 			     .flags = (uint8_t)((ev->has_time ? LOG_HAS_TIME : 0) | (ev->cond ? LOG_COND : 0) |
 						(ev->async ? LOG_ASYNC : 0))};
@@ -38,7 +38,7 @@ const struct mt_event *mt_evlog_event(const struct evlog *l, size_t k, struct mt
 	const struct logged *e = &l->v[k];
 	*ev = (struct mt_event){.time = e->time, .has_time = e->flags & LOG_HAS_TIME, .pid = e->pid, .tid = e->tid,
 				.cpu = e->cpu, .kind = (enum mt_event_kind)e->kind, .from = e->from, .to = e->to,
-				.insn = e->insn, .offset = e->offset, .cbr = e->cbr, .cond = e->flags & LOG_COND,
+				.insn = e->insn, .cyc = e->cyc, .offset = e->offset, .cbr = e->cbr, .cond = e->flags & LOG_COND,
 				.async = e->flags & LOG_ASYNC, .msg = e->msg ? l->arena + e->msg - 1 : NULL};
 	return ev;
 }

@@ -12,7 +12,7 @@
 /* An event held in memory, packed: the fields a decoder sets, in 64 bytes
  * (struct mt_event takes 104; a round of pieces holds millions). */
 struct logged {
-	uint64_t time, from, to, insn, offset;
+	uint64_t time, from, to, insn, cyc, offset;
 	uint32_t pid, tid, cbr;
 	uint32_t msg;               /* arena offset + 1, 0: none */
 	int32_t cpu;

@@ -32,6 +32,7 @@ struct dec {
 	/* instructions decoded so far (added to the statistics at the end),
 	 * and their count at the last emitted event */
 	uint64_t insns, insns_at_event;
+	uint64_t cycles_at_event;       /* the query decoder's cycles as of the last event */
 	uint64_t last_ip;          /* last instruction decoded */
 	/* The branch that ended the previous block, waiting for its target. */
 	bool pending;
@@ -40,8 +41,8 @@ struct dec {
 	/* The time when the branch's block was decoded: the event is emitted
 	 * only once the next block is known, and libipt may have read timing
 	 * packets past the branch by then. */
-	uint64_t pend_time;
-	bool pend_has_time, use_pend_time;
+	uint64_t pend_time, pend_cycles;
+	bool pend_has_time, use_pend_time, pend_has_cycles;
 	uint8_t pend_len;          /* its length when known (0: read it) */
 	/* mt's walk: the next instruction, whether tracing is on, the
 	 * return addresses of calls for compressed returns, instructions
@@ -83,6 +84,13 @@ static uint64_t now(struct dec *d, bool *has)
 	return mt_tsc_to_perf_time(&d->cfg->conv, tsc);
 }
 
+/* The cycles as of the last packet read (false: not counted: no CYC, or
+ * libipt reads). */
+static bool cycles_now(struct dec *d, uint64_t *cycles)
+{
+	return d->cfg->cyc && !d->blk && mt_ptq_cycles(&d->q, cycles);
+}
+
 enum { EMIT_COND = 1, EMIT_ASYNC = 2 };
 
 /* Completes ev (time, instruction count, thread) and hands it on: the one
@@ -101,6 +109,12 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	}
 	ev->insn = d->insns - d->insns_at_event;
 	d->insns_at_event = d->insns;
+	uint64_t cycles = d->pend_cycles;
+	bool has_cycles = d->use_pend_time ? d->pend_has_cycles : cycles_now(d, &cycles);
+	if (has_cycles && cycles >= d->cycles_at_event) {
+		ev->cyc = cycles - d->cycles_at_event;
+		d->cycles_at_event = cycles;
+	}
 	if (d->s->who)
 		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
 	d->stats->by_kind[ev->kind]++;
@@ -305,6 +319,7 @@ static void walk_pend(struct dec *d, const struct mt_code_block *b)
 	d->pend_from = b->end_ip;
 	d->pend_len = b->len;
 	d->pend_time = now(d, &d->pend_has_time);
+	d->pend_has_cycles = cycles_now(d, &d->pend_cycles); /* as its time: when it was decoded */
 }
 
 /* A direct call pushes its return address, but not a call to the next

@@ -400,6 +400,7 @@ static void read_mtc(struct mt_ptq *q, const uint8_t *p)
  * spans before the current one. */
 static void read_cyc(struct mt_ptq *q, uint64_t cycles)
 {
+	q->cycles += cycles;
 	q->cal.cyc_mtc += cycles;
 	q->cal.cyc_tsc += cycles;
 	uint64_t fcr = q->cal.fcr;
@@ -625,6 +626,7 @@ static void mark_time(struct mt_ptq *q)
 {
 	q->last_tsc = q->time.tsc;
 	q->have_last = q->time.have_tsc;
+	q->last_cycles = q->cycles;
 }
 
 int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken)
@@ -789,6 +791,12 @@ int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc)
 		return -pte_no_time;
 	*tsc = q->last_tsc;
 	return 0;
+}
+
+bool mt_ptq_cycles(const struct mt_ptq *q, uint64_t *cycles)
+{
+	*cycles = q->last_cycles;
+	return !q->handed;
 }
 
 uint64_t mt_ptq_offset(const struct mt_ptq *q)

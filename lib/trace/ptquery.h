@@ -64,6 +64,9 @@ struct mt_ptq {
 	 * pt_qry_time reports) */
 	uint64_t last_tsc;
 	bool have_last;
+	/* core cycles: the CYC packets' payloads summed since init, and as of
+	 * the last branch or event packet (the CYCs before a packet time it) */
+	uint64_t cycles, last_cycles;
 	/* libipt's pt_tcal: fast counter per cycle (<< 8) from the cycles
 	 * between two MTCs (or TSCs), or the nominal ratio over a CBR */
 	struct {
@@ -102,6 +105,9 @@ int mt_ptq_cond_branch_slow(struct mt_ptq *q, int *taken);
 int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip);
 int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev);
 int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc);
+/* The cycles as of the last branch or event packet (the CYC payloads
+ * summed); false once libipt reads (it does not say them). */
+bool mt_ptq_cycles(const struct mt_ptq *q, uint64_t *cycles);
 uint64_t mt_ptq_offset(const struct mt_ptq *q);
 uint64_t mt_ptq_sync_offset(const struct mt_ptq *q); /* of the last PSB synced on */
 /* where libipt took over reading (NULL: it did not) */

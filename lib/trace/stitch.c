@@ -7,7 +7,7 @@
 
 static bool same_event(const struct logged *x, const char *xa, const struct logged *y, const char *ya)
 {
-	if (x->time != y->time || x->from != y->from || x->to != y->to || x->insn != y->insn ||
+	if (x->time != y->time || x->from != y->from || x->to != y->to || x->insn != y->insn || x->cyc != y->cyc ||
 	    x->offset != y->offset || x->pid != y->pid || x->tid != y->tid || x->cbr != y->cbr || x->cpu != y->cpu ||
 	    x->kind != y->kind || x->flags != y->flags || !x->msg != !y->msg)
 		return false;

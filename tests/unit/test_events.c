@@ -21,7 +21,7 @@ static void test_events_roundtrip(void)
 	mt_events_writer_init(&w, f);
 	struct mt_event in[4] = {
 		{.time = 123456789, .has_time = true, .pid = 1, .tid = 2, .cpu = 3, .kind = MT_EV_CALL,
-		 .from = 0x401000, .to = 0x7fffffffe000, .insn = 17, .offset = MT_NO_OFFSET},
+		 .from = 0x401000, .to = 0x7fffffffe000, .insn = 17, .cyc = 250, .offset = MT_NO_OFFSET},
 		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_JUMP, .from = 1, .to = 2, .cond = true, .offset = MT_NO_OFFSET},
 		{.pid = 5, .tid = 6, .cpu = -1, .kind = MT_EV_ERROR, .offset = 0x1234, .msg = "bad\tpacket"},
 		{.time = 1, .has_time = true, .pid = 0, .tid = 0, .cpu = 0, .kind = MT_EV_POWER, .cbr = 42,
@@ -48,7 +48,7 @@ static void test_events_roundtrip(void)
 		const struct mt_event *e = &in[idx++];
 		good &= ev.has_time == e->has_time && (!e->has_time || ev.time == e->time) && ev.pid == e->pid &&
 			ev.tid == e->tid && ev.cpu == e->cpu && ev.kind == e->kind && ev.from == e->from &&
-			ev.to == e->to && ev.insn == e->insn && ev.cond == e->cond && ev.offset == e->offset &&
+			ev.to == e->to && ev.insn == e->insn && ev.cyc == e->cyc && ev.cond == e->cond && ev.offset == e->offset &&
 			ev.cbr == e->cbr;
 		if (e->msg)
 			good &= ev.msg && !strcmp(ev.msg, "bad packet"); /* TAB cannot survive a TAB-separated field */
@@ -81,7 +81,7 @@ static int same_event(const struct mt_event *a, const struct mt_event *b)
 {
 	int good = a->has_time == b->has_time && (!a->has_time || a->time == b->time) && a->pid == b->pid &&
 		   a->tid == b->tid && a->cpu == b->cpu && a->kind == b->kind && a->from == b->from &&
-		   a->to == b->to && a->insn == b->insn && a->cond == b->cond && a->async == b->async &&
+		   a->to == b->to && a->insn == b->insn && a->cyc == b->cyc && a->cond == b->cond && a->async == b->async &&
 		   a->offset == b->offset && (a->kind != MT_EV_POWER || a->cbr == b->cbr) &&
 		   !a->msg == !b->msg && (!a->msg || !strcmp(a->msg, b->msg)) && a->nextra == b->nextra;
 	for (unsigned i = 0; good && i < a->nextra; i++)
@@ -97,7 +97,7 @@ static void test_events_binary(void)
 	static const struct mt_kv kv1[] = {{"sym", "main"}, {"flag", NULL}, {"sym_to", ""}};
 	struct mt_event in[] = {
 		{.time = 5000000000ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = 1, .kind = MT_EV_CALL,
-		 .from = 0x401000, .to = 0xffffffff81000000ULL, .insn = 3, .offset = MT_NO_OFFSET,
+		 .from = 0x401000, .to = 0xffffffff81000000ULL, .insn = 3, .cyc = 1ULL << 40, .offset = MT_NO_OFFSET,
 		 .extra = kv1, .nextra = 3},
 		{.time = 4999999990ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = -1, .kind = MT_EV_RETURN,
 		 .offset = MT_NO_OFFSET, .extra = kv1, .nextra = 1},
@@ -405,7 +405,7 @@ static int same_parse(const char *line)
 	if (ra == 0)
 		return 1;
 	if (ea.time != eb.time || ea.has_time != eb.has_time || ea.pid != eb.pid || ea.tid != eb.tid ||
-	    ea.cpu != eb.cpu || ea.kind != eb.kind || ea.from != eb.from || ea.to != eb.to || ea.insn != eb.insn ||
+	    ea.cpu != eb.cpu || ea.kind != eb.kind || ea.from != eb.from || ea.to != eb.to || ea.insn != eb.insn || ea.cyc != eb.cyc ||
 	    ea.offset != eb.offset || ea.cbr != eb.cbr || ea.cond != eb.cond || ea.async != eb.async ||
 	    ea.nextra != eb.nextra || !ea.msg != !eb.msg || (ea.msg && strcmp(ea.msg, eb.msg)) ||
 	    ea.strings_epoch != eb.strings_epoch)
@@ -429,6 +429,8 @@ static void test_parse_fast_path(void)
 		"-\t1\t1\tcall\t0x0\t0x10\tinsn=18446744073709551615\tcpu=2147483647\toff=0xffffffffffffffff",
 		"-\t1\t1\tcall\t0x0\t0x10\tinsn=99999999999999999999\tcpu=2147483648",
 		"-\t1\t1\tcall\t0x0\t0x10000000000000000",
+		"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
+		"5\t1\t1\treturn\t0x0\t0x10\tcyc=18446744073709551615\tcyc=99999999999999999999",
 	};
 	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy";
 	unsigned seed = 12345, good = 1, tried = 0;
@@ -487,6 +489,9 @@ static void test_write_raw(void)
 		{16, 0x12, 14, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x58, 0x02, 0x08, 0x06}, /* cond 2, time last */
 		{14, 0x12, 12, 0x10, 0x07, 0x18, 0x08, 0x20, 0x0b, 0x28, 0x01, 0x30, 0x02, 0x40, 0x05}, /* power, no cbr */
 		{16, 0x12, 14, 0x08, 0x02, 0x10, 0x07, 0x18, 0x08, 0x20, 0x0b, 0x28, 0x01, 0x30, 0x02, 0x50, 0x09}, /* power, cbr: as written */
+		{18, 0x12, 16, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x40, 0x05, 0x78, 0x03}, /* insn, cyc: as written */
+		{18, 0x12, 16, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x78, 0x03, 0x40, 0x05}, /* cyc before insn */
+		{16, 0x12, 14, 0x08, 0x04, 0x10, 0x07, 0x18, 0x08, 0x20, 0x00, 0x28, 0x01, 0x30, 0x02, 0x78, 0x00}, /* cyc 0 */
 	};
 	char *in = NULL;
 	size_t inlen = 0;
@@ -523,7 +528,7 @@ static void test_write_raw(void)
 	mt_events_writer_finish(&b, &err);
 	fclose(fa);
 	fclose(fb);
-	ok(n == sizeof recs / sizeof recs[0] && used == 2 && alen == blen && !memcmp(abuf, bbuf, alen),
+	ok(n == sizeof recs / sizeof recs[0] && used == 3 && alen == blen && !memcmp(abuf, bbuf, alen),
 	   "binary writer: an event's raw bytes are copied only where they are the writer's own, the output the same");
 	free(abuf);
 	free(bbuf);

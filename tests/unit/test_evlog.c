@@ -14,7 +14,7 @@
 static bool same(const struct mt_event *x, const struct mt_event *y)
 {
 	return x->time == y->time && x->has_time == y->has_time && x->pid == y->pid && x->tid == y->tid &&
-	       x->cpu == y->cpu && x->kind == y->kind && x->from == y->from && x->to == y->to && x->insn == y->insn &&
+	       x->cpu == y->cpu && x->kind == y->kind && x->from == y->from && x->to == y->to && x->insn == y->insn && x->cyc == y->cyc &&
 	       x->offset == y->offset && x->cbr == y->cbr && x->cond == y->cond && x->async == y->async &&
 	       !x->msg == !y->msg && (!x->msg || !strcmp(x->msg, y->msg));
 }
@@ -31,7 +31,7 @@ static void test_roundtrip(void)
 		snprintf(msgs[i], sizeof msgs[i], "decode error %d", i);
 		evs[i] = (struct mt_event){.time = x >> 8, .has_time = i % 3, .pid = (uint32_t)(x >> 40), .tid = (uint32_t)x,
 					   .cpu = (int32_t)(x % 5) - 1, .kind = (enum mt_event_kind)(i % MT_EV_KIND_COUNT),
-					   .from = x, .to = ~x, .insn = x >> 50, .offset = i % 7 ? x >> 30 : MT_NO_OFFSET,
+					   .from = x, .to = ~x, .insn = x >> 50, .cyc = x >> 44, .offset = i % 7 ? x >> 30 : MT_NO_OFFSET,
 					   .cbr = (uint32_t)(x >> 58), .cond = i % 2, .async = i % 5 == 0,
 					   .msg = i % 11 == 0 ? msgs[i] : NULL};
 		mt_evlog_sink(&l, &evs[i]);

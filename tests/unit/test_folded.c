@@ -26,14 +26,14 @@ int main(void)
 	k.thread(k.ctx, 1, 1, "app", "app");
 	const char *stk[] = {"main", "a;b", "leaf"};
 	struct mt_tl_call c = {.pid = 1, .tid = 1, .name = "leaf", .depth = 2, .stack = stk};
-	k.call(k.ctx, &c, 10, 4);
+	k.call(k.ctx, &c, 10, (struct mt_cs_counts){4, 40});
 	c.name = "a;b";
 	c.depth = 1;
-	k.call(k.ctx, &c, 20, 6);
-	k.call(k.ctx, &c, 5, 0);
+	k.call(k.ctx, &c, 20, (struct mt_cs_counts){6, 60});
+	k.call(k.ctx, &c, 5, (struct mt_cs_counts){0, 0});
 	c.name = "main";
 	c.depth = 0;
-	k.call(k.ctx, &c, 7, 1);
+	k.call(k.ctx, &c, 7, (struct mt_cs_counts){1, 10});
 	const char *ss[] = {"main", "a;b"}, *ds[] = {"x", "x"};
 	k.sample(k.ctx, 1, 1, 0, 2, ss, ds);
 	k.sample(k.ctx, 1, 1, 1, 2, ss, ds);
@@ -45,6 +45,9 @@ int main(void)
 	free(t);
 	t = written(f, MT_WEIGHT_INSTRUCTIONS, &total);
 	ok(!strcmp(t, "app;main 1\napp;main;a:b 6\napp;main;a:b;leaf 4\n") && total == 11, "instructions");
+	free(t);
+	t = written(f, MT_WEIGHT_CYCLES, &total);
+	ok(!strcmp(t, "app;main 10\napp;main;a:b 60\napp;main;a:b;leaf 40\n") && total == 110, "cycles");
 	free(t);
 	t = written(f, MT_WEIGHT_SAMPLES, &total);
 	ok(!strcmp(t, "[unknown thread];main 1\napp;main;a:b 2\n") && total == 3, "samples: one a sample, stacks with none left out");

@@ -9,16 +9,16 @@
 
 struct seen {
 	int calls;
-	uint64_t self_sum;
+	uint64_t self_sum, self_cyc;
 };
 
-static void next_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, uint64_t self_insn)
+static void next_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
 {
 	(void)c;
-	(void)self_insn;
 	struct seen *s = ctx;
 	s->calls++;
 	s->self_sum += self_ns;
+	s->self_cyc += self.cyc;
 }
 
 static const char *names[] = {"main", "a", "b", "a"};
@@ -33,10 +33,10 @@ static void feed(struct mt_tl_calls_sink *k, uint32_t tid)
 	stk[0] = "main", stk[1] = "a", stk[2] = "b";
 	c.stack = stk;
 	c = (struct mt_tl_call){.pid = 1, .tid = tid, .name = "b", .start = 20, .end = 30, .depth = 2, .stack = stk,
-				.insn = 100, .has_insn = true};
+				.insn = 100, .has_insn = true, .cyc = 40, .has_cyc = true};
 	k->call(k->ctx, &c);
 	c = (struct mt_tl_call){.pid = 1, .tid = tid, .name = "a", .start = 10, .end = 40, .depth = 1, .stack = stk,
-				.insn = 300, .has_insn = true};
+				.insn = 300, .has_insn = true, .cyc = 120, .has_cyc = true};
 	k->call(k->ctx, &c);
 	c = (struct mt_tl_call){.pid = 1, .tid = tid, .name = "a", .start = 50, .end = 60, .depth = 1, .stack = stk,
 				.insn = 50, .has_insn = true};
@@ -70,7 +70,10 @@ int main(void)
 	ok(m->total == 100 && m->self == 60 && m->no_call == 1, "main: self 100 - 30 - 10, its start inferred");
 	ok(a->insn == 350 && a->self_insn == 250 && m->self_insn == 650, "instructions: total and self");
 	ok(a->hist.min == 10 && a->hist.max == 30, "durations' min and max");
-	ok(seen.calls == 4 && seen.self_sum == 100, "each call passed on with its self time; self adds up to the root");
+	ok(a->cyc == 120 && a->self_cyc == 80 && a->cyc_calls == 1 && b->self_cyc == 40 && m->cyc_calls == 0,
+	   "cycles: total and self, only where counted");
+	ok(seen.calls == 4 && seen.self_sum == 100 && seen.self_cyc == 120,
+	   "each call passed on with its self time and cycles; self time adds up to the root");
 	mt_report_sort(r, MT_SORT_SELF);
 	ok(!strcmp(mt_report_func(r, 0)->name, "main") && !strcmp(mt_report_func(r, 1)->name, "a"),
 	   "sorted by self time, most first");

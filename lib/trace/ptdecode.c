@@ -86,9 +86,20 @@ static uint64_t now(struct dec *d, bool *has)
 
 /* The cycles as of the last packet read (false: not counted: no CYC, or
  * libipt reads). */
-static bool cycles_now(struct dec *d, uint64_t *cycles)
+static inline bool cycles_now(struct dec *d, uint64_t *cycles)
 {
 	return d->cfg->cyc && !d->blk && mt_ptq_cycles(&d->q, cycles);
+}
+
+/* ev's cycles: since the last event, as of the packet its time is of. */
+static __attribute__((noinline)) void count_cycles(struct dec *d, struct mt_event *ev)
+{
+	uint64_t cycles = d->pend_cycles;
+	bool has_cycles = d->use_pend_time ? d->pend_has_cycles : cycles_now(d, &cycles);
+	if (has_cycles && cycles >= d->cycles_at_event) {
+		ev->cyc = cycles - d->cycles_at_event;
+		d->cycles_at_event = cycles;
+	}
 }
 
 enum { EMIT_COND = 1, EMIT_ASYNC = 2 };
@@ -109,12 +120,8 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	}
 	ev->insn = d->insns - d->insns_at_event;
 	d->insns_at_event = d->insns;
-	uint64_t cycles = d->pend_cycles;
-	bool has_cycles = d->use_pend_time ? d->pend_has_cycles : cycles_now(d, &cycles);
-	if (has_cycles && cycles >= d->cycles_at_event) {
-		ev->cyc = cycles - d->cycles_at_event;
-		d->cycles_at_event = cycles;
-	}
+	if (__builtin_expect(d->cfg->cyc, 0))
+		count_cycles(d, ev);
 	if (d->s->who)
 		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
 	d->stats->by_kind[ev->kind]++;
@@ -312,14 +319,15 @@ static void pass(struct dec *d, uint32_t n, uint64_t last)
 /* Block b ended at its branch, taken: it is reported once the block it went
  * to is found, as the block-decoder loop does (a branch into unmapped code
  * becomes just the error), with the time it was decoded at. */
-static void walk_pend(struct dec *d, const struct mt_code_block *b)
+static inline void walk_pend(struct dec *d, const struct mt_code_block *b)
 {
 	d->pending = true;
 	d->pend_class = (enum pt_insn_class)b->cls;
 	d->pend_from = b->end_ip;
 	d->pend_len = b->len;
 	d->pend_time = now(d, &d->pend_has_time);
-	d->pend_has_cycles = cycles_now(d, &d->pend_cycles); /* as its time: when it was decoded */
+	if (__builtin_expect(d->cfg->cyc, 0)) /* as its time: when it was decoded */
+		d->pend_has_cycles = cycles_now(d, &d->pend_cycles);
 }
 
 /* A direct call pushes its return address, but not a call to the next

@@ -793,12 +793,6 @@ int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc)
 	return 0;
 }
 
-bool mt_ptq_cycles(const struct mt_ptq *q, uint64_t *cycles)
-{
-	*cycles = q->last_cycles;
-	return !q->handed;
-}
-
 uint64_t mt_ptq_offset(const struct mt_ptq *q)
 {
 	if (q->handed) {

@@ -107,7 +107,11 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev);
 int mt_ptq_time(struct mt_ptq *q, uint64_t *tsc);
 /* The cycles as of the last branch or event packet (the CYC payloads
  * summed); false once libipt reads (it does not say them). */
-bool mt_ptq_cycles(const struct mt_ptq *q, uint64_t *cycles);
+static inline bool mt_ptq_cycles(const struct mt_ptq *q, uint64_t *cycles)
+{
+	*cycles = q->last_cycles;
+	return !q->handed;
+}
 uint64_t mt_ptq_offset(const struct mt_ptq *q);
 uint64_t mt_ptq_sync_offset(const struct mt_ptq *q); /* of the last PSB synced on */
 /* where libipt took over reading (NULL: it did not) */

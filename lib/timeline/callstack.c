@@ -39,8 +39,10 @@ static void out(struct mt_cs *cs, const struct logrec *r)
 		return;
 	}
 	struct mt_cs_thread *th = &r->t->pub;
-	th->count = r->count;
-	th->no_return = r->no_return;
+	if (cs->opts.counts) {
+		th->count = r->count;
+		th->no_return = r->no_return;
+	}
 	switch (r->k) {
 	case L_BEGIN: {
 		struct mt_cs_frame f = {r->name, r->file, r->ip, r->id, r->line, r->inferred};
@@ -173,8 +175,10 @@ static void add_event(struct mt_cs *cs, struct thread *t, uint64_t time, struct 
 		cs->oom = true;
 		return;
 	}
-	ev.count = t->count;
-	ev.no_return = cs->ending_stacks;
+	if (cs->opts.counts) {
+		ev.count = t->count;
+		ev.no_return = cs->ending_stacks;
+	}
 	t->pending[t->npending++] = ev;
 }
 
@@ -880,8 +884,10 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	struct thread *t = thread_of(cs, ev->pid, ev->tid, mapped);
 	if (!t)
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
-	t->count.insn += ev->insn;
-	t->count.cyc += ev->cyc;
+	if (cs->opts.counts) {
+		t->count.insn += ev->insn;
+		t->count.cyc += ev->cyc;
+	}
 	if (ev->has_time && (ev->time < cs->base || mapped < t->last_event_time)) {
 		/* Policy: time never runs backwards on a thread; how many and how
 		 * far are said once, at the end (mt_cs_late_counts). */

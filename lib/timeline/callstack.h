@@ -81,6 +81,10 @@ struct mt_cs_opts {
 	 * writes them: for a sink that orders by time itself (and must not
 	 * hold everything until then). */
 	bool starts_when_known;
+	/* Keep the threads' counts for the sink (mt_cs_thread's count and
+	 * no_return); without, they stay 0: a sink that does not read them
+	 * does not pay for them. */
+	bool counts;
 	/* Warnings (decode errors, unusual input), at most once per kind. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

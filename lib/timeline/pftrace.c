@@ -373,6 +373,11 @@ struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink)
 	return pf;
 }
 
+bool mt_pftrace_wants_counts(const struct mt_pftrace *pf)
+{
+	return pf->calls != NULL;
+}
+
 void mt_pftrace_sink(struct mt_pftrace *pf, struct mt_cs_sink *sink)
 {
 	if (pf->ops->arrival_order) {

@@ -106,6 +106,9 @@ struct mt_tl_calls_sink {
 		       const char *const *dsos);
 };
 struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink);
+/* Whether the writer reads the call stacks' counts (mt_cs_opts.counts):
+ * the calls writer does. */
+bool mt_pftrace_wants_counts(const struct mt_pftrace *pf);
 
 /* Items held before every thread writes out what it holds (0: no bound;
  * default MT_PFTRACE_WINDOW). See the streaming policy above. */

@@ -128,6 +128,14 @@ struct run {
 	char damage[300];
 };
 
+/* The traces table's status of a damaged input (msg may lie in run). */
+static void note_damage(struct run *run, const char *msg)
+{
+	char d[sizeof run->damage];
+	snprintf(d, sizeof d, "damaged: %s", msg);
+	memcpy(run->damage, d, sizeof d);
+}
+
 /* Reads one stream into a report (and the database, when db is set). */
 static int read_input(const char *in, const struct mt_report_opts *ro, const struct mt_rebuild_opts *rbo,
 		      struct mt_calldb *db, struct run *run)
@@ -155,7 +163,7 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 	run->events = io.reader.line;
 	if (run->res.read_rc < 0) {
 		fprintf(stderr, PROG ": %s\n", run->res.read_err.msg);
-		snprintf(run->damage, sizeof run->damage, "damaged: %s", run->res.read_err.msg);
+		note_damage(run, run->res.read_err.msg);
 		run->damaged = true;
 		status = EXIT_DATA;
 	}
@@ -169,7 +177,7 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 		status = EXIT_DATA;
 	}
 	if (io.reader.upstream_error && !run->damaged) {
-		snprintf(run->damage, sizeof run->damage, "damaged: %s", io.reader.upstream_msg);
+		note_damage(run, io.reader.upstream_msg);
 		run->damaged = true;
 	}
 	int cst = mt_filterio_close(&io, status, false);

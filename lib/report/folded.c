@@ -1,4 +1,7 @@
-/* folded: collapsed stacks (folded.h). */
+/* folded: collapsed stacks (folded.h), kept as a tree of frames: a node
+ * per distinct stack (its parent and its function), found from a call's
+ * path id in one step, so that a call costs the same at any depth and
+ * memory grows with the distinct stacks, not their text. */
 #define _GNU_SOURCE
 #include "report/folded.h"
 
@@ -8,46 +11,133 @@
 
 #include "base/strtab.h"
 
+struct node {
+	uint32_t parent;     /* 0: a root (a thread) */
+	const char *name;    /* interned here */
+	uint64_t w[MT_WEIGHT_COUNT];
+};
+
 struct fthread {
 	uint32_t pid, tid;
-	const char *name; /* interned */
+	uint32_t root;       /* its node */
+};
+
+/* open addressing maps: (parent node, name) -> node; (root, call path) -> node */
+struct slot {
+	uint64_t a, b;
+	uint32_t node;       /* 0: empty */
+};
+struct map {
+	struct slot *v;
+	size_t n, cap;
 };
 
 struct mt_folded {
-	struct mt_strtab paths;
-	struct { const char *path; uint64_t w[MT_WEIGHT_COUNT]; } *slot; /* by interned path */
-	size_t n, cap;
+	struct mt_strtab names;
+	struct node *nodes;  /* node 0 unused */
+	size_t nnodes, capnodes;
+	struct map children, by_path;
 	struct fthread *th;
-	size_t nth, capth;
-	char *buf;
-	size_t capbuf;
+	size_t nth, capth, last;
+	const char *deeper;
 	uint64_t samples;
 	bool oom;
 };
 
 int mt_folded_weight_parse(const char *s)
 {
-	if (!strcmp(s, "time"))
-		return MT_WEIGHT_TIME;
-	if (!strcmp(s, "samples"))
-		return MT_WEIGHT_SAMPLES;
-	if (!strcmp(s, "instructions"))
-		return MT_WEIGHT_INSTRUCTIONS;
-	if (!strcmp(s, "cycles"))
-		return MT_WEIGHT_CYCLES;
+	static const char *const names[MT_WEIGHT_COUNT] = {"time", "samples", "instructions", "cycles"};
+	for (int i = 0; i < MT_WEIGHT_COUNT; i++)
+		if (!strcmp(s, names[i]))
+			return i;
 	return -1;
 }
 
 struct mt_folded *mt_folded_new(void)
 {
-	return calloc(1, sizeof(struct mt_folded));
+	struct mt_folded *f = calloc(1, sizeof *f);
+	if (f && !(f->deeper = mt_strtab_intern(&f->names, "[deeper frames]"))) {
+		free(f);
+		return NULL;
+	}
+	return f;
 }
 
-static const char *thread_name(struct mt_folded *f, uint32_t pid, uint32_t tid)
+static size_t slot_of(uint64_t a, uint64_t b, size_t cap)
 {
-	for (size_t i = f->nth; i-- > 0;)
+	uint64_t h = (a * 0x9e3779b97f4a7c15u) ^ (b * 0xc2b2ae3d27d4eb4fu);
+	return (size_t)(h ^ (h >> 29)) & (cap - 1);
+}
+
+/* The node stored under (a, b), 0 if none; with make, a new slot for it
+ * is returned in *at. */
+static uint32_t map_find(struct mt_folded *f, struct map *m, uint64_t a, uint64_t b, struct slot **at)
+{
+	if (at && 2 * (m->n + 1) > m->cap) {
+		size_t cap = m->cap ? 2 * m->cap : 1024;
+		struct slot *nv = calloc(cap, sizeof *nv);
+		if (!nv) {
+			f->oom = true;
+			*at = NULL;
+			return 0;
+		}
+		for (size_t i = 0; i < m->cap; i++) {
+			if (!m->v[i].node)
+				continue;
+			size_t k = slot_of(m->v[i].a, m->v[i].b, cap);
+			while (nv[k].node)
+				k = (k + 1) & (cap - 1);
+			nv[k] = m->v[i];
+		}
+		free(m->v);
+		m->v = nv;
+		m->cap = cap;
+	}
+	if (!m->cap)
+		return 0;
+	size_t k = slot_of(a, b, m->cap);
+	for (; m->v[k].node; k = (k + 1) & (m->cap - 1))
+		if (m->v[k].a == a && m->v[k].b == b)
+			return m->v[k].node;
+	if (at)
+		*at = &m->v[k];
+	return 0;
+}
+
+static void map_put(struct map *m, struct slot *s, uint64_t a, uint64_t b, uint32_t node)
+{
+	*s = (struct slot){a, b, node};
+	m->n++;
+}
+
+/* The child of parent for name (interned here), made when new; 0: out of memory. */
+static uint32_t child(struct mt_folded *f, uint32_t parent, const char *name)
+{
+	const char *in = mt_strtab_intern(&f->names, name);
+	struct slot *s = NULL;
+	uint32_t n = in ? map_find(f, &f->children, parent, (uint64_t)(uintptr_t)in, &s) : 0;
+	if (n || !s)
+		return n;
+	if (f->nnodes >= UINT32_MAX - 1 ||
+	    !mt_grow((void **)&f->nodes, &f->capnodes, (f->nnodes ? f->nnodes : 1) + 1, sizeof *f->nodes)) {
+		f->oom = true;
+		return 0;
+	}
+	if (!f->nnodes)
+		f->nnodes = 1; /* node 0: none */
+	n = (uint32_t)f->nnodes++;
+	f->nodes[n] = (struct node){.parent = parent, .name = in};
+	map_put(&f->children, s, parent, (uint64_t)(uintptr_t)in, n);
+	return n;
+}
+
+static struct fthread *thread_of(struct mt_folded *f, uint32_t pid, uint32_t tid)
+{
+	if (f->last < f->nth && f->th[f->last].pid == pid && f->th[f->last].tid == tid)
+		return &f->th[f->last];
+	for (size_t i = 0; i < f->nth; i++)
 		if (f->th[i].pid == pid && f->th[i].tid == tid)
-			return f->th[i].name;
+			return &f->th[f->last = i];
 	return NULL;
 }
 
@@ -60,94 +150,59 @@ static void fo_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, c
 		snprintf(b, sizeof b, "[tid %" PRIu32 "]", tid);
 		comm = b;
 	}
-	const char *name = mt_strtab_intern(&f->paths, comm);
-	if (!name || !mt_grow((void **)&f->th, &f->capth, f->nth + 1, sizeof *f->th)) {
+	uint32_t root = child(f, 0, comm);
+	if (!root || !mt_grow((void **)&f->th, &f->capth, f->nth + 1, sizeof *f->th)) {
 		f->oom = true;
 		return;
 	}
-	f->th[f->nth++] = (struct fthread){pid, tid, name};
+	f->th[f->nth++] = (struct fthread){pid, tid, root};
 }
 
-/* Appends name to buf at *len, ';' first unless at the start, ';' and
- * newlines in the name made harmless. */
-static bool put_frame(struct mt_folded *f, size_t *len, const char *name)
+static uint32_t root_of(struct mt_folded *f, uint32_t pid, uint32_t tid)
 {
-	size_t n = strlen(name);
-	if (!mt_grow((void **)&f->buf, &f->capbuf, *len + n + 2, 1))
-		return false;
-	char *p = f->buf + *len;
-	if (*len)
-		*p++ = ';';
-	for (size_t i = 0; i < n; i++)
-		p[i] = name[i] == ';' ? ':' : name[i] == '\n' ? ' ' : name[i];
-	*len = (size_t)(p + n - f->buf);
-	f->buf[*len] = '\0';
-	return true;
+	struct fthread *t = thread_of(f, pid, tid);
+	return t ? t->root : child(f, 0, "[unknown thread]");
 }
 
-static void add(struct mt_folded *f, const uint64_t w[MT_WEIGHT_COUNT])
+/* The node of a call's stack up to depth d (its paths and names): found
+ * by path id, or made from the deepest ancestor already known. */
+static uint32_t node_of(struct mt_folded *f, uint32_t root, const struct mt_tl_call *c, size_t d)
 {
-	const char *path = mt_strtab_intern(&f->paths, f->buf);
-	if (!path) {
-		f->oom = true;
-		return;
+	size_t k = d + 1;
+	uint32_t n = 0;
+	while (k > 0 && !(n = map_find(f, &f->by_path, root, c->paths[k - 1], NULL)))
+		k--;
+	if (!k)
+		n = root;
+	for (; k <= d; k++) {
+		struct slot *s = NULL;
+		uint32_t m = child(f, n, c->stack[k]);
+		if (!m || (map_find(f, &f->by_path, root, c->paths[k], &s), !s))
+			return 0;
+		map_put(&f->by_path, s, root, c->paths[k], m);
+		n = m;
 	}
-	if (2 * (f->n + 1) > f->cap) {
-		size_t cap = f->cap ? 2 * f->cap : 1024;
-		__typeof__(f->slot) nv = calloc(cap, sizeof *nv);
-		if (!nv) {
-			f->oom = true;
-			return;
-		}
-		for (size_t i = 0; i < f->cap; i++) {
-			if (!f->slot[i].path)
-				continue;
-			size_t k = (size_t)(((uintptr_t)f->slot[i].path * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
-			while (nv[k].path)
-				k = (k + 1) & (cap - 1);
-			nv[k] = f->slot[i];
-		}
-		free(f->slot);
-		f->slot = nv;
-		f->cap = cap;
-	}
-	size_t k = (size_t)(((uintptr_t)path * 0x9e3779b97f4a7c15u) >> 32) & (f->cap - 1);
-	for (; f->slot[k].path; k = (k + 1) & (f->cap - 1))
-		if (f->slot[k].path == path)
-			break;
-	if (!f->slot[k].path) {
-		f->slot[k].path = path;
-		f->n++;
-	}
-	for (int i = 0; i < MT_WEIGHT_COUNT; i++)
-		f->slot[k].w[i] += w[i];
-}
-
-static bool start_path(struct mt_folded *f, size_t *len, uint32_t pid, uint32_t tid)
-{
-	const char *tn = thread_name(f, pid, tid);
-	*len = 0;
-	if (!put_frame(f, len, tn ? tn : "[unknown thread]")) {
-		f->oom = true;
-		return false;
-	}
-	return true;
+	return n;
 }
 
 static void fo_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
 {
 	struct mt_folded *f = ctx;
-	uint64_t w[MT_WEIGHT_COUNT] = {[MT_WEIGHT_TIME] = self_ns, [MT_WEIGHT_INSTRUCTIONS] = self.insn,
-				       [MT_WEIGHT_CYCLES] = self.cyc};
-	size_t len;
-	if ((!self_ns && !self.insn && !self.cyc) || !start_path(f, &len, c->pid, c->tid))
+	if (!self_ns && !self.insn && !self.cyc)
 		return;
-	for (size_t i = 0; i <= c->depth; i++)
-		if (!put_frame(f, &len, c->stack[i])) {
-			f->oom = true;
-			return;
-		}
-	add(f, w);
+	uint32_t root = root_of(f, c->pid, c->tid);
+	/* Perfetto's depth policy: the frames below it weigh as one */
+	bool deep = c->depth >= MT_FOLDED_MAX_DEPTH;
+	uint32_t n = root ? node_of(f, root, c, deep ? MT_FOLDED_MAX_DEPTH - 1 : c->depth) : 0;
+	if (n && deep)
+		n = child(f, n, f->deeper);
+	if (!n) {
+		f->oom = true;
+		return;
+	}
+	f->nodes[n].w[MT_WEIGHT_TIME] += self_ns;
+	f->nodes[n].w[MT_WEIGHT_INSTRUCTIONS] += self.insn;
+	f->nodes[n].w[MT_WEIGHT_CYCLES] += self.cyc;
 }
 
 static void fo_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
@@ -156,16 +211,17 @@ static void fo_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size
 	(void)time;
 	(void)dsos;
 	struct mt_folded *f = ctx;
-	size_t len;
-	if (!start_path(f, &len, pid, tid))
+	uint32_t node = root_of(f, pid, tid);
+	for (size_t i = 0; i < n && i < MT_FOLDED_MAX_DEPTH && node; i++)
+		node = child(f, node, names[i]);
+	if (node && n > MT_FOLDED_MAX_DEPTH)
+		node = child(f, node, f->deeper);
+	if (!node) {
+		f->oom = true;
 		return;
-	for (size_t i = 0; i < n; i++)
-		if (!put_frame(f, &len, names[i])) {
-			f->oom = true;
-			return;
-		}
+	}
 	f->samples++;
-	add(f, (const uint64_t[MT_WEIGHT_COUNT]){[MT_WEIGHT_SAMPLES] = 1});
+	f->nodes[node].w[MT_WEIGHT_SAMPLES]++;
 }
 
 void mt_folded_sink(struct mt_folded *f, struct mt_report_next *sink)
@@ -173,41 +229,96 @@ void mt_folded_sink(struct mt_folded *f, struct mt_report_next *sink)
 	*sink = (struct mt_report_next){.ctx = f, .thread = fo_thread, .call = fo_call, .sample = fo_sample};
 }
 
-static int cmp_path(const void *pa, const void *pb)
-{
-	const char *const *a = pa, *const *b = pb;
-	return strcmp(*a, *b);
-}
-
 enum mt_folded_weight mt_folded_default_weight(const struct mt_folded *f)
 {
 	return f->samples ? MT_WEIGHT_SAMPLES : MT_WEIGHT_TIME;
+}
+
+static const struct node *sort_nodes;
+
+/* children in order of parent, then name */
+static int cmp_child(const void *pa, const void *pb)
+{
+	const struct node *a = &sort_nodes[*(const uint32_t *)pa], *b = &sort_nodes[*(const uint32_t *)pb];
+	if (a->parent != b->parent)
+		return a->parent < b->parent ? -1 : 1;
+	return strcmp(a->name, b->name);
+}
+
+/* A frame's name in a folded line: ';' separates frames, a newline lines. */
+static char *put_name(char *p, const char *s)
+{
+	for (; *s; s++)
+		*p++ = *s == ';' ? ':' : *s == '\n' ? ' ' : *s;
+	return p;
 }
 
 uint64_t mt_folded_write(struct mt_folded *f, FILE *out, enum mt_folded_weight weight)
 {
 	if (f->oom)
 		return UINT64_MAX;
-	const char **v = malloc((f->n ? f->n : 1) * 2 * sizeof *v);
-	if (!v)
-		return UINT64_MAX;
-	size_t m = 0;
-	for (size_t i = 0; i < f->cap; i++)
-		if (f->slot[i].path) {
-			v[2 * m] = f->slot[i].path;
-			v[2 * m + 1] = (const char *)&f->slot[i].w[weight];
-			m++;
-		}
-	qsort(v, m, 2 * sizeof *v, cmp_path);
+	size_t n = f->nnodes;
+	uint32_t *order = malloc((n ? n : 1) * sizeof *order), *first = calloc(n + 1, sizeof *first);
+	size_t *stack = malloc((n ? n : 1) * sizeof *stack), *lens = malloc((n ? n : 1) * sizeof *lens);
+	char *line = NULL;
+	size_t capline = 0;
 	uint64_t total = 0;
-	for (size_t i = 0; i < m; i++) {
-		uint64_t w = *(const uint64_t *)v[2 * i + 1];
-		if (!w)
-			continue;
-		fprintf(out, "%s %" PRIu64 "\n", v[2 * i], w);
-		total += w;
+	if (!order || !first || !stack || !lens) {
+		total = UINT64_MAX;
+		goto done;
 	}
-	free(v);
+	/* each node's children, sorted, are a run of order[]: first[p] is
+	 * where p's run starts, first[p + 1] where it ends */
+	size_t m = 0;
+	for (uint32_t i = 1; i < n; i++)
+		order[m++] = i;
+	sort_nodes = f->nodes;
+	qsort(order, m, sizeof *order, cmp_child);
+	for (size_t i = 0; i < m; i++)
+		first[f->nodes[order[i]].parent + 1]++;
+	for (size_t p = 1; p <= n; p++)
+		first[p] += first[p - 1];
+	/* depth first: the line so far in line[0, len); stack: a child index
+	 * into order[] per level */
+	size_t depth = 0, len = 0;
+	stack[0] = first[0];
+	lens[0] = 0;
+	while (true) {
+		uint32_t parent = depth ? order[stack[depth - 1] - 1] : 0;
+		if (stack[depth] == first[parent + 1]) {
+			if (!depth)
+				break;
+			depth--;
+			len = lens[depth];
+			continue;
+		}
+		uint32_t node = order[stack[depth]++];
+		const struct node *nd = &f->nodes[node];
+		size_t k = strlen(nd->name);
+		if (!mt_grow((void **)&line, &capline, len + k + 32, 1)) {
+			total = UINT64_MAX;
+			goto done;
+		}
+		lens[depth] = len;
+		char *p = line + len;
+		if (depth)
+			*p++ = ';';
+		p = put_name(p, nd->name);
+		len = (size_t)(p - line);
+		if (nd->w[weight]) {
+			fwrite(line, 1, len, out);
+			fprintf(out, " %" PRIu64 "\n", nd->w[weight]);
+			total += nd->w[weight];
+		}
+		depth++;
+		stack[depth] = first[node];
+	}
+done:
+	free(order);
+	free(first);
+	free(stack);
+	free(lens);
+	free(line);
 	return total;
 }
 
@@ -215,9 +326,10 @@ void mt_folded_free(struct mt_folded *f)
 {
 	if (!f)
 		return;
-	mt_strtab_free(&f->paths);
-	free(f->slot);
+	mt_strtab_free(&f->names);
+	free(f->nodes);
+	free(f->children.v);
+	free(f->by_path.v);
 	free(f->th);
-	free(f->buf);
 	free(f);
 }

@@ -1,11 +1,13 @@
 /* folded: collapsed stacks ("root;caller;callee WEIGHT" a line, as
  * flamegraph.pl, inferno and speedscope read them) from the calls a
  * report counted (report.h's next): each call's self time in ns, or self
- * instructions or cycles, at its stack; or each stack sample, one at its stack.
- * Each stack starts with its thread's name (perf script's comm, as
- * stackcollapse-perf begins), a ';' in a name becomes ':'. Lines are
- * written sorted, one per distinct stack, at the end; memory grows with
- * the distinct stacks. */
+ * instructions or cycles, at its stack; or each stack sample, one at its
+ * stack. Each stack starts with its thread's name (perf script's comm, as
+ * stackcollapse-perf begins), a ';' in a name becomes ':'. As Perfetto
+ * keeps 500 frames, a stack deeper than MT_FOLDED_MAX_DEPTH weighs as
+ * that stack and "[deeper frames]". Lines are written at the end, one per
+ * distinct stack, frames in name order (depth first); memory grows with
+ * the distinct stacks, and a call costs the same at any depth. */
 #ifndef MT_FOLDED_H
 #define MT_FOLDED_H
 
@@ -13,6 +15,8 @@
 #include <stdio.h>
 
 #include "report/report.h"
+
+#define MT_FOLDED_MAX_DEPTH MT_PFTRACE_MAX_DEPTH
 
 enum mt_folded_weight { MT_WEIGHT_TIME, MT_WEIGHT_SAMPLES, MT_WEIGHT_INSTRUCTIONS, MT_WEIGHT_CYCLES, MT_WEIGHT_COUNT };
 

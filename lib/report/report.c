@@ -318,7 +318,8 @@ static int cmp_fstat(const void *pa, const void *pb)
 void mt_report_sort(struct mt_report *r, enum mt_report_sort key)
 {
 	sort_key = key;
-	qsort(r->f, r->nf, sizeof *r->f, cmp_fstat);
+	if (r->nf) /* qsort's array may not be NULL, even empty */
+		qsort(r->f, r->nf, sizeof *r->f, cmp_fstat);
 	/* the lookup table's indices are stale now: rebuilt on next use */
 	free(r->slots);
 	r->slots = NULL;

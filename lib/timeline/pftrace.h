@@ -89,6 +89,9 @@ struct mt_tl_call {
 	uint64_t id, parent;       /* 1, 2, ... in order of start over the trace; parent 0: a root */
 	size_t depth;              /* 0: a root */
 	const char *const *stack;  /* the names from the root to this one: stack[depth] = name */
+	/* their call paths (perf's call_paths): one id per distinct stack of
+	 * functions from the root, 1, 2, ... in order of first call */
+	const uint64_t *paths;
 	uint64_t insn;             /* instructions retired in it, callees included */
 	bool has_insn;             /* insn known: the stream counts instructions and the call was seen */
 	uint64_t cyc;              /* core cycles in it, callees included (at the CYC packets' granularity) */

@@ -17,7 +17,17 @@ struct cframe {
 struct cthread {
 	struct cframe *v;
 	const char **names;  /* v's names, for mt_tl_call's stack */
-	size_t n, cap, capnames;
+	uint64_t *paths;     /* v's call paths, for mt_tl_call's paths */
+	size_t n, cap, capnames, cappaths;
+};
+
+/* A call path: the path of its caller and its function (perf's
+ * call_paths), by both (open addressing); ids 1, 2, ... in order of first
+ * call. */
+struct cpath {
+	uint64_t parent;
+	const char *name;
+	uint64_t id;         /* 0: empty slot */
 };
 
 /* An entry of the instruction counts by frame id (open addressing,
@@ -36,6 +46,8 @@ struct mt_tl_calls {
 	uint64_t next_id;
 	struct callinfo *ci;
 	size_t nci, capci;
+	struct cpath *cp;
+	size_t ncp, capcp;
 	const char **snames, **sdsos; /* a stack sample's frames */
 	size_t capsample;
 	char *keycopy;
@@ -57,7 +69,9 @@ void mt_tl_calls_free(struct mt_tl_calls *c)
 	for (size_t i = 0; i < c->nth; i++) {
 		free(c->th[i].v);
 		free(c->th[i].names);
+		free(c->th[i].paths);
 	}
+	free(c->cp);
 	free(c->th);
 	free(c->ci);
 	free(c->snames);
@@ -154,6 +168,43 @@ bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts
 	return true;
 }
 
+static size_t cp_slot(uint64_t parent, const char *name, size_t cap)
+{
+	uint64_t h = (parent * 0x9e3779b97f4a7c15u) ^ ((uint64_t)(uintptr_t)name * 0xc2b2ae3d27d4eb4fu);
+	return (size_t)(h ^ (h >> 31)) & (cap - 1);
+}
+
+/* The id of the path (parent, name), a new one the first time; 0: out of memory. */
+static uint64_t call_path(struct mt_pftrace *pf, uint64_t parent, const char *name)
+{
+	struct mt_tl_calls *c = pf->calls;
+	if (2 * (c->ncp + 1) > c->capcp) {
+		size_t cap = c->capcp ? 2 * c->capcp : 1024;
+		struct cpath *nv = calloc(cap, sizeof *nv);
+		if (!nv) {
+			pf->oom = true;
+			return 0;
+		}
+		for (size_t i = 0; i < c->capcp; i++) {
+			if (!c->cp[i].id)
+				continue;
+			size_t k = cp_slot(c->cp[i].parent, c->cp[i].name, cap);
+			while (nv[k].id)
+				k = (k + 1) & (cap - 1);
+			nv[k] = c->cp[i];
+		}
+		free(c->cp);
+		c->cp = nv;
+		c->capcp = cap;
+	}
+	size_t k = cp_slot(parent, name, c->capcp);
+	for (; c->cp[k].id; k = (k + 1) & (c->capcp - 1))
+		if (c->cp[k].parent == parent && c->cp[k].name == name)
+			return c->cp[k].id;
+	c->cp[k] = (struct cpath){parent, name, ++c->ncp};
+	return c->ncp;
+}
+
 static struct cthread *cthread_of(struct seqw *w)
 {
 	struct mt_tl_calls *c = w->pf->calls;
@@ -184,12 +235,15 @@ static void calls_begin(struct seqw *w, uint64_t time, const char *name, uint64_
 	if (!t)
 		return;
 	if (!mt_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v) ||
-	    !mt_grow((void **)&t->names, &t->capnames, t->n + 1, sizeof *t->names)) {
+	    !mt_grow((void **)&t->names, &t->capnames, t->n + 1, sizeof *t->names) ||
+	    !mt_grow((void **)&t->paths, &t->cappaths, t->n + 1, sizeof *t->paths)) {
 		w->pf->oom = true;
 		return;
 	}
 	t->v[t->n] = (struct cframe){.name = name, .file = w->file, .line = w->line, .no_call = w->no_call,
 				     .ip = ip, .start = time, .id = ++w->pf->calls->next_id};
+	/* names are interned: a pointer names a function */
+	t->paths[t->n] = call_path(w->pf, t->n ? t->paths[t->n - 1] : 0, name);
 	t->names[t->n++] = name;
 }
 
@@ -204,7 +258,7 @@ static void calls_end(struct seqw *w, uint64_t time, const char *name)
 	struct mt_tl_call call = {
 		.pid = w->pid, .tid = w->tid, .name = f->name, .file = f->file, .line = f->line, .ip = f->ip,
 		.start = f->start, .end = time, .id = f->id, .parent = t->n ? t->v[t->n - 1].id : 0,
-		.depth = t->n, .stack = t->names, .insn = w->call_count.insn, .cyc = w->call_count.cyc,
+		.depth = t->n, .stack = t->names, .paths = t->paths, .insn = w->call_count.insn, .cyc = w->call_count.cyc,
 		.has_insn = w->call_known && c->any_insn, .has_cyc = w->call_known && c->any_cyc,
 		.no_call = f->no_call, .no_return = w->no_return,
 	};

@@ -25,7 +25,8 @@ int main(void)
 	mt_folded_sink(f, &k);
 	k.thread(k.ctx, 1, 1, "app", "app");
 	const char *stk[] = {"main", "a;b", "leaf"};
-	struct mt_tl_call c = {.pid = 1, .tid = 1, .name = "leaf", .depth = 2, .stack = stk};
+	const uint64_t paths[] = {1, 2, 3}; /* the calls writer's ids for these stacks */
+	struct mt_tl_call c = {.pid = 1, .tid = 1, .name = "leaf", .depth = 2, .stack = stk, .paths = paths};
 	k.call(k.ctx, &c, 10, (struct mt_cs_counts){4, 40});
 	c.name = "a;b";
 	c.depth = 1;
@@ -56,5 +57,32 @@ int main(void)
 	ok(mt_folded_weight_parse("instructions") == MT_WEIGHT_INSTRUCTIONS && mt_folded_weight_parse("x") < 0,
 	   "weights parsed");
 	mt_folded_free(f);
+
+	/* 100,000 deep: each call found by its path in one step, the frames
+	 * below 500 weighing as "[deeper frames]" */
+	enum { DEEP = 100000 };
+	const char **dn = malloc(DEEP * sizeof *dn);
+	uint64_t *dp = malloc(DEEP * sizeof *dp);
+	f = mt_folded_new();
+	mt_folded_sink(f, &k);
+	k.thread(k.ctx, 1, 1, "deep", "deep");
+	for (size_t i = 0; i < DEEP; i++) {
+		dn[i] = i % 2 ? "odd" : "even";
+		dp[i] = i + 1;
+	}
+	for (size_t i = DEEP; i-- > 0;) {
+		struct mt_tl_call d = {.pid = 1, .tid = 1, .name = dn[i], .depth = i, .stack = dn, .paths = dp};
+		k.call(k.ctx, &d, 1, (struct mt_cs_counts){0, 0});
+	}
+	t = written(f, MT_WEIGHT_TIME, &total);
+	size_t lines = 0;
+	for (const char *p = t; *p; p++)
+		lines += *p == '\n';
+	ok(total == DEEP && lines == MT_FOLDED_MAX_DEPTH + 1 && strstr(t, ";[deeper frames] 99500\n"),
+	   "100,000 frames deep: 500 stacks and one for the deeper frames, the weight all there");
+	free(t);
+	mt_folded_free(f);
+	free(dn);
+	free(dp);
 	return tap_done();
 }

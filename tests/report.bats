@@ -20,8 +20,9 @@ setup_file() {
 	for n in 50 100; do
 		"$SYNTH" -q -o "$d/c$n" --variants=tsc,plain -- "$MT_PROGS/calls_pg" "$n" > /dev/null 2>&1
 		"$PT2EVENTS" "$d/c$n/tsc.data" | "$SYM" > "$d/c$n.ev"
-		uftrace record -d "$d/u$n" -P . "$MT_PROGS/calls_pg" "$n" > /dev/null 2>&1
-		uftrace report -d "$d/u$n" -f call --no-pager | awk 'NR > 2 { print $2 "\t" $1 }' | sort > "$d/u$n.calls"
+		# --no-sched: no linux:schedule entries when the run is descheduled (not a function)
+		uftrace record --no-sched -d "$d/u$n" -P . "$MT_PROGS/calls_pg" "$n" > /dev/null 2>&1
+		uftrace report -d "$d/u$n" -f call --no-pager | awk 'NR > 2 && $2 !~ /^linux:/ { print $2 "\t" $1 }' | sort > "$d/u$n.calls"
 	done
 	"$PT2EVENTS" "$MT_FIXTURES/threads/per-cpu.data" | "$SYM" > "$d/threads.ev"
 }

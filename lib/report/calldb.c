@@ -11,6 +11,7 @@
 
 #include "base/outfile.h"
 #include "base/strtab.h"
+#include "base/table.h"
 
 static const char schema[] =
 	"CREATE TABLE traces (id INTEGER PRIMARY KEY, input TEXT, status TEXT, span_ns INTEGER, events INTEGER,"
@@ -39,7 +40,7 @@ struct mt_calldb {
 	sqlite3_stmt *ins_call, *ins_func, *ins_thread;
 	struct mt_strtab names;
 	struct { const char *from, *to; } cache[NAME_CACHE];
-	struct { const char *name; int64_t id; } *ids; /* open addressing by interned name */
+	struct idslot { const char *name; int64_t id; } *ids; /* open addressing by interned name */
 	size_t nids, capids;
 	struct { uint32_t pid, tid; int64_t id; } *threads;
 	size_t nthreads, capthreads;
@@ -166,6 +167,19 @@ static size_t ptr_slot(const void *p, size_t cap)
 	return (size_t)(((uintptr_t)p * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
 }
 
+static bool id_used(const void *s)
+{
+	return ((const struct idslot *)s)->name != NULL;
+}
+
+static size_t id_home(const void *s, size_t cap, void *ctx)
+{
+	(void)ctx;
+	return ptr_slot(((const struct idslot *)s)->name, cap);
+}
+
+static const struct mt_table_ops id_ops = {sizeof(struct idslot), id_used, id_home};
+
 /* The function id of name (a new functions row the first time). */
 static int64_t function_id(struct mt_calldb *db, const char *name)
 {
@@ -175,23 +189,8 @@ static int64_t function_id(struct mt_calldb *db, const char *name)
 		return fail(db, "out of memory"), 0;
 	db->cache[c].from = name;
 	db->cache[c].to = in;
-	if (2 * (db->nids + 1) > db->capids) {
-		size_t cap = db->capids ? 2 * db->capids : 1024;
-		__typeof__(db->ids) nv = calloc(cap, sizeof *nv);
-		if (!nv)
-			return fail(db, "out of memory"), 0;
-		for (size_t i = 0; i < db->capids; i++) {
-			if (!db->ids[i].name)
-				continue;
-			size_t k = ptr_slot(db->ids[i].name, cap);
-			while (nv[k].name)
-				k = (k + 1) & (cap - 1);
-			nv[k] = db->ids[i];
-		}
-		free(db->ids);
-		db->ids = nv;
-		db->capids = cap;
-	}
+	if (!mt_table_reserve((void **)&db->ids, &db->capids, db->nids, &id_ops, NULL))
+		return fail(db, "out of memory"), 0;
 	size_t k = ptr_slot(in, db->capids);
 	for (; db->ids[k].name; k = (k + 1) & (db->capids - 1))
 		if (db->ids[k].name == in)

@@ -10,6 +10,7 @@
 #include <string.h>
 
 #include "base/strtab.h"
+#include "base/table.h"
 
 struct node {
 	uint32_t parent;     /* 0: a root (a thread) */
@@ -69,29 +70,28 @@ static size_t slot_of(uint64_t a, uint64_t b, size_t cap)
 	return (size_t)(h ^ (h >> 29)) & (cap - 1);
 }
 
-/* The node stored under (a, b), 0 if none; with make, a new slot for it
- * is returned in *at. */
+static bool slot_used(const void *s)
+{
+	return ((const struct slot *)s)->node != 0;
+}
+
+static size_t slot_home(const void *s, size_t cap, void *ctx)
+{
+	(void)ctx;
+	const struct slot *x = s;
+	return slot_of(x->a, x->b, cap);
+}
+
+static const struct mt_table_ops slot_ops = {sizeof(struct slot), slot_used, slot_home};
+
+/* The node stored under (a, b), 0 if none; with at, a new slot for it
+ * is returned in *at (NULL: out of memory). */
 static uint32_t map_find(struct mt_folded *f, struct map *m, uint64_t a, uint64_t b, struct slot **at)
 {
-	if (at && 2 * (m->n + 1) > m->cap) {
-		size_t cap = m->cap ? 2 * m->cap : 1024;
-		struct slot *nv = calloc(cap, sizeof *nv);
-		if (!nv) {
-			f->oom = true;
-			*at = NULL;
-			return 0;
-		}
-		for (size_t i = 0; i < m->cap; i++) {
-			if (!m->v[i].node)
-				continue;
-			size_t k = slot_of(m->v[i].a, m->v[i].b, cap);
-			while (nv[k].node)
-				k = (k + 1) & (cap - 1);
-			nv[k] = m->v[i];
-		}
-		free(m->v);
-		m->v = nv;
-		m->cap = cap;
+	if (at && !mt_table_reserve((void **)&m->v, &m->cap, m->n, &slot_ops, NULL)) {
+		f->oom = true;
+		*at = NULL;
+		return 0;
 	}
 	if (!m->cap)
 		return 0;

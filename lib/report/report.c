@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "base/strtab.h"
+#include "base/table.h"
 
 /* Per thread: the children's durations and instructions summed for each
  * open depth (a call's children end before it does). */
@@ -29,6 +30,7 @@ struct mt_report {
 	size_t nf, capf;
 	uint32_t *slots;      /* open addressing: f index + 1 */
 	size_t capslots;
+	size_t *order, norder; /* f's indices in the last sort's order */
 	struct mt_rthread *th;
 	struct rthread_state *ts;
 	size_t nth, capth, capts;
@@ -112,27 +114,27 @@ static uint64_t fkey_hash(const char *name, uint32_t pid, uint32_t tid)
 	return h ^ (h >> 29);
 }
 
+static bool row_used(const void *s)
+{
+	return *(const uint32_t *)s != 0;
+}
+
+static size_t row_home(const void *s, size_t cap, void *ctx)
+{
+	const struct mt_fstat *f = &((const struct mt_report *)ctx)->f[*(const uint32_t *)s - 1];
+	return fkey_hash(f->name, f->pid, f->tid) & (cap - 1);
+}
+
+static const struct mt_table_ops row_ops = {sizeof(uint32_t), row_used, row_home};
+
 /* The row of (name, pid, tid) (pid and tid 0 unless per thread), made when new. */
 static struct mt_fstat *fstat_of(struct mt_report *r, const char *name, uint32_t pid, uint32_t tid)
 {
 	if (!r->opts.per_thread)
 		pid = tid = 0;
-	if (2 * (r->nf + 1) > r->capslots) {
-		size_t cap = r->capslots ? 2 * r->capslots : 1024;
-		uint32_t *ns = calloc(cap, sizeof *ns);
-		if (!ns) {
-			r->oom = true;
-			return NULL;
-		}
-		for (size_t i = 0; i < r->nf; i++) {
-			size_t k = fkey_hash(r->f[i].name, r->f[i].pid, r->f[i].tid) & (cap - 1);
-			while (ns[k])
-				k = (k + 1) & (cap - 1);
-			ns[k] = (uint32_t)i + 1;
-		}
-		free(r->slots);
-		r->slots = ns;
-		r->capslots = cap;
+	if (!mt_table_reserve((void **)&r->slots, &r->capslots, r->nf, &row_ops, r)) {
+		r->oom = true;
+		return NULL;
 	}
 	size_t k = fkey_hash(name, pid, tid) & (r->capslots - 1);
 	for (; r->slots[k]; k = (k + 1) & (r->capslots - 1)) {
@@ -300,10 +302,11 @@ static uint64_t sort_value(const struct mt_fstat *f, enum mt_report_sort key)
 }
 
 static enum mt_report_sort sort_key;
+static const struct mt_fstat *sort_rows;
 
 static int cmp_fstat(const void *pa, const void *pb)
 {
-	const struct mt_fstat *a = pa, *b = pb;
+	const struct mt_fstat *a = &sort_rows[*(const size_t *)pa], *b = &sort_rows[*(const size_t *)pb];
 	uint64_t va = sort_value(a, sort_key), vb = sort_value(b, sort_key);
 	if (va != vb)
 		return va > vb ? -1 : 1;
@@ -317,13 +320,19 @@ static int cmp_fstat(const void *pa, const void *pb)
 
 void mt_report_sort(struct mt_report *r, enum mt_report_sort key)
 {
+	/* an order of the rows, which stay where the lookup table finds them */
+	size_t *order = realloc(r->order, (r->nf ? r->nf : 1) * sizeof *order);
+	if (!order) {
+		r->oom = true;
+		return;
+	}
+	r->order = order;
+	r->norder = r->nf;
+	for (size_t i = 0; i < r->nf; i++)
+		order[i] = i;
 	sort_key = key;
-	if (r->nf) /* qsort's array may not be NULL, even empty */
-		qsort(r->f, r->nf, sizeof *r->f, cmp_fstat);
-	/* the lookup table's indices are stale now: rebuilt on next use */
-	free(r->slots);
-	r->slots = NULL;
-	r->capslots = 0;
+	sort_rows = r->f;
+	qsort(order, r->nf, sizeof *order, cmp_fstat);
 }
 
 size_t mt_report_nfuncs(const struct mt_report *r)
@@ -333,7 +342,8 @@ size_t mt_report_nfuncs(const struct mt_report *r)
 
 const struct mt_fstat *mt_report_func(const struct mt_report *r, size_t i)
 {
-	return &r->f[i];
+	/* rows made after the last sort follow it in the order they came */
+	return &r->f[i < r->norder ? r->order[i] : i];
 }
 
 size_t mt_report_nthreads(const struct mt_report *r)
@@ -366,6 +376,7 @@ void mt_report_free(struct mt_report *r)
 		free(r->ts[i].child);
 	}
 	free(r->f);
+	free(r->order);
 	free(r->slots);
 	free(r->th);
 	free(r->ts);

@@ -5,6 +5,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/table.h"
 #include "timeline/writer.h"
 
 struct cframe {
@@ -85,28 +86,26 @@ static size_t ci_slot(uint64_t id, size_t cap)
 	return (size_t)((id * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
 }
 
+static bool ci_used(const void *s)
+{
+	return ((const struct callinfo *)s)->id != 0;
+}
+
+static size_t ci_home(const void *s, size_t cap, void *ctx)
+{
+	(void)ctx;
+	return ci_slot(((const struct callinfo *)s)->id, cap);
+}
+
+static const struct mt_table_ops ci_ops = {sizeof(struct callinfo), ci_used, ci_home};
+
 /* The entry of id, made when absent (NULL: out of memory). */
 static struct callinfo *ci_get(struct mt_pftrace *pf, uint64_t id)
 {
 	struct mt_tl_calls *c = pf->calls;
-	if (2 * (c->nci + 1) > c->capci) {
-		size_t cap = c->capci ? 2 * c->capci : 256;
-		struct callinfo *nv = calloc(cap, sizeof *nv);
-		if (!nv) {
-			pf->oom = true;
-			return NULL;
-		}
-		for (size_t i = 0; i < c->capci; i++) {
-			if (!c->ci[i].id)
-				continue;
-			size_t k = ci_slot(c->ci[i].id, cap);
-			while (nv[k].id)
-				k = (k + 1) & (cap - 1);
-			nv[k] = c->ci[i];
-		}
-		free(c->ci);
-		c->ci = nv;
-		c->capci = cap;
+	if (!mt_table_reserve((void **)&c->ci, &c->capci, c->nci, &ci_ops, NULL)) {
+		pf->oom = true;
+		return NULL;
 	}
 	size_t k = ci_slot(id, c->capci);
 	for (; c->ci[k].id; k = (k + 1) & (c->capci - 1))
@@ -174,28 +173,27 @@ static size_t cp_slot(uint64_t parent, const char *name, size_t cap)
 	return (size_t)(h ^ (h >> 31)) & (cap - 1);
 }
 
+static bool cp_used(const void *s)
+{
+	return ((const struct cpath *)s)->id != 0;
+}
+
+static size_t cp_home(const void *s, size_t cap, void *ctx)
+{
+	(void)ctx;
+	const struct cpath *p = s;
+	return cp_slot(p->parent, p->name, cap);
+}
+
+static const struct mt_table_ops cp_ops = {sizeof(struct cpath), cp_used, cp_home};
+
 /* The id of the path (parent, name), a new one the first time; 0: out of memory. */
 static uint64_t call_path(struct mt_pftrace *pf, uint64_t parent, const char *name)
 {
 	struct mt_tl_calls *c = pf->calls;
-	if (2 * (c->ncp + 1) > c->capcp) {
-		size_t cap = c->capcp ? 2 * c->capcp : 1024;
-		struct cpath *nv = calloc(cap, sizeof *nv);
-		if (!nv) {
-			pf->oom = true;
-			return 0;
-		}
-		for (size_t i = 0; i < c->capcp; i++) {
-			if (!c->cp[i].id)
-				continue;
-			size_t k = cp_slot(c->cp[i].parent, c->cp[i].name, cap);
-			while (nv[k].id)
-				k = (k + 1) & (cap - 1);
-			nv[k] = c->cp[i];
-		}
-		free(c->cp);
-		c->cp = nv;
-		c->capcp = cap;
+	if (!mt_table_reserve((void **)&c->cp, &c->capcp, c->ncp, &cp_ops, NULL)) {
+		pf->oom = true;
+		return 0;
 	}
 	size_t k = cp_slot(parent, name, c->capcp);
 	for (; c->cp[k].id; k = (k + 1) & (c->capcp - 1))

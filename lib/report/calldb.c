@@ -10,8 +10,6 @@
 #include <sqlite3.h>
 
 #include "base/outfile.h"
-#include "base/strtab.h"
-#include "base/table.h"
 
 static const char schema[] =
 	"CREATE TABLE traces (id INTEGER PRIMARY KEY, input TEXT, status TEXT, span_ns INTEGER, events INTEGER,"
@@ -31,21 +29,14 @@ static const char schema[] =
 	" calls.return_time - calls.call_time AS elapsed_ns, calls.insn_count, calls.cyc_count, calls.flags"
 	" FROM calls JOIN functions ON functions.id = calls.function_id;";
 
-#define NAME_CACHE 4096
-
+/* The calls' function and thread ids are the report's rows' and threads'
+ * (mt_fstat.id, mt_rthread.id): those tables are written at the end, from
+ * the report, and the calls stream in as they come. */
 struct mt_calldb {
 	sqlite3 *db;
 	struct mt_outfile of;
 	enum mt_calldb_level level;
-	sqlite3_stmt *ins_call, *ins_func, *ins_thread;
-	struct mt_strtab names;
-	struct { const char *from, *to; } cache[NAME_CACHE];
-	struct idslot { const char *name; int64_t id; } *ids; /* open addressing by interned name */
-	size_t nids, capids;
-	struct { uint32_t pid, tid; int64_t id; } *threads;
-	size_t nthreads, capthreads;
-	int64_t next_thread;
-	uint64_t calls, first, last;
+	sqlite3_stmt *ins_call;
 	bool failed;
 	char msg[256];
 };
@@ -75,21 +66,12 @@ static bool exec(struct mt_calldb *db, const char *sql)
 static void close_all(struct mt_calldb *db)
 {
 	sqlite3_finalize(db->ins_call);
-	sqlite3_finalize(db->ins_func);
-	sqlite3_finalize(db->ins_thread);
-	db->ins_call = db->ins_func = db->ins_thread = NULL;
+	db->ins_call = NULL;
 	if (db->db)
 		sqlite3_close(db->db);
 	db->db = NULL;
 }
 
-static void free_db(struct mt_calldb *db)
-{
-	mt_strtab_free(&db->names);
-	free(db->ids);
-	free(db->threads);
-	free(db);
-}
 
 /* The temporary file opened as a database, made fast: it is renamed only
  * when complete, so no journal is needed for safety. */
@@ -142,18 +124,13 @@ struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, s
 		return NULL;
 	}
 	db->level = level;
-	db->first = UINT64_MAX;
 	if (!(db->db = open_tmp(&db->of, path, err))) {
-		free_db(db);
+		free(db);
 		return NULL;
 	}
 	if (!exec(db, schema) ||
 	    sqlite3_prepare_v2(db->db, "INSERT INTO calls VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?)", -1, &db->ins_call,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db->db, "INSERT INTO functions (id, trace_id, name) VALUES (?,1,?)", -1, &db->ins_func,
-			       NULL) != SQLITE_OK ||
-	    sqlite3_prepare_v2(db->db, "INSERT INTO threads VALUES (?,1,?,?,?,?)", -1, &db->ins_thread, NULL) !=
-		    SQLITE_OK) {
+			       NULL) != SQLITE_OK) {
 		fail(db, "making the database");
 		mt_err_set(err, MT_EIO, "%s: %s", path, db->msg);
 		mt_calldb_abort(db);
@@ -162,104 +139,18 @@ struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, s
 	return db;
 }
 
-static size_t ptr_slot(const void *p, size_t cap)
+static void db_call(void *ctx, const struct mt_report_call *rc)
 {
-	return (size_t)(((uintptr_t)p * 0x9e3779b97f4a7c15u) >> 32) & (cap - 1);
-}
-
-static bool id_used(const void *s)
-{
-	return ((const struct idslot *)s)->name != NULL;
-}
-
-static size_t id_home(const void *s, size_t cap, void *ctx)
-{
-	(void)ctx;
-	return ptr_slot(((const struct idslot *)s)->name, cap);
-}
-
-static const struct mt_table_ops id_ops = {sizeof(struct idslot), id_used, id_home};
-
-/* The function id of name (a new functions row the first time). */
-static int64_t function_id(struct mt_calldb *db, const char *name)
-{
-	size_t c = ((uintptr_t)name >> 3) & (NAME_CACHE - 1);
-	const char *in = db->cache[c].from == name ? db->cache[c].to : mt_strtab_intern(&db->names, name);
-	if (!in)
-		return fail(db, "out of memory"), 0;
-	db->cache[c].from = name;
-	db->cache[c].to = in;
-	if (!mt_table_reserve((void **)&db->ids, &db->capids, db->nids, &id_ops, NULL))
-		return fail(db, "out of memory"), 0;
-	size_t k = ptr_slot(in, db->capids);
-	for (; db->ids[k].name; k = (k + 1) & (db->capids - 1))
-		if (db->ids[k].name == in)
-			return db->ids[k].id;
-	int64_t id = (int64_t)++db->nids;
-	db->ids[k].name = in;
-	db->ids[k].id = id;
-	sqlite3_bind_int64(db->ins_func, 1, id);
-	sqlite3_bind_text(db->ins_func, 2, in, -1, SQLITE_STATIC);
-	if (sqlite3_step(db->ins_func) != SQLITE_DONE)
-		fail(db, "writing a function");
-	sqlite3_reset(db->ins_func);
-	return id;
-}
-
-static int64_t thread_id(struct mt_calldb *db, uint32_t pid, uint32_t tid, const char *comm, const char *pcomm)
-{
-	for (size_t i = db->nthreads; i-- > 0;)
-		if (db->threads[i].pid == pid && db->threads[i].tid == tid)
-			return db->threads[i].id;
-	if (!mt_grow((void **)&db->threads, &db->capthreads, db->nthreads + 1, sizeof *db->threads))
-		return fail(db, "out of memory"), 0;
-	int64_t id = ++db->next_thread;
-	db->threads[db->nthreads].pid = pid;
-	db->threads[db->nthreads].tid = tid;
-	db->threads[db->nthreads++].id = id;
-	sqlite3_bind_int64(db->ins_thread, 1, id);
-	sqlite3_bind_int64(db->ins_thread, 2, pid);
-	sqlite3_bind_int64(db->ins_thread, 3, tid);
-	if (comm)
-		sqlite3_bind_text(db->ins_thread, 4, comm, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(db->ins_thread, 4);
-	if (pcomm)
-		sqlite3_bind_text(db->ins_thread, 5, pcomm, -1, SQLITE_TRANSIENT);
-	else
-		sqlite3_bind_null(db->ins_thread, 5);
-	if (sqlite3_step(db->ins_thread) != SQLITE_DONE)
-		fail(db, "writing a thread");
-	sqlite3_reset(db->ins_thread);
-	return id;
-}
-
-static void db_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm)
-{
-	thread_id(ctx, pid, tid, comm, process_comm);
-}
-
-static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
-{
-	(void)self_ns;
-	(void)self;
 	struct mt_calldb *db = ctx;
-	if (db->failed)
-		return;
-	db->calls++;
-	if (c->start < db->first)
-		db->first = c->start;
-	if (c->end > db->last)
-		db->last = c->end;
-	int64_t fid = function_id(db, c->name);
-	if (db->level == MT_CALLDB_FUNCTIONS)
+	const struct mt_tl_call *c = rc->c;
+	if (db->failed || !rc->function)
 		return;
 	sqlite3_stmt *s = db->ins_call;
 	sqlite3_bind_int64(s, 1, (int64_t)c->id);
-	sqlite3_bind_int64(s, 2, thread_id(db, c->pid, c->tid, NULL, NULL));
+	sqlite3_bind_int64(s, 2, rc->thread->id);
 	sqlite3_bind_int64(s, 3, c->pid);
 	sqlite3_bind_int64(s, 4, c->tid);
-	sqlite3_bind_int64(s, 5, fid);
+	sqlite3_bind_int64(s, 5, rc->function->id);
 	if (c->parent)
 		sqlite3_bind_int64(s, 6, (int64_t)c->parent);
 	else
@@ -283,7 +174,8 @@ static void db_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, str
 
 void mt_calldb_sink(struct mt_calldb *db, struct mt_report_next *sink)
 {
-	*sink = (struct mt_report_next){.ctx = db, .thread = db_thread, .call = db_call};
+	/* the functions level: the report's figures alone */
+	*sink = (struct mt_report_next){.ctx = db, .call = db->level == MT_CALLDB_CALLS ? db_call : NULL};
 }
 
 void mt_calldb_abort(struct mt_calldb *db)
@@ -292,7 +184,7 @@ void mt_calldb_abort(struct mt_calldb *db)
 		return;
 	close_all(db);
 	mt_outfile_abort(&db->of);
-	free_db(db);
+	free(db);
 }
 
 static void bind_u64_or_null(sqlite3_stmt *s, int i, bool known, uint64_t v)
@@ -303,38 +195,76 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, bool known, uint64_t v)
 		sqlite3_bind_null(s, i);
 }
 
+static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
+{
+	if (v)
+		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else
+		sqlite3_bind_null(s, i);
+}
+
+/* The threads table, and the trace's span and calls, from the report's threads. */
+static void write_threads(struct mt_calldb *db, const struct mt_report *r, uint64_t *span, uint64_t *calls)
+{
+	sqlite3_stmt *th = NULL;
+	if (sqlite3_prepare_v2(db->db, "INSERT INTO threads VALUES (?,1,?,?,?,?)", -1, &th, NULL) != SQLITE_OK) {
+		fail(db, "writing the threads");
+		return;
+	}
+	uint64_t first = UINT64_MAX, last = 0;
+	*calls = 0;
+	for (size_t i = 0; !db->failed && i < mt_report_nthreads(r); i++) {
+		const struct mt_rthread *t = mt_report_thread(r, i);
+		sqlite3_bind_int64(th, 1, t->id);
+		sqlite3_bind_int64(th, 2, t->pid);
+		sqlite3_bind_int64(th, 3, t->tid);
+		bind_text_or_null(th, 4, t->comm);
+		bind_text_or_null(th, 5, t->process_comm);
+		if (sqlite3_step(th) != SQLITE_DONE)
+			fail(db, "writing the threads");
+		sqlite3_reset(th);
+		*calls += t->calls;
+		if (t->calls && t->first < first)
+			first = t->first;
+		if (t->calls && t->last > last)
+			last = t->last;
+	}
+	sqlite3_finalize(th);
+	*span = *calls ? last - first : UINT64_MAX;
+}
+
 int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char *input, const char *status,
 		     uint64_t events, struct mt_err *err)
 {
 	sqlite3_stmt *up = NULL, *tr = NULL;
+	uint64_t span = UINT64_MAX, calls = 0;
+	if (!db->failed)
+		write_threads(db, r, &span, &calls);
 	if (!db->failed &&
-	    (sqlite3_prepare_v2(db->db,
-				"UPDATE functions SET calls=?, total_ns=?, self_ns=?, avg_ns=?, min_ns=?, max_ns=?,"
-				" p50_ns=?, p90_ns=?, p99_ns=?, insn=?, self_insn=?, cycles=?, self_cycles=?,"
-				" samples_self=?, samples_children=? WHERE id=?",
-				-1, &up, NULL) != SQLITE_OK ||
+	    (sqlite3_prepare_v2(db->db, "INSERT INTO functions VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &up,
+				NULL) != SQLITE_OK ||
 	     sqlite3_prepare_v2(db->db, "INSERT INTO traces VALUES (1,?,?,?,?,?)", -1, &tr, NULL) != SQLITE_OK))
 		fail(db, "writing the functions");
 	for (size_t i = 0; !db->failed && i < mt_report_nfuncs(r); i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
-		int64_t id = function_id(db, f->name); /* a function seen only in samples: a row now */
 		bool c = f->calls > 0;
-		sqlite3_bind_int64(up, 1, (int64_t)f->calls);
-		sqlite3_bind_int64(up, 2, (int64_t)f->total);
-		sqlite3_bind_int64(up, 3, (int64_t)f->self);
-		bind_u64_or_null(up, 4, c, c ? f->total / f->calls : 0);
-		bind_u64_or_null(up, 5, c, f->hist.min);
-		bind_u64_or_null(up, 6, c, f->hist.max);
-		bind_u64_or_null(up, 7, c, mt_durhist_quantile(&f->hist, 0.5));
-		bind_u64_or_null(up, 8, c, mt_durhist_quantile(&f->hist, 0.9));
-		bind_u64_or_null(up, 9, c, mt_durhist_quantile(&f->hist, 0.99));
-		bind_u64_or_null(up, 10, f->insn_calls > 0, f->insn);
-		bind_u64_or_null(up, 11, f->insn_calls > 0, f->self_insn);
-		bind_u64_or_null(up, 12, f->cyc_calls > 0, f->cyc);
-		bind_u64_or_null(up, 13, f->cyc_calls > 0, f->self_cyc);
-		sqlite3_bind_int64(up, 14, (int64_t)f->samples_self);
-		sqlite3_bind_int64(up, 15, (int64_t)f->samples_children);
-		sqlite3_bind_int64(up, 16, id);
+		sqlite3_bind_int64(up, 1, f->id);
+		sqlite3_bind_text(up, 2, f->name, -1, SQLITE_STATIC);
+		sqlite3_bind_int64(up, 3, (int64_t)f->calls);
+		sqlite3_bind_int64(up, 4, (int64_t)f->total);
+		sqlite3_bind_int64(up, 5, (int64_t)f->self);
+		bind_u64_or_null(up, 6, c, c ? f->total / f->calls : 0);
+		bind_u64_or_null(up, 7, c, f->hist.min);
+		bind_u64_or_null(up, 8, c, f->hist.max);
+		bind_u64_or_null(up, 9, c, mt_durhist_quantile(&f->hist, 0.5));
+		bind_u64_or_null(up, 10, c, mt_durhist_quantile(&f->hist, 0.9));
+		bind_u64_or_null(up, 11, c, mt_durhist_quantile(&f->hist, 0.99));
+		bind_u64_or_null(up, 12, f->insn_calls > 0, f->insn);
+		bind_u64_or_null(up, 13, f->insn_calls > 0, f->self_insn);
+		bind_u64_or_null(up, 14, f->cyc_calls > 0, f->cyc);
+		bind_u64_or_null(up, 15, f->cyc_calls > 0, f->self_cyc);
+		sqlite3_bind_int64(up, 16, (int64_t)f->samples_self);
+		sqlite3_bind_int64(up, 17, (int64_t)f->samples_children);
 		if (sqlite3_step(up) != SQLITE_DONE)
 			fail(db, "writing the functions");
 		sqlite3_reset(up);
@@ -342,9 +272,9 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 	if (!db->failed) {
 		sqlite3_bind_text(tr, 1, input, -1, SQLITE_STATIC);
 		sqlite3_bind_text(tr, 2, status, -1, SQLITE_STATIC);
-		bind_u64_or_null(tr, 3, db->calls > 0, db->last - db->first);
+		bind_u64_or_null(tr, 3, span != UINT64_MAX, span);
 		sqlite3_bind_int64(tr, 4, (int64_t)events);
-		sqlite3_bind_int64(tr, 5, (int64_t)db->calls);
+		sqlite3_bind_int64(tr, 5, (int64_t)calls);
 		if (sqlite3_step(tr) != SQLITE_DONE)
 			fail(db, "writing the trace");
 	}
@@ -356,15 +286,13 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 		return err->code;
 	}
 	sqlite3_finalize(db->ins_call);
-	sqlite3_finalize(db->ins_func);
-	sqlite3_finalize(db->ins_thread);
-	db->ins_call = db->ins_func = db->ins_thread = NULL;
+	db->ins_call = NULL;
 	sqlite3 *s = db->db;
 	db->db = NULL;
 	char *path = db->of.path ? strdup(db->of.path) : NULL;
 	int rc = commit_tmp(s, &db->of, path ? path : "database", err);
 	free(path);
-	free_db(db);
+	free(db);
 	return rc;
 }
 

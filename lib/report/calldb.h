@@ -21,11 +21,12 @@ struct mt_calldb;
 
 /* Opens path's temporary file and makes the schema. */
 struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, struct mt_err *err);
-/* The sink that takes the calls (mt_report_sink's next). */
+/* The sink that takes the calls (mt_report_sink's next): their function
+ * and thread ids are the report's (mt_fstat.id, mt_rthread.id). */
 void mt_calldb_sink(struct mt_calldb *db, struct mt_report_next *sink);
-/* Ends the trace's rows: its functions from r (not per thread), its
- * traces row (input, status "ok" or the damage, span, events), commits
- * and renames. Returns 0 or an error (nothing left under path's name);
+/* Ends the trace's rows: its threads and functions from r (the report
+ * the calls came through, not per thread), its traces row (input, status
+ * "ok" or the damage, span, events), commits and renames. Returns 0 or an error (nothing left under path's name);
  * frees db either way. */
 int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char *input, const char *status,
 		     uint64_t events, struct mt_err *err);

@@ -185,9 +185,12 @@ static uint32_t node_of(struct mt_folded *f, uint32_t root, const struct mt_tl_c
 	return n;
 }
 
-static void fo_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
+static void fo_call(void *ctx, const struct mt_report_call *rc)
 {
 	struct mt_folded *f = ctx;
+	const struct mt_tl_call *c = rc->c;
+	uint64_t self_ns = rc->self_ns;
+	struct mt_cs_counts self = rc->self;
 	if (!self_ns && !self.insn && !self.cyc)
 		return;
 	uint32_t root = root_of(f, c->pid, c->tid);

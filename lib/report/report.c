@@ -23,7 +23,7 @@ struct rthread_state {
 struct mt_report {
 	struct mt_report_opts opts;
 	struct mt_report_next next;
-	bool has_next, oom;
+	bool oom;
 	struct mt_strtab names;
 	struct { const char *from, *to; } name_cache[NAME_CACHE]; /* by the writer's pointer */
 	struct mt_fstat *f;
@@ -102,7 +102,7 @@ static size_t thread_index(struct mt_report *r, uint32_t pid, uint32_t tid)
 		return SIZE_MAX;
 	}
 	r->capts = capts;
-	r->th[r->nth] = (struct mt_rthread){.pid = pid, .tid = tid, .first = UINT64_MAX};
+	r->th[r->nth] = (struct mt_rthread){.id = (uint32_t)r->nth + 1, .pid = pid, .tid = tid, .first = UINT64_MAX};
 	r->ts[r->nth] = (struct rthread_state){0};
 	return r->last_th = r->nth++;
 }
@@ -148,7 +148,7 @@ static struct mt_fstat *fstat_of(struct mt_report *r, const char *name, uint32_t
 	}
 	r->slots[k] = (uint32_t)r->nf + 1;
 	struct mt_fstat *f = &r->f[r->nf++];
-	*f = (struct mt_fstat){.name = name, .pid = pid, .tid = tid};
+	*f = (struct mt_fstat){.id = (uint32_t)r->nf, .name = name, .pid = pid, .tid = tid};
 	return f;
 }
 
@@ -160,13 +160,17 @@ static void rp_thread(void *ctx, uint32_t pid, uint32_t tid, const char *comm, c
 		r->th[i].comm = comm ? intern(r, comm) : NULL;
 		r->th[i].process_comm = process_comm ? intern(r, process_comm) : NULL;
 	}
-	if (r->has_next && r->next.thread)
+	if (r->next.thread)
 		r->next.thread(r->next.ctx, pid, tid, comm, process_comm);
 }
 
-/* Counts c; false when it is not counted (not selected, too short, too deep). */
-static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t *self_ns, struct mt_cs_counts *self)
+/* Counts rc->c into rc (its self figures, row and thread); false when it
+ * is not counted (not selected, too short, too deep). */
+static bool count_call(struct mt_report *r, struct mt_report_call *rc)
 {
+	const struct mt_tl_call *c = rc->c;
+	uint64_t *self_ns = &rc->self_ns;
+	struct mt_cs_counts *self = &rc->self;
 	size_t ti = thread_index(r, c->pid, c->tid);
 	if (ti == SIZE_MAX)
 		return false;
@@ -203,6 +207,8 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 	self->cyc = ch.cyc < c->cyc ? c->cyc - ch.cyc : 0;
 	const char *name = intern_cached(r, c->name);
 	struct mt_fstat *f = name ? fstat_of(r, name, c->pid, c->tid) : NULL;
+	rc->function = f;
+	rc->thread = &r->th[ti];
 	if (!f)
 		return true;
 	f->calls++;
@@ -230,50 +236,48 @@ static bool count_call(struct mt_report *r, const struct mt_tl_call *c, uint64_t
 static void rp_call(void *ctx, const struct mt_tl_call *c)
 {
 	struct mt_report *r = ctx;
-	uint64_t self_ns;
-	struct mt_cs_counts self;
-	if (count_call(r, c, &self_ns, &self) && r->has_next)
-		r->next.call(r->next.ctx, c, self_ns, self);
+	struct mt_report_call rc = {.c = c};
+	if (count_call(r, &rc) && r->next.call)
+		r->next.call(r->next.ctx, &rc);
 }
 
 static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
 		      const char *const *dsos)
 {
 	struct mt_report *r = ctx;
-	if (n && selected(r, pid, tid)) {
-		size_t ti = thread_index(r, pid, tid);
-		if (ti != SIZE_MAX)
-			r->th[ti].samples++;
-		r->samples++;
-		if (!mt_grow((void **)&r->seen, &r->capseen, n, sizeof *r->seen)) {
-			r->oom = true;
-			n = 0;
-		}
-		size_t nseen = 0;
-		for (size_t i = 0; i < n; i++) {
-			const char *name = intern(r, names[i]);
-			struct mt_fstat *f = name ? fstat_of(r, name, pid, tid) : NULL;
-			if (!f)
-				continue;
-			if (i == n - 1)
-				f->samples_self++;
-			/* once per sample however often it recurs (perf report --children) */
-			bool again = false;
-			for (size_t k = 0; k < nseen && !again; k++)
-				again = r->seen[k] == name;
-			if (!again) {
-				r->seen[nseen++] = name;
-				f->samples_children++;
-			}
+	if (!n || !selected(r, pid, tid))
+		return;
+	size_t ti = thread_index(r, pid, tid);
+	if (ti != SIZE_MAX)
+		r->th[ti].samples++;
+	r->samples++;
+	if (!mt_grow((void **)&r->seen, &r->capseen, n, sizeof *r->seen)) {
+		r->oom = true;
+		return;
+	}
+	size_t nseen = 0;
+	for (size_t i = 0; i < n; i++) {
+		const char *name = intern(r, names[i]);
+		struct mt_fstat *f = name ? fstat_of(r, name, pid, tid) : NULL;
+		if (!f)
+			continue;
+		if (i == n - 1)
+			f->samples_self++;
+		/* once per sample however often it recurs (perf report --children) */
+		bool again = false;
+		for (size_t k = 0; k < nseen && !again; k++)
+			again = r->seen[k] == name;
+		if (!again) {
+			r->seen[nseen++] = name;
+			f->samples_children++;
 		}
 	}
-	if (n && selected(r, pid, tid) && r->has_next && r->next.sample)
+	if (r->next.sample)
 		r->next.sample(r->next.ctx, pid, tid, time, n, names, dsos);
 }
 
 void mt_report_sink(struct mt_report *r, struct mt_tl_calls_sink *sink, const struct mt_report_next *next)
 {
-	r->has_next = next != NULL;
 	if (next)
 		r->next = *next;
 	*sink = (struct mt_tl_calls_sink){.ctx = r, .thread = rp_thread, .call = rp_call, .sample = rp_sample};

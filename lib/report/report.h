@@ -30,6 +30,7 @@ struct mt_report_opts {
 };
 
 struct mt_fstat {
+	uint32_t id;              /* 1, 2, ... in order of first appearance, whatever the sort */
 	const char *name;         /* interned in the report */
 	uint32_t pid, tid;        /* per_thread only */
 	uint64_t calls, total, self;
@@ -43,6 +44,7 @@ struct mt_fstat {
 };
 
 struct mt_rthread {
+	uint32_t id;              /* 1, 2, ... in order of first appearance: mt_report_thread(r, id - 1) */
 	uint32_t pid, tid;
 	const char *comm, *process_comm; /* interned; NULL: none */
 	uint64_t calls, samples;
@@ -53,13 +55,23 @@ struct mt_rthread {
 struct mt_report;
 
 struct mt_report *mt_report_new(const struct mt_report_opts *opts);
+/* A call the report counted, as it passes it on: its self time and
+ * counts as counted (selection, --min-duration and --depth applied), the
+ * row it was counted in (NULL: out of memory) and its thread. The rows
+ * and threads are the report's; pointers last until the next call. */
+struct mt_report_call {
+	const struct mt_tl_call *c;
+	uint64_t self_ns;
+	struct mt_cs_counts self;
+	const struct mt_fstat *function;
+	const struct mt_rthread *thread;
+};
 /* What the report passes on (the calls table, folded stacks): each call
- * it counted, with its self time and instructions as counted (selection,
- * --min-duration and --depth applied), and every sample selected. */
+ * it counted, and every sample selected. */
 struct mt_report_next {
 	void *ctx;
 	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
-	void (*call)(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self);
+	void (*call)(void *ctx, const struct mt_report_call *rc);
 	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
 		       const char *const *dsos);
 };

@@ -27,14 +27,14 @@ int main(void)
 	const char *stk[] = {"main", "a;b", "leaf"};
 	const uint64_t paths[] = {1, 2, 3}; /* the calls writer's ids for these stacks */
 	struct mt_tl_call c = {.pid = 1, .tid = 1, .name = "leaf", .depth = 2, .stack = stk, .paths = paths};
-	k.call(k.ctx, &c, 10, (struct mt_cs_counts){4, 40});
+	k.call(k.ctx, &(struct mt_report_call){.c = &c, .self_ns = 10, .self = {4, 40}});
 	c.name = "a;b";
 	c.depth = 1;
-	k.call(k.ctx, &c, 20, (struct mt_cs_counts){6, 60});
-	k.call(k.ctx, &c, 5, (struct mt_cs_counts){0, 0});
+	k.call(k.ctx, &(struct mt_report_call){.c = &c, .self_ns = 20, .self = {6, 60}});
+	k.call(k.ctx, &(struct mt_report_call){.c = &c, .self_ns = 5, .self = {0, 0}});
 	c.name = "main";
 	c.depth = 0;
-	k.call(k.ctx, &c, 7, (struct mt_cs_counts){1, 10});
+	k.call(k.ctx, &(struct mt_report_call){.c = &c, .self_ns = 7, .self = {1, 10}});
 	const char *ss[] = {"main", "a;b"}, *ds[] = {"x", "x"};
 	k.sample(k.ctx, 1, 1, 0, 2, ss, ds);
 	k.sample(k.ctx, 1, 1, 1, 2, ss, ds);
@@ -72,7 +72,7 @@ int main(void)
 	}
 	for (size_t i = DEEP; i-- > 0;) {
 		struct mt_tl_call d = {.pid = 1, .tid = 1, .name = dn[i], .depth = i, .stack = dn, .paths = dp};
-		k.call(k.ctx, &d, 1, (struct mt_cs_counts){0, 0});
+		k.call(k.ctx, &(struct mt_report_call){.c = &d, .self_ns = 1});
 	}
 	t = written(f, MT_WEIGHT_TIME, &total);
 	size_t lines = 0;

@@ -12,13 +12,12 @@ struct seen {
 	uint64_t self_sum, self_cyc;
 };
 
-static void next_call(void *ctx, const struct mt_tl_call *c, uint64_t self_ns, struct mt_cs_counts self)
+static void next_call(void *ctx, const struct mt_report_call *rc)
 {
-	(void)c;
 	struct seen *s = ctx;
 	s->calls++;
-	s->self_sum += self_ns;
-	s->self_cyc += self.cyc;
+	s->self_sum += rc->self_ns;
+	s->self_cyc += rc->self.cyc;
 }
 
 static const char *names[] = {"main", "a", "b", "a"};

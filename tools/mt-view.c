@@ -18,6 +18,7 @@
 
 #include "base/version.h"
 #include "serve/httpd.h"
+#include "stream/events.h"
 
 #define PROG "mt-view"
 #define SPEEDSCOPE_VERSION "1.25.0"
@@ -99,7 +100,7 @@ static int kind_of(const char *path, enum kind *k)
 		p++;
 	if (n >= 8 && !memcmp(b, "PERFILE2", 8))
 		*k = K_DECODE;
-	else if (!strncmp(b, "# mt-events", 11) || (n >= 8 && !memcmp(b, "\x89MTEV\r\n\x1a", 8)))
+	else if (!strncmp(b, "# mt-events", 11) || (n >= MT_EVENTS_MAGIC_LEN && !memcmp(b, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN)))
 		*k = K_STREAM;
 	else if (*p == '{' || *p == '[')
 		*k = K_JSON;

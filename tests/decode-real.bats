@@ -151,3 +151,58 @@ X=$MT_REAL/libxdc
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
 	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 346 ]
 }
+
+# The PT notes (ptwrite, power, vmcs; issue 22) held against ptxed's listing
+# of the same ptt runs (tests/tools/ptt_notes.py: kinds, values, IPs, the
+# instructions before each bound note); every run in
+# testdata/libipt-ptt/notes-matching.txt must still match (23 of 29 now).
+@test "libipt's ptt suite: PT notes are ptxed's on every run listed" {
+	local ptt=$MT_REAL/../libipt-ptt
+	[ -f "$ptt/cases.json" ]
+	python3 "$BATS_TEST_DIRNAME/tools/ptt_notes.py" "$MT_BIN/mt-pt2events" "$ptt" > "$BATS_TEST_TMPDIR/notes" || true
+	tail -1 "$BATS_TEST_TMPDIR/notes"
+	awk -F'\t' '$3 == "match" { print $1 }' "$BATS_TEST_TMPDIR/notes" | sort > "$BATS_TEST_TMPDIR/now"
+	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
+	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
+	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 23 ]
+}
+
+# Drawn: each note an instant on its thread's "ptwrite" / "power" / "vmcs"
+# track, named by its values. Oracle: ptxed's listing of the two runs
+# (cases/tip_pge-ptw-fup-tip_pgd: [ptwrite: abcd, ip: 100001], [ptwrite:
+# ef09, ip: 100005]; cases/mwait-pwre-exstop_ip-pwre-pwrx: [mwait 50 1],
+# [exstop], [pwre c1.0], [pwre c6.0], [pwrx int: c6 (c6)]), names by hand.
+@test "mt-toperfetto draws PT notes as instants named by their values" {
+	local c=$MT_REAL/../libipt-ptt/cases t=$BATS_TEST_TMPDIR
+	"$MT_BIN/mt-pt2events" --pt "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.pt" \
+		--image "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.bin@0x100000" -o "$t/ptw"
+	"$MT_BIN/mt-pt2events" --power --pt "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.pt" \
+		--image "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.bin@0x1000" -o "$t/pwr"
+	for f in ptw pwr; do
+		"$MT_BIN/mt-toperfetto" --format=json -o "$t/$f.json" "$t/$f"
+		"$MT_BIN/mt-toperfetto" -o "$t/$f.pftrace" "$t/$f"
+		"$MT_TESTTOOLS/pfcheck" "$t/$f.pftrace"
+		python3 -c 'import json,sys; print("\n".join(e["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "i"))' "$t/$f.json" > "$t/$f.names"
+	done
+	diff "$t/ptw.names" - <<-EOF
+	ptwrite 0xabcd
+	ptwrite 0xef09
+	EOF
+	# the order is the trace's (ptxed holds the C1 entry back behind the MWAIT bound to its IP)
+	sort "$t/pwr.names" | diff - <(sort <<-EOF
+	mwait hints 0x50 ext 0x1
+	exstop
+	C1.0 entered
+	C6.0 entered
+	C6 left (deepest C6, wake: int)
+	EOF
+	)
+	# in the Perfetto file, on tracks named after them
+	grep -c ptwrite "$t/ptw.pftrace"
+	grep -q power "$t/pwr.pftrace"
+	# without --power, no power notes (as no CBR changes)
+	"$MT_BIN/mt-pt2events" --pt "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.pt" \
+		--image "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.bin@0x1000" > "$t/nopwr"
+	! grep -qE $'\t(mwait|pwre|pwrx|exstop)\t' "$t/nopwr"
+}

@@ -25,6 +25,8 @@ static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_ERROR] = "error", [MT_EV_SAMPLE] = "sample", [MT_EV_POWER] = "power",
 	[MT_EV_TX_ABORT] = "tx-abort", [MT_EV_SNAPSHOT] = "snapshot",
 	[MT_EV_SWITCH_OUT] = "switch-out", [MT_EV_SWITCH_IN] = "switch-in",
+	[MT_EV_PTWRITE] = "ptwrite", [MT_EV_MWAIT] = "mwait", [MT_EV_PWRE] = "pwre",
+	[MT_EV_PWRX] = "pwrx", [MT_EV_EXSTOP] = "exstop", [MT_EV_VMCS] = "vmcs",
 };
 
 const char *mt_event_kind_name(enum mt_event_kind k)

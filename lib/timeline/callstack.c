@@ -868,6 +868,75 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 
 static void new_snapshot(struct mt_cs *cs, uint64_t to_time);
 
+/* The kinds that say something beside the flow: no stack changes there. */
+static bool is_note(enum mt_event_kind k)
+{
+	return k == MT_EV_ERROR || k == MT_EV_POWER || k == MT_EV_SWITCH_OUT || k == MT_EV_SWITCH_IN ||
+	       (k >= MT_EV_PTWRITE && k <= MT_EV_VMCS);
+}
+
+/* A column of a PT note (rare events: a scan of its few columns), "?" if
+ * it has none. */
+static const char *note_col(const struct mt_event *ev, const char *key)
+{
+	for (unsigned i = 0; i < ev->nextra; i++)
+		if (!strcmp(ev->extra[i].key, key))
+			return ev->extra[i].val;
+	return "?";
+}
+
+/* Distinct payloads named on ptwrite instants, at most: past it they are
+ * all "ptwrite" (names are kept for the whole trace). */
+#define MAX_PTWRITE_NAMES 65536
+
+/* A PT note as an instant on a track of the thread's own, as an event
+ * sample: "ptwrite" (the payload), "power" (MWAIT, C-state entry and exit,
+ * EXSTOP), "vmcs" (the VMCS base); named by its values, at its IP. */
+static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev, struct mt_err *err)
+{
+	char name[192];
+	const char *track = "power";
+	switch (ev->kind) {
+	case MT_EV_PTWRITE:
+		track = "ptwrite";
+		if (cs->ptwrite_names < MAX_PTWRITE_NAMES) {
+			snprintf(name, sizeof name, "ptwrite %s", note_col(ev, "payload"));
+		} else {
+			snprintf(name, sizeof name, "ptwrite");
+			mt_cs_warn_once(cs, 5, "warning: over 65536 distinct PTWRITE payloads: the rest are drawn "
+					       "as 'ptwrite' (the stream has their payloads)");
+		}
+		break;
+	case MT_EV_MWAIT:
+		snprintf(name, sizeof name, "mwait hints %s ext %s", note_col(ev, "hints"), note_col(ev, "ext"));
+		break;
+	case MT_EV_PWRE:
+		snprintf(name, sizeof name, "C%s.%s entered%s", note_col(ev, "cstate"), note_col(ev, "substate"),
+			 strcmp(note_col(ev, "hw"), "1") ? "" : " (hardware)");
+		break;
+	case MT_EV_PWRX:
+		snprintf(name, sizeof name, "C%s left (deepest C%s, wake: %s)", note_col(ev, "cstate"),
+			 note_col(ev, "deepest"), note_col(ev, "wake"));
+		break;
+	case MT_EV_EXSTOP:
+		snprintf(name, sizeof name, "exstop");
+		break;
+	default: /* MT_EV_VMCS */
+		track = "vmcs";
+		snprintf(name, sizeof name, "vmcs %s", note_col(ev, "base"));
+		break;
+	}
+	size_t before = cs->names.n;
+	const char *iname = mt_strtab_intern(&cs->names, name);
+	if (!iname)
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	if (ev->kind == MT_EV_PTWRITE && cs->names.n != before)
+		cs->ptwrite_names++;
+	out(cs, &(struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = iname, .name2 = track, .ip = ev->from,
+				.value = 1});
+	return 0;
+}
+
 static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 {
 	if (!cs->have_base && ev->has_time) {
@@ -875,9 +944,7 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 		cs->have_base = true;
 	}
 	uint64_t mapped = ev->has_time && cs->have_base && ev->time > cs->base ? ev->time - cs->base : 0;
-	if (cs->snapshot_pending && ev->kind != MT_EV_ERROR && ev->kind != MT_EV_POWER &&
-	    ev->kind != MT_EV_SWITCH_OUT && ev->kind != MT_EV_SWITCH_IN &&
-	    (ev->kind != MT_EV_SAMPLE || extra(cs, C_FRAME))) {
+	if (cs->snapshot_pending && !is_note(ev->kind) && (ev->kind != MT_EV_SAMPLE || extra(cs, C_FRAME))) {
 		cs->snapshot_pending = false;
 		new_snapshot(cs, mapped);
 	}
@@ -949,6 +1016,17 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	case MT_EV_SWITCH_IN:
 		switch_in(cs, t, time);
 		break;
+	case MT_EV_PTWRITE:
+	case MT_EV_MWAIT:
+	case MT_EV_PWRE:
+	case MT_EV_PWRX:
+	case MT_EV_EXSTOP:
+	case MT_EV_VMCS: {
+		int rc = pt_note(cs, t, time, ev, err);
+		if (rc)
+			return rc;
+		break;
+	}
 	case MT_EV_SAMPLE: {
 		const char *event = extra(cs, C_EVENT);
 		if (extra(cs, C_FRAME)) {

@@ -125,6 +125,7 @@ struct mt_cs {
 	bool oom;
 	unsigned warned;
 	uint64_t next_id;
+	uint64_t ptwrite_names;   /* ptwrite instants named by their payload so far */
 	/* range filter (5.12), one pass: a region opens at a call to start and is
 	 * written only once a call to stop closes it; until then its output
 	 * waits in log */

@@ -140,7 +140,8 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 			mt_events_write_bytes(w, g->text.buf, g->text.len);
 		for (size_t k = 0; !p->text && k < g->log.n; k++) {
 			struct mt_event ev;
-			mt_events_write(w, mt_evlog_event(&g->log, k, &ev));
+			struct mt_kv kv[MT_EVLOG_MAX_EXTRA];
+			mt_events_write(w, mt_evlog_event(&g->log, k, &ev, kv));
 		}
 		stats->pt_bytes += g->st.pt_bytes;
 		stats->insns += g->st.insns;

@@ -20,6 +20,7 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 }
 
 #define MT_PTDEC_MAX_WALK (1u << 20)
+#define MT_NOTE_MAX_COLS 3
 
 struct dec {
 	const struct mt_ptdec_stream *s;
@@ -139,6 +140,92 @@ static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint6
 static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to)
 {
 	emit_ev(d, kind, from, to, 0, 0);
+}
+
+/* A PT note's columns (ptwrite, mwait, pwre, pwrx, exstop, vmcs). */
+struct note {
+	char v[MT_NOTE_MAX_COLS][24];
+	struct mt_kv kv[MT_NOTE_MAX_COLS];
+	unsigned n;
+};
+
+static void note_col(struct note *n, const char *key, const char *fmt, uint64_t x)
+{
+	snprintf(n->v[n->n], sizeof n->v[n->n], fmt, (unsigned long long)x);
+	n->kv[n->n] = (struct mt_kv){key, n->v[n->n]};
+	n->n++;
+}
+
+static void note_str(struct note *n, const char *key, const char *val)
+{
+	n->kv[n->n++] = (struct mt_kv){key, val};
+}
+
+/* A note at ip (0: not known). */
+static void emit_note(struct dec *d, enum mt_event_kind kind, uint64_t ip, const struct note *n)
+{
+	struct mt_event ev = {.kind = kind, .from = ip, .offset = MT_NO_OFFSET, .extra = n->kv, .nextra = n->n};
+	deliver(d, &ev);
+}
+
+/* The C-state of an MWAIT hint's nibble, numbered as libipt's ptxed
+ * numbers them (0: C1 ... 0xf: C0). */
+static unsigned cstate_of(unsigned hint)
+{
+	return (hint + 1) & 0xf;
+}
+
+/* The notes libipt reports as events (mt's packet reader hands their
+ * packets over); power ones only when asked, as CBR. */
+static void handle_note(struct dec *d, const struct pt_event *ev)
+{
+	struct note n = {.n = 0};
+	bool power = d->cfg->want_power;
+	switch (ev->type) {
+	case ptev_ptwrite:
+		note_col(&n, "payload", "0x%llx", ev->variant.ptwrite.payload);
+		emit_note(d, MT_EV_PTWRITE, ev->ip_suppressed ? 0 : ev->variant.ptwrite.ip, &n);
+		break;
+	case ptev_mwait:
+		if (!power)
+			break;
+		note_col(&n, "hints", "0x%llx", ev->variant.mwait.hints);
+		note_col(&n, "ext", "0x%llx", ev->variant.mwait.ext);
+		emit_note(d, MT_EV_MWAIT, ev->ip_suppressed ? 0 : ev->variant.mwait.ip, &n);
+		break;
+	case ptev_pwre:
+		if (!power)
+			break;
+		note_col(&n, "cstate", "%llu", cstate_of(ev->variant.pwre.state));
+		note_col(&n, "substate", "%llu", cstate_of(ev->variant.pwre.sub_state));
+		if (ev->variant.pwre.hw)
+			note_col(&n, "hw", "%llu", 1);
+		emit_note(d, MT_EV_PWRE, 0, &n);
+		break;
+	case ptev_pwrx:
+		if (!power)
+			break;
+		note_col(&n, "cstate", "%llu", cstate_of(ev->variant.pwrx.last));
+		note_col(&n, "deepest", "%llu", cstate_of(ev->variant.pwrx.deepest));
+		note_str(&n, "wake", ev->variant.pwrx.interrupt ? "int" : ev->variant.pwrx.store ? "store"
+				     : ev->variant.pwrx.autonomous ? "hw" : "other");
+		emit_note(d, MT_EV_PWRX, 0, &n);
+		break;
+	case ptev_exstop:
+		if (power)
+			emit_note(d, MT_EV_EXSTOP, ev->ip_suppressed ? 0 : ev->variant.exstop.ip, &n);
+		break;
+	case ptev_vmcs:
+		note_col(&n, "base", "0x%llx", ev->variant.vmcs.base);
+		emit_note(d, MT_EV_VMCS, 0, &n);
+		break;
+	case ptev_async_vmcs:
+		note_col(&n, "base", "0x%llx", ev->variant.async_vmcs.base);
+		emit_note(d, MT_EV_VMCS, ev->variant.async_vmcs.ip, &n);
+		break;
+	default:
+		break;
+	}
 }
 
 /* errcode 0: `what` is the whole message; else libipt's text follows it. */
@@ -297,6 +384,7 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 			emit_ev(d, MT_EV_POWER, 0, 0, 0, ev->variant.cbr.ratio);
 		break;
 	default:
+		handle_note(d, ev);
 		break;
 	}
 	d->use_ev_time = false;
@@ -429,6 +517,51 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 	}
 }
 
+/* The next PTWRITE from d->ip on, before any branch that needs the trace
+ * (the PTW packet came before that branch's): 0 when there is none. */
+static uint64_t next_ptwrite(struct dec *d)
+{
+	uint64_t ip = d->ip, walked = 0;
+	for (;;) {
+		int err;
+		const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
+		if (!b)
+			return 0;
+		const uint16_t *o = d->img->offs + b->offs;
+		for (uint32_t k = 0; k < b->ninsn; k++) {
+			uint8_t insn[15];
+			size_t n = mt_image_read(d->img, b->ip + o[k], insn, sizeof insn);
+			if (b->ip + o[k] >= ip && mt_ptwrite_length(insn, n))
+				return b->ip + o[k];
+		}
+		walked += b->ninsn;
+		if (walked > MT_PTDEC_MAX_WALK || b->cls == ptic_cond_jump || (b->cls != ptic_other && !b->direct))
+			return 0;
+		ip = b->cls == ptic_other ? b->end_ip + b->len : b->target;
+	}
+}
+
+/* A PTWRITE at *ip (0: the next one, *ip set when found) ran: the walk
+ * goes past it, so its note comes after its instruction, as libipt's
+ * decoders place it. */
+static int walk_ptwrite(struct dec *d, uint64_t *at)
+{
+	uint64_t ip = *at;
+	if (!ip && !(ip = *at = next_ptwrite(d)))
+		return 0; /* not found in the code: the note stays where it is */
+	int rc = walk_to(d, ip);
+	if (rc < 0)
+		return rc;
+	uint8_t insn[15];
+	unsigned len = mt_ptwrite_length(insn, mt_image_read(d->img, ip, insn, sizeof insn));
+	if (!len)
+		return -pte_bad_insn;
+	resolve_pending(d, ip);
+	pass(d, 1, ip);
+	d->ip = ip + len;
+	return 0;
+}
+
 /* Erratum SKD022: VMLAUNCH and VMRESUME may disable tracing with a FUP
  * and a TIP.PGD, as if asynchronously, where the VM entry itself (a far
  * branch out of the traced code) disabled it: libipt then reads the
@@ -445,7 +578,7 @@ static bool skd022_vm_entry(struct dec *d, uint64_t at)
 static int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
-	struct pt_event vm_entry;
+	struct pt_event vm_entry, ptw;
 	if (d->enabled && ev->type == ptev_async_disabled && skd022_vm_entry(d, ev->variant.async_disabled.at)) {
 		rc = walk_to(d, ev->variant.async_disabled.at);
 		if (rc < 0)
@@ -465,6 +598,20 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 			rc = walk_to(d, ev->variant.async_branch.from);
 		else if (ev->type == ptev_disabled)
 			rc = walk_to_disable(d, ev);
+		else if (ev->type == ptev_ptwrite) {
+			/* without a FUP, the walk finds its instruction */
+			ptw = *ev;
+			if (ptw.ip_suppressed)
+				ptw.variant.ptwrite.ip = 0;
+			rc = walk_ptwrite(d, &ptw.variant.ptwrite.ip);
+			ptw.ip_suppressed = !ptw.variant.ptwrite.ip;
+			ev = &ptw;
+		}
+		/* MWAIT and EXSTOP with an IP: before the instruction there */
+		else if (ev->type == ptev_mwait && !ev->ip_suppressed)
+			rc = walk_to(d, ev->variant.mwait.ip);
+		else if (ev->type == ptev_exstop && !ev->ip_suppressed)
+			rc = walk_to(d, ev->variant.exstop.ip);
 	}
 	if (rc < 0)
 		return rc;

@@ -314,7 +314,8 @@ int mt_split_feed(struct splitter *sp, const uint8_t *data, size_t len, bool fin
 			} else
 				for (size_t k = pc->keep_from; k < pc->keep_to; k++) {
 					struct mt_event ev;
-					mt_events_write(w, mt_evlog_event(&pc->log, k, &ev));
+					struct mt_kv kv[MT_EVLOG_MAX_EXTRA];
+					mt_events_write(w, mt_evlog_event(&pc->log, k, &ev, kv));
 				}
 			piece_stats(pc, stats);
 			mt_progress_add(p->progress, (pc->next ? pc->next : pc->start + pc->blen) - pc->start);

@@ -9,9 +9,20 @@ static bool same_event(const struct logged *x, const char *xa, const struct logg
 {
 	if (x->time != y->time || x->from != y->from || x->to != y->to || x->insn != y->insn || x->cyc != y->cyc ||
 	    x->offset != y->offset || x->pid != y->pid || x->tid != y->tid || x->cbr != y->cbr || x->cpu != y->cpu ||
-	    x->kind != y->kind || x->flags != y->flags || !x->msg != !y->msg)
+	    x->kind != y->kind || x->flags != y->flags || x->nextra != y->nextra || !x->strs != !y->strs)
 		return false;
-	return !x->msg || !strcmp(xa + x->msg - 1, ya + y->msg - 1);
+	if (!x->strs)
+		return true;
+	/* the message, then each column's key and value */
+	const char *p = xa + x->strs - 1, *q = ya + y->strs - 1;
+	for (unsigned n = 2 * x->nextra + !!(x->flags & LOG_MSG); n; n--) {
+		size_t k = strlen(p);
+		if (strcmp(p, q))
+			return false;
+		p += k + 1;
+		q += k + 1;
+	}
+	return true;
 }
 
 bool mt_stitch(struct piece *a, struct piece *b, char *why)

@@ -110,6 +110,8 @@ static void print_stats(const struct mt_ptdec_stats *st)
 		fprintf(stderr, " handed_over=%" PRIu64, st->handed_over);
 	if (st->trig)
 		fprintf(stderr, " trig=%" PRIu64, st->trig);
+	if (st->unbound_mwait)
+		fprintf(stderr, " unbound_mwait=%" PRIu64, st->unbound_mwait);
 	fputc('\n', stderr);
 }
 

@@ -148,6 +148,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->errors += g->st.errors;
 		stats->handed_over += g->st.handed_over;
 		stats->trig += g->st.trig;
+		stats->unbound_mwait += g->st.unbound_mwait;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}

@@ -833,6 +833,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	}
 	d->stats->insns += d->insns;
 	d->stats->trig += d->q.ntrig;
+	d->stats->unbound_mwait += d->q.nunbound_mwait;
 	mt_ptq_fini(&d->q);
 	return 0;
 }

@@ -72,6 +72,9 @@ struct mt_ptdec_stats {
 	 * Debian's 2.0.5 knows none; no event for them yet). A piece decoded
 	 * again counts its own again. */
 	uint64_t trig;
+	/* MWAITs mt's packet reader left without an IP at an EXSTOP without
+	 * one (libipt HEAD's reading; 2.0.5 binds them to the next FUP) */
+	uint64_t unbound_mwait;
 };
 
 struct mt_ptdec_stream {

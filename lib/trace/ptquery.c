@@ -9,6 +9,14 @@ enum {
 	OP_PAD = 0x00, OP_EXT = 0x02, OP_TSC = 0x19, OP_MODE = 0x99, OP_MTC = 0x59,
 	EXT_PSB = 0x82, EXT_PSBEND = 0x23, EXT_CBR = 0x03, EXT_TNT64 = 0xa3, EXT_PIP = 0x43, EXT_VMCS = 0xc8,
 	EXT_TMA = 0x73,
+	/* PT notes: PTWRITE (low five bits 0x12; bit 7: a FUP with its IP
+	 * follows; bits 6:5: 4 or 8 payload bytes), EXSTOP (bit 7: IP),
+	 * MWAIT (hints, extensions: 4 bytes each), PWRE (2 bytes: hw bit 3,
+	 * sub-state bits 11:8, state bits 15:12), PWRX (5 bytes: deepest bits
+	 * 3:0, last bits 7:4, wake reason bits 11:8) */
+	EXT_PTW = 0x12, EXT_PTW_MASK = 0x1f, EXT_IP_BIT = 0x80, EXT_EXSTOP = 0x62, EXT_MWAIT = 0xc2, EXT_PWRE = 0x22,
+	EXT_PWRX = 0xa2, MWAIT_SIZE = 10, PWRE_SIZE = 4, PWRX_SIZE = 7, EXSTOP_SIZE = 2,
+	PWRX_WAKE_INT = 0x100, PWRX_WAKE_STORE = 0x400, PWRX_WAKE_HW = 0x800, PWRE_HW = 0x8,
 	/* the TIP family: the low five bits; the top three say how much IP follows */
 	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
 	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear */
@@ -83,6 +91,36 @@ static bool followed_by(const uint8_t *p, const uint8_t *end, unsigned op, bool 
 	while (p < end && *p == OP_PAD)
 		p++;
 	return p < end && (*p & 0x1f) == op && ip_packet_size(p, end, &ipc) && (ipc || !need_ip);
+}
+
+/* The size of the PT note at p (an OP_EXT packet), 0 when it is none or
+ * cut short; *fup: it is bound to the FUP after it. An MWAIT is bound to
+ * the FUP of the EXSTOP with an IP that follows it; an EXSTOP without one
+ * leaves it without an IP (libipt HEAD's reading: 2.0.5 bound it to any
+ * next FUP, one that ended tracing included). */
+static int note_packet_size(const uint8_t *p, const uint8_t *end, bool *fup)
+{
+	if (end - p < 2)
+		return 0;
+	uint8_t b1 = p[1];
+	int n = 0;
+	*fup = false;
+	if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
+		unsigned pb = (b1 >> 5) & 3;
+		n = pb == 0 ? 6 : pb == 1 ? 10 : 0; /* other payload sizes are reserved */
+		*fup = b1 & EXT_IP_BIT;
+	} else if ((b1 & ~EXT_IP_BIT) == EXT_EXSTOP) {
+		n = EXSTOP_SIZE;
+		*fup = b1 & EXT_IP_BIT;
+	} else if (b1 == EXT_MWAIT) {
+		n = MWAIT_SIZE;
+		*fup = true;
+	} else if (b1 == EXT_PWRE) {
+		n = PWRE_SIZE;
+	} else if (b1 == EXT_PWRX) {
+		n = PWRX_SIZE;
+	}
+	return end - p >= n ? n : 0;
 }
 
 /* Notes a PSB the scan met (a packet boundary); false when out of memory. */
@@ -161,7 +199,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 	const uint8_t *end = q->end;
 	const uint8_t *first_psb = p, *last_psb = p, *timed_psb = p;
 	bool in_psb = false, psb_first = false, psb_tsc = false, psb_tma = false;
-	unsigned psb_events = 0, ipc;
+	unsigned psb_events = 0, ipc, fup_notes = 0, fup_mwaits = 0;
 	uint64_t cycles;
 	while (p < end) {
 		uint8_t b = p[0];
@@ -179,7 +217,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				last_psb = p;
 				in_psb = psb_first = true;
 				psb_tsc = psb_tma = false;
-				psb_events = 0;
+				psb_events = fup_notes = fup_mwaits = 0;
 				n = PSB_SIZE;
 			} else if (b1 == EXT_PSBEND && in_psb) {
 				in_psb = false;
@@ -193,6 +231,21 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = VMCS_SIZE; /* the VMCS base, in PSB+ */
 			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
 				n = TNT64_SIZE;
+			} else if (!in_psb) {
+				bool fup;
+				n = note_packet_size(p, end, &fup);
+				if (n && b1 == EXT_EXSTOP && fup_mwaits) {
+					/* it releases the MWAITs before it: mt's reader
+					 * does that only when they are all that waits */
+					if (fup_notes != fup_mwaits)
+						n = 0;
+					fup_notes = fup_mwaits = 0;
+				}
+				if (n && fup) {
+					fup_mwaits += b1 == EXT_MWAIT;
+					if (fup_notes++ == MT_PTQ_FUP_NOTES)
+						n = 0; /* more than mt keeps: libipt reads them */
+				}
 			} else if (b1 == EXT_TMA && q->mtc_ok && in_psb && psb_tsc && !psb_tma && end - p >= TMA_SIZE &&
 				   !(p[6] & 0xfe) && !p[4]) {
 				/* one TMA after the PSB+'s TSC (anything else is
@@ -229,6 +282,8 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
 			case IP_TIP:
+				n = in_psb ? 0 : size;
+				break;
 			case IP_PGD:
 				n = in_psb ? 0 : size;
 				break;
@@ -236,12 +291,13 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = in_psb || !ipc ? 0 : size;
 				break;
 			case IP_FUP:
-				/* in PSB+ (the IP there), or right before a TIP.PGD
-				 * or TIP (an interrupt: tracing stops, or goes on
-				 * where it took the CPU) */
-				if (size && ipc && (in_psb || followed_by(p + size, end, IP_PGD, false) ||
+				/* in PSB+ (the IP there), the IP of the notes before
+				 * it, or right before a TIP.PGD or TIP (an interrupt:
+				 * tracing stops, or goes on where it took the CPU) */
+				if (size && ipc && (in_psb || fup_notes || followed_by(p + size, end, IP_PGD, false) ||
 						    followed_by(p + size, end, IP_TIP, false)))
 					n = size;
+				fup_notes = fup_mwaits = 0;
 				break;
 			default:
 				break;
@@ -313,6 +369,45 @@ static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint
 	new_event(q, ev, ptev_paging);
 	ev->variant.paging.cr3 = (payload & ~1ull) << 4;
 	ev->variant.paging.non_root = payload & 1;
+}
+
+/* The event of the PT note at p, stamped now. */
+static void read_note(const struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
+{
+	uint8_t b1 = p[1];
+	if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
+		new_event(q, ev, ptev_ptwrite);
+		ev->variant.ptwrite.size = ((b1 >> 5) & 3) ? 8 : 4;
+		ev->variant.ptwrite.payload = load_le(p + 2, ev->variant.ptwrite.size);
+	} else if ((b1 & ~EXT_IP_BIT) == EXT_EXSTOP) {
+		new_event(q, ev, ptev_exstop);
+	} else if (b1 == EXT_MWAIT) {
+		new_event(q, ev, ptev_mwait);
+		ev->variant.mwait.hints = (uint32_t)load_le(p + 2, 4);
+		ev->variant.mwait.ext = (uint32_t)load_le(p + 6, 4);
+	} else if (b1 == EXT_PWRE) {
+		uint64_t pl = load_le(p + 2, 2);
+		new_event(q, ev, ptev_pwre);
+		ev->variant.pwre.state = (uint8_t)((pl >> 12) & 0xf);
+		ev->variant.pwre.sub_state = (uint8_t)((pl >> 8) & 0xf);
+		ev->variant.pwre.hw = !!(pl & PWRE_HW);
+	} else { /* PWRX */
+		uint64_t pl = load_le(p + 2, 5);
+		new_event(q, ev, ptev_pwrx);
+		ev->variant.pwrx.deepest = (uint8_t)(pl & 0xf);
+		ev->variant.pwrx.last = (uint8_t)((pl >> 4) & 0xf);
+		ev->variant.pwrx.interrupt = !!(pl & PWRX_WAKE_INT);
+		ev->variant.pwrx.store = !!(pl & PWRX_WAKE_STORE);
+		ev->variant.pwrx.autonomous = !!(pl & PWRX_WAKE_HW);
+	}
+}
+
+/* A note bound to a FUP: its IP, the FUP's. */
+static void note_ip(const struct mt_ptq *q, struct pt_event *ev)
+{
+	uint64_t *ip = ev->type == ptev_ptwrite ? &ev->variant.ptwrite.ip
+		     : ev->type == ptev_exstop ? &ev->variant.exstop.ip : &ev->variant.mwait.ip;
+	event_ip(q, ev, ip);
 }
 
 /* The time packets, as libipt's pt_time and pt_tcal take them: a TSC is
@@ -457,8 +552,9 @@ static void read_psb(struct mt_ptq *q)
 			q->pos += PIP_SIZE;
 		} else if (b == OP_EXT && p[1] == EXT_VMCS) {
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
-			new_event(q, ev, ptev_vmcs);
-			ev->variant.vmcs.base = load_le(p + 2, 5) << 12;
+			/* in PSB+: bound to its IP, as libipt reports it */
+			new_event(q, ev, ptev_async_vmcs);
+			ev->variant.async_vmcs.base = load_le(p + 2, 5) << 12;
 			ev->status_update = 1;
 			q->pos += VMCS_SIZE;
 		} else if (b == OP_MODE) {
@@ -520,6 +616,10 @@ static int hand_over(struct mt_ptq *q)
  * taking in time and PSB+ on the way, as libipt's query decoder does. */
 static int read_ahead(struct mt_ptq *q)
 {
+	if (q->notes_ready) {
+		q->next = PTQ_EVENT;
+		return 0;
+	}
 	for (;;) {
 		const uint8_t *p = q->pos;
 		if (p == q->fast_end && p != q->end)
@@ -541,6 +641,12 @@ static int read_ahead(struct mt_ptq *q)
 				continue;
 			}
 			if (p[1] == EXT_PIP || p[1] == EXT_CBR) {
+				q->next = PTQ_EVENT;
+				return 0;
+			}
+			bool fup;
+			if (note_packet_size(p, q->end, &fup)) {
+				/* read by the next event query, as libipt reads them */
 				q->next = PTQ_EVENT;
 				return 0;
 			}
@@ -584,9 +690,19 @@ static int read_ahead(struct mt_ptq *q)
 				q->next = q->tip_pending ? PTQ_EVENT : PTQ_TIP;
 				return 0;
 			case IP_FUP: {
+				update_ip(q, p, ipc);
+				if (q->note_n) {
+					/* the IP of the notes before it */
+					for (unsigned i = 0; i < q->note_n; i++)
+						note_ip(q, &q->note_ev[i]);
+					q->notes_ready = true;
+					q->note_head = 0;
+					q->note_fup = (uint8_t)n; /* passed once they are told, as libipt does */
+					q->next = PTQ_EVENT;
+					return 0;
+				}
 				/* an asynchronous branch from here, bound to the
 				 * TIP or TIP.PGD after it */
-				update_ip(q, p, ipc);
 				struct pt_event *ev = &q->tip_ev;
 				new_event(q, ev, ptev_async_branch);
 				ev->variant.async_branch.from = q->ip;
@@ -693,7 +809,43 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			return dead_end(q);
 		if (q->next != PTQ_EVENT)
 			return -pte_bad_query;
+		if (q->notes_ready) {
+			*ev = q->note_ev[q->note_head++];
+			if (q->note_head == q->note_n) {
+				q->notes_ready = false;
+				q->note_n = q->note_head = 0;
+				q->pos += q->note_fup;
+				q->note_fup = 0;
+			}
+			break;
+		}
 		const uint8_t *p = q->pos;
+		bool fup;
+		int nn = p[0] == OP_EXT ? note_packet_size(p, q->end, &fup) : 0;
+		if (nn && fup) { /* its IP comes in the next FUP */
+			read_note(q, &q->note_ev[q->note_n++], p);
+			q->pos += nn;
+			int rc = read_ahead(q);
+			if (rc < 0)
+				return rc;
+			continue;
+		}
+		if (nn && p[1] == EXT_EXSTOP && q->note_n) {
+			/* an EXSTOP without IP: the MWAITs waiting (all that
+			 * waits, as the scan saw to) get none, and come first */
+			for (unsigned i = 0; i < q->note_n; i++)
+				q->note_ev[i].ip_suppressed = 1;
+			q->nunbound_mwait += q->note_n;
+			q->notes_ready = true;
+			q->note_head = 0;
+			continue;
+		}
+		if (nn) { /* a note on its own: no IP */
+			read_note(q, ev, p);
+			ev->ip_suppressed = 1;
+			q->pos += nn;
+			break;
+		}
 		if (p[0] == OP_MODE) {
 			/* binds to the TIP.PGE after it */
 			struct pt_event *m = &q->tip_ev;
@@ -726,6 +878,8 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 				event_ip(q, ev, &ev->variant.exec_mode.ip);
 			else if (ev->type == ptev_tsx)
 				event_ip(q, ev, &ev->variant.tsx.ip);
+			else if (ev->type == ptev_async_vmcs)
+				event_ip(q, ev, &ev->variant.async_vmcs.ip);
 			if (q->psb_head == q->psb_n) {
 				q->psb_n = q->psb_head = 0;
 				q->pos += PSBEND_SIZE;
@@ -834,7 +988,8 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	memset(&q->cal, 0, sizeof q->cal);
 	q->have_last = false;
 	q->psb_n = q->psb_head = 0;
-	q->tip_pending = q->pge_enabled_sent = false;
+	q->tip_pending = q->pge_enabled_sent = q->notes_ready = false;
+	q->note_n = q->note_head = q->note_fup = 0;
 	q->sync = q->pos = p;
 	read_psb(q);
 	int rc = read_ahead(q);

@@ -22,6 +22,7 @@
 
 /* status updates a PSB+ may hold: CBR, MODE.Exec, MODE.TSX, PIP, VMCS, one more */
 #define MT_PTQ_PSB_EVENTS 6
+#define MT_PTQ_FUP_NOTES 4
 
 /* what the packet at the read position is, once read ahead */
 enum mt_ptq_next {
@@ -86,7 +87,15 @@ struct mt_ptq {
 	unsigned psb_n, psb_head;
 	struct pt_event tip_ev;
 	bool tip_pending, pge_enabled_sent;
+	/* PT notes bound to the next FUP (PTW and EXSTOP with their IP bit,
+	 * MWAIT while tracing), which gives them its IP; then, once it came,
+	 * ready to report, from note_head on */
+	struct pt_event note_ev[MT_PTQ_FUP_NOTES];
+	unsigned note_n, note_head;
+	uint8_t note_fup;        /* the size of the FUP they wait behind */
+	bool notes_ready;
 	uint64_t ntrig;          /* TRIG packets read (no event for them yet) */
+	uint64_t nunbound_mwait; /* MWAITs an EXSTOP without IP left without one */
 };
 
 /* Readies q over [begin, end) (config as for libipt's query decoder; its

@@ -19,6 +19,8 @@
 
 static struct mt_event seq[N];
 static uint64_t before[N + 1]; /* instructions before event i */
+static char payloads[N][24];
+static struct mt_kv notes[N][1];
 
 static void make_sequence(void)
 {
@@ -29,6 +31,13 @@ static void make_sequence(void)
 					   .kind = i % 3 ? MT_EV_CALL : MT_EV_RETURN, .from = 0x400000 + (x >> 40),
 					   .to = 0x400000 + ((x >> 20) & 0xfffff), .insn = 1 + (x >> 59) + (i % 5 == 0 ? 0 : 3),
 					   .offset = (uint64_t)i * 4};
+		if (i % 4 == 2) { /* a ptwrite note's column */
+			seq[i].kind = MT_EV_PTWRITE;
+			snprintf(payloads[i], sizeof payloads[i], "0x%llx", (unsigned long long)x);
+			notes[i][0] = (struct mt_kv){"payload", payloads[i]};
+			seq[i].extra = notes[i];
+			seq[i].nextra = 1;
+		}
 		before[i + 1] = before[i] + seq[i].insn;
 	}
 }
@@ -71,7 +80,8 @@ static void free_piece(struct piece *p)
 static bool same(const struct mt_event *x, const struct mt_event *y)
 {
 	return x->time == y->time && x->from == y->from && x->to == y->to && x->insn == y->insn &&
-	       x->offset == y->offset && x->kind == y->kind && x->pid == y->pid && x->tid == y->tid;
+	       x->offset == y->offset && x->kind == y->kind && x->pid == y->pid && x->tid == y->tid &&
+	       x->nextra == y->nextra && (!x->nextra || !strcmp(x->extra[0].val, y->extra[0].val));
 }
 
 /* The stitched output equals the sequence. */
@@ -79,11 +89,12 @@ static bool output_is_sequence(const struct piece *a, const struct piece *b)
 {
 	size_t n = 0;
 	struct mt_event ev;
+	struct mt_kv kv[MT_EVLOG_MAX_EXTRA];
 	for (size_t i = 0; i < a->keep_to; i++, n++)
-		if (n >= N || !same(mt_evlog_event(&a->log, i, &ev), &seq[n]))
+		if (n >= N || !same(mt_evlog_event(&a->log, i, &ev, kv), &seq[n]))
 			return false;
 	for (size_t j = b->keep_from; j < b->log.n; j++, n++)
-		if (n >= N || !same(mt_evlog_event(&b->log, j, &ev), &seq[n]))
+		if (n >= N || !same(mt_evlog_event(&b->log, j, &ev, kv), &seq[n]))
 			return false;
 	return n == N;
 }
@@ -128,6 +139,17 @@ static void other_targets(struct piece *a, struct piece *b)
 		b->log.v[j].to ^= 0x10;
 }
 
+/* b's notes say other values after the cut (same kinds, IPs, counts) */
+static void other_payloads(struct piece *a, struct piece *b)
+{
+	(void)a;
+	for (size_t j = 0; j < b->log.n; j++)
+		if (b->log.v[j].nextra) {
+			char *v = b->log.arena + b->log.v[j].strs - 1 + strlen("payload") + 1;
+			v[2] = v[2] == '1' ? '2' : '1';
+		}
+}
+
 static void mark_not_reached(struct piece *a, struct piece *b)
 {
 	(void)b;
@@ -140,6 +162,8 @@ static void test_failures(void)
 	   "under STITCH_MIN events of overlap: no stitch, and the reason says so");
 	ok(no_stitch(60, other_targets, "events agree, then"),
 	   "events that differ after the cut: no stitch, the first difference named");
+	ok(no_stitch(60, other_payloads, "events agree, then"),
+	   "notes whose columns differ after the cut: no stitch");
 	ok(no_stitch(60, mark_not_reached, "never reached"),
 	   "a piece that never reached the next one's PSB does not stitch");
 }

@@ -212,6 +212,48 @@ static void truth_ev(struct truth *t, enum mt_event_kind k, uint64_t time, uint6
 	truth_ev_async(t, k, time, from, to, cond, timed, false);
 }
 
+/* A PTWRITE's note in the truth: after its instruction, at its address
+ * (from its FUP, or found by a decoder's walk), with its payload. */
+static void truth_ptwrite(struct truth *t, uint64_t time, uint64_t ip, uint64_t payload, bool timed)
+{
+	if (!t->w || !t->on)
+		return;
+	char v[24];
+	snprintf(v, sizeof v, "0x%" PRIx64, payload);
+	struct mt_kv kv = {"payload", v};
+	struct mt_event ev = {.kind = MT_EV_PTWRITE, .time = time, .has_time = timed, .pid = t->pid, .tid = t->tid,
+			      .cpu = t->cpu, .from = ip, .insn = t->since, .offset = MT_NO_OFFSET, .extra = &kv,
+			      .nextra = 1};
+	t->since = 0;
+	mt_events_write(t->w, &ev);
+}
+
+/* The PTW packet of step i's PTWRITE (and its FUP with ptw_fup), after
+ * the TNT bits of the branches before it. */
+static void ptw_packet(struct enc *x, const struct mt_synth_run *run, size_t i, const struct mt_synth_insn *in,
+		       struct truth *t, uint64_t now, bool timed)
+{
+	size_t step = i + run->ptw_base;
+	while (x->ptw_at < run->nptw && run->ptw[x->ptw_at].step < step)
+		x->ptw_at++;
+	if (x->ptw_at == run->nptw || run->ptw[x->ptw_at].step != step) {
+		x->err = -pte_internal; /* a PTWRITE the recording did not see run */
+		return;
+	}
+	const struct mt_synth_ptw *w = &run->ptw[x->ptw_at];
+	flush_tnt(x);
+	struct pt_packet p = {0};
+	p.type = ppt_ptw;
+	p.payload.ptw.plc = w->bytes == 8 ? 1 : 0;
+	p.payload.ptw.ip = x->v->ptw_fup;
+	p.payload.ptw.payload = w->payload;
+	put(x, &p);
+	if (x->v->ptw_fup)
+		ip_packet(x, ppt_fup, in->ip, false);
+	if (t)
+		truth_ptwrite(t, now, in->ip, w->payload, timed);
+}
+
 static int note_switch(struct enc *x, uint32_t prev, uint32_t next)
 {
 	if (x->nsw == x->capsw) {
@@ -346,6 +388,7 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT encoder");
 	bool timed = v->timing != MT_SYNTH_TIMELESS;
 	x->tsc = MT_SYNTH_TSC0;
+	x->ptw_at = 0;
 	x->last_ctc = x->tsc / TSC_PER_CTC;
 	x->last_cyc = x->tsc;
 	if ((x->err = next_of_thread(run, x)))
@@ -446,6 +489,9 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 			ip_packet(x, ppt_tip_pgd, 0, true);
 			if (t)
 				truth_ev(t, MT_EV_SYSCALL, now, in->ip, 0, false, timed);
+			break;
+		case MT_IC_PTWRITE:
+			ptw_packet(x, run, i, in, t, now, timed);
 			break;
 		default:
 			break;

@@ -25,6 +25,8 @@
 #define CFG_TSC 0x400ULL
 #define CFG_NORETCOMP 0x800ULL
 #define CFG_BRANCH 0x2000ULL
+#define CFG_FUP_ON_PTW 0x20ULL
+#define CFG_PTW 0x1000ULL
 
 struct enc {
 	const struct mt_synth_variant *v;
@@ -47,6 +49,7 @@ struct enc {
 	uint64_t *nxt;       /* per step: the next IP of the same thread, 0: none */
 	struct synth_switch *sw; /* thread switches, for the perf.data sideband */
 	size_t nsw, capsw;
+	size_t ptw_at;       /* the next of the run's PTWRITEs */
 	struct synth_hit *hits;  /* breakpoint hits (mt_synth_opts.hit_ip) */
 	size_t nhits, caphits;
 };

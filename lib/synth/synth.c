@@ -1,6 +1,7 @@
 /* synth: recording the ground truth (ptrace) and classifying instructions. */
 #define _GNU_SOURCE
 #include "synth/synth.h"
+#include "base/strtab.h"
 #include "trace/x86.h"
 
 #include <capstone.h>
@@ -184,7 +185,14 @@ struct tracee {
 	bool has_last;
 };
 
+/* The PTWRITEs emulated, in the order they ran. */
+struct ptw_log {
+	struct mt_synth_ptw *v;
+	size_t n, cap;
+};
+
 struct sched {
+	struct ptw_log ptw;
 	struct mt_synth_run *run;
 	struct tracee th[MT_SYNTH_MAX_THREADS];
 	int nth;
@@ -296,8 +304,61 @@ static int on_stop(struct sched *sc, pid_t w, int status, struct mt_err *err)
 	return 0;
 }
 
+/* Not PTWRITEs, by address: most steps need no look at their bytes. */
+#define NOT_PTW_CACHE 4096
+
+/* The general register that a ModRM r/m field (with REX.B) names. */
+static uint64_t reg_of(const struct user_regs_struct *r, unsigned rm)
+{
+	const unsigned long long v[16] = {r->rax, r->rcx, r->rdx, r->rbx, r->rsp, r->rbp, r->rsi, r->rdi,
+					  r->r8, r->r9, r->r10, r->r11, r->r12, r->r13, r->r14, r->r15};
+	return v[rm & 15];
+}
+
+/* The instruction at the tracee's rip, if a PTWRITE: emulated (its
+ * payload logged, rip moved past it). 1: emulated, 0: not a PTWRITE. */
+static int emulate_ptwrite(struct sched *sc, pid_t tid, uint64_t rip, uint64_t *not_ptw, struct mt_err *err)
+{
+	size_t slot = rip % NOT_PTW_CACHE;
+	if (not_ptw[slot] == rip)
+		return 0;
+	uint8_t code[16];
+	for (int k = 0; k < 2; k++) {
+		errno = 0;
+		long word = ptrace(PTRACE_PEEKTEXT, tid, (void *)(rip + 8 * (uint64_t)k), NULL);
+		if (word == -1 && errno)
+			return mt_err_set(err, MT_EIO, "ptrace PEEKTEXT at 0x%" PRIx64 ": %s", rip, strerror(errno));
+		memcpy(code + 8 * k, &word, 8);
+	}
+	unsigned len = mt_ptwrite_length(code, sizeof code);
+	if (!len) {
+		not_ptw[slot] = rip;
+		return 0;
+	}
+	/* F3 [REX] 0F AE /4 */
+	unsigned rex = (code[1] & 0xf0) == 0x40 ? code[1] : 0;
+	uint8_t modrm = code[rex ? 4 : 3];
+	if (modrm >> 6 != 3)
+		return mt_err_set(err, MT_EUNSUP, "the PTWRITE at 0x%" PRIx64 " has a memory operand, which mt-synth "
+				  "does not emulate", rip);
+	struct user_regs_struct regs;
+	if (ptrace(PTRACE_GETREGS, tid, NULL, &regs) < 0)
+		return mt_err_set(err, MT_EIO, "ptrace GETREGS: %s", strerror(errno));
+	bool wide = rex & 8;
+	uint64_t value = reg_of(&regs, (modrm & 7) | (rex & 1 ? 8 : 0));
+	struct ptw_log *l = &sc->ptw;
+	if (!mt_grow((void **)&l->v, &l->cap, l->n + 1, sizeof *l->v))
+		return mt_err_set(err, MT_ENOMEM, "out of memory recording");
+	l->v[l->n++] = (struct mt_synth_ptw){.payload = wide ? value : (uint32_t)value, .bytes = wide ? 8 : 4};
+	regs.rip += len;
+	if (ptrace(PTRACE_SETREGS, tid, NULL, &regs) < 0)
+		return mt_err_set(err, MT_EIO, "ptrace SETREGS: %s", strerror(errno));
+	return 1;
+}
+
 /* Single-steps argv to its exit, recording every user RIP. */
-static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
+static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run, struct ptw_log *ptw,
+			struct mt_err *err)
 {
 	memset(run, 0, sizeof *run);
 	int pipefd[2];
@@ -349,6 +410,11 @@ static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run
 	const char *base = strrchr(argv[0], '/');
 	snprintf(run->comm, sizeof run->comm, "%s", base ? base + 1 : argv[0]);
 	struct sched sc = {.run = run};
+	uint64_t *not_ptw = calloc(NOT_PTW_CACHE, sizeof *not_ptw);
+	if (!not_ptw) {
+		kill(pid, SIGKILL);
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	}
 	sc.th[0] = (struct tracee){.tid = pid, .st = T_READY, .record = true};
 	sc.nth = 1;
 	run->threads[0] = (uint32_t)pid;
@@ -396,6 +462,16 @@ static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run
 				break;
 			t->last = run->nips - 1;
 			t->has_last = true;
+			int em = emulate_ptwrite(&sc, t->tid, (uint64_t)rip, not_ptw, err);
+			if (em < 0) {
+				rc = em;
+				break;
+			}
+			if (em) { /* it ran: nothing to step, nor to undo */
+				t->has_last = false;
+				slice++;
+				continue;
+			}
 		}
 		if (ptrace(PTRACE_SINGLESTEP, t->tid, NULL, (void *)(long)t->sig) < 0) {
 			rc = mt_err_set(err, MT_EIO, "ptrace SINGLESTEP: %s", strerror(errno));
@@ -423,13 +499,17 @@ static int record_steps(char *const argv[], bool quiet, struct mt_synth_run *run
 			rc = mt_err_set(err, MT_EIO, "waitpid: %s", strerror(wait_errno));
 	}
 	sigaction(SIGALRM, &old_sa, NULL);
+	free(not_ptw);
+	*ptw = sc.ptw;
 	/* A tracee in an exit-event stop ignores SIGKILL until resumed. */
 	kill(pid, SIGKILL);
 	for (int i = 0; i < sc.nth; i++)
 		if (sc.th[i].st != T_GONE)
 			ptrace(PTRACE_CONT, sc.th[i].tid, NULL, NULL);
-	while (waitpid(-1, &status, __WALL) > 0)
-		;
+	/* ... and the SIGKILL brings a stopped one to that stop first */
+	while ((w = waitpid(-1, &status, __WALL)) > 0)
+		if (WIFSTOPPED(status))
+			ptrace(PTRACE_CONT, w, NULL, NULL);
 	if (rc == MT_ENOMEM)
 		mt_err_set(err, rc, "out of memory recording");
 	return rc;
@@ -443,6 +523,7 @@ void mt_synth_run_free(struct mt_synth_run *run)
 	free(run->ips);
 	free(run->tids);
 	free(run->tab);
+	free(run->ptw);
 	memset(run, 0, sizeof *run);
 }
 
@@ -461,6 +542,14 @@ static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct 
 		return -1;
 	size_t avail = m->start + m->len - ip;
 	const uint8_t *code = m->bytes + (ip - m->start);
+	unsigned ptw_len = mt_ptwrite_length(code, avail < 15 ? avail : 15);
+	if (ptw_len) { /* Capstone 4 knows none */
+		memset(out, 0, sizeof *out);
+		out->ip = ip;
+		out->len = (uint8_t)ptw_len;
+		out->cls = MT_IC_PTWRITE;
+		return 0;
+	}
 	cs_insn *insn;
 	size_t n = cs_disasm(cs, code, avail < 16 ? avail : 16, ip, 1, &insn);
 	if (n != 1) {
@@ -522,6 +611,7 @@ static bool follows(const struct mt_synth_insn *i, uint64_t next)
 	uint64_t ft = i->ip + i->len;
 	switch (i->cls) {
 	case MT_IC_OTHER: return next == ft || (i->rep && next == i->ip);
+	case MT_IC_PTWRITE: return next == ft;
 	case MT_IC_JCC: return next == ft || next == i->target;
 	case MT_IC_JMP: case MT_IC_CALL: return next == i->target;
 	default: return true; /* indirect, ret, syscall: anything */
@@ -555,9 +645,13 @@ static int bridge(csh cs, struct mt_synth_run *run, uint64_t from, uint64_t to, 
 
 int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err)
 {
-	int rc = record_steps(argv, quiet, run, err);
-	if (rc)
+	struct ptw_log ptw = {0};
+	int rc = record_steps(argv, quiet, run, &ptw, err);
+	if (rc) {
+		free(ptw.v);
 		return rc;
+	}
+	size_t ptw_next = 0; /* the emulated PTWRITEs, given to their steps in order */
 	csh cs;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK)
 		return mt_err_set(err, MT_EUNSUP, "capstone: cannot open an x86-64 disassembler");
@@ -605,6 +699,13 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 				run->repaired += (uint64_t)plen;
 			}
 		}
+		if (!rc && s->cls == MT_IC_PTWRITE) {
+			if (ptw_next == ptw.n) {
+				rc = mt_err_set(err, MT_EFORMAT, "step %zu: a PTWRITE at 0x%" PRIx64 " that did not run", i, ip);
+				break;
+			}
+			ptw.v[ptw_next++].step = out.nips;
+		}
 		if (!rc)
 			rc = push_step(&out, &cap, ip, run->tids[i]);
 		prev_of[th] = out.nips - 1;
@@ -613,6 +714,8 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 	cs_close(&cs);
 	if (rc == MT_ENOMEM)
 		mt_err_set(err, rc, "out of memory classifying instructions");
+	run->ptw = ptw.v;
+	run->nptw = ptw_next;
 	free(run->ips);
 	free(run->tids);
 	run->ips = out.ips;

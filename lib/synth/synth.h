@@ -18,6 +18,15 @@
 enum mt_synth_class {
 	MT_IC_OTHER, MT_IC_JCC, MT_IC_JMP, MT_IC_JMP_IND, MT_IC_CALL,
 	MT_IC_CALL_IND, MT_IC_RET, MT_IC_SYSCALL, MT_IC_UNSUPPORTED,
+	MT_IC_PTWRITE, /* emulated while recording: the CPU may not have it */
+};
+
+/* A PTWRITE the recording emulated: its step, and what it wrote (4 or 8
+ * bytes). */
+struct mt_synth_ptw {
+	size_t step;
+	uint64_t payload;
+	uint8_t bytes;
 };
 
 struct mt_synth_insn {
@@ -54,13 +63,21 @@ struct mt_synth_run {
 	 * runs after its last instruction; the trace ends there as an
 	 * interrupt ends it. 0: the run's own end. */
 	uint64_t end_next;
+	/* the PTWRITEs, by step (ascending); a part's steps count from
+	 * ptw_base of the run's */
+	struct mt_synth_ptw *ptw;
+	size_t nptw;
+	size_t ptw_base;
 	uint64_t repaired;    /* instructions inserted for missed single-steps */
 	uint64_t collapsed;   /* REP iterations folded */
 	int exit_status;
 };
 
 /* Runs argv[0] (searched in PATH) with ASLR off under single-step until it
- * exits; fills run. Threads are followed and run one at a time, switched
+ * exits; fills run. A PTWRITE with a register operand is emulated, not
+ * executed (most CPUs here have none): its payload is read from the
+ * register and the program goes on after it; one with a memory operand is
+ * refused (MT_EUNSUP). Threads are followed and run one at a time, switched
  * every few thousand steps or when one blocks, as on a single CPU. stdout
  * of the program goes to /dev/null when quiet. */
 int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, struct mt_err *err);
@@ -87,6 +104,7 @@ struct mt_synth_variant {
 	bool gap;             /* snapshot: the two snapshots do not meet (the middle third is lost) */
 	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
 	bool kcore;           /* kernel, with the image as perf --kcore saves it */
+	bool ptw_fup;         /* a FUP after each PTW (perf's fup_on_ptw) */
 };
 
 /* The predefined variants: NULL-terminated array. */

@@ -22,6 +22,10 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "snapshot-gap", .psb_every = 1000, .snapshot = true, .gap = true},
 	{.name = "kernel", .kernel = true},
 	{.name = "kcore", .kernel = true, .kcore = true, .noretcomp = true},
+	/* PTWRITE (any variant has a program's PTW packets, with the payload
+	 * alone: a decoder's walk finds the instruction): each with a FUP,
+	 * perf's fup_on_ptw */
+	{.name = "ptw-fup", .ptw_fup = true},
 	{.name = NULL},
 };
 

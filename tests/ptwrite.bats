@@ -1,0 +1,89 @@
+#!/usr/bin/env bats
+# PTWRITE (issue 22): testdata/progs/ptwrite writes 17 values with PTWRITE
+# (register forms, 32 and 64 bits; payloads in its source). mt-synth
+# emulates the instruction (no CPU here has it) and encodes each as a PTW
+# packet, with a FUP in the ptw-fup variant. Oracles: the run's ground
+# truth, perf script --itrace=w (an independent decoder) and the program's
+# source.
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+setup_file() {
+	export PTW=$BATS_FILE_TMPDIR/ptw
+	"$MT_BIN/mt-synth" -q -o "$PTW" --variants plain,ptw-fup,tsc,mtc,per-cpu,psb -- "$MT_PROGS/ptwrite" emulate \
+		> "$BATS_FILE_TMPDIR/variants" 2> "$BATS_FILE_TMPDIR/synth.log"
+}
+
+# "payload ip" per ptwrite note of a stream
+mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^payload=/) print substr($i, 9), $5 }' "$1"; }
+
+@test "ptwrite: run plainly, it exits as its source says (a PTWRITE only where the CPU has one)" {
+	run "$MT_PROGS/ptwrite"
+	[ "$status" -eq 12 ]
+}
+
+@test "ptwrite: each variant decodes to the ground truth, its 17 notes included" {
+	for v in plain ptw-fup tsc mtc per-cpu psb; do
+		"$PT2EVENTS" --all-branches -o "$BATS_TEST_TMPDIR/$v" "$PTW/$v.data"
+		diff <(events_body "$PTW/$v.truth") <(events_body "$BATS_TEST_TMPDIR/$v")
+		[ "$(mt_ptw "$BATS_TEST_TMPDIR/$v" | wc -l)" -eq 17 ]
+	done
+	# the payloads the source writes: 0x1000 + i*i, i ^ 0x5a5a, then one constant
+	python3 - "$BATS_TEST_TMPDIR/plain" <<-'PY'
+	import sys
+	want = []
+	for i in range(8):
+	    want += ['0x%x' % (0x1000 + i * i), '0x%x' % (i ^ 0x5a5a)]
+	want.append('0xfeedfacecafebeef')
+	got = [l.rstrip('\n').split('\t') for l in open(sys.argv[1]) if '\tptwrite\t' in l]
+	got = [kv[8:] for c in got for kv in c[6:] if kv.startswith('payload=')]
+	assert got == want, (got, want)
+	PY
+}
+
+@test "ptwrite: payloads and addresses equal perf script --itrace=w, with and without FUPs" {
+	for v in plain ptw-fup; do
+		perf script -i "$PTW/$v.data" --itrace=w -F ip,synth 2>/dev/null |
+			awk '{ print $4, "0x" $NF }' > "$BATS_TEST_TMPDIR/perf"
+		[ "$(wc -l < "$BATS_TEST_TMPDIR/perf")" -eq 17 ]
+		"$PT2EVENTS" -o "$BATS_TEST_TMPDIR/mt" "$PTW/$v.data"
+		diff "$BATS_TEST_TMPDIR/perf" <(mt_ptw "$BATS_TEST_TMPDIR/mt")
+		# perf's IP flag: the packet had a FUP
+		local ipflag=0
+		[ $v = ptw-fup ] && ipflag=1
+		[ "$(perf script -i "$PTW/$v.data" --itrace=w -F synth 2>/dev/null | grep -c "IP: $ipflag payload")" -eq 17 ]
+	done
+}
+
+@test "ptwrite: decoded by the worker threads (events held in their logs), the same notes" {
+	"$PT2EVENTS" --all-branches -j 1 -o "$BATS_TEST_TMPDIR/one" "$PTW/per-cpu.data"
+	"$PT2EVENTS" --all-branches -j 2 -o "$BATS_TEST_TMPDIR/two" "$PTW/per-cpu.data"
+	cmp "$BATS_TEST_TMPDIR/one" "$BATS_TEST_TMPDIR/two"
+	[ "$(mt_ptw "$BATS_TEST_TMPDIR/two" | wc -l)" -eq 17 ]
+}
+
+@test "ptwrite: mt-toperfetto draws each note inside the function that wrote it" {
+	"$PT2EVENTS" "$PTW/tsc.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=json -o "$BATS_TEST_TMPDIR/t.json"
+	"$PT2EVENTS" "$PTW/tsc.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o "$BATS_TEST_TMPDIR/t.pftrace"
+	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/t.pftrace"
+	python3 - "$BATS_TEST_TMPDIR/t.json" <<-'PY'
+	import json, sys
+	ev = json.load(open(sys.argv[1]))['traceEvents']
+	slices = [e for e in ev if e.get('ph') == 'X']
+	notes = [e for e in ev if e.get('ph') == 'i' and e['name'].startswith('ptwrite ')]
+	assert len(notes) == 17, len(notes)
+	for n in notes:
+	    v = int(n['name'][8:], 16)
+	    fn = 'ptw32' if 0x5a50 <= v <= 0x5a5f else 'ptw64'  # i ^ 0x5a5a, i < 8: the 32-bit ones
+	    inside = [s for s in slices if s['name'] == fn and s['ts'] <= n['ts'] <= s['ts'] + s['dur']]
+	    assert inside, (n, fn)
+	PY
+}
+
+@test "ptwrite: one with a memory operand is refused by mt-synth, with the reason" {
+	run --separate-stderr "$MT_BIN/mt-synth" -q -o "$BATS_TEST_TMPDIR/mem" --variants plain -- "$MT_PROGS/ptwrite" emulate memory
+	[ "$status" -ne 0 ]
+	[[ "$stderr" == *"has a memory operand, which mt-synth does not emulate"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/mem/plain.data" ]
+}

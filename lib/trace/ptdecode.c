@@ -216,10 +216,16 @@ static void handle_note(struct dec *d, const struct pt_event *ev)
 			emit_note(d, MT_EV_EXSTOP, ev->ip_suppressed ? 0 : ev->variant.exstop.ip, &n);
 		break;
 	case ptev_vmcs:
+		if (ev->status_update)
+			break;
 		note_col(&n, "base", "0x%llx", ev->variant.vmcs.base);
 		emit_note(d, MT_EV_VMCS, 0, &n);
 		break;
 	case ptev_async_vmcs:
+		/* a PSB+'s restates the VMCS of a guest's trace at every PSB:
+		 * no change, and no note */
+		if (ev->status_update)
+			break;
 		note_col(&n, "base", "0x%llx", ev->variant.async_vmcs.base);
 		emit_note(d, MT_EV_VMCS, ev->variant.async_vmcs.ip, &n);
 		break;

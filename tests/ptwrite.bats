@@ -87,3 +87,23 @@ mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^pa
 	[[ "$stderr" == *"has a memory operand, which mt-synth does not emulate"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/mem/plain.data" ]
 }
+
+# The power variant (mt-synth(1)): the core sleeps in C3 through each
+# syscall that returns: MWAIT, PWRE, EXSTOP, PWRX while tracing is off.
+# Oracles: the truth (every note, with --power), and perf script
+# --itrace=p for the EXSTOPs and PWRXs (perf reports an MWAIT and a PWRE
+# only with the FUP of an EXSTOP with an IP, which these have not; libipt
+# 2.1 reports them without one, as mt does).
+@test "power variant: the notes equal the truth with --power, none without; perf's PWRX and EXSTOP agree" {
+	local t=$BATS_TEST_TMPDIR
+	"$MT_BIN/mt-synth" -q -o "$t/s" --variants power -- "$MT_PROGS/flow" > /dev/null 2>&1
+	"$PT2EVENTS" --all-branches --power -o "$t/mt" "$t/s/power.data"
+	diff <(events_body "$t/s/power.truth") <(events_body "$t/mt")
+	[ "$(grep -c '	pwrx	' "$t/mt")" -eq 2 ] # flow's two syscalls that return (write, getpid)
+	"$PT2EVENTS" --all-branches -o "$t/plain" "$t/s/power.data"
+	diff <(events_body "$t/s/power.truth" | grep -vE $'\t(mwait|pwre|pwrx|exstop)\t') <(events_body "$t/plain")
+	perf script -i "$t/s/power.data" --itrace=p -F synth 2>/dev/null > "$t/perf"
+	# perf's C-states are the hint values: C3 is 2
+	[ "$(grep -c 'deepest cstate: 2 last cstate: 2 wake reason: 0x1' "$t/perf")" -eq 2 ]
+	[ "$(grep -c '^ *IP: 0 *$' "$t/perf")" -eq "$(grep -c '	exstop	0x0	' "$t/mt")" ]
+}

@@ -254,6 +254,51 @@ static void ptw_packet(struct enc *x, const struct mt_synth_run *run, size_t i, 
 		truth_ptwrite(t, now, in->ip, w->payload, timed);
 }
 
+/* A power note in the truth (mt-events(5)'s columns). */
+static void truth_power(struct truth *t, enum mt_event_kind k, const struct mt_kv *kv, unsigned n, uint64_t time,
+			bool timed)
+{
+	if (!t->w || !t->on)
+		return;
+	struct mt_event ev = {.kind = k, .time = time, .has_time = timed, .pid = t->pid, .tid = t->tid,
+			      .cpu = t->cpu, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
+	mt_events_write(t->w, &ev);
+}
+
+/* The power variant: while a syscall waits in the kernel the core sleeps,
+ * as an idle CPU's MWAIT puts it in C3: MWAIT (hints 0x20, extensions 1),
+ * PWRE (C3, its hint 2), EXSTOP (no IP: tracing is off), PWRX (woken by an
+ * interrupt, C3 last and deepest). The MWAIT waits for the FUP of an
+ * EXSTOP with an IP; one without leaves it without an IP, so a decoder
+ * reports the PWRE first (libipt 2.1's reading). C-states in the truth as
+ * mt-events(5) numbers them (hint + 1). */
+static void power_packets(struct enc *x, struct truth *t, bool timed)
+{
+	struct pt_packet p = {0};
+	p.type = ppt_mwait;
+	p.payload.mwait.hints = 0x20;
+	p.payload.mwait.ext = 1;
+	put(x, &p);
+	p = (struct pt_packet){.type = ppt_pwre};
+	p.payload.pwre.state = 2;
+	p.payload.pwre.sub_state = 0;
+	put(x, &p);
+	p = (struct pt_packet){.type = ppt_exstop};
+	put(x, &p);
+	p = (struct pt_packet){.type = ppt_pwrx};
+	p.payload.pwrx.last = 2;
+	p.payload.pwrx.deepest = 2;
+	p.payload.pwrx.interrupt = 1;
+	put(x, &p);
+	if (!t)
+		return;
+	truth_power(t, MT_EV_PWRE, (const struct mt_kv[]){{"cstate", "3"}, {"substate", "1"}}, 2, x->tsc, timed);
+	truth_power(t, MT_EV_MWAIT, (const struct mt_kv[]){{"hints", "0x20"}, {"ext", "0x1"}}, 2, x->tsc, timed);
+	truth_power(t, MT_EV_EXSTOP, NULL, 0, x->tsc, timed);
+	truth_power(t, MT_EV_PWRX, (const struct mt_kv[]){{"cstate", "3"}, {"deepest", "3"}, {"wake", "int"}}, 3,
+		    x->tsc, timed);
+}
+
 static int note_switch(struct enc *x, uint32_t prev, uint32_t next)
 {
 	if (x->nsw == x->capsw) {
@@ -508,6 +553,8 @@ int mt_synth_encode(const struct mt_synth_run *run, const struct mt_synth_varian
 			break;
 		bool sw = run->tids[i + 1] != run->tids[i];
 		if (in->cls == MT_IC_SYSCALL) {
+			if (v->power)
+				power_packets(x, t, timed);
 			advance(x, MT_SYNTH_SYSCALL_TICKS); /* time in the kernel */
 			if (!sw) {
 				if (v->timing == MT_SYNTH_TSC)

@@ -27,6 +27,7 @@
 #define CFG_BRANCH 0x2000ULL
 #define CFG_FUP_ON_PTW 0x20ULL
 #define CFG_PTW 0x1000ULL
+#define CFG_PWR_EVT 0x10ULL
 
 struct enc {
 	const struct mt_synth_variant *v;

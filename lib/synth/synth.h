@@ -105,6 +105,7 @@ struct mt_synth_variant {
 	bool kernel;          /* intel_pt//uk: syscalls run a synthetic kernel blob */
 	bool kcore;           /* kernel, with the image as perf --kcore saves it */
 	bool ptw_fup;         /* a FUP after each PTW (perf's fup_on_ptw) */
+	bool power;           /* power events (pwr_evt): the core sleeps in C3 through each syscall */
 };
 
 /* The predefined variants: NULL-terminated array. */

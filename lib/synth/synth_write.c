@@ -487,7 +487,8 @@ static void make_attrs(struct synth_file *f)
 				.tid = f->run->pid, .cpu = v->per_cpu ? 0 : (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
 	uint64_t config = CFG_PT | CFG_BRANCH | (timed ? CFG_TSC : 0) |
 			  (v->timing == MT_SYNTH_MTC ? CFG_MTC : 0) | (v->noretcomp ? CFG_NORETCOMP : 0) |
-			  (v->cyc ? CFG_CYC : 0) | (f->run->nptw ? CFG_PTW : 0) | (v->ptw_fup ? CFG_FUP_ON_PTW : 0);
+			  (v->cyc ? CFG_CYC : 0) | (f->run->nptw ? CFG_PTW : 0) | (v->ptw_fup ? CFG_FUP_ON_PTW : 0) |
+			  (v->power ? CFG_PWR_EVT : 0);
 	uint64_t pt_flags = MT_ATTR_DISABLED | (v->kernel ? 0 : MT_ATTR_EXCLUDE_KERNEL) | MT_ATTR_EXCLUDE_HV |
 			    MT_ATTR_ENABLE_ON_EXEC |
 			    MT_ATTR_SAMPLE_ID_ALL | MT_ATTR_EXCLUDE_GUEST | (v->per_cpu ? MT_ATTR_INHERIT : 0);

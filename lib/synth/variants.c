@@ -26,6 +26,7 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	 * alone: a decoder's walk finds the instruction): each with a FUP,
 	 * perf's fup_on_ptw */
 	{.name = "ptw-fup", .ptw_fup = true},
+	{.name = "power", .power = true},
 	{.name = NULL},
 };
 

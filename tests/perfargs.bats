@@ -162,3 +162,89 @@ pa() { # CAPS ARGS... -> one line in $output
 	"$MT_BIN/mt-caps" | "$PERFARGS" --pid=1 > "$BATS_TEST_TMPDIR/args" 2>/dev/null
 	grep -q -- '--event=' "$BATS_TEST_TMPDIR/args"
 }
+
+# Issue 22: Intel PT's optional packets and controls, each asked for only
+# where the machine can (the kernel's intel_pt/caps files as mt-caps lists
+# them, perf's and the kernel's versions); the terms and --filter as perf
+# takes them (perf-intel-pt(1): ptw, fup_on_ptw, pwr_evt, event,
+# aux-action=start-paused; --filter after its event).
+@test "--ptwrite, --power-events, --event-trace, --start-paused: perf's terms where the caps allow, after the resolution's" {
+	caps "$BATS_TEST_TMPDIR/c" 6.13 1 1
+	printf '%s\n' intel_pt.caps.ptwrite=1 intel_pt.caps.power_event_trace=1 intel_pt.caps.event_trace=1 \
+		kernel.release=6.13.2-amd64 >> "$BATS_TEST_TMPDIR/c"
+	pa "$BATS_TEST_TMPDIR/c" --ptwrite --pid=7
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" --event=intel_pt/cyc=1,cyc_thresh=1,mtc_period=0,ptw=1,fup_on_ptw=1/u "* ]]
+	pa "$BATS_TEST_TMPDIR/c" --timer-resolution=low --power-events --event-trace --start-paused --pid=7
+	[[ "$output" == *" --event=intel_pt/pwr_evt=1,event=1,aux-action=start-paused/u "* ]]
+}
+
+@test "--ptwrite and the others: refused with the reason where the CPU, perf or kernel cannot, and with sampling" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	printf '%s\n' intel_pt.caps.ptwrite=0 kernel.release=6.1.0-13-amd64 >> "$BATS_TEST_TMPDIR/c"
+	pa "$BATS_TEST_TMPDIR/c" --ptwrite
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--ptwrite: this CPU's Intel PT has no PTWRITE (intel_pt/caps/ptwrite is not 1)"* ]]
+	pa "$BATS_TEST_TMPDIR/c" --power-events
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--power-events: this CPU's Intel PT has no power events"* ]]
+	pa "$BATS_TEST_TMPDIR/c" --event-trace
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"no Event Trace"* ]]
+	pa "$BATS_TEST_TMPDIR/c" --start-paused
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--start-paused: perf 6.1 has no aux-action (6.13 and later)"* ]]
+	caps "$BATS_TEST_TMPDIR/k" 6.13 1 1
+	echo kernel.release=6.12.1 >> "$BATS_TEST_TMPDIR/k"
+	pa "$BATS_TEST_TMPDIR/k" --start-paused
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--start-paused: kernel 6.12.1 cannot pause the AUX area (6.13 and later)"* ]]
+	# no Intel PT at all: sampling, where none of them applies
+	caps "$BATS_TEST_TMPDIR/n" 6.1 0 0
+	pa "$BATS_TEST_TMPDIR/n" --ptwrite
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"are for Intel PT, not sampling (this machine has none)"* ]]
+}
+
+@test "--filter: perf's --filter after the event, its ranges counted against the CPU's" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	printf '%s\n' intel_pt.caps.ip_filtering=1 intel_pt.caps.num_address_ranges=2 >> "$BATS_TEST_TMPDIR/c"
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" -C DIR --filter='filter main @ /bin/app, start 0x1000 @ /bin/app' --pid=7
+	[ "$status" -eq 0 ]
+	[ "$(sed -n 6p <<< "$output")" = "--event=intel_pt/cyc=1,cyc_thresh=1,mtc_period=0/u" ]
+	[ "$(sed -n 7p <<< "$output")" = "--filter" ]
+	[ "$(sed -n 8p <<< "$output")" = "filter main @ /bin/app, start 0x1000 @ /bin/app" ]
+	pa "$BATS_TEST_TMPDIR/c" --filter='filter a @ /x, filter b @ /x, filter c @ /x'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"--filter: 3 address ranges, and this CPU has 2"* ]]
+	for bad in 'main @ /bin/app' 'filter main' 'filter main @ /x,' 'trace main @ /x'; do
+		pa "$BATS_TEST_TMPDIR/c" --filter="$bad"
+		[ "$status" -eq 2 ]
+		[[ "$stderr" == *"expected perf's address filters"* ]]
+	done
+	caps "$BATS_TEST_TMPDIR/n" 6.1 1 1
+	pa "$BATS_TEST_TMPDIR/n" --filter='filter main @ /bin/app'
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"cannot filter by address (intel_pt/caps/ip_filtering is not 1)"* ]]
+}
+
+# The same through mt-caps on a fake sysfs tree, and mt-record's dry run.
+@test "--ptwrite from a fake sysfs tree's caps/ptwrite through mt-caps, mt-perfargs and mt-record --dry-run" {
+	local m=$BATS_TEST_TMPDIR/m
+	mkdir -p "$m/sys/bus/event_source/devices/intel_pt/caps"
+	echo 8 > "$m/sys/bus/event_source/devices/intel_pt/type"
+	for f in psb_cyc ptwrite; do echo 1 > "$m/sys/bus/event_source/devices/intel_pt/caps/$f"; done
+	"$MT_BIN/mt-caps" --sysfs-root="$m/sys" --perf=perf > "$BATS_TEST_TMPDIR/caps"
+	grep -qx 'intel_pt.caps.ptwrite=1' "$BATS_TEST_TMPDIR/caps"
+	pa "$BATS_TEST_TMPDIR/caps" --ptwrite --pid=7
+	[ "$status" -eq 0 ]
+	[[ "$output" == *",ptw=1,fup_on_ptw=1/u "* ]]
+	run --separate-stderr "$MT_BIN/mt-record" --caps "$BATS_TEST_TMPDIR/caps" --dry-run --ptwrite --pid 7
+	[ "$status" -eq 0 ]
+	[[ "$output" == *"ptw=1,fup_on_ptw=1"* ]]
+	echo 0 > "$m/sys/bus/event_source/devices/intel_pt/caps/ptwrite"
+	"$MT_BIN/mt-caps" --sysfs-root="$m/sys" --perf=perf > "$BATS_TEST_TMPDIR/caps"
+	run --separate-stderr "$MT_BIN/mt-record" --caps "$BATS_TEST_TMPDIR/caps" --dry-run --ptwrite --pid 7
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == *"no PTWRITE"* ]]
+}

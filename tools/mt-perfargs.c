@@ -32,6 +32,13 @@ static void usage(FILE *f)
 "      --multi-snapshot         --switch-output=signal\n"
 "      --trigger                snapshots come from a trigger, not the exit\n"
 "      --extra-events=LIST      branch-misses,cache-misses\n"
+"      --ptwrite                PTWRITE payloads, each with its IP (ptw=1,fup_on_ptw=1)\n"
+"      --power-events           C-state entries and exits, MWAIT, EXSTOP (pwr_evt=1)\n"
+"      --event-trace            Event Trace: interrupts with their vectors (event=1)\n"
+"      --filter=FILTER          perf's address filters: 'filter FUNC @ FILE', ...\n"
+"      --start-paused           tracing starts paused (aux-action=start-paused)\n"
+"                               (each only where mt-caps says the CPU, perf\n"
+"                               and kernel can; else refused with the reason)\n"
 "      --sampling               stack sampling instead of Intel PT\n"
 "      --callgraph=MODE         lbr, lbr-no-stitch, fp or dwarf (sampling)\n"
 "      --pid=PIDS               PID[,PID...] (default: the word PID)\n"
@@ -81,6 +88,11 @@ int main(int argc, char **argv)
 		{"trigger", no_argument, NULL, 'T'},
 		{"extra-events", required_argument, NULL, 'e'},
 		{"sampling", no_argument, NULL, 'P'},
+		{"ptwrite", no_argument, NULL, 1000},
+		{"power-events", no_argument, NULL, 1001},
+		{"event-trace", no_argument, NULL, 1002},
+		{"filter", required_argument, NULL, 1003},
+		{"start-paused", no_argument, NULL, 1004},
 		{"callgraph", required_argument, NULL, 'g'},
 		{"pid", required_argument, NULL, 'p'},
 		{"working-directory", required_argument, NULL, 'W'},
@@ -127,6 +139,11 @@ int main(int argc, char **argv)
 				return bad("--callgraph", optarg);
 			break;
 		case 'p': o.pids = optarg; break;
+		case 1000: o.ptwrite = true; break;
+		case 1001: o.power_events = true; break;
+		case 1002: o.event_trace = true; break;
+		case 1003: o.filter = optarg; break;
+		case 1004: o.start_paused = true; break;
 		case 'C':
 		case 'W': o.dir = optarg; break;
 		case 'x': o.perf = optarg; break;

@@ -63,6 +63,12 @@ static void usage(FILE *f)
 "      --snapshot-size=BYTES    the Intel PT buffer (4M, 512K, ...; a power of two\n"
 "                               number of pages)\n"
 "      --extra-events=LIST      branch-misses,cache-misses with Intel PT\n"
+"      --ptwrite                PTWRITE payloads, each with its IP (ptw=1,fup_on_ptw=1)\n"
+"      --power-events           C-state entries and exits, MWAIT, EXSTOP (pwr_evt=1)\n"
+"      --event-trace            Event Trace: interrupts with their vectors (event=1)\n"
+"      --filter=FILTER          perf's address filters: 'filter FUNC @ FILE', ...\n"
+"                               (each only where mt-caps says the CPU, perf and\n"
+"                               kernel can; else refused with the reason)\n"
 "      --sampling               stack sampling even where Intel PT exists\n"
 "      --timer-resolution=R     low, normal (default), high, custom:..., sample:FREQ\n"
 "                               (as mt-perfargs takes them)\n"
@@ -180,6 +186,10 @@ int main(int argc, char **argv)
 		{"snapshot-size", required_argument, NULL, 'z'},
 		{"extra-events", required_argument, NULL, 'e'},
 		{"sampling", no_argument, NULL, 's'},
+		{"ptwrite", no_argument, NULL, 1000},
+		{"power-events", no_argument, NULL, 1001},
+		{"event-trace", no_argument, NULL, 1002},
+		{"filter", required_argument, NULL, 1003},
 		{"timer-resolution", required_argument, NULL, 'r'},
 		{"scope", required_argument, NULL, 'S'},
 		{"callgraph", required_argument, NULL, 'g'},
@@ -245,6 +255,10 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 's': o.sampling = true; break;
+		case 1000: o.ptwrite = true; break;
+		case 1001: o.power_events = true; break;
+		case 1002: o.event_trace = true; break;
+		case 1003: o.filter = optarg; break;
 		case 'r':
 			if (mt_perfargs_parse_resolution(optarg, &o)) {
 				fprintf(stderr, PROG ": bad --timer-resolution '%s'\n", optarg);

@@ -169,6 +169,83 @@ static int perf_version(const struct mt_caps *c, int *major, int *minor)
 	return v && sscanf(v, "%d.%d", major, minor) == 2 ? 0 : -1;
 }
 
+int mt_perfargs_filter_ranges(const char *filter)
+{
+	static const char *const kinds[] = {"filter", "start", "stop", "tracestop"};
+	int n = 0;
+	for (const char *p = filter; p; n++) {
+		const char *end = strchr(p, ',');
+		size_t len = end ? (size_t)(end - p) : strlen(p);
+		while (len && (*p == ' ' || *p == '\t'))
+			p++, len--;
+		size_t word = strcspn(p, " \t");
+		bool known = false;
+		for (size_t k = 0; k < 4; k++)
+			known |= word == strlen(kinds[k]) && !strncmp(p, kinds[k], word);
+		/* KIND WHAT @ FILE: the @ in this clause, after the kind */
+		const char *at = memchr(p, '@', len);
+		if (!known || word >= len || !at || at < p + word)
+			return -1;
+		p = end ? end + 1 : NULL;
+	}
+	return n;
+}
+
+/* The Intel PT terms the options add, each where the machine can: its
+ * reason as a usage error where it cannot. */
+static int pt_terms(const struct mt_caps *caps, const struct mt_perfargs_opts *o, int major, int minor, char *t,
+		    size_t n, struct mt_err *err)
+{
+	size_t l = 0;
+	t[0] = '\0';
+	if (o->ptwrite) {
+		if (!cap(caps, "intel_pt.caps.ptwrite"))
+			return mt_err_set(err, MT_EUSAGE, "--ptwrite: this CPU's Intel PT has no PTWRITE "
+					  "(intel_pt/caps/ptwrite is not 1)");
+		l += (size_t)snprintf(t + l, n - l, ",ptw=1,fup_on_ptw=1");
+	}
+	if (o->power_events) {
+		if (!cap(caps, "intel_pt.caps.power_event_trace"))
+			return mt_err_set(err, MT_EUSAGE, "--power-events: this CPU's Intel PT has no power events "
+					  "(intel_pt/caps/power_event_trace is not 1)");
+		l += (size_t)snprintf(t + l, n - l, ",pwr_evt=1");
+	}
+	if (o->event_trace) {
+		if (!cap(caps, "intel_pt.caps.event_trace"))
+			return mt_err_set(err, MT_EUSAGE, "--event-trace: this CPU's Intel PT has no Event Trace "
+					  "(intel_pt/caps/event_trace is not 1: Ice Lake and later, kernel 5.18 and later)");
+		if (major < 5 || (major == 5 && minor < 18))
+			return mt_err_set(err, MT_EUSAGE, "--event-trace: perf %d.%d cannot ask for it (5.18 and later)",
+					  major, minor);
+		l += (size_t)snprintf(t + l, n - l, ",event=1");
+	}
+	if (o->start_paused) {
+		const char *rel = mt_caps_get(caps, "kernel.release");
+		int kmaj = 0, kmin = 0;
+		if (major < 6 || (major == 6 && minor < 13))
+			return mt_err_set(err, MT_EUSAGE, "--start-paused: perf %d.%d has no aux-action (6.13 and later)",
+					  major, minor);
+		if (!rel || sscanf(rel, "%d.%d", &kmaj, &kmin) != 2 || kmaj < 6 || (kmaj == 6 && kmin < 13))
+			return mt_err_set(err, MT_EUSAGE, "--start-paused: kernel %s cannot pause the AUX area (6.13 and later)",
+					  rel && *rel ? rel : "(unknown)");
+		l += (size_t)snprintf(t + l, n - l, ",aux-action=start-paused");
+	}
+	if (o->filter) {
+		int ranges = mt_perfargs_filter_ranges(o->filter);
+		const char *have = mt_caps_get(caps, "intel_pt.caps.num_address_ranges");
+		if (ranges < 0)
+			return mt_err_set(err, MT_EUSAGE, "--filter '%s': expected perf's address filters, "
+					  "'filter|start|stop|tracestop WHAT @ FILE' joined by commas", o->filter);
+		if (!cap(caps, "intel_pt.caps.ip_filtering"))
+			return mt_err_set(err, MT_EUSAGE, "--filter: this CPU's Intel PT cannot filter by address "
+					  "(intel_pt/caps/ip_filtering is not 1)");
+		if (!have || atoi(have) < ranges)
+			return mt_err_set(err, MT_EUSAGE, "--filter: %d address ranges, and this CPU has %s", ranges,
+					  have && *have ? have : "none");
+	}
+	return 0;
+}
+
 enum mt_snapshot_when mt_perfargs_snapshot_when(const struct mt_caps *caps, const struct mt_perfargs_opts *o)
 {
 	bool sampling = o->sampling || !cap(caps, "intel_pt");
@@ -201,6 +278,13 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 	    !getenv("MAGIC_TRACE_PERF_IS_PRIVILEGED") && !getenv("MT_PERF_IS_PRIVILEGED"))
 		return mt_err_set(err, MT_EUSAGE, "tracing the kernel (--scope=k or uk) needs root, CAP_PERFMON or perf_event_paranoid <= 1 (MT_PERF_IS_PRIVILEGED=1: perf is privileged another way)");
 	const char *sel = o->scope == MT_SCOPE_U ? "u" : o->scope == MT_SCOPE_K ? "k" : "uk";
+	bool pt_only = o->ptwrite || o->power_events || o->event_trace || o->start_paused || o->filter;
+	if (sampling && pt_only)
+		return mt_err_set(err, MT_EUSAGE, "--ptwrite, --power-events, --event-trace, --start-paused and "
+				  "--filter are for Intel PT, not sampling%s", o->sampling ? "" : " (this machine has none)");
+	char terms[160];
+	if (!sampling && pt_terms(caps, o, major, minor, terms, sizeof terms, err))
+		return MT_EUSAGE;
 
 	char primary[256];
 	enum mt_resolution res = o->res;
@@ -241,6 +325,17 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 				: res == MT_RES_HIGH ? o->max_sample_rate : o->sample_freq;
 		snprintf(primary, sizeof primary, "%s/freq=%u/%s", ev, freq, sel);
 	}
+	if (!sampling && terms[0]) {
+		/* intel_pt/TERMS/SEL: the added terms after the resolution's
+		 * (without their leading comma when there are none) */
+		char *slash = strrchr(primary, '/');
+		const char *add = terms + (slash[-1] == '/');
+		size_t alen = strlen(add);
+		if (strlen(primary) + alen < sizeof primary) {
+			memmove(slash + alen, slash, strlen(slash) + 1);
+			memcpy(slash, add, alen);
+		}
+	}
 	char event[512];
 	size_t el = (size_t)snprintf(event, sizeof event, "--event=%s", primary);
 	/* extra events, precision P (Maximum_possible) as magic-trace sets it */
@@ -256,6 +351,10 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 	arg(a, "%s/perf.data", o->dir ? o->dir : ".");
 	arg(a, "--timestamp");
 	arg(a, "%s", event);
+	if (!sampling && o->filter) {
+		arg(a, "--filter"); /* applies to the event before it */
+		arg(a, "%s", o->filter);
+	}
 	if (sampling && !o->full_execution)
 		arg(a, "--overwrite");
 	if (o->multi_snapshot)

@@ -33,6 +33,13 @@ struct mt_perfargs_opts {
 	bool branch_misses, cache_misses;
 	enum mt_callgraph callgraph;
 	const char *pids;          /* "PID[,PID...]" */
+	/* Intel PT's optional packets and controls, each only where the
+	 * machine can (mt-caps' intel_pt.caps.*, perf and kernel versions) */
+	bool ptwrite;              /* ptw=1,fup_on_ptw=1: PTWRITE payloads with their IP */
+	bool power_events;         /* pwr_evt=1: C-state entries and exits, MWAIT, EXSTOP */
+	bool event_trace;          /* event=1: Event Trace (interrupt vectors; Ice Lake and later) */
+	bool start_paused;         /* aux-action=start-paused (perf and kernel 6.13): a trigger resumes */
+	const char *filter;        /* perf's --filter: address filters ("filter FUNC @ BINARY", ...) */
 	int ctl_fd, ack_fd;        /* for --control=fd:R,W (perf >= 5.10) */
 };
 
@@ -62,6 +69,9 @@ int mt_perfargs_parse_scope(const char *s, enum mt_scope *out);
 int mt_perfargs_parse_extra_events(const char *s, struct mt_perfargs_opts *o);
 /* lbr, lbr-no-stitch, fp, dwarf */
 int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out);
+/* The address ranges of a perf --filter string (its comma-separated
+ * clauses, each filter, start, stop or tracestop); -1 when one is none. */
+int mt_perfargs_filter_ranges(const char *filter);
 /* Parses a byte count: 4096, 8000B, 64K, 4M, 1G (powers of 1024). */
 int mt_parse_bytes(const char *s, uint64_t *out);
 

@@ -1,5 +1,6 @@
 #!/usr/bin/env bats
-# PTWRITE (issue 22): testdata/progs/ptwrite writes 17 values with PTWRITE
+# PT notes on synthesized and hand-made traces (issue 22; the ptt runs'
+# are in decode-real.bats). PTWRITE: testdata/progs/ptwrite writes 17 values with PTWRITE
 # (register forms, 32 and 64 bits; payloads in its source). mt-synth
 # emulates the instruction (no CPU here has it) and encodes each as a PTW
 # packet, with a FUP in the ptw-fup variant. Oracles: the run's ground
@@ -106,4 +107,28 @@ mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^pa
 	# perf's C-states are the hint values: C3 is 2
 	[ "$(grep -c 'deepest cstate: 2 last cstate: 2 wake reason: 0x1' "$t/perf")" -eq 2 ]
 	[ "$(grep -c '^ *IP: 0 *$' "$t/perf")" -eq "$(grep -c '	exstop	0x0	' "$t/mt")" ]
+}
+
+# PT notes out of context, by hand (raw PT over 16 NOPs and a RET at
+# 0x1000): a PTW cut short at the end, a PTW before the first PSB, a PWRX
+# with no PWRE, a PTW whose IP bit promises a FUP that never comes (a
+# TIP.PGD instead). Oracle: libipt's query decoder reading the same bytes
+# (--decoder=libipt-query) gives the same stream; no crash, exit 0.
+@test "PT notes out of context decode as libipt's query decoder decodes them" {
+	local t=$BATS_TEST_TMPDIR
+	local psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82' fup='\x7d\x00\x10\x00\x00\x00\x00' end='\x02\x23'
+	printf '\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\x90\xc3' > "$t/code"
+	printf "$psb$fup$end\\x02\\x12\\xcd" > "$t/cut.pt"
+	printf "\\x02\\x12\\xaa\\xbb\\xcc\\xdd$psb$fup$end\\x02\\x12\\x01\\x02\\x03\\x04\\x01" > "$t/before.pt"
+	printf "$psb$fup$end\\x02\\xa2\\x21\\x01\\x00\\x00\\x00\\x01" > "$t/pwrx.pt"
+	printf "$psb$fup$end\\x02\\x92\\x05\\x00\\x00\\x00\\x01" > "$t/nofup.pt"
+	for f in cut before pwrx nofup; do
+		run "$PT2EVENTS" --power --pt "$t/$f.pt" --image "$t/code@0x1000" -o "$t/$f.mt"
+		[ "$status" -eq 0 ]
+		"$PT2EVENTS" --decoder=libipt-query --power --pt "$t/$f.pt" --image "$t/code@0x1000" -o "$t/$f.ipt"
+		diff <(events_body "$t/$f.mt") <(events_body "$t/$f.ipt")
+	done
+	# the PTW after the PSB is read, the one before it is not
+	[ "$(grep -c 'ptwrite.*payload=0x4030201$' "$t/before.mt")" -eq 1 ]
+	grep -q $'\tpwrx\t.*cstate=3\tdeepest=2\twake=int' "$t/pwrx.mt"
 }

@@ -53,7 +53,8 @@ static void usage(FILE *f)
 "                           libipt's query decoder the rest, mt walks), or\n"
 "                           libipt-query (libipt reads every packet, mt walks),\n"
 "                           or libipt (libipt's block decoder: slower; 16/32-bit)\n"
-"      --power              emit CBR (core:bus ratio) changes as power events\n"
+"      --power              emit CBR (core:bus ratio) changes as power events,\n"
+"                           and the power notes (mwait, pwre, pwrx, exstop)\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
 "      --progress[=WHEN]    a progress bar on standard error: auto (default:\n"
@@ -73,6 +74,12 @@ static void usage(FILE *f)
 "      --image=FILE[:OFF[-END]]@VADDR  (with --pt) map FILE bytes at VADDR\n"
 "      --pages=PREFIX       (with --pt) map a page-image set PREFIX.addr/PREFIX.dump\n"
 "      --cpu=F/M/S          (with --pt) CPU family/model/stepping, for errata\n"
+"      --filter-addr=N:FROM-TO[:filter|stop]  (with --pt) the recording's\n"
+"                           address range N (0-3; ptxed's --filter:addrN_*)\n"
+"      --tsc                (with --pt) times from the trace's TSC (in ticks)\n"
+"      --mtc-freq=N, --nom-freq=N, --cpuid-0x15-eax=N, --cpuid-0x15-ebx=N\n"
+"                           (with --pt) MTC period, max non-turbo ratio, and\n"
+"                           the TSC/CTC ratio, for MTC and CYC times\n"
 "      --output-format=text|binary  event stream encoding (default: text)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
@@ -142,7 +149,10 @@ static int decode_raw(const char *ptpath, char **images, int nimages, char **pag
 	if (!rc) {
 		mt_events_write_fact(w, "source", "%s", ptpath);
 		mt_events_write_fact(w, "format", "raw PT, %zu image sections", img.nsections);
-		mt_events_write_fact(w, "time", "timeless");
+		if (cfg->timed)
+			mt_events_write_fact(w, "time", "TSC ticks (--tsc)");
+		else
+			mt_events_write_fact(w, "time", "timeless");
 		struct sink sk = {w};
 		struct mt_ptdec_stream s = {.data = m, .len = (size_t)sb.st_size, .cpu = -1, .sink = sink, .sink_ctx = &sk};
 		rc = mt_ptdec_decode(&s, &img, cfg, st, err);
@@ -332,6 +342,12 @@ int main(int argc, char **argv)
 		{"image", required_argument, NULL, 'I'},
 		{"pages", required_argument, NULL, 'g'},
 		{"cpu", required_argument, NULL, 'c'},
+		{"filter-addr", required_argument, NULL, 1000},
+		{"tsc", no_argument, NULL, 1001},
+		{"mtc-freq", required_argument, NULL, 1002},
+		{"nom-freq", required_argument, NULL, 1003},
+		{"cpuid-0x15-eax", required_argument, NULL, 1004},
+		{"cpuid-0x15-ebx", required_argument, NULL, 1005},
 		{"output-format", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
@@ -420,6 +436,38 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			break;
+		case 1000:
+			if (!mt_ptdec_parse_filter(optarg, &cfg)) {
+				fprintf(stderr, PROG ": bad --filter-addr '%s': expected N:FROM-TO[:filter|stop], N 0 to 3\n",
+					optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		case 1001: /* TSC ticks as the stream's times */
+			cfg.timed = true;
+			cfg.conv = (struct mt_tsc_conv){.time_mult = 1};
+			break;
+		case 1002:
+		case 1003:
+		case 1004:
+		case 1005: {
+			static const char *const names[] = {"mtc-freq", "nom-freq", "cpuid-0x15-eax", "cpuid-0x15-ebx"};
+			char *end;
+			unsigned long v = strtoul(optarg, &end, 0);
+			if (end == optarg || *end || v > (c == 1002 || c == 1003 ? 255UL : 0xffffffffUL)) {
+				fprintf(stderr, PROG ": bad --%s '%s'\n", names[c - 1002], optarg);
+				return EXIT_USAGE;
+			}
+			if (c == 1002)
+				cfg.mtc_freq = (uint8_t)v;
+			else if (c == 1003)
+				cfg.nom_freq = (uint8_t)v;
+			else if (c == 1004)
+				cfg.ctc_d = (uint32_t)v;
+			else
+				cfg.ctc_n = (uint32_t)v;
+			break;
+		}
 		case 'F':
 			if ((format = mt_events_format_parse(optarg)) < 0) {
 				fprintf(stderr, PROG ": bad --output-format '%s': expected text or binary\n", optarg);

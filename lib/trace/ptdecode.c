@@ -6,6 +6,7 @@
 #include <inttypes.h>
 #include <intel-pt.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
@@ -25,7 +26,8 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 struct dec {
 	const struct mt_ptdec_stream *s;
 	const struct mt_ptdec_config *cfg;
-	bool skd022;                    /* the CPU's erratum SKD022 (errata.h) */
+	bool skd022;                    /* the CPU's errata SKD022, SKL014 (errata.h) */
+	bool skl014;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
@@ -396,6 +398,31 @@ static void handle_event(struct dec *d, const struct pt_event *ev)
 	d->use_ev_time = false;
 }
 
+bool mt_ptdec_parse_filter(const char *s, struct mt_ptdec_config *cfg)
+{
+	char *end;
+	unsigned long n = strtoul(s, &end, 10);
+	if (end == s || *end != ':' || n > 3)
+		return false;
+	const char *p = end + 1;
+	uint64_t from = strtoull(p, &end, 0);
+	if (end == p || *end != '-')
+		return false;
+	p = end + 1;
+	uint64_t to = strtoull(p, &end, 0);
+	if (end == p || to < from)
+		return false;
+	uint8_t mode = 1;
+	if (!strcmp(end, ":stop"))
+		mode = 2;
+	else if (*end && strcmp(end, ":filter"))
+		return false;
+	cfg->addr[n].cfg = mode;
+	cfg->addr[n].from = from;
+	cfg->addr[n].to = to;
+	return true;
+}
+
 /* ---- mt's walk: ptquery reads the packets (taken or not, where to,
  * events, time: mt itself, or libipt's query decoder past what mt reads,
  * with the same answers); the code is walked a block at a time from the
@@ -498,8 +525,25 @@ static int walk_to(struct dec *d, uint64_t x)
 	return 0;
 }
 
+/* Whether ip lies outside every filtered range (there are some). */
+static bool filtered_out(const struct mt_ptdec_config *cfg, uint64_t ip)
+{
+	bool any = false;
+	for (unsigned i = 0; i < 4; i++) {
+		if (cfg->addr[i].cfg != 1)
+			continue;
+		any = true;
+		if (ip >= cfg->addr[i].from && ip <= cfg->addr[i].to)
+			return false;
+	}
+	return any;
+}
+
 /* Walks to the branch that disabled tracing (the next one that needs trace,
- * or a direct one to the disable's address), which is left pending. */
+ * or a direct one to the disable's address), which is left pending.
+ * Erratum SKL014: a TIP.PGD for a direct branch out of the filtered range
+ * may lack its IP: the first direct branch to a target outside it is the
+ * one (libipt's workaround, with the filter configuration given). */
 static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 {
 	for (;;) {
@@ -514,6 +558,9 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 		}
 		walk_call(d, b, b->target);
 		walk_pend(d, b);
+		if (b->direct && b->cls != ptic_cond_jump && ev->ip_suppressed && d->skl014 &&
+		    filtered_out(d->cfg, b->target))
+			return 0;
 		if (b->direct && b->cls != ptic_cond_jump &&
 		    (ev->ip_suppressed || b->target != ev->variant.disabled.ip)) {
 			d->ip = b->target;
@@ -869,7 +916,16 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 	}
 	stats->pt_bytes += s->len;
 	uint64_t nblocks = 0;
-	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .skd022 = config.errata.skd022};
+	struct pt_conf_addr_filter *af = &config.addr_filter;
+	uint64_t *ends[4][2] = {{&af->addr0_a, &af->addr0_b}, {&af->addr1_a, &af->addr1_b},
+				{&af->addr2_a, &af->addr2_b}, {&af->addr3_a, &af->addr3_b}};
+	for (unsigned i = 0; i < 4; i++) { /* ADDRn_CFG, n = 0..3: 4 bits each */
+		af->config.addr_cfg |= (uint64_t)(cfg->addr[i].cfg & 0xf) << (4 * i);
+		*ends[i][0] = cfg->addr[i].from;
+		*ends[i][1] = cfg->addr[i].to;
+	}
+	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .skd022 = config.errata.skd022,
+			.skl014 = config.errata.skl014};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
 	d.blk = pt_blk_alloc_decoder(&config);

@@ -48,7 +48,16 @@ struct mt_ptdec_config {
 	 * snapshot's buffer ends while the program runs on: its last direct
 	 * calls and jumps are real, the synthesized truth shows) */
 	bool stop_at_end;
+	/* the recording's address filters (IA32_RTIT_CTL ADDRn_CFG: 1
+	 * filter, 2 stop; 0 unused) and their ranges, for libipt and for
+	 * erratum SKL014 (a TIP.PGD without IP where a direct branch left the
+	 * filtered range) */
+	struct { uint8_t cfg; uint64_t from, to; } addr[4];
 };
+
+/* Parses N:FROM-TO[:filter|stop] (mt-pt2events --filter-addr) into cfg;
+ * false when malformed. */
+bool mt_ptdec_parse_filter(const char *s, struct mt_ptdec_config *cfg);
 
 /* Thread attribution: called with the current perf time (0 if timeless)
  * whenever an event is about to be emitted; fills pid/tid. */

@@ -177,8 +177,8 @@ static unsigned cstate_of(unsigned hint)
 	return (hint + 1) & 0xf;
 }
 
-/* The notes libipt reports as events (mt's packet reader hands their
- * packets over); power ones only when asked, as CBR. */
+/* The notes the packet reader (mt's or libipt's) reports as events;
+ * power ones only when asked, as CBR. */
 static void handle_note(struct dec *d, const struct pt_event *ev)
 {
 	struct note n = {.n = 0};

@@ -213,7 +213,9 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			n = 1;
 		} else if (b == OP_EXT) {
 			uint8_t b1 = end - p >= 2 ? p[1] : 0;
-			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
+			if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && fup_notes) {
+				n = 0; /* notes still waiting for their FUP: libipt's to read */
+			} else if (b1 == EXT_PSB && is_psb(p, end) && !in_psb && note_psb(q, p)) {
 				last_psb = p;
 				in_psb = psb_first = true;
 				psb_tsc = psb_tma = false;
@@ -282,8 +284,6 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
 			case IP_TIP:
-				n = in_psb ? 0 : size;
-				break;
 			case IP_PGD:
 				n = in_psb ? 0 : size;
 				break;

@@ -88,8 +88,8 @@ struct mt_ptq {
 	struct pt_event tip_ev;
 	bool tip_pending, pge_enabled_sent;
 	/* PT notes bound to the next FUP (PTW and EXSTOP with their IP bit,
-	 * MWAIT while tracing), which gives them its IP; then, once it came,
-	 * ready to report, from note_head on */
+	 * MWAIT until an EXSTOP without one), which gives them its IP; then,
+	 * once it came, ready to report, from note_head on */
 	struct pt_event note_ev[MT_PTQ_FUP_NOTES];
 	unsigned note_n, note_head;
 	uint8_t note_fup;        /* the size of the FUP they wait behind */

@@ -132,3 +132,34 @@ mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^pa
 	[ "$(grep -c 'ptwrite.*payload=0x4030201$' "$t/before.mt")" -eq 1 ]
 	grep -q $'\tpwrx\t.*cstate=3\tdeepest=2\twake=int' "$t/pwrx.mt"
 }
+
+@test "mt-toperfetto --ptwrite-track=counter: the payloads as the process's ptwrite counter; C-states as its C-state counter" {
+	local t=$BATS_TEST_TMPDIR
+	"$PT2EVENTS" "$PTW/tsc.data" | "$MT_BIN/mt-toperfetto" --ptwrite-track=counter --format=json -o "$t/c.json"
+	python3 - "$t/c.json" <<-'PY'
+	import json, sys
+	ev = json.load(open(sys.argv[1]))['traceEvents']
+	got = [e['args']['ptwrite'] for e in ev if e.get('ph') == 'C' and e['name'] == 'ptwrite']
+	want = []
+	for i in range(8):  # the source's payloads
+	    want += [0x1000 + i * i, i ^ 0x5a5a]
+	want.append(float(0xfeedfacecafebeef))  # a double: exact to 2^53
+	assert got == want, (got, want)
+	assert not [e for e in ev if e.get('ph') == 'i' and e['name'].startswith('ptwrite ')]
+	PY
+	"$PT2EVENTS" "$PTW/tsc.data" | "$MT_BIN/mt-toperfetto" --ptwrite-track=counter -o "$t/c.pftrace"
+	run "$MT_TESTTOOLS/pfcheck" "$t/c.pftrace"
+	[ "$status" -eq 0 ]
+	[[ "$output" == *" counters=17 "* ]]
+	run "$MT_BIN/mt-toperfetto" --ptwrite-track=bars "$PTW/tsc.data"
+	[ "$status" -eq 2 ]
+	# C-states: the power variant's two sleeps in C3, each back to C0
+	"$MT_BIN/mt-synth" -q -o "$t/s" --variants power -- "$MT_PROGS/flow" > /dev/null 2>&1
+	"$PT2EVENTS" --power "$t/s/power.data" | "$MT_BIN/mt-toperfetto" --format=json -o "$t/p.json"
+	python3 -c 'import json,sys; print(" ".join("%g" % e["args"]["C-state"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "C" and e["name"] == "C-state"))' "$t/p.json" > "$t/cstates"
+	[ "$(cat "$t/cstates")" = "3 0 3 0" ]
+	"$PT2EVENTS" --power "$t/s/power.data" | "$MT_BIN/mt-toperfetto" -o "$t/p.pftrace"
+	"$MT_TESTTOOLS/pfcheck" "$t/p.pftrace"
+	"$PT2EVENTS" --power "$t/s/power.data" | "$MT_BIN/mt-toperfetto" -o "$t/p.fxt"
+	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$t/p.fxt" > /dev/null
+}

@@ -44,6 +44,9 @@ static void usage(FILE *f)
 "                           .fxt, .stacks, .threads, .folded), else perfetto; a --format\n"
 "                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
+"      --ptwrite-track=KIND PTWRITE payloads as instants on a ptwrite track\n"
+"                           (instant, the default) or as the process's\n"
+"                           ptwrite counter track (counter: numeric payloads)\n"
 "      --weight=WEIGHT      folded: what a stack weighs: time (each call's self\n"
 "                           time in ns), samples (stack samples there),\n"
 "                           instructions or cycles (each call's own).\n"
@@ -83,6 +86,7 @@ int main(int argc, char **argv)
 		{"window", required_argument, NULL, 'w'},
 		{"stats", no_argument, NULL, 'S'},
 		{"weight", required_argument, NULL, 'W'},
+		{"ptwrite-track", required_argument, NULL, 1000},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -91,7 +95,7 @@ int main(int argc, char **argv)
 	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS, FMT_FOLDED } format = FMT_PERFETTO;
 	int weight = -1; /* folded: -1 as the stream says */
 	bool format_given = false;
-	bool annotate = true, stats = false;
+	bool annotate = true, stats = false, ptwrite_counter = false;
 	char *filter = NULL, *filter_stop = NULL;
 	size_t window = MT_PFTRACE_WINDOW;
 	int c;
@@ -119,6 +123,13 @@ int main(int argc, char **argv)
 			}
 			break;
 		case 'A': annotate = false; break;
+		case 1000:
+			if (strcmp(optarg, "instant") && strcmp(optarg, "counter")) {
+				fprintf(stderr, PROG ": bad --ptwrite-track '%s': expected instant or counter\n", optarg);
+				return EXIT_USAGE;
+			}
+			ptwrite_counter = !strcmp(optarg, "counter");
+			break;
 		case 'S': stats = true; break;
 		case 'W':
 			if ((weight = mt_folded_weight_parse(optarg)) < 0) {
@@ -218,6 +229,7 @@ int main(int argc, char **argv)
 	struct mt_rebuild_opts ro = {
 		.prog = PROG, .filter_start = filter, .filter_stop = filter_stop,
 		.annotate_inferred = annotate && format == FMT_STACKS, .arrival_order = format == FMT_STACKS,
+		.ptwrite_counter = ptwrite_counter,
 		.ocaml_notes = !getenv("MT_NO_OCAML_EXCEPTION_DEBUG_INFO") &&
 			       !getenv("MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO"),
 	};

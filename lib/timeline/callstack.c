@@ -898,6 +898,11 @@ static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const stru
 	const char *track = "power";
 	switch (ev->kind) {
 	case MT_EV_PTWRITE:
+		if (cs->opts.ptwrite_counter) { /* the payload as a number (exact up to 2^53) */
+			out(cs, &(struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "ptwrite",
+						.value = (double)strtoull(note_col(ev, "payload"), NULL, 16)});
+			return 0;
+		}
 		track = "ptwrite";
 		if (cs->ptwrite_names < MAX_PTWRITE_NAMES) {
 			snprintf(name, sizeof name, "ptwrite %s", note_col(ev, "payload"));
@@ -911,10 +916,14 @@ static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const stru
 		snprintf(name, sizeof name, "mwait hints %s ext %s", note_col(ev, "hints"), note_col(ev, "ext"));
 		break;
 	case MT_EV_PWRE:
+		/* and the process's C-state counter: asleep in C-n, then 0 (C0) */
+		out(cs, &(struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "C-state",
+					.value = atof(note_col(ev, "cstate"))});
 		snprintf(name, sizeof name, "C%s.%s entered%s", note_col(ev, "cstate"), note_col(ev, "substate"),
 			 strcmp(note_col(ev, "hw"), "1") ? "" : " (hardware)");
 		break;
 	case MT_EV_PWRX:
+		out(cs, &(struct logrec){.k = L_COUNTER, .t = t, .time = time, .name = "C-state", .value = 0});
 		snprintf(name, sizeof name, "C%s left (deepest C%s, wake: %s)", note_col(ev, "cstate"),
 			 note_col(ev, "deepest"), note_col(ev, "wake"));
 		break;

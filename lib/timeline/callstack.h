@@ -85,6 +85,8 @@ struct mt_cs_opts {
 	 * no_return); without, they stay 0: a sink that does not read them
 	 * does not pay for them. */
 	bool counts;
+	/* PTWRITE payloads as the process's ptwrite counter, not instants */
+	bool ptwrite_counter;
 	/* Warnings (decode errors, unusual input), at most once per kind. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

@@ -190,6 +190,16 @@ static void s_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const c
 	new_item(ctx, th, IT_INSTANT, time, time, name);
 }
 
+const char *const mt_tl_counter_names[MT_TL_COUNTERS] = {"CPU", "C-state", "ptwrite"};
+
+unsigned mt_tl_counter_of(const char *name)
+{
+	for (unsigned k = 1; name && k < MT_TL_COUNTERS; k++)
+		if (!strcmp(name, mt_tl_counter_names[k]))
+			return k;
+	return MT_TL_COUNTER_CPU;
+}
+
 static void s_counter(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, double value)
 {
 	struct item *it = new_item(ctx, th, IT_COUNTER, time, time, name);
@@ -610,7 +620,7 @@ static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct it
 		pf->st.instants++;
 		break;
 	case IT_COUNTER:
-		pf->ops->counter(&t->w, abs, it->u.value);
+		pf->ops->counter(&t->w, abs, mt_tl_counter_of(it->name), it->u.value);
 		pf->st.counters++;
 		break;
 	case IT_SAMPLE:
@@ -730,7 +740,8 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	}
 	free(pf->threads);
 	free(pf->pids.v);
-	free(pf->cpu_pids.v);
+	for (unsigned k = 0; k < MT_TL_COUNTERS; k++)
+		free(pf->counter_pids[k].v);
 	free(pf->late);
 	free(pf->comms);
 	free(pf->comm_slots);

@@ -20,6 +20,7 @@ struct mt_rebuild_opts {
 	bool annotate_inferred;
 	bool arrival_order;       /* the writer takes magic-trace's order (stacks) */
 	bool ocaml_notes;         /* OCaml mode A from the objects' trap notes */
+	bool ptwrite_counter;     /* mt_cs_opts.ptwrite_counter */
 };
 
 struct mt_rebuild_result {

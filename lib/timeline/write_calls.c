@@ -285,8 +285,9 @@ static void calls_sample(struct seqw *w, uint64_t time, const char *name, uint32
 	(void)ip;
 }
 
-static void calls_counter(struct seqw *w, uint64_t time, double value)
+static void calls_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 {
+	(void)k;
 	(void)w;
 	(void)time;
 	(void)value;

@@ -153,12 +153,15 @@ static uint8_t fxt_thread_ref(struct mt_pftrace *pf, size_t k)
 static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks, uint64_t end, const char *name,
 		      uint64_t ip, bool counter, double value, const char *file, int32_t line)
 {
+	/* a counter: CPU's frequency (id 1, argument "freq (MHz)") or
+	 * another (id 2, 3...: argument "value") */
+	unsigned cid = counter ? mt_tl_counter_of(name) : 0;
 	uint16_t nref = fxt_string(pf, name ? name : pf->fx_empty), cref = fxt_string(pf, pf->fx_empty);
 	uint16_t aref = 0;
 	if (ip)
 		aref = fxt_string(pf, pf->fx_address);
 	if (counter)
-		aref = fxt_string(pf, pf->fx_freq);
+		aref = fxt_string(pf, cid == MT_TL_COUNTER_CPU ? pf->fx_freq : pf->fx_value);
 	uint16_t fref = 0, fvref = 0, lref = 0;
 	if (file) {
 		fref = fxt_string(pf, pf->fx_file);
@@ -185,7 +188,7 @@ static void fxt_event(struct mt_pftrace *pf, size_t k, int type, uint64_t ticks,
 	if (type == 4)
 		w[n++] = end;
 	if (type == 1)
-		w[n++] = 1; /* counter id */
+		w[n++] = cid + 1; /* counter id */
 	w[0] = 4 | ((uint64_t)n << 4) | ((uint64_t)type << 16) | ((uint64_t)nargs << 20) | ((uint64_t)tref << 24) |
 	       ((uint64_t)cref << 32) | ((uint64_t)nref << 48);
 	fxt_words(pf, w, n);
@@ -196,6 +199,7 @@ static void fxt_head(struct mt_pftrace *pf)
 	pf->fx_empty = mt_tl_intern(pf, "");
 	pf->fx_address = mt_tl_intern(pf, "address");
 	pf->fx_freq = mt_tl_intern(pf, "freq (MHz)");
+	pf->fx_value = mt_tl_intern(pf, "value");
 	pf->fx_file = mt_tl_intern(pf, "file");
 	pf->fx_line = mt_tl_intern(pf, "line");
 	pf->fx_cpu = mt_tl_intern(pf, "CPU");
@@ -233,9 +237,10 @@ static void fxt_sample(struct seqw *w, uint64_t time, const char *name, uint32_t
 	fxt_event(w->pf, w->k, 4, ticks, ticks, name, ip, false, 0, NULL, 0);
 }
 
-static void fxt_counter(struct seqw *w, uint64_t time, double value)
+static void fxt_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 {
-	fxt_event(w->pf, w->k, 1, time - w->base, 0, w->pf->fx_cpu, 0, true, value, NULL, 0);
+	const char *name = k == MT_TL_COUNTER_CPU ? w->pf->fx_cpu : mt_tl_intern(w->pf, mt_tl_counter_names[k]);
+	fxt_event(w->pf, w->k, 1, time - w->base, 0, name, 0, true, value, NULL, 0);
 }
 
 const struct mt_tl_ops mt_tl_fxt = {

@@ -137,8 +137,13 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 			   w->pid, w->tid, ts, nm, type == TL_SAMPLE ? "sample" : "");
 		break;
 	case TL_COUNTER:
-		json_event(pf, "{\"ph\":\"C\",\"pid\":%u,\"ts\":%s,\"name\":\"CPU\",\"args\":{\"freq (MHz)\":%.0f}}",
-			   w->pid, ts, value);
+		/* name: the counter's ("CPU" its frequency's, in MHz) */
+		if (!strcmp(nm, "CPU"))
+			json_event(pf, "{\"ph\":\"C\",\"pid\":%u,\"ts\":%s,\"name\":\"CPU\",\"args\":{\"freq (MHz)\":%.0f}}",
+				   w->pid, ts, value);
+		else
+			json_event(pf, "{\"ph\":\"C\",\"pid\":%u,\"ts\":%s,\"name\":\"%s\",\"args\":{\"%s\":%.17g}}",
+				   w->pid, ts, nm, nm, value);
 		break;
 	default:
 		break;
@@ -188,9 +193,9 @@ static void json_sample(struct seqw *w, uint64_t time, const char *name, uint32_
 	emit_json(w, time, TL_SAMPLE, name, ip, 0);
 }
 
-static void json_counter(struct seqw *w, uint64_t time, double value)
+static void json_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 {
-	emit_json(w, time, TL_COUNTER, NULL, 0, value);
+	emit_json(w, time, TL_COUNTER, mt_tl_counter_names[k], 0, value);
 }
 
 static void json_foot(struct mt_pftrace *pf)

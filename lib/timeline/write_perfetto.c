@@ -279,12 +279,20 @@ static void proto_sample(struct seqw *w, uint64_t time, const char *name, uint32
 	emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_INSTANT, name, track, ip, false, 0);
 }
 
-/* The CPU frequency counter track of the thread's process, described at
- * its first value (a process without values has no empty track). */
-static void cpu_track(struct mt_pftrace *pf, struct pthread *t)
+/* A counter track's uuid: the CPU frequency's as it always was, the others
+ * beside it. */
+static uint64_t counter_uuid(uint32_t pid, unsigned k)
 {
-	t->cpu_track = true;
-	int r = mt_tl_pidset_add(&pf->cpu_pids, t->pid);
+	return UUID_COUNTER(pid) | ((uint64_t)k << 32);
+}
+
+/* Counter track k of the thread's process, described at its first value
+ * (a process without values has no empty track). */
+static void counter_track(struct mt_pftrace *pf, struct pthread *t, unsigned k)
+{
+	static const char *const units[MT_TL_COUNTERS] = {"MHz", NULL, NULL};
+	t->counter_tracks |= (uint8_t)(1u << k);
+	int r = mt_tl_pidset_add(&pf->counter_pids[k], t->pid);
 	if (r < 0)
 		pf->oom = true;
 	if (r <= 0)
@@ -292,21 +300,21 @@ static void cpu_track(struct mt_pftrace *pf, struct pthread *t)
 	Perfetto__Protos__TrackDescriptor cd = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 	Perfetto__Protos__CounterDescriptor cnt = PERFETTO__PROTOS__COUNTER_DESCRIPTOR__INIT;
 	cd.has_uuid = true;
-	cd.uuid = UUID_COUNTER(t->pid);
+	cd.uuid = counter_uuid(t->pid, k);
 	cd.has_parent_uuid = true;
 	cd.parent_uuid = UUID_PROCESS(t->pid);
-	cd.name = "CPU";
-	cnt.unit_name = "MHz";
+	cd.name = (char *)mt_tl_counter_names[k];
+	cnt.unit_name = (char *)units[k];
 	cd.counter = &cnt;
 	track_packet(pf, t->w.base, &cd);
 }
 
-static void proto_counter(struct seqw *w, uint64_t time, double value)
+static void proto_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 {
 	struct pthread *t = w->pf->threads[w->k];
-	if (!t->cpu_track)
-		cpu_track(w->pf, t);
-	emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, UUID_COUNTER(w->pid), 0, true,
+	if (!(t->counter_tracks & (1u << k)))
+		counter_track(w->pf, t, k);
+	emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_COUNTER, NULL, counter_uuid(w->pid, k), 0, true,
 		   value);
 }
 

@@ -154,8 +154,9 @@ static void th_sample(struct seqw *w, uint64_t time, const char *name, uint32_t 
 	th_line(w, time, "sample", name);
 }
 
-static void th_counter(struct seqw *w, uint64_t time, double value)
+static void th_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 {
+	(void)k;
 	(void)w;
 	(void)time;
 	(void)value;

@@ -35,6 +35,14 @@ enum item_kind { IT_SLICE, IT_INSTANT, IT_COUNTER, IT_SAMPLE, IT_STACK };
 #define MT_TL_FRAME_SEP '\x1e'
 #define MT_TL_DSO_SEP '\x1f'
 
+/* The counter tracks, one of each per process: the CPU's frequency (perf's
+ * CBR), its C-state (PWRE/PWRX notes), PTWRITE payloads
+ * (--ptwrite-track=counter). Named by mt_tl_counter_names. */
+enum { MT_TL_COUNTER_CPU, MT_TL_COUNTER_CSTATE, MT_TL_COUNTER_PTWRITE, MT_TL_COUNTERS };
+extern const char *const mt_tl_counter_names[MT_TL_COUNTERS];
+/* The counter index of an item's name (MT_TL_COUNTER_CPU when none). */
+unsigned mt_tl_counter_of(const char *name);
+
 /* A slice, instant, counter value or sample not written yet (64 bytes:
  * the window holds many of them). */
 struct item {
@@ -123,7 +131,7 @@ struct pthread {
 	struct seqw w;
 	bool started;             /* descriptors and the sequence's first packet written */
 	uint8_t xdesc[64];        /* sample tracks described (bit per extra index) */
-	bool cpu_track;           /* its process's CPU counter track is described */
+	uint8_t counter_tracks;   /* its process's counter tracks described (bit per MT_TL_COUNTER_*) */
 };
 
 struct comm {
@@ -148,11 +156,11 @@ struct mt_pftrace {
 	uint16_t fxt_next_thread;
 	struct mt_strtab names;
 	/* FXT's fixed strings, interned once (per event they cost a hash each) */
-	const char *fx_empty, *fx_address, *fx_freq, *fx_file, *fx_line, *fx_cpu;
+	const char *fx_empty, *fx_address, *fx_freq, *fx_value, *fx_file, *fx_line, *fx_cpu;
 	struct pthread **threads;
 	size_t nthreads, capthreads;
 	struct pidset pids;       /* processes described */
-	struct pidset cpu_pids;   /* processes whose CPU counter track is described */
+	struct pidset counter_pids[MT_TL_COUNTERS]; /* processes whose counter track k is described */
 	struct comm *comms;
 	size_t ncomms, capcomms;
 	uint32_t *comm_slots;     /* open addressing by (pid, tid): comm index + 1 */
@@ -196,7 +204,7 @@ struct mt_tl_ops {
 	/* optional: a stack sample (IT_STACK's key) for the format's profiler view */
 	void (*stack_sample)(struct seqw *w, uint64_t time, const char *key);
 	/* the CPU frequency (MHz) of the thread's process */
-	void (*counter)(struct seqw *w, uint64_t time, double value);
+	void (*counter)(struct seqw *w, uint64_t time, unsigned k, double value); /* k: MT_TL_COUNTER_* */
 	void (*foot)(struct mt_pftrace *pf);
 };
 

@@ -353,6 +353,11 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 @test "every fixture: mt's code walk gives exactly the events of libipt's block decoder" {
 	local t=$BATS_TEST_TMPDIR n=0
 	for data in "$MT_FIXTURES"/*/*.data; do
+		# not the power variant: its MWAITs, which an EXSTOP without IP
+		# leaves unbound, libipt 2.0.5 binds to a later FUP and its decode
+		# fails there (fixed in libipt 2.1); tests/ptnotes.bats holds that
+		# variant to its truth and to perf
+		[ "${data##*/}" = power.data ] && continue
 		local v=${data%.data} extra=()
 		[ -e "$v.vmlinux" ] && extra=(--vmlinux="$v.vmlinux")
 		[ -d "$v.kcore_dir" ] && extra=(--kcore="$v.kcore_dir")
@@ -382,6 +387,11 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 @test "every fixture: mt's packet reader answers as libipt's query decoder does, times and offsets included" {
 	local t=$BATS_TEST_TMPDIR n=0 cyc=0
 	for data in "$MT_FIXTURES"/*/*.data; do
+		# not the power variant: its MWAITs, which an EXSTOP without IP
+		# leaves unbound, libipt 2.0.5 binds to a later FUP and its decode
+		# fails there (fixed in libipt 2.1); tests/ptnotes.bats holds that
+		# variant to its truth and to perf
+		[ "${data##*/}" = power.data ] && continue
 		local v=${data%.data} extra=()
 		[ -e "$v.vmlinux" ] && extra=(--vmlinux="$v.vmlinux")
 		[ -d "$v.kcore_dir" ] && extra=(--kcore="$v.kcore_dir")

@@ -12,7 +12,7 @@ bats_require_minimum_version 1.5.0
 	[[ "$output" == "mt-synth (mt) "* ]]
 	run "$SYNTH" --list-variants
 	[ "$status" -eq 0 ]
-	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb psb-timeless wrap pipe per-cpu buildid cyc cyc-turbo per-cpu-mtc snapshot snapshot-gap kernel kcore " ]
+	[ "$(echo "$output" | tr '\n' ' ')" = "plain long-tnt noretcomp tsc mtc psb psb-timeless wrap pipe per-cpu buildid cyc cyc-turbo per-cpu-mtc snapshot snapshot-gap kernel kcore ptw-fup power " ]
 }
 
 @test "mt-synth: usage errors exit 2 before running anything" {

@@ -163,3 +163,24 @@ mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^pa
 	"$PT2EVENTS" --power "$t/s/power.data" | "$MT_BIN/mt-toperfetto" -o "$t/p.fxt"
 	python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$t/p.fxt" > /dev/null
 }
+
+# Bounded names: a stream of 70,000 distinct payloads (by hand, as
+# mt-events(5) writes ptwrite notes): the first 65,536 instants carry their
+# payload, the rest are "ptwrite", said once on standard error.
+@test "mt-toperfetto: past 65,536 distinct PTWRITE payloads the instants are named ptwrite, with one warning" {
+	local t=$BATS_TEST_TMPDIR
+	{
+		printf '# mt-events 1\n# comm\t1\t1\tapp\n'
+		seq 70000 | awk '{ printf "%d\t1\t1\tptwrite\t0x401000\t0x0\tpayload=0x%x\n", 1000 + $1, $1 }'
+	} > "$t/many"
+	run --separate-stderr "$MT_BIN/mt-toperfetto" --format=json -o "$t/many.json" "$t/many"
+	[ "$status" -eq 0 ]
+	[ "$(grep -c 'over 65536 distinct PTWRITE payloads' <<< "$stderr")" -eq 1 ]
+	python3 - "$t/many.json" <<-'PY'
+	import json, sys
+	names = [e['name'] for e in json.load(open(sys.argv[1]))['traceEvents'] if e.get('ph') == 'i']
+	assert len(names) == 70000, len(names)
+	assert names[:65536] == ['ptwrite 0x%x' % i for i in range(1, 65537)], names[:3]
+	assert names[65536:] == ['ptwrite'] * (70000 - 65536)
+	PY
+}

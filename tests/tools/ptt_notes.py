@@ -16,7 +16,6 @@ back behind one bound to an IP, which mt reports as the trace gives them.)
 Prints a line per run and "ptt notes matching ptxed: N/M"; exit 0 when all
 match."""
 import json
-import lzma
 import os
 import re
 import subprocess
@@ -86,28 +85,19 @@ def mt_notes(text):
 
 def main():
     mt, ptt = sys.argv[1], sys.argv[2]
+    sys.dont_write_bytecode = True  # ../shared is not ours to write in
+    sys.path.insert(0, ptt)
+    import compare  # its listing reader and its mt command line (image, cpu)
     cases = json.load(open(os.path.join(ptt, 'cases.json')))['cases']
     good = total = 0
     for c in cases:
         for run in c['runs']:
-            d = os.path.join(ptt, 'cases', c['test'])
-            lst = os.path.join(d, run['lst'])
-            lines = (lzma.open(lst, 'rt') if lst.endswith('.xz') else open(lst)).read().splitlines()
-            want = ptxed_notes(lines)
+            lst = os.path.join(ptt, 'cases', c['test'], run['lst'])
+            want = ptxed_notes(compare.read_listing(lst))
             if not want:
                 continue
             total += 1
-            cmd = [mt, '--pt', os.path.join(d, c['test'] + '.pt'), '--image',
-                   '%s@%s' % (os.path.join(d, c['test'] + '.bin'), c['org']), '--all-branches', '--power']
-            opts = c['ptxed_opts']
-            for k, o in enumerate(opts):
-                if o == '--raw':  # ptxed --raw FILE:FROM:BASE
-                    f, frm, base = opts[k + 1].split(':')
-                    cmd += ['--image', '%s:%s@%s' % (os.path.join(d, f), frm, base)]
-            cpu = next((opts[k + 1] for k, o in enumerate(opts) if o == '--cpu'), run['cpu'])
-            if cpu and cpu != 'none':
-                fms = cpu.split('/')
-                cmd += ['--cpu', '/'.join(fms + ['0'] * (len(fms) == 2))]  # f/m: stepping 0
+            cmd = compare.mt_command(mt, c, run, None) + ['--power']
             p = subprocess.run(cmd, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True, timeout=10)
             got = mt_notes(p.stdout)
             why = []

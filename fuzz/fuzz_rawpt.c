@@ -65,6 +65,24 @@ static void decode(const uint8_t *data, size_t size, struct mt_image *img, bool 
 	mt_ptdec_decode(&s, img, &cfg, st, &err);
 }
 
+/* a differing input's events and statistics, one decoder's, on stderr */
+static void dump(const uint8_t *data, size_t size, struct mt_image *img, bool libipt_packets)
+{
+	struct mt_events_writer w;
+	if (mt_events_writer_init(&w, stderr))
+		return;
+	fprintf(stderr, "fuzz_rawpt: %s:\n", libipt_packets ? "libipt's query decoder" : "mt's packet reader");
+	struct digest d;
+	struct mt_ptdec_stats st = {0};
+	decode(data, size, img, libipt_packets, &w, &d, &st);
+	struct mt_err err = {0};
+	mt_events_writer_finish(&w, &err);
+	fflush(stderr);
+	fprintf(stderr, "fuzz_rawpt: stats: insns=%llu errors=%llu handed_over=%llu trig=%llu unbound_mwait=%llu\n",
+		(unsigned long long)st.insns, (unsigned long long)st.errors, (unsigned long long)st.handed_over,
+		(unsigned long long)st.trig, (unsigned long long)st.unbound_mwait);
+}
+
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {
 	struct mt_image img;
@@ -91,6 +109,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		    (mine.hash != theirs.hash || mine.n != theirs.n || memcmp(&st_mine, &st_theirs, sizeof st_mine))) {
 			fprintf(stderr, "fuzz_rawpt: mt's packet reader and libipt's query decoder differ "
 				"(%llu vs %llu events)\n", (unsigned long long)mine.n, (unsigned long long)theirs.n);
+			dump(data, size, &img, false);
+			dump(data, size, &img, true);
 			abort();
 		}
 		struct mt_err we = {0};

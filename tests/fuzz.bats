@@ -68,6 +68,36 @@ PY
 	done
 }
 
+# Two differences fuzz_rawpt found between mt's packet reader and libipt's
+# query decoder (no code mapped, so the walk fails at once and the error's
+# offset tells where each reader stood), remade by hand:
+# - fup: PSB+ with FUP 0x1100099, PSBEND, FUP 0x1101008, TIP.PGD. A sync
+#   gives the PSB+'s IP, not the last IP once read ahead (mt said trace-end
+#   at 0x1101008, with no walk to it); only a PSB+ without an IP takes the
+#   FUP after it.
+# - cut: PSB+, MODE.Exec, TIP.PGE 0x1000, TSC, then a PSB+ cut by the end
+#   (PIP and nothing more). libipt reads ahead past the truncated PSB+ to
+#   the end; mt handed over there and stood at the PSB.
+@test "fuzz regressions: raw PT (the sync IP is the PSB+'s; a PSB+ cut by the end is read past), mt's packet reader as libipt's" {
+	local t=$BATS_TEST_TMPDIR psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
+	printf "$psb\x7d\x99\x00\x10\x01\x00\x00\x00\x00\x02\x23\x3d\x08\x10\x01" > "$t/fup.pt"
+	printf "$psb\x02\x23\x99\x01\x71\x00\x10\x00\x00\x00\x00\x19\x01\x02\x03\x04\x05\x06\x07$psb\x02\x43\x00\x10\x00\x00\x00\x00" > "$t/cut.pt"
+	replay rawpt "$t/fup.pt" "$t/cut.pt"
+	local f d
+	for f in fup cut; do
+		for d in mt libipt-query; do
+			"$MT_BIN/mt-pt2events" --decoder=$d --pt "$t/$f.pt" | grep -v '^#' > "$t/$f.$d"
+		done
+		cat "$t/$f.mt"
+		diff "$t/$f.libipt-query" "$t/$f.mt"
+	done
+	# where libipt's reading says: the walk fails at the PSB+'s IP, before
+	# the FUP after it (31 bytes: the end); past the cut PSB+ at the end (59)
+	[ "$(cat "$t/fup.mt")" = "$(printf -- '-\t0\t0\terror\t0x0\t0x0\toff=0x1f\tmsg=no memory mapped at this address')" ]
+	grep -q $'^-\t0\t0\ttrace-start\t0x0\t0x1000$' "$t/cut.mt"
+	grep -q $'\terror\t0x0\t0x0\toff=0x3b\tmsg=no memory mapped at this address$' "$t/cut.mt"
+}
+
 @test "fuzz regressions: perf script text (an empty input)" {
 	replay perfscript "$BATS_TEST_DIRNAME/../fuzz/regress/perfscript" "$MT_REAL"/magic-trace/memmove_decode_error.perf
 }

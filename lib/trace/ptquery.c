@@ -604,6 +604,8 @@ static int hand_over(struct mt_ptq *q)
 	if (st < 0) {
 		q->next = PTQ_STUCK;
 		q->stuck_err = st;
+		if (st == -pte_eos) /* a PSB+ cut by the end: read ahead, libipt */
+			q->pos = q->end; /* moves past it to the end */
 		return st == -pte_eos ? 0 : st;
 	}
 	q->handed = true;
@@ -992,18 +994,24 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	q->note_n = q->note_head = q->note_fup = 0;
 	q->sync = q->pos = p;
 	read_psb(q);
+	/* the PSB+'s IP, as libipt's sync reports it; only where the PSB+
+	 * had none, the last IP once read ahead: a FUP after it (an
+	 * interrupt's) counts then */
+	bool have_ip = q->have_ip && !q->ip_suppressed;
+	if (have_ip)
+		*ip = q->ip;
 	int rc = read_ahead(q);
 	if (rc < 0)
 		return rc;
 	if (!q->handed && (q->next == PTQ_EOS || q->next == PTQ_STUCK))
 		return -pte_eos;
 	int st = mt_ptq_status(q);
-	/* the last IP once read ahead, as libipt's sync reports it: a FUP
-	 * after the PSB+ (an interrupt's) counts, even where the PSB+ had none */
-	if (q->have_ip && !q->ip_suppressed)
-		*ip = q->ip;
-	else
-		st |= pts_ip_suppressed;
+	if (!have_ip) {
+		if (q->have_ip && !q->ip_suppressed)
+			*ip = q->ip;
+		else
+			st |= pts_ip_suppressed;
+	}
 	return st;
 }
 

@@ -16,6 +16,7 @@
 
 #include "base/strtab.h"
 #include "stream/limits.h"
+#include "stream/textmemo.h"
 
 static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_CALL] = "call", [MT_EV_RETURN] = "return", [MT_EV_JUMP] = "jump",
@@ -28,6 +29,12 @@ static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_PTWRITE] = "ptwrite", [MT_EV_MWAIT] = "mwait", [MT_EV_PWRE] = "pwre",
 	[MT_EV_PWRX] = "pwrx", [MT_EV_EXSTOP] = "exstop", [MT_EV_VMCS] = "vmcs",
 };
+
+uint64_t mt_events_new_epoch(void)
+{
+	static _Atomic uint64_t last;
+	return ++last;
+}
 
 const char *mt_event_kind_name(enum mt_event_kind k)
 {
@@ -177,10 +184,46 @@ static inline bool span_num(const char *s, const char *e, unsigned base, size_t 
 	*out = v;
 	return true;
 }
-
 static inline bool span_hex(const char *s, const char *e, uint64_t *out)
 {
 	return e - s >= 3 && s[0] == '0' && s[1] == 'x' && span_num(s + 2, e, 16, 16, out);
+}
+
+/* The NULs a parsed line gets: at its TABs before limit, and its keys' '='. */
+static int put_nuls(char *line, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq)
+{
+	for (size_t w = 0; w < sp->words && w * 64 < limit; w++) {
+		uint64_t x = sp->tab[w];
+		if (limit - w * 64 < 64)
+			x &= (1ULL << (limit - w * 64)) - 1;
+		for (; x; x &= x - 1)
+			line[w * 64 + (size_t)__builtin_ctzll(x)] = '\0';
+	}
+	for (unsigned i = 0; i < neq; i++)
+		*eqs[i] = '\0';
+	return 1;
+}
+
+/* At the line's first extra column: a tail the memo has gives the event
+ * its columns (true); else *hash is the tail's, for keeping it. The hash
+ * is of the event's addresses, not of the tail's bytes (a fifth of a
+ * line's parse): a symbolized stream's tail is their symbols; the bytes
+ * are compared in any case. */
+static bool tail_starts(struct mt_textmemo *memo, const char *line, size_t n, size_t start, struct mt_event *ev,
+			uint64_t *hash)
+{
+	uint64_t h = (ev->from * 0x9e3779b97f4a7c15ULL ^ ev->to) * 0xff51afd7ed558ccdULL ^ (n - start);
+	*hash = h ^ h >> 29;
+	const struct mt_textmemo_tail *t = mt_textmemo_find(memo, line + start, n - start, *hash);
+	if (!t)
+		return false;
+	ev->extra = t->kv;
+	ev->nextra = t->n;
+	if (!ev->msg) { /* msg is in the line, not kept */
+		ev->strings_epoch = memo->epoch;
+		ev->extra_id = t->id;
+	}
+	return true;
 }
 
 /* The line as mt's writers write it: columns found by the bit masks, each
@@ -188,7 +231,7 @@ static inline bool span_hex(const char *s, const char *e, uint64_t *out)
  * value, a long line) returns 0 having changed nothing, for the general
  * parser, which also has the error messages. NULs are put in only once the
  * whole line has passed. */
-static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv)
+static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo)
 {
 	if (n > FAST_LINE_MAX || line[n - 1] == '\r')
 		return 0;
@@ -231,6 +274,13 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	ev->extra_id = 0;
 	char *eqs[MT_EVENT_MAX_EXTRA]; /* the '=' of each key=value: NULs later */
 	unsigned nx = 0, neq = 0;
+	/* the extra columns from the first on (the tail), when nothing else
+	 * comes among them: looked up in the memo, kept there if new */
+	if (memo && !mt_textmemo_active(memo))
+		memo = NULL;
+	size_t tail = 0;
+	bool tail_pure = false;
+	uint64_t tail_hash = 0;
 	/* the TABs after the sixth in turn: a cursor over the mask's bits */
 	size_t tw = t[5] >> 6;
 	uint64_t tbits = t[5] < n ? sp.tab[tw] & (~0ULL << (t[5] & 63)) & ~(1ULL << (t[5] & 63)) : 0;
@@ -254,9 +304,14 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		if (nx == MT_EVENT_MAX_EXTRA)
 			return 0;
 		if (eq >= stop) { /* a key alone */
+			if (!nx && memo && tail_starts(memo, line, n, start, ev, &tail_hash))
+				return put_nuls(line, &sp, start, eqs, neq);
 			kv[nx++] = (struct mt_kv){key, NULL};
+			if (nx == 1 && memo)
+				tail = start, tail_pure = true;
 			continue;
 		}
+		bool field = true; /* a column with a field of its own */
 		char *val = line + eq + 1, *vend = line + stop;
 		switch (eq - start) { /* the columns with fields of their own */
 		case 3:
@@ -302,18 +357,28 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			goto extra;
 		default:
 		extra:
+			if (!nx && memo && tail_starts(memo, line, n, start, ev, &tail_hash))
+				return put_nuls(line, &sp, start, eqs, neq);
 			kv[nx++] = (struct mt_kv){key, val};
+			if (nx == 1 && memo)
+				tail = start, tail_pure = true;
+			field = false;
 			break;
 		}
+		if (field)
+			tail_pure = false; /* among the extras: not kept */
 		eqs[neq++] = line + eq;
 	}
 	ev->nextra = nx;
-	for (size_t w = 0; w < sp.words; w++)
-		for (uint64_t x = sp.tab[w]; x; x &= x - 1)
-			line[w * 64 + (size_t)__builtin_ctzll(x)] = '\0';
-	for (unsigned i = 0; i < neq; i++)
-		*eqs[i] = '\0';
-	return 1;
+	if (tail_pure && !ev->msg) {
+		const struct mt_textmemo_tail *kept = mt_textmemo_keep(memo, line + tail, n - tail, tail_hash, kv, nx);
+		if (kept) {
+			ev->extra = kept->kv;
+			ev->strings_epoch = memo->epoch;
+			ev->extra_id = kept->id;
+		}
+	}
+	return put_nuls(line, &sp, n, eqs, neq);
 }
 
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
@@ -323,7 +388,13 @@ int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, stru
 
 int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
 {
-	if (n && line[0] != '#' && parse_fast(line, n, ev, kv))
+	return mt_events_parse_line_memo(line, n, ev, kv, NULL, err);
+}
+
+int mt_events_parse_line_memo(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			      struct mt_err *err)
+{
+	if (n && line[0] != '#' && parse_fast(line, n, ev, kv, memo))
 		return 1;
 	return mt_events_parse_line_general(line, n, ev, kv, err);
 }

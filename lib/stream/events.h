@@ -66,11 +66,17 @@ enum mt_events_format { MT_EVENTS_TEXT, MT_EVENTS_BINARY };
 #define MT_EVENTS_MAGIC_LEN 8
 #define MT_EVENT_MAX_EXTRA 256
 
+/* A new strings epoch (or extra_id), never given before in this process:
+ * a consumer fed by two readers never mistakes one's strings for the
+ * other's. */
+uint64_t mt_events_new_epoch(void);
+
 const char *mt_event_kind_name(enum mt_event_kind k);
 /* Returns the kind for a name, or -1. */
 int mt_event_kind_parse(const char *s, size_t n);
 
 struct mt_intern;
+struct mt_textmemo;
 struct cols_memo;
 struct extra_memo;
 struct mt_events_raw;
@@ -144,6 +150,11 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
 /* The same for a line of n bytes (line[n] is its NUL). */
 int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
+/* The same with a memo of extra-column tails (textmemo.h; NULL: none):
+ * where it has the line's, extra points at the memo's columns, which
+ * last the memo's epoch (strings_epoch, extra_id set unless msg is). */
+int mt_events_parse_line_memo(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			      struct mt_err *err);
 /* The general parser alone, without the fast path for lines as mt writes
  * them: the two must agree on every line (the unit test and the fuzz
  * harness hold them against each other). */
@@ -179,6 +190,7 @@ struct mt_events_reader {
 	struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	void *arena;          /* binary: unpack memory, reused for every record */
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
+	struct mt_textmemo *textmemo; /* text: extra columns by their bytes (none: out of memory) */
 	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
 	struct mt_events_raw raw; /* binary, with keep_raw: the last event's bytes */
 	size_t arena_cap, arena_used;

@@ -16,6 +16,7 @@
 #include "mt-events.pb-c.h"
 #include "stream/limits.h"
 #include "stream/pbwire.h"
+#include "stream/textmemo.h"
 
 #define READ_CHUNK (1u << 20)
 #define RECORD_MAX (64u << 20)
@@ -126,14 +127,6 @@ static void arena_free(void *data, void *ptr)
 	(void)ptr;
 }
 
-/* Epochs are unique in the process: a consumer fed by two readers never
- * mistakes one table's strings for the other's. */
-static uint64_t new_strings_epoch(void)
-{
-	static _Atomic uint64_t last;
-	return ++last;
-}
-
 static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, struct mt_err *err)
 {
 	memset(r, 0, sizeof *r);
@@ -146,10 +139,15 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 	if (have == MT_EVENTS_MAGIC_LEN && !memcmp(r->buf, MT_EVENTS_MAGIC, MT_EVENTS_MAGIC_LEN)) {
 		r->format = MT_EVENTS_BINARY;
 		r->start = MT_EVENTS_MAGIC_LEN;
-		r->strings_epoch = new_strings_epoch();
+		r->strings_epoch = mt_events_new_epoch();
 		return 0;
 	}
 	r->format = MT_EVENTS_TEXT;
+	struct mt_textmemo *memo = malloc(sizeof *memo);
+	if (memo && mt_textmemo_init(memo, 0))
+		r->textmemo = memo;
+	else
+		free(memo); /* parsed without: slower, the same events */
 	size_t first_len;
 	char *first = next_line(r, &first_len, err);
 	if (err->code)
@@ -193,7 +191,7 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		}
-		int rc = mt_events_parse_line_n(line, n, ev, r->kv, err);
+		int rc = mt_events_parse_line_memo(line, n, ev, r->kv, r->textmemo, err);
 		if (rc < 0) {
 			char msg[sizeof err->msg];
 			snprintf(msg, sizeof msg, "%s", err->msg);
@@ -354,7 +352,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 				kv[k++] = (struct mt_kv){ks, vs};
 			}
 			if (m) {
-				ev->extra_id = m->id = new_strings_epoch();
+				ev->extra_id = m->id = mt_events_new_epoch();
 				m->epoch = r->strings_epoch;
 				m->len = (uint16_t)len;
 				memcpy(m->bytes, p, (size_t)len);
@@ -507,7 +505,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 			for (size_t k = 0; k < r->nstrings; k++)
 				free(r->strings[k]);
 			r->nstrings = 0;
-			r->strings_epoch = new_strings_epoch();
+			r->strings_epoch = mt_events_new_epoch();
 			continue;
 		case MT__RECORD__RECORD_STRING_DEF:
 			if (r->nstrings == r->strings_cap) {
@@ -554,5 +552,8 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	free(r->buf);
 	free(r->arena);
 	free(r->extra_memo);
+	if (r->textmemo)
+		mt_textmemo_fini(r->textmemo);
+	free(r->textmemo);
 	memset(r, 0, sizeof *r);
 }

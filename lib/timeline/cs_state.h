@@ -88,7 +88,7 @@ static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx"
  * names are then found without comparing or hashing their text. */
 #define KEY_CACHE 64
 #define SYM_CACHE 4096
-#define SCAN_MEMO_BITS 8
+#define SCAN_MEMO_BITS 11
 struct scan_memo {
 	uint64_t id;              /* the events' extra_id; 0: empty */
 	unsigned colset;

@@ -184,6 +184,7 @@ static inline bool span_num(const char *s, const char *e, unsigned base, size_t 
 	*out = v;
 	return true;
 }
+
 static inline bool span_hex(const char *s, const char *e, uint64_t *out)
 {
 	return e - s >= 3 && s[0] == '0' && s[1] == 'x' && span_num(s + 2, e, 16, 16, out);

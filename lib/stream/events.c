@@ -213,8 +213,10 @@ static int put_nuls(char *line, const struct seps *sp, size_t limit, char *const
 static bool tail_starts(struct mt_textmemo *memo, const char *line, size_t n, size_t start, struct mt_event *ev,
 			uint64_t *hash)
 {
-	uint64_t h = (ev->from * 0x9e3779b97f4a7c15ULL ^ ev->to) * 0xff51afd7ed558ccdULL ^ (n - start);
-	*hash = h ^ h >> 29;
+	uint64_t h = ev->from ^ ev->to * 0x9e3779b97f4a7c15ULL ^ (uint64_t)(n - start) << 48;
+	h = (h ^ h >> 33) * 0xff51afd7ed558ccdULL; /* every bit into the top ones */
+	h = (h ^ h >> 33) * 0xc4ceb9fe1a85ec53ULL;
+	*hash = h ^ h >> 33;
 	const struct mt_textmemo_tail *t = mt_textmemo_find(memo, line + start, n - start, *hash);
 	if (!t)
 		return false;

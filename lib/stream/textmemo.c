@@ -4,8 +4,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#define SLOTS 8192
-#define DEFAULT_ARENA (16u << 20)
+#define SLOT_BITS 13
+#define SLOTS (1u << SLOT_BITS)
+#define DEFAULT_ARENA (8u << 20)
+#define CHAIN_WALK 8
 /* Standing aside: a window of lookups with fewer hits than a quarter
  * skips the next lines (a stream whose tails do not repeat: every line
  * would be copied for nothing) */
@@ -44,8 +46,15 @@ bool mt_textmemo_active(struct mt_textmemo *m)
 
 const struct mt_textmemo_tail *mt_textmemo_find(struct mt_textmemo *m, const char *raw, size_t len, uint64_t hash)
 {
-	const struct mt_textmemo_tail *t = m->slot[hash & (SLOTS - 1)];
-	bool hit = t && t->hash == hash && t->len == len && !memcmp(t->raw, raw, len);
+	/* the newest few of a chain: a hash many tails share (a caller's
+	 * poor choice) costs a bounded walk, then misses */
+	const struct mt_textmemo_tail *t = m->slot[hash >> (64 - SLOT_BITS)];
+	for (unsigned walk = 0; t && !(t->hash == hash && t->len == len && !memcmp(t->raw, raw, len)); t = t->next)
+		if (++walk == CHAIN_WALK) {
+			t = NULL;
+			break;
+		}
+	bool hit = t != NULL;
 	m->hits += hit;
 	if (++m->window == WINDOW) {
 		if (m->hits < MIN_HITS)
@@ -93,6 +102,9 @@ const struct mt_textmemo_tail *mt_textmemo_keep(struct mt_textmemo *m, const cha
 	}
 	*t = (struct mt_textmemo_tail){.id = mt_events_new_epoch(), .hash = hash, .raw = tr, .len = len, .n = n,
 				       .kv = tkv};
-	m->slot[hash & (SLOTS - 1)] = t;
+	/* chained: nothing kept is pushed out before the arena is full */
+	struct mt_textmemo_tail **head = &m->slot[hash >> (64 - SLOT_BITS)];
+	t->next = *head;
+	*head = t;
 	return t;
 }

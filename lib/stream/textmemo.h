@@ -24,11 +24,12 @@ struct mt_textmemo_tail {
 	size_t len;
 	unsigned n;
 	struct mt_kv *kv; /* into a copy of raw with NULs at the column and key ends */
+	struct mt_textmemo_tail *next; /* the slot's chain */
 };
 
 struct mt_textmemo {
 	uint64_t epoch;    /* the strings' (events.h); 0: not yet started */
-	struct mt_textmemo_tail **slot; /* direct-mapped by hash */
+	struct mt_textmemo_tail **slot; /* chains, by the hash's top bits */
 	char *arena;
 	size_t arena_cap, arena_used;
 	/* standing aside: lookups and hits in this window, lines still to skip */
@@ -44,7 +45,8 @@ void mt_textmemo_fini(struct mt_textmemo *m);
  * call counts a line). */
 bool mt_textmemo_active(struct mt_textmemo *m);
 /* The kept tail with these bytes, or NULL. hash: any function of the line
- * that chooses its slot, the same for the same tail; the bytes decide. */
+ * that is the same for the same tail (its top bits choose the slot); the
+ * bytes decide. */
 const struct mt_textmemo_tail *mt_textmemo_find(struct mt_textmemo *m, const char *raw, size_t len, uint64_t hash);
 /* Keeps a tail that was not found: raw its bytes as read, kv[0..n) its
  * columns as parsed, pointing into raw (not yet cut by NULs), one after

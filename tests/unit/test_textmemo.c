@@ -1,6 +1,7 @@
 /* textmemo: tails kept and found by their bytes, their columns cut at the
  * places the caller parsed (the tail's own bytes are the oracle); a full
- * arena starts a new epoch with nothing found; a window of misses makes
+ * arena starts a new epoch with nothing found; tails sharing a hash are
+ * all kept; a window of misses makes
  * the memo stand aside for a while, then look again. */
 #include <stdio.h>
 #include <string.h>
@@ -39,6 +40,11 @@ int main(void)
 	again[1] = '1';
 	ok(!mt_textmemo_find(&m, again, len, h), "one byte else, the same hash: not found");
 	ok(!mt_textmemo_find(&m, raw, len - 1, h), "a shorter tail: not found");
+	struct mt_kv okv[3];
+	columns(again, okv);
+	const struct mt_textmemo_tail *other = mt_textmemo_keep(&m, again, len, h, okv, 3);
+	ok(other && mt_textmemo_find(&m, again, len, h) == other && mt_textmemo_find(&m, raw, len, h) == t,
+	   "two tails with one hash: both kept, each found");
 
 	/* too big for the arena (an eighth at most): refused, nothing lost */
 	static char big[16 << 10];

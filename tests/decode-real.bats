@@ -139,7 +139,7 @@ X=$MT_REAL/libxdc
 # output, and run.sh that holds mt-pt2events --pt against them. Oracle:
 # ptxed's flow for each run; every run listed in
 # testdata/libipt-ptt/matching.txt must match it (the list grows as cases
-# are fixed; 349 of 430 now).
+# are fixed; 366 of 430 now).
 @test "libipt's ptt suite: every run listed as matching ptxed still does" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/run.sh" ]
@@ -149,13 +149,13 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 349 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 366 ]
 }
 
-# The PT notes (ptwrite, power, vmcs; issue 22) held against ptxed's listing
+# The PT notes (ptwrite, power, vmcs, Event Trace's cfe; issue 22) held against ptxed's listing
 # of the same ptt runs (tests/tools/ptt_notes.py: kinds, values, IPs, the
 # instructions before each bound note); every run in
-# testdata/libipt-ptt/notes-matching.txt must still match (25 of 29 now).
+# testdata/libipt-ptt/notes-matching.txt must still match (36 of 41 now).
 @test "libipt's ptt suite: PT notes are ptxed's on every run listed" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/cases.json" ]
@@ -165,7 +165,41 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 25 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 36 ]
+}
+
+# Event Trace's packets damaged (issue 22), which libipt 2.0.5 cannot read,
+# so mt's reader reports them itself and reads on at the next PSB:
+# - two: ptet-evd_cr2-cfe_iret (a CR2 EVD before an IRET CFE: ptxed says
+#   "[26, 0: error: unexpected packet context]") then ptet-int-iret; the
+#   second decodes as ptxed lists it alone (5 instructions: nop, mov, iret,
+#   iret, nop; the interrupts from 0x100001 and 0x100004; its CFEs);
+# - cut: ptet-int-iret cut inside its first CFE (byte 0x28): the end of the
+#   trace, as libipt ends at any packet the end cuts (no error; the sync
+#   fails with the end, so nothing is decoded);
+# - rsm: ptet-smi-rsm with the IP bit set on its RSM CFE (0x23), which
+#   libipt 2.1 refuses as a bad packet.
+@test "Event Trace damaged: the error where libipt 2.1 says, decoding on at the next PSB" {
+	local c=$MT_REAL/../libipt-ptt/cases t=$BATS_TEST_TMPDIR
+	cat "$c/ptet-evd_cr2-cfe_iret/ptet-evd_cr2-cfe_iret.pt" "$c/ptet-int-iret/ptet-int-iret.pt" > "$t/two.pt"
+	run "$PT2EVENTS" --pt "$t/two.pt" --image "$c/ptet-int-iret/ptet-int-iret.bin@0x100000" --all-branches --stats
+	[ "$status" -eq 0 ]
+	echo "$output"
+	[ "$(grep -c $'\terror\t' <<< "$output")" -eq 1 ]
+	grep -q $'\terror\t0x0\t0x0\toff=0x26\tmsg=unexpected packet context$' <<< "$output"
+	grep -q 'stats: .* insns=5 ' <<< "$output"
+	grep -q $'\tinterrupt\t0x100001\t0x100008\t' <<< "$output"
+	grep -q $'\tinterrupt\t0x100004\t0x10000a\t' <<< "$output"
+	[ "$(grep -c $'\tcfe\t' <<< "$output")" -eq 4 ]
+	! grep -q handed_over <<< "$output" || false
+	head -c 40 "$c/ptet-int-iret/ptet-int-iret.pt" > "$t/cut.pt"
+	run "$PT2EVENTS" --pt "$t/cut.pt" --image "$c/ptet-int-iret/ptet-int-iret.bin@0x100000" --stats
+	[ "$status" -eq 0 ]
+	! grep -q $'\terror\t' <<< "$output" || false
+	cp "$c/ptet-smi-rsm/ptet-smi-rsm.pt" "$t/rsm.pt"
+	printf '\x84' | dd of="$t/rsm.pt" bs=1 seek=$((0x25)) conv=notrunc 2> /dev/null
+	run "$PT2EVENTS" --pt "$t/rsm.pt" --image "$c/ptet-smi-rsm/ptet-smi-rsm.bin@0x100000" --stats
+	grep -q $'\terror\t0x0\t0x0\toff=0x23\tmsg=unknown packet$' <<< "$output"
 }
 
 # Drawn: each note an instant on its thread's "ptwrite" / "power" / "vmcs"
@@ -173,7 +207,7 @@ X=$MT_REAL/libxdc
 # (cases/tip_pge-ptw-fup-tip_pgd: [ptwrite: abcd, ip: 100001], [ptwrite:
 # ef09, ip: 100005]; cases/mwait-pwre-exstop_ip-pwre-pwrx: [mwait 50 1],
 # [exstop], [pwre c1.0], [pwre c6.0], [pwrx int: c6 (c6)]), names by hand.
-@test "mt-toperfetto draws PT notes as instants named by their values" {
+@test "mt-toperfetto draws PT notes as instants named by their values (ptwrite, power, Event Trace)" {
 	local c=$MT_REAL/../libipt-ptt/cases t=$BATS_TEST_TMPDIR
 	"$MT_BIN/mt-pt2events" --pt "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.pt" \
 		--image "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.bin@0x100000" -o "$t/ptw"
@@ -201,6 +235,20 @@ X=$MT_REAL/libxdc
 	# in the Perfetto file, on tracks named after them
 	grep -c ptwrite "$t/ptw.pftrace"
 	grep -q power "$t/pwr.pftrace"
+	# Event Trace's CFEs on the "events" track, named by ptxed's values
+	# (cases/ptet-vmexit-vmentry: [vmexit, intr: 14, vmxr: 0, vmxq: f00baa],
+	# [vmentry], [vmexit, vmxr: a], [vmentry]); the binary stream the same
+	local v=$c/ptet-vmexit-vmentry
+	"$MT_BIN/mt-pt2events" --pt "$v/ptet-vmexit-vmentry.pt" --image "$v/ptet-vmexit-vmentry.bin@0x100000" -o "$t/cfe"
+	"$MT_BIN/mt-pt2events" --pt "$v/ptet-vmexit-vmentry.pt" --image "$v/ptet-vmexit-vmentry.bin@0x100000" \
+		--output-format=binary -o "$t/cfe.bin"
+	"$MT_BIN/mt-events" "$t/cfe.bin" | diff "$t/cfe" -
+	"$MT_BIN/mt-toperfetto" --format=json -o "$t/cfe.json" "$t/cfe"
+	"$MT_BIN/mt-toperfetto" -o "$t/cfe.pftrace" "$t/cfe.bin"
+	"$MT_TESTTOOLS/pfcheck" "$t/cfe.pftrace"
+	grep -q events "$t/cfe.pftrace"
+	python3 -c 'import json,sys; print("\n".join(e["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "i"))' "$t/cfe.json" |
+		diff - <(printf '%s\n' 'vmexit_intr 14 vmxq 0xf00baa vmxr 0x0' vmentry 'vmexit vmxr 0xa' vmentry)
 	# without --power, no power notes (as no CBR changes)
 	"$MT_BIN/mt-pt2events" --pt "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.pt" \
 		--image "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.bin@0x1000" > "$t/nopwr"

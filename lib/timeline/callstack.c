@@ -872,7 +872,7 @@ static void new_snapshot(struct mt_cs *cs, uint64_t to_time);
 static bool is_note(enum mt_event_kind k)
 {
 	return k == MT_EV_ERROR || k == MT_EV_POWER || k == MT_EV_SWITCH_OUT || k == MT_EV_SWITCH_IN ||
-	       (k >= MT_EV_PTWRITE && k <= MT_EV_VMCS);
+	       (k >= MT_EV_PTWRITE && k <= MT_EV_CFE);
 }
 
 /* A column of a PT note (rare events: a scan of its few columns), "?" if
@@ -883,6 +883,23 @@ static const char *note_col(const struct mt_event *ev, const char *key)
 		if (!strcmp(ev->extra[i].key, key))
 			return ev->extra[i].val;
 	return "?";
+}
+
+/* An Event Trace event's name: its type, then the vector and the EVD
+ * payloads it has. */
+static void cfe_name(char *name, size_t size, const struct mt_event *ev)
+{
+	size_t n = (size_t)snprintf(name, size, "%s", note_col(ev, "type"));
+	static const char *const keys[] = {"vector", "cr2", "vmxq", "vmxr"};
+	for (unsigned i = 0; i < sizeof keys / sizeof *keys && n < size; i++) {
+		const char *v = note_col(ev, keys[i]);
+		if (!strcmp(v, "?"))
+			continue;
+		if (i == 0) /* the vector, by itself: "intr 14" */
+			n += (size_t)snprintf(name + n, size - n, " %s", v);
+		else
+			n += (size_t)snprintf(name + n, size - n, " %s %s", keys[i], v);
+	}
 }
 
 /* Distinct payloads named on ptwrite instants, at most: past it they are
@@ -930,9 +947,13 @@ static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const stru
 	case MT_EV_EXSTOP:
 		snprintf(name, sizeof name, "exstop");
 		break;
-	default: /* MT_EV_VMCS */
+	case MT_EV_VMCS:
 		track = "vmcs";
 		snprintf(name, sizeof name, "vmcs %s", note_col(ev, "base"));
+		break;
+	default: /* MT_EV_CFE: "intr 14 cr2 0xf00baa", "vmexit vmxr 0xa", "iret" */
+		track = "events";
+		cfe_name(name, sizeof name, ev);
 		break;
 	}
 	size_t before = cs->names.n;
@@ -1030,7 +1051,8 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	case MT_EV_PWRE:
 	case MT_EV_PWRX:
 	case MT_EV_EXSTOP:
-	case MT_EV_VMCS: {
+	case MT_EV_VMCS:
+	case MT_EV_CFE: {
 		int rc = pt_note(cs, t, time, ev, err);
 		if (rc)
 			return rc;

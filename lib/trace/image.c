@@ -581,12 +581,14 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 		if (have == sizeof buf && left < 16)
 			break; /* an instruction may go on past what was read: the next block */
 		if (!cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn)) {
-			unsigned jlen = mt_jmpabs_length(buf + off, have - off);
-			if (jlen) { /* an indirect jump to PT: the block ends there */
+			unsigned jlen = mt_jmpabs_length(buf + off, have - off), rlen = 0;
+			if (!jlen)
+				rlen = mt_uiret_length(buf + off, have - off);
+			if (jlen || rlen) { /* an indirect branch to PT: the block ends there */
 				offs[b->ninsn++] = (uint16_t)off;
 				b->end_ip = ip + off;
-				b->len = (uint8_t)jlen;
-				b->cls = ptic_jump;
+				b->len = (uint8_t)(jlen ? jlen : rlen);
+				b->cls = jlen ? ptic_jump : ptic_far_return;
 				break;
 			}
 			unsigned vlen = mt_vex_length(buf + off, have - off);

@@ -21,7 +21,7 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 }
 
 #define MT_PTDEC_MAX_WALK (1u << 20)
-#define MT_NOTE_MAX_COLS 3
+#define MT_NOTE_MAX_COLS 4 /* a CFE: type, vector, VMXQ, VMXR */
 
 struct dec {
 	const struct mt_ptdec_stream *s;
@@ -177,12 +177,44 @@ static unsigned cstate_of(unsigned hint)
 	return (hint + 1) & 0xf;
 }
 
+/* Event Trace's CFE types by number (libipt's pt_cfe_type; 11 is none) */
+static const char *const cfe_types[16] = {
+	[1] = "intr", [2] = "iret", [3] = "smi", [4] = "rsm", [5] = "sipi", [6] = "init", [7] = "vmentry",
+	[8] = "vmexit", [9] = "vmexit_intr", [10] = "shutdown", [12] = "uintr", [13] = "uiret", [14] = "swintr",
+	[15] = "syscall",
+};
+
+/* A CFE as a note: its type, the vector of those that have one, the EVD
+ * payloads before it. */
+static void cfe_note(struct dec *d, const struct pt_event *ev)
+{
+	struct note n = {.n = 0};
+	struct mt_cfe cfe;
+	mt_ptq_cfe(ev, &cfe);
+	const char *type = cfe.type < 16 ? cfe_types[cfe.type] : NULL;
+	if (type)
+		note_str(&n, "type", type);
+	else
+		note_col(&n, "type", "%llu", cfe.type);
+	if (cfe.type == 1 || cfe.type == 5 || cfe.type == 9 || cfe.type == 12 || cfe.type == 14)
+		note_col(&n, "vector", "%llu", cfe.vector);
+	static const char *const evd_keys[3] = {"cr2", "vmxq", "vmxr"};
+	for (unsigned i = 0; i < 3; i++)
+		if (cfe.has & (1u << i) && n.n < MT_NOTE_MAX_COLS)
+			note_col(&n, evd_keys[i], "0x%llx", cfe.evd[i]);
+	emit_note(d, MT_EV_CFE, ev->ip_suppressed ? 0 : cfe.ip, &n);
+}
+
 /* The notes the packet reader (mt's or libipt's) reports as events;
  * power ones only when asked, as CBR. */
 static void handle_note(struct dec *d, const struct pt_event *ev)
 {
 	struct note n = {.n = 0};
 	bool power = d->cfg->want_power;
+	if (ev->type == MT_PTEV_CFE) {
+		cfe_note(d, ev);
+		return;
+	}
 	switch (ev->type) {
 	case ptev_ptwrite:
 		note_col(&n, "payload", "0x%llx", ev->variant.ptwrite.payload);
@@ -539,6 +571,31 @@ static bool filtered_out(const struct mt_ptdec_config *cfg, uint64_t ip)
 	return any;
 }
 
+static bool filter_given(const struct mt_ptdec_config *cfg)
+{
+	for (unsigned i = 0; i < 4; i++)
+		if (cfg->addr[i].cfg)
+			return true;
+	return false;
+}
+
+/* A MOV CR3 in the block at d->ip, at or after it: its address, else 0. */
+static uint64_t mov_cr3_in_block(struct dec *d)
+{
+	int err;
+	const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
+	if (!b)
+		return 0;
+	const uint16_t *o = d->img->offs + b->offs;
+	for (uint32_t k = 0; k < b->ninsn; k++) {
+		uint8_t insn[15];
+		size_t n = mt_image_read(d->img, b->ip + o[k], insn, sizeof insn);
+		if (b->ip + o[k] >= d->ip && mt_is_mov_cr3(insn, n))
+			return b->ip + o[k];
+	}
+	return 0;
+}
+
 /* Walks to the branch that disabled tracing (the next one that needs trace,
  * or a direct one to the disable's address), which is left pending.
  * Erratum SKL014: a TIP.PGD for a direct branch out of the filtered range
@@ -548,6 +605,18 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 {
 	for (;;) {
 		int err;
+		/* without SKL014's reading, a TIP.PGD without IP binds to a
+		 * MOV CR3 (libipt's): tracing stopped as it changed CR3 */
+		bool skl014 = d->skl014 && filter_given(d->cfg);
+		uint64_t cr3_at = ev->ip_suppressed && !skl014 ? mov_cr3_in_block(d) : 0;
+		if (cr3_at) {
+			int rc = walk_to(d, cr3_at);
+			if (rc < 0)
+				return rc;
+			resolve_pending(d, cr3_at);
+			pass(d, 1, cr3_at);
+			return 0;
+		}
 		const struct mt_code_block *b = walk_block(d, &err);
 		if (!b)
 			return err;
@@ -665,6 +734,13 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 			rc = walk_to(d, ev->variant.mwait.ip);
 		else if (ev->type == ptev_exstop && !ev->ip_suppressed)
 			rc = walk_to(d, ev->variant.exstop.ip);
+		/* a CFE with its IP: the instruction there (IRET, VMRESUME,
+		 * ...) or the one an interrupt came before */
+		else if (ev->type == MT_PTEV_CFE && !ev->ip_suppressed) {
+			struct mt_cfe cfe;
+			mt_ptq_cfe(ev, &cfe);
+			rc = walk_to(d, cfe.ip);
+		}
 	}
 	if (rc < 0)
 		return rc;
@@ -832,7 +908,8 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 				 * the flow where it went, as a branch's does */
 				else if (ev.type == ptev_async_branch)
 					branch_eos = d->cfg->stop_at_end && (status & pts_eos);
-				only_status &= ev.status_update;
+				/* a maintenance packet says nothing of the flow either */
+				only_status &= ev.status_update || ev.type == ptev_mnt;
 			}
 		} else if (!d->enabled) {
 			status = status & pts_eos ? -pte_eos : -pte_no_enable;
@@ -887,6 +964,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	d->stats->insns += d->insns;
 	d->stats->trig += d->q.ntrig;
 	d->stats->unbound_mwait += d->q.nunbound_mwait;
+	d->stats->event_trace += d->q.nevent_trace;
 	mt_ptq_fini(&d->q);
 	return 0;
 }

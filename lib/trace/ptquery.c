@@ -20,6 +20,7 @@ enum {
 	/* the TIP family: the low five bits; the top three say how much IP follows */
 	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
 	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear */
+	MODE_EXEC_IF = 0x04, /* MODE.Exec's RFLAGS.IF (Event Trace); libipt 2.0.5 ignores it */
 	MODE_TSX_NONE = 0x20, /* MODE.TSX, no transaction */
 	PSB_EVENTS_MAX = MT_PTQ_PSB_EVENTS,
 	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
@@ -28,6 +29,12 @@ enum {
 	 * byte (IP: a FUP with its IP follows, ICNTV: a 2-byte instruction
 	 * count follows, MULT), trigger id */
 	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40,
+	/* Event Trace (libipt 2.1): CFE (type bits 4:0, IP bit 7: a FUP with
+	 * its IP follows; a vector byte), EVD (type bits 4:0; an 8-byte
+	 * payload that describes the next CFE) */
+	EXT_CFE = 0x13, CFE_SIZE = 4, CFE_TYPE = 0x1f, CFE_INTR = 1, CFE_RSM = 4, CFE_SIPI = 5, CFE_VMEXIT = 8,
+	CFE_VMEXIT_INTR = 9,
+	EXT_EVD = 0x53, EVD_SIZE = 11, EVD_TYPE = 0x1f, EVD_TYPES = 3,
 	MTC_BITS = 8, TMA_CTC_BITS = 16,
 	FCR_SHIFT = 8, /* libipt's fast-counter ratio: fixed point, 8 fraction bits */
 };
@@ -93,6 +100,18 @@ static bool followed_by(const uint8_t *p, const uint8_t *end, unsigned op, bool 
 	return p < end && (*p & 0x1f) == op && ip_packet_size(p, end, &ipc) && (ipc || !need_ip);
 }
 
+/* Whether the next packets after p but PADs are an optional PIP (a CR3
+ * change the interrupt makes: libipt binds it to the TIP) and a complete
+ * TIP with an IP. */
+static bool followed_by_tip(const uint8_t *p, const uint8_t *end)
+{
+	while (p < end && *p == OP_PAD)
+		p++;
+	if (end - p >= PIP_SIZE && p[0] == OP_EXT && p[1] == EXT_PIP)
+		p += PIP_SIZE;
+	return followed_by(p, end, IP_TIP, false);
+}
+
 /* The size of the PT note at p (an OP_EXT packet), 0 when it is none or
  * cut short; *fup: it is bound to the FUP after it. An MWAIT is bound to
  * the FUP of the EXSTOP with an IP that follows it; an EXSTOP without one
@@ -119,8 +138,47 @@ static int note_packet_size(const uint8_t *p, const uint8_t *end, bool *fup)
 		n = PWRE_SIZE;
 	} else if (b1 == EXT_PWRX) {
 		n = PWRX_SIZE;
+	} else if (b1 == EXT_CFE && end - p >= CFE_SIZE) {
+		/* RSM and SIPI have no IP: the bit set is a bad packet to libipt */
+		unsigned type = p[2] & CFE_TYPE;
+		*fup = p[2] & EXT_IP_BIT;
+		n = *fup && (type == CFE_RSM || type == CFE_SIPI) ? 0 : CFE_SIZE;
 	}
 	return end - p >= n ? n : 0;
+}
+
+/* The EVD at p when complete, else 0; *bit: its type's MT_CFE_* (0: a
+ * type libipt ignores). */
+static int evd_packet_size(const uint8_t *p, const uint8_t *end, unsigned *bit)
+{
+	if (end - p < EVD_SIZE)
+		return 0;
+	unsigned type = p[2] & EVD_TYPE;
+	*bit = type < EVD_TYPES ? 1u << type : 0;
+	return EVD_SIZE;
+}
+
+void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe)
+{
+	/* the variant holds the IP, CR2 and VMXQ; reserved, the rest */
+	uint64_t v[3];
+	memcpy(v, &ev->variant, sizeof v);
+	cfe->ip = v[0];
+	cfe->evd[0] = v[1];
+	cfe->evd[1] = v[2];
+	cfe->evd[2] = ev->reserved[0];
+	cfe->type = (uint8_t)ev->reserved[1];
+	cfe->vector = (uint8_t)(ev->reserved[1] >> 8);
+	cfe->has = (uint8_t)(ev->reserved[1] >> 16);
+}
+
+static void set_cfe(struct pt_event *ev, const struct mt_cfe *cfe)
+{
+	_Static_assert(sizeof ev->variant >= 3 * sizeof(uint64_t), "a CFE's fields fit libipt's event");
+	uint64_t v[3] = {cfe->ip, cfe->evd[0], cfe->evd[1]};
+	memcpy(&ev->variant, v, sizeof v);
+	ev->reserved[0] = cfe->evd[2];
+	ev->reserved[1] = cfe->type | (uint64_t)cfe->vector << 8 | (uint64_t)cfe->has << 16;
 }
 
 /* Notes a PSB the scan met (a packet boundary); false when out of memory. */
@@ -138,6 +196,37 @@ static bool note_psb(struct mt_ptq *q, const uint8_t *p)
 	}
 	q->psbs[q->npsbs++] = (uint64_t)(p - q->begin);
 	return true;
+}
+
+static const uint8_t *find_psb(const uint8_t *p, const uint8_t *end);
+
+/* Notes a packet the scan found damaged where libipt cannot take over
+ * (Event Trace's): mt's reader fails there with err. False when out of
+ * memory. */
+static bool note_bad(struct mt_ptq *q, const uint8_t *p, int err)
+{
+	if (q->nbad == q->capbad) {
+		size_t cap = q->capbad ? q->capbad * 2 : 8;
+		struct mt_ptq_bad *v = realloc(q->bad, cap * sizeof *v);
+		if (!v)
+			return false;
+		q->bad = v;
+		q->capbad = cap;
+	}
+	q->bad[q->nbad++] = (struct mt_ptq_bad){(uint64_t)(p - q->begin), err};
+	return true;
+}
+
+/* The first damaged packet at or after p, NULL when none. */
+static const uint8_t *next_bad(const struct mt_ptq *q, const uint8_t *p, int *err)
+{
+	uint64_t off = (uint64_t)(p - q->begin);
+	for (size_t i = 0; i < q->nbad; i++)
+		if (q->bad[i].off >= off) {
+			*err = q->bad[i].err;
+			return q->begin + q->bad[i].off;
+		}
+	return NULL;
 }
 
 /* Whether the scan met a PSB at p: a pattern found by searching may also
@@ -199,11 +288,11 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 	const uint8_t *end = q->end;
 	const uint8_t *first_psb = p, *last_psb = p, *timed_psb = p;
 	bool in_psb = false, psb_first = false, psb_tsc = false, psb_tma = false;
-	unsigned psb_events = 0, ipc, fup_notes = 0, fup_mwaits = 0;
+	unsigned psb_events = 0, ipc, fup_notes = 0, fup_mwaits = 0, evd_has = 0, evd_bit = 0;
 	uint64_t cycles;
 	while (p < end) {
 		uint8_t b = p[0];
-		int n = 0;
+		int n = 0, et_err = 0;
 		if (in_psb && psb_first && b != OP_PAD) {
 			psb_first = false;
 			if (b == OP_TSC)
@@ -219,7 +308,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				last_psb = p;
 				in_psb = psb_first = true;
 				psb_tsc = psb_tma = false;
-				psb_events = fup_notes = fup_mwaits = 0;
+				psb_events = fup_notes = fup_mwaits = evd_has = 0;
 				n = PSB_SIZE;
 			} else if (b1 == EXT_PSBEND && in_psb) {
 				in_psb = false;
@@ -233,9 +322,32 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = VMCS_SIZE; /* the VMCS base, in PSB+ */
 			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
 				n = TNT64_SIZE;
+			} else if (b1 == EXT_EVD && !in_psb) {
+				/* one of each type before its CFE (a second is
+				 * bad context to libipt; a CR2 comes first) */
+				n = evd_packet_size(p, end, &evd_bit);
+				if (!n)
+					et_err = -pte_eos;
+				else if ((evd_has & evd_bit) || (evd_has && (evd_bit | evd_has) & MT_CFE_CR2))
+					et_err = -pte_bad_context;
+				evd_has |= evd_bit;
 			} else if (!in_psb) {
 				bool fup;
 				n = note_packet_size(p, end, &fup);
+				if (b1 == EXT_CFE) {
+					/* the EVDs before describe an interrupt (CR2) or
+					 * a VM exit (VMXQ, VMXR): another CFE is bad
+					 * context to libipt */
+					unsigned type = end - p > 2 ? p[2] & CFE_TYPE : 0;
+					if (end - p < CFE_SIZE)
+						et_err = -pte_eos;
+					else if (!n)
+						et_err = -pte_bad_packet; /* RSM, SIPI with an IP */
+					else if (evd_has && !(evd_has == MT_CFE_CR2 ? type == CFE_INTR
+										: type == CFE_VMEXIT || type == CFE_VMEXIT_INTR))
+						et_err = -pte_bad_context;
+					evd_has = 0;
+				}
 				if (n && b1 == EXT_EXSTOP && fup_mwaits) {
 					/* it releases the MWAITs before it: mt's reader
 					 * does that only when they are all that waits */
@@ -273,13 +385,20 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			int fup;
 			n = in_psb ? 0 : trig_packet_size(p, end, &fup, &ipc);
 		} else if (b == OP_MODE) {
-			/* 64-bit MODE.Exec: in PSB+, or right before a TIP.PGE;
-			 * MODE.TSX out of a transaction in PSB+ */
+			/* 64-bit MODE.Exec: in PSB+, right before a TIP.PGE, or
+			 * before a FUP (Event Trace: an IF change there, bound to
+			 * it as a note); MODE.TSX out of a transaction in PSB+ */
 			if (end - p >= MODE_SIZE + 1 && p[1] == MODE_TSX_NONE && in_psb && psb_events++ < PSB_EVENTS_MAX)
 				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && p[1] == MODE_EXEC_64 &&
+			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 &&
 				 (in_psb ? psb_events++ < PSB_EVENTS_MAX : followed_by(p + MODE_SIZE, end, IP_PGE, true)))
 				n = MODE_SIZE;
+			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 && !in_psb &&
+				 followed_by(p + MODE_SIZE, end, IP_FUP, true) && fup_notes++ < MT_PTQ_FUP_NOTES)
+				n = MODE_SIZE;
+			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 && !in_psb &&
+				 !fup_notes && followed_by(p + MODE_SIZE, end, IP_TIP, true))
+				n = MODE_SIZE; /* a far branch's: told after it (libipt 2.1) */
 		} else {
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
@@ -295,13 +414,25 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				 * it, or right before a TIP.PGD or TIP (an interrupt:
 				 * tracing stops, or goes on where it took the CPU) */
 				if (size && ipc && (in_psb || fup_notes || followed_by(p + size, end, IP_PGD, false) ||
-						    followed_by(p + size, end, IP_TIP, false)))
+						    followed_by_tip(p + size, end)))
 					n = size;
 				fup_notes = fup_mwaits = 0;
 				break;
 			default:
 				break;
 			}
+		}
+		if (et_err) {
+			/* damage in Event Trace's packets, which libipt 2.0.5
+			 * cannot read: mt's reader reports it here, and the scan
+			 * goes on at the next PSB, where a sync after it goes */
+			if (!note_bad(q, p, et_err))
+				return hand_over_psb(q, first_psb, timed_psb, last_psb, false);
+			if (!(p = find_psb(p + 1, end)))
+				return end;
+			in_psb = false;
+			fup_notes = fup_mwaits = evd_has = 0;
+			continue;
 		}
 		if (!n)
 			return hand_over_psb(q, first_psb, timed_psb, last_psb, (b & 3) == 3);
@@ -372,10 +503,17 @@ static void paging_event(const struct mt_ptq *q, struct pt_event *ev, const uint
 }
 
 /* The event of the PT note at p, stamped now. */
-static void read_note(const struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
+static void read_note(struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
 {
 	uint8_t b1 = p[1];
-	if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
+	if (b1 == EXT_CFE) {
+		new_event(q, ev, MT_PTEV_CFE);
+		struct mt_cfe cfe = {.type = p[2] & CFE_TYPE, .vector = p[3], .has = q->evd_has};
+		memcpy(cfe.evd, q->evd, sizeof cfe.evd);
+		set_cfe(ev, &cfe);
+		q->evd_has = 0;
+		q->nevent_trace++;
+	} else if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
 		new_event(q, ev, ptev_ptwrite);
 		ev->variant.ptwrite.size = ((b1 >> 5) & 3) ? 8 : 4;
 		ev->variant.ptwrite.payload = load_le(p + 2, ev->variant.ptwrite.size);
@@ -405,6 +543,17 @@ static void read_note(const struct mt_ptq *q, struct pt_event *ev, const uint8_t
 /* A note bound to a FUP: its IP, the FUP's. */
 static void note_ip(const struct mt_ptq *q, struct pt_event *ev)
 {
+	if (ev->type == ptev_exec_mode) {
+		event_ip(q, ev, &ev->variant.exec_mode.ip);
+		return;
+	}
+	if (ev->type == MT_PTEV_CFE) {
+		struct mt_cfe cfe;
+		mt_ptq_cfe(ev, &cfe);
+		event_ip(q, ev, &cfe.ip);
+		set_cfe(ev, &cfe);
+		return;
+	}
 	uint64_t *ip = ev->type == ptev_ptwrite ? &ev->variant.ptwrite.ip
 		     : ev->type == ptev_exstop ? &ev->variant.exstop.ip : &ev->variant.mwait.ip;
 	event_ip(q, ev, ip);
@@ -626,6 +775,13 @@ static int read_ahead(struct mt_ptq *q)
 		const uint8_t *p = q->pos;
 		if (p == q->fast_end && p != q->end)
 			return hand_over(q);
+		if (p == q->bad_at) {
+			/* every query fails here until a sync, as libipt's would
+			 * (a packet cut by the end ends the trace quietly) */
+			q->next = PTQ_STUCK;
+			q->stuck_err = q->bad_err;
+			return q->bad_err == -pte_eos ? 0 : q->bad_err;
+		}
 		if (p >= q->end) {
 			q->next = PTQ_EOS;
 			return 0;
@@ -645,6 +801,18 @@ static int read_ahead(struct mt_ptq *q)
 			if (p[1] == EXT_PIP || p[1] == EXT_CBR) {
 				q->next = PTQ_EVENT;
 				return 0;
+			}
+			unsigned bit = 0;
+			if (p[1] == EXT_EVD) { /* kept for the CFE it describes */
+				int n = evd_packet_size(p, q->end, &bit);
+				if (bit) {
+					unsigned i = (unsigned)__builtin_ctz(bit);
+					q->evd[i] = load_le(p + 3, 8);
+					q->evd_has |= (uint8_t)bit;
+				}
+				q->nevent_trace++;
+				q->pos += n;
+				continue;
 			}
 			bool fup;
 			if (note_packet_size(p, q->end, &fup)) {
@@ -672,6 +840,15 @@ static int read_ahead(struct mt_ptq *q)
 			q->pos += cyc_packet_size(p, q->end, &cycles);
 			read_cyc(q, cycles);
 		} else if (b == OP_MODE) {
+			if (followed_by(p + MODE_SIZE, q->end, IP_TIP, true)) {
+				/* the branch's TIP first, then the mode at its IP, as
+				 * libipt 2.1 tells them (2.0.5 tells the mode first,
+				 * where no walk can take it) */
+				q->mode_after_tip = true;
+				q->nevent_trace++;
+				q->pos += MODE_SIZE;
+				continue;
+			}
 			q->next = PTQ_EVENT;
 			return 0;
 		} else if (b == OP_TRIG) {
@@ -689,7 +866,7 @@ static int read_ahead(struct mt_ptq *q)
 			int n = ip_packet_size(p, q->end, &ipc);
 			switch (b & 0x1f) {
 			case IP_TIP:
-				q->next = q->tip_pending ? PTQ_EVENT : PTQ_TIP;
+				q->next = q->tip_pending || q->tip_paging_pending ? PTQ_EVENT : PTQ_TIP;
 				return 0;
 			case IP_FUP: {
 				update_ip(q, p, ipc);
@@ -793,6 +970,16 @@ int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip)
 	else
 		*ip = q->ip;
 	q->pos += n;
+	if (q->mode_after_tip) { /* told next, at the TIP's IP */
+		struct pt_event *m = &q->note_ev[0];
+		new_event(q, m, ptev_exec_mode);
+		m->variant.exec_mode.mode = ptem_64bit;
+		event_ip(q, m, &m->variant.exec_mode.ip);
+		q->note_n = 1;
+		q->note_head = q->note_fup = 0;
+		q->notes_ready = true;
+		q->mode_after_tip = false;
+	}
 	mark_time(q);
 	int rc = read_ahead(q);
 	if (rc < 0)
@@ -849,11 +1036,16 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			break;
 		}
 		if (p[0] == OP_MODE) {
-			/* binds to the TIP.PGE after it */
-			struct pt_event *m = &q->tip_ev;
+			/* binds to the TIP.PGE after it, or to a FUP (Event
+			 * Trace: where IF changed), which gives it its IP */
+			bool to_fup = followed_by(p + MODE_SIZE, q->end, IP_FUP, true);
+			struct pt_event *m = to_fup ? &q->note_ev[q->note_n++] : &q->tip_ev;
 			new_event(q, m, ptev_exec_mode);
 			m->variant.exec_mode.mode = ptem_64bit;
-			q->tip_pending = true;
+			if (to_fup)
+				q->nevent_trace++;
+			else
+				q->tip_pending = true;
 			q->pos += MODE_SIZE;
 			int rc = read_ahead(q);
 			if (rc < 0)
@@ -870,6 +1062,18 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			break;
 		}
 		if (p[0] == OP_EXT && p[1] == EXT_PIP) {
+			if (q->tip_pending && q->tip_ev.type == ptev_async_branch) {
+				/* after an interrupt's FUP: libipt tells it after
+				 * the interrupt, at the TIP's IP */
+				paging_event(q, &q->tip_paging, p);
+				q->tip_paging.type = ptev_async_paging;
+				q->tip_paging_pending = true;
+				q->pos += PIP_SIZE;
+				int rc = read_ahead(q);
+				if (rc < 0)
+					return rc;
+				continue;
+			}
 			paging_event(q, ev, p);
 			q->pos += PIP_SIZE;
 			break;
@@ -909,9 +1113,17 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			break;
 		}
 		if ((p[0] & 0x1f) == IP_TIP) { /* after a FUP: where the interrupt went */
-			*ev = q->tip_ev;
-			event_ip(q, ev, &ev->variant.async_branch.to);
-			q->tip_pending = false;
+			if (q->tip_pending) {
+				*ev = q->tip_ev;
+				event_ip(q, ev, &ev->variant.async_branch.to);
+				q->tip_pending = false;
+				if (q->tip_paging_pending)
+					break; /* its CR3 next, then the packet is done */
+			} else { /* the CR3 bound to it */
+				*ev = q->tip_paging;
+				event_ip(q, ev, &ev->variant.async_paging.ip);
+				q->tip_paging_pending = false;
+			}
 			q->pos += n;
 			break;
 		}
@@ -990,8 +1202,10 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	memset(&q->cal, 0, sizeof q->cal);
 	q->have_last = false;
 	q->psb_n = q->psb_head = 0;
-	q->tip_pending = q->pge_enabled_sent = q->notes_ready = false;
+	q->tip_pending = q->pge_enabled_sent = q->notes_ready = q->tip_paging_pending = q->mode_after_tip = false;
 	q->note_n = q->note_head = q->note_fup = 0;
+	q->evd_has = 0;
+	q->bad_at = next_bad(q, p, &q->bad_err);
 	q->sync = q->pos = p;
 	read_psb(q);
 	/* the PSB+'s IP, as libipt's sync reports it; only where the PSB+
@@ -1105,4 +1319,6 @@ void mt_ptq_fini(struct mt_ptq *q)
 	if (q->psbs != q->psbs_inline)
 		free(q->psbs);
 	q->psbs = NULL;
+	free(q->bad);
+	q->bad = NULL;
 }

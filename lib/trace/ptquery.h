@@ -24,12 +24,26 @@
 #define MT_PTQ_PSB_EVENTS 6
 #define MT_PTQ_FUP_NOTES 4
 
+/* Event Trace (libipt 2.1; Debian's 2.0.5 has neither the packets nor
+ * the events): a CFE, with the EVD payloads read before it, is reported
+ * as an event of this type beside libipt's; mt_ptq_cfe reads it. */
+#define MT_PTEV_CFE ((enum pt_event_type)0x100)
+enum { MT_CFE_CR2 = 1, MT_CFE_VMXQ = 2, MT_CFE_VMXR = 4 }; /* EVD types 0, 1, 2 */
+struct mt_cfe {
+	uint64_t ip;           /* with the IP bit: its FUP's (else ip_suppressed) */
+	uint64_t evd[3];       /* CR2, VMXQ, VMXR where has says so */
+	uint8_t type, vector;  /* the CFE's: 1 intr ... 15 syscall */
+	uint8_t has;           /* MT_CFE_* */
+};
+void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe);
+
 /* what the packet at the read position is, once read ahead */
 enum mt_ptq_next {
 	PTQ_EOS, PTQ_TNT, PTQ_TIP, PTQ_EVENT,
 	PTQ_STUCK /* libipt could not read the PSB+ at fast_end: stuck_err */
 };
 
+struct mt_ptq_bad;
 struct mt_ptq {
 	const uint8_t *begin, *end;
 	const uint8_t *pos;      /* the next packet not yet decoded */
@@ -85,8 +99,9 @@ struct mt_ptq {
 	 * next TIP, TIP.PGE or TIP.PGD (MODE.Exec, FUP) */
 	struct pt_event psb_ev[MT_PTQ_PSB_EVENTS];
 	unsigned psb_n, psb_head;
-	struct pt_event tip_ev;
-	bool tip_pending, pge_enabled_sent;
+	struct pt_event tip_ev, tip_paging; /* the latter: a PIP between an interrupt's FUP and TIP */
+	bool tip_pending, pge_enabled_sent, tip_paging_pending;
+	bool mode_after_tip;     /* a MODE.Exec before a TIP: told after the branch */
 	/* PT notes bound to the next FUP (PTW and EXSTOP with their IP bit,
 	 * MWAIT until an EXSTOP without one), which gives them its IP; then,
 	 * once it came, ready to report, from note_head on */
@@ -95,6 +110,19 @@ struct mt_ptq {
 	uint8_t note_fup;        /* the size of the FUP they wait behind */
 	bool notes_ready;
 	uint64_t ntrig;          /* TRIG packets read (no event for them yet) */
+	uint64_t evd[3];         /* Event Trace: EVD payloads waiting for their CFE */
+	uint8_t evd_has;         /* MT_CFE_* */
+	uint64_t nevent_trace;   /* CFE, EVD read; MODE.Exec bound to a FUP or after a TIP */
+	/* Event Trace's packets the scan found damaged (cut short, out of
+	 * context), ascending: libipt 2.0.5 cannot read on from them, so mt's
+	 * reader fails there and the scan went on at the next PSB */
+	struct mt_ptq_bad {
+		uint64_t off;
+		int err;
+	} *bad;
+	size_t nbad, capbad;
+	const uint8_t *bad_at;   /* the first at or after the last sync (NULL: none) */
+	int bad_err;
 	uint64_t nunbound_mwait; /* MWAITs an EXSTOP without IP left without one */
 };
 

@@ -82,6 +82,15 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 		 * the prefix, CLAC, which Capstone 4 also reads them as) */
 		if (rep && b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xca)
 			return ptic_far_return;
+		/* VMX: VMCALL into the VMM, VMLAUNCH and VMRESUME out of it
+		 * (libipt's classes: a far call, far returns) */
+		if (b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xc1)
+			return ptic_far_call;
+		if (b[i + 1] == 0x01 && i + 2 < n && (b[i + 2] == 0xc2 || b[i + 2] == 0xc3))
+			return ptic_far_return;
+		/* UIRET (F3 0F 01 EC): a return from a user interrupt */
+		if (f3 && b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xec)
+			return ptic_far_return;
 		return ptic_other;
 	}
 	return ptic_other;
@@ -125,6 +134,23 @@ unsigned mt_jmpabs_length(const uint8_t *b, size_t n)
 {
 	/* REX2 (D5) with map 0 (M0 clear) and no W, A1, a 64-bit address */
 	return n >= 11 && b[0] == 0xd5 && !(b[1] & 0x88) && b[2] == 0xa1 ? 11 : 0;
+}
+
+bool mt_is_mov_cr3(const uint8_t *b, size_t n)
+{
+	bool rep, f3;
+	size_t i = skip_prefixes(b, n, &rep, &f3);
+	if (i < n && (b[i] & 0xf0) == 0x40) {
+		if (b[i] & 0x04)
+			return false; /* REX.R: CR11, not CR3 */
+		i++;
+	}
+	return i + 3 <= n && b[i] == 0x0f && b[i + 1] == 0x22 && ((b[i + 2] >> 3) & 7) == 3;
+}
+
+unsigned mt_uiret_length(const uint8_t *b, size_t n)
+{
+	return n >= 4 && b[0] == 0xf3 && b[1] == 0x0f && b[2] == 0x01 && b[3] == 0xec ? 4 : 0;
 }
 
 unsigned mt_vex_length(const uint8_t *b, size_t n)

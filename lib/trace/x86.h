@@ -25,6 +25,13 @@ unsigned mt_ptwrite_length(const uint8_t *b, size_t n);
  * decode: its length (11), 0 when b does not begin with one. Intel PT
  * traces it as an indirect jump: its target comes in a TIP. */
 unsigned mt_jmpabs_length(const uint8_t *b, size_t n);
+/* UIRET (F3 0F 01 EC, a return from a user interrupt), which Capstone 4
+ * does not decode: its length (4), 0 when b does not begin with one. A far
+ * return: its target comes in a TIP. */
+unsigned mt_uiret_length(const uint8_t *b, size_t n);
+/* Whether b begins with MOV CR3, reg (0F 22 /3, no REX.R), where a TIP.PGD
+ * without an IP may say tracing stopped (libipt's pt_insn_changes_cr3). */
+bool mt_is_mov_cr3(const uint8_t *b, size_t n);
 
 /* The calls whose returns a PT encoder may compress: 64, the oldest
  * overwritten when full; a decoder starting at a PSB knows none. */

@@ -1,5 +1,6 @@
 #!/usr/bin/env python3
-"""Hold mt-pt2events' PT notes (ptwrite, mwait, pwre, pwrx, exstop, vmcs)
+"""Hold mt-pt2events' PT notes (ptwrite, mwait, pwre, pwrx, exstop, vmcs,
+cfe)
 against libipt's ptxed on libipt's own ptt tests (../shared/testdata/
 libipt-ptt: the tests, compiled with pttc, and ptxed's listing of each).
 
@@ -8,7 +9,9 @@ usage: ptt_notes.py MT-PT2EVENTS PTT-DIR
 For every run whose listing has a note, mt-pt2events --pt --power decodes
 the test and its notes must be ptxed's: for each kind, the same notes in
 the same order, each with ptxed's values (payload; hints, ext; C-states,
-hardware flag; wake reason; VMCS base), its IP where ptxed prints one, and
+hardware flag; wake reason; VMCS base; Event Trace's type, vector and EVD
+payloads), its IP where ptxed prints one (for a cfe, where mt has one: mt
+gives a CFE without its IP bit none, libipt the interrupt's FUP's), and
 for a ptwrite, mwait or exstop bound to an instruction the same number of
 instructions decoded before it. (The order between notes of different
 kinds is not compared: libipt's instruction decoder holds standalone notes
@@ -37,6 +40,30 @@ NOTES = [
     ('vmcs', re.compile(r'^vmcs, base: ([0-9a-f]{16})' + IP + r'$'),
      lambda m: {'base': int(m.group(1), 16)}),
 ]
+# Event Trace (libipt HEAD's ptxed): "[interrupt 14, cr2: ..., ip: ...]",
+# "[vmexit, intr: 14, vmxr: ..., vmxq: ...]", "[sipi: ce]", "[iret, ip: ...]"
+CFE_NAMES = {'interrupt': 'intr', 'iret': 'iret', 'smi': 'smi', 'rsm': 'rsm', 'init': 'init', 'sipi': 'sipi',
+             'vmexit': 'vmexit', 'vmentry': 'vmentry', 'shutdown': 'shutdown', 'uintr': 'uintr',
+             'uiret': 'uiret', 'swintr': 'swintr', 'syscall': 'syscall'}
+
+
+def cfe_values(m):
+    v = {'type': CFE_NAMES[m.group(1)]}
+    if m.group(2):                      # "interrupt 14", "swintr 128": decimal
+        v['vector'] = int(m.group(2))
+    if m.group(3):                      # "sipi: ce": hex
+        v['vector'] = int(m.group(3), 16)
+    for key, val in re.findall(r', (intr|cr2|vmxr|vmxq): ([0-9a-f]+)', m.group(4)):
+        if key == 'intr':               # a VM exit for an interrupt, decimal
+            v['type'] = 'vmexit_intr'
+            v['vector'] = int(val)
+        else:
+            v[key] = int(val, 16)
+    return v
+
+
+NOTES.append(('cfe', re.compile(r'^(' + '|'.join(CFE_NAMES) + r')(?: (\d+))?(?:: ([0-9a-f]+))?'
+                                r'((?:, (?:intr|cr2|vmxr|vmxq): [0-9a-f]+)*)' + IP + r'$'), cfe_values))
 BOUND = {'ptwrite', 'mwait', 'exstop'}
 
 
@@ -66,19 +93,21 @@ def mt_notes(text):
         col = line.split('\t')
         kv = dict(c.split('=', 1) for c in col[6:] if '=' in c)
         insns += int(kv.get('insn', 0))
-        if col[3] not in BOUND | {'pwre', 'pwrx', 'vmcs'}:
+        if col[3] not in BOUND | {'pwre', 'pwrx', 'vmcs', 'cfe'}:
             continue
         v = {}
-        for k in ('payload', 'hints', 'ext', 'base'):
+        for k in ('payload', 'hints', 'ext', 'base', 'cr2', 'vmxq', 'vmxr'):
             if k in kv:
                 v[k] = int(kv[k], 16)
-        for k in ('cstate', 'substate', 'deepest'):
+        for k in ('cstate', 'substate', 'deepest', 'vector'):
             if k in kv:
                 v[k] = int(kv[k])
         if col[3] == 'pwre':
             v['hw'] = kv.get('hw') == '1'
         if 'wake' in kv:
             v['wake'] = kv['wake']
+        if col[3] == 'cfe':
+            v['type'] = kv['type']
         out.append((col[3], v, int(col[4], 16), insns))
     return out
 
@@ -110,7 +139,7 @@ def main():
                 for a, b in zip(w, g):
                     if a[1] != b[1]:
                         why.append('%s: ptxed %s, mt %s' % (kind, a[1], b[1]))
-                    elif a[2] is not None and a[2] != b[2]:
+                    elif a[2] is not None and a[2] != b[2] and (kind != 'cfe' or b[2]):
                         why.append('%s: ptxed ip %#x, mt %#x' % (kind, a[2], b[2]))
                     elif kind in BOUND and a[2] is not None and a[3] != b[3]:
                         why.append('%s: ptxed %d insns before it, mt %d' % (kind, a[3], b[3]))

@@ -2,7 +2,8 @@
  * their encodings in the Intel SDM (PTWRITE: F3 [REX.W] 0F AE /4; VEX) and
  * against the lengths ptxed (Intel XED) lists for libipt's ptt case
  * tip_pge-ptw-tip_pgd (ptwrite eax: 4 bytes, ptwrite rax: 5), tip-jmpabs
- * (jmpabs: 11) and int-eretu (eretu, a far return). */
+ * (jmpabs: 11), int-eretu (eretu, a far return) and ptet-uint-uiret (uiret:
+ * 4 bytes). */
 #include <intel-pt.h>
 #include <stdint.h>
 #include <stdio.h>
@@ -51,5 +52,8 @@ int main(void)
 	   mt_insn_classify(erets, sizeof erets, &direct, &disp, &len) == ptic_far_return &&
 	   mt_insn_classify(clac, sizeof clac, &direct, &disp, &len) == ptic_other,
 	   "ERETU and ERETS are far returns; CLAC, the same bytes without F3/F2, is no branch");
+	static const uint8_t uiret[] = {0xf3, 0x0f, 0x01, 0xec}, stui[] = {0xf3, 0x0f, 0x01, 0xef};
+	ok(mt_uiret_length(uiret, sizeof uiret) == 4 && !mt_uiret_length(uiret, 3) && !mt_uiret_length(stui, sizeof stui),
+	   "UIRET: 4 bytes; cut short, or STUI (F3 0F 01 EF), not one");
 	return tap_done();
 }

@@ -26,8 +26,12 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 struct dec {
 	const struct mt_ptdec_stream *s;
 	const struct mt_ptdec_config *cfg;
-	bool skd022;                    /* the CPU's errata SKD022, SKL014 (errata.h) */
-	bool skl014;
+	bool skd022;                    /* the CPU's errata SKD022, SKL014, BDM64 (errata.h) */
+	bool skl014, bdm64;
+	/* the last branch whose way the trace gave (a TNT bit or a TIP), and
+	 * the instruction count just after it (BDM64) */
+	uint64_t traced_from, traced_insns;
+	uint8_t traced_class, traced_len;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
@@ -695,12 +699,69 @@ static bool skd022_vm_entry(struct dec *d, uint64_t at)
 	       (b[2] == 0xc2 || b[2] == 0xc3);
 }
 
+/* The walk took block b's branch as the trace said. */
+static inline void traced(struct dec *d, const struct mt_code_block *b)
+{
+	d->traced_from = b->end_ip;
+	d->traced_class = b->cls;
+	d->traced_len = b->len;
+	d->traced_insns = d->insns;
+}
+
+/* Whether the walk reaches to from from without a branch, in at most
+ * max instructions (libipt's pt_insn_range_is_contiguous). */
+static bool reaches_straight(struct dec *d, uint64_t from, uint64_t to, unsigned max)
+{
+	uint64_t ip = from;
+	for (unsigned steps = 0;;) {
+		int err;
+		const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
+		if (!b)
+			return false;
+		const uint16_t *o = d->img->offs + b->offs;
+		for (uint32_t k = 0; k < b->ninsn; k++) {
+			if (b->ip + o[k] == to)
+				return true;
+			if (++steps > max)
+				return false;
+		}
+		if (b->cls != ptic_other)
+			return false;
+		ip = b->end_ip + b->len;
+	}
+}
+
+/* Erratum BDM64: a TSX abort right after a branch the trace gave may
+ * have corrupted that branch's trace. Where the abort's IP cannot be
+ * reached from where the branch went without another branch, that
+ * branch went to the abort's IP (libipt's workaround): it is left
+ * pending, to be told going there. */
+static void bdm64_abort(struct dec *d, const struct pt_event *ev)
+{
+	uint64_t at = ev->variant.tsx.ip;
+	if (!d->bdm64 || !d->enabled || !ev->variant.tsx.aborted || ev->ip_suppressed || !d->traced_from ||
+	    d->traced_insns != d->insns || reaches_straight(d, d->ip, at, 0x100))
+		return;
+	if (!d->pending) {
+		d->pending = true;
+		d->pend_class = (enum pt_insn_class)d->traced_class;
+		d->pend_from = d->traced_from;
+		d->pend_len = d->traced_len;
+		d->pend_time = now(d, &d->pend_has_time);
+		if (__builtin_expect(d->cfg->cyc, 0))
+			d->pend_has_cycles = cycles_now(d, &d->pend_cycles);
+	}
+	d->ip = at;
+}
+
 /* One event from the query decoder: walk to where it binds, then report it
  * as handle_event does for the block decoder. */
 static int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
 	struct pt_event vm_entry, ptw;
+	if (ev->type == ptev_tsx)
+		bdm64_abort(d, ev);
 	if (d->enabled && ev->type == ptev_async_disabled && skd022_vm_entry(d, ev->variant.async_disabled.at)) {
 		rc = walk_to(d, ev->variant.async_disabled.at);
 		if (rc < 0)
@@ -791,6 +852,7 @@ static int walk_step(struct dec *d, int status)
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
+		traced(d, b);
 		if (!taken) {
 			d->ip = next;
 			return status;
@@ -806,6 +868,7 @@ static int walk_step(struct dec *d, int status)
 		status = mt_ptq_cond_branch(&d->q, &taken);
 		if (status >= 0) {
 			d->insns_at_packet = d->insns;
+			traced(d, b);
 			if (!taken)
 				return -pte_bad_retcomp;
 			if (!mt_retstack_pop(&d->rs, &to))
@@ -831,6 +894,7 @@ static int walk_step(struct dec *d, int status)
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
+		traced(d, b);
 		if (status & pts_ip_suppressed)
 			return -pte_noip;
 		break;
@@ -848,6 +912,7 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->ip = ip;
 	d->rs.n = 0;
 	d->insns_at_packet = d->insns;
+	d->traced_from = 0; /* no branch the trace gave since the sync */
 }
 
 /* libipt's query decoder, failing to read a PSB+ while synchronising,
@@ -1003,7 +1068,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		*ends[i][1] = cfg->addr[i].to;
 	}
 	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .skd022 = config.errata.skd022,
-			.skl014 = config.errata.skl014};
+			.skl014 = config.errata.skl014, .bdm64 = config.errata.bdm64};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
 	d.blk = pt_blk_alloc_decoder(&config);

@@ -139,7 +139,7 @@ X=$MT_REAL/libxdc
 # output, and run.sh that holds mt-pt2events --pt against them. Oracle:
 # ptxed's flow for each run; every run listed in
 # testdata/libipt-ptt/matching.txt must match it (the list grows as cases
-# are fixed; 374 of 430 now).
+# are fixed; 379 of 430 now).
 @test "libipt's ptt suite: every run listed as matching ptxed still does" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/run.sh" ]
@@ -149,13 +149,13 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 374 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 379 ]
 }
 
 # The PT notes (ptwrite, power, vmcs, Event Trace's cfe; issue 22) held against ptxed's listing
 # of the same ptt runs (tests/tools/ptt_notes.py: kinds, values, IPs, the
 # instructions before each bound note); every run in
-# testdata/libipt-ptt/notes-matching.txt must still match (36 of 41 now).
+# testdata/libipt-ptt/notes-matching.txt must still match (37 of 41 now).
 @test "libipt's ptt suite: PT notes are ptxed's on every run listed" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/cases.json" ]
@@ -165,7 +165,7 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 36 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 37 ]
 }
 
 # Event Trace's packets damaged (issue 22), which libipt 2.0.5 cannot read,

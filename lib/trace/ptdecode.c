@@ -56,6 +56,7 @@ struct dec {
 	 * since the last packet */
 	uint64_t ip;
 	bool enabled;
+	bool not64;                /* the last MODE.Exec said 16- or 32-bit code */
 	struct mt_retstack rs;
 	uint64_t insns_at_packet;  /* insns when the walk last read a packet */
 	/* libipt stamps some events (enable, disable, ...) with the time of
@@ -196,10 +197,9 @@ static void cfe_note(struct dec *d, const struct pt_event *ev)
 	struct mt_cfe cfe;
 	mt_ptq_cfe(ev, &cfe);
 	const char *type = cfe.type < 16 ? cfe_types[cfe.type] : NULL;
-	if (type)
-		note_str(&n, "type", type);
-	else
-		note_col(&n, "type", "%llu", cfe.type);
+	if (!type)
+		return; /* a type libipt 2.1 does not know: it tells nothing either */
+	note_str(&n, "type", type);
 	if (cfe.type == 1 || cfe.type == 5 || cfe.type == 9 || cfe.type == 12 || cfe.type == 14)
 		note_col(&n, "vector", "%llu", cfe.vector);
 	static const char *const evd_keys[3] = {"cr2", "vmxq", "vmxr"};
@@ -511,6 +511,10 @@ enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
 /* inline: the walk's step per block, where a call costs as much as the rest */
 static inline __attribute__((always_inline)) const struct mt_code_block *walk_block(struct dec *d, int *err)
 {
+	if (__builtin_expect(d->not64, 0)) {
+		*err = WALK_NOT_64BIT;
+		return NULL;
+	}
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
 	if (b) {
 		resolve_pending(d, b->ip);
@@ -530,6 +534,8 @@ static int walk_to(struct dec *d, uint64_t x)
 {
 	while (d->ip != x) {
 		int err;
+		if (d->not64)
+			return WALK_NOT_64BIT;
 		const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
 		if (!b)
 			return err;
@@ -824,8 +830,9 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 		d->ip = ev->variant.overflow.ip;
 		break;
 	case ptev_exec_mode:
-		if (ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown)
-			return WALK_NOT_64BIT;
+		/* refused only where the walk must decode code in that mode: an
+		 * overflow or a mode change may come first */
+		d->not64 = ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown;
 		break;
 	default:
 		break;
@@ -913,6 +920,7 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->rs.n = 0;
 	d->insns_at_packet = d->insns;
 	d->traced_from = 0; /* no branch the trace gave since the sync */
+	d->not64 = false;   /* until the PSB+'s MODE.Exec says (libipt's mode: unknown) */
 }
 
 /* libipt's query decoder, failing to read a PSB+ while synchronising,

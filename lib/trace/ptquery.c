@@ -19,7 +19,8 @@ enum {
 	PWRX_WAKE_INT = 0x100, PWRX_WAKE_STORE = 0x400, PWRX_WAKE_HW = 0x800, PWRE_HW = 0x8,
 	/* the TIP family: the low five bits; the top three say how much IP follows */
 	IP_TIP = 0x0d, IP_PGE = 0x11, IP_PGD = 0x01, IP_FUP = 0x1d,
-	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear */
+	MODE_EXEC_64 = 0x01, /* MODE.Exec, CS.L set, CS.D clear; 0x02: 32-bit, 0x00: 16-bit */
+	MODE_AFTER_TIP = 0x80, /* mt_ptq.mode_after_tip: set, with the payload below */
 	MODE_EXEC_IF = 0x04, /* MODE.Exec's RFLAGS.IF (Event Trace); libipt 2.0.5 ignores it */
 	MODE_TSX_NONE = 0x20, /* MODE.TSX, no transaction */
 	PSB_EVENTS_MAX = MT_PTQ_PSB_EVENTS,
@@ -88,6 +89,19 @@ static int trig_packet_size(const uint8_t *p, const uint8_t *end, int *fup, unsi
 		return 0;
 	*fup = n;
 	return n + f;
+}
+
+/* A MODE.Exec payload mt reads: 64-, 32- or 16-bit (CS.L and CS.D both
+ * set is reserved), with or without IF */
+static bool exec_mode_ok(uint8_t b)
+{
+	return (b & ~MODE_EXEC_IF) <= 2;
+}
+
+static enum pt_exec_mode exec_mode_of(uint8_t b)
+{
+	b &= 3;
+	return b == MODE_EXEC_64 ? ptem_64bit : b ? ptem_32bit : ptem_16bit;
 }
 
 /* Whether the next packet after p but PADs is a complete IP packet of
@@ -390,13 +404,13 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			 * it as a note); MODE.TSX out of a transaction in PSB+ */
 			if (end - p >= MODE_SIZE + 1 && p[1] == MODE_TSX_NONE && in_psb && psb_events++ < PSB_EVENTS_MAX)
 				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 &&
+			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) &&
 				 (in_psb ? psb_events++ < PSB_EVENTS_MAX : followed_by(p + MODE_SIZE, end, IP_PGE, true)))
 				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 && !in_psb &&
+			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
 				 followed_by(p + MODE_SIZE, end, IP_FUP, true) && fup_notes++ < MT_PTQ_FUP_NOTES)
 				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && (p[1] & ~MODE_EXEC_IF) == MODE_EXEC_64 && !in_psb &&
+			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
 				 !fup_notes && followed_by(p + MODE_SIZE, end, IP_TIP, true))
 				n = MODE_SIZE; /* a far branch's: told after it (libipt 2.1) */
 		} else {
@@ -710,7 +724,7 @@ static void read_psb(struct mt_ptq *q)
 			struct pt_event *ev = &q->psb_ev[q->psb_n++];
 			new_event(q, ev, p[1] == MODE_TSX_NONE ? ptev_tsx : ptev_exec_mode);
 			if (ev->type == ptev_exec_mode)
-				ev->variant.exec_mode.mode = ptem_64bit;
+				ev->variant.exec_mode.mode = exec_mode_of(p[1]);
 			ev->status_update = 1;
 			q->pos += MODE_SIZE;
 		} else if ((b & 0x1f) == IP_FUP) {
@@ -844,7 +858,7 @@ static int read_ahead(struct mt_ptq *q)
 				/* the branch's TIP first, then the mode at its IP, as
 				 * libipt 2.1 tells them (2.0.5 tells the mode first,
 				 * where no walk can take it) */
-				q->mode_after_tip = true;
+				q->mode_after_tip = p[1] | MODE_AFTER_TIP;
 				q->nevent_trace++;
 				q->pos += MODE_SIZE;
 				continue;
@@ -973,12 +987,12 @@ int mt_ptq_indirect_branch(struct mt_ptq *q, uint64_t *ip)
 	if (q->mode_after_tip) { /* told next, at the TIP's IP */
 		struct pt_event *m = &q->note_ev[0];
 		new_event(q, m, ptev_exec_mode);
-		m->variant.exec_mode.mode = ptem_64bit;
+		m->variant.exec_mode.mode = exec_mode_of(q->mode_after_tip);
 		event_ip(q, m, &m->variant.exec_mode.ip);
 		q->note_n = 1;
 		q->note_head = q->note_fup = 0;
 		q->notes_ready = true;
-		q->mode_after_tip = false;
+		q->mode_after_tip = 0;
 	}
 	mark_time(q);
 	int rc = read_ahead(q);
@@ -1041,7 +1055,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			bool to_fup = followed_by(p + MODE_SIZE, q->end, IP_FUP, true);
 			struct pt_event *m = to_fup ? &q->note_ev[q->note_n++] : &q->tip_ev;
 			new_event(q, m, ptev_exec_mode);
-			m->variant.exec_mode.mode = ptem_64bit;
+			m->variant.exec_mode.mode = exec_mode_of(p[1]);
 			if (to_fup)
 				q->nevent_trace++;
 			else
@@ -1202,7 +1216,8 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	memset(&q->cal, 0, sizeof q->cal);
 	q->have_last = false;
 	q->psb_n = q->psb_head = 0;
-	q->tip_pending = q->pge_enabled_sent = q->notes_ready = q->tip_paging_pending = q->mode_after_tip = false;
+	q->tip_pending = q->pge_enabled_sent = q->notes_ready = q->tip_paging_pending = false;
+	q->mode_after_tip = 0;
 	q->note_n = q->note_head = q->note_fup = 0;
 	q->evd_has = 0;
 	q->bad_at = next_bad(q, p, &q->bad_err);

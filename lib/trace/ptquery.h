@@ -101,7 +101,7 @@ struct mt_ptq {
 	unsigned psb_n, psb_head;
 	struct pt_event tip_ev, tip_paging; /* the latter: a PIP between an interrupt's FUP and TIP */
 	bool tip_pending, pge_enabled_sent, tip_paging_pending;
-	bool mode_after_tip;     /* a MODE.Exec before a TIP: told after the branch */
+	uint8_t mode_after_tip;  /* a MODE.Exec before a TIP, told after the branch: its payload | 0x80 */
 	/* PT notes bound to the next FUP (PTW and EXSTOP with their IP bit,
 	 * MWAIT until an EXSTOP without one), which gives them its IP; then,
 	 * once it came, ready to report, from note_head on */

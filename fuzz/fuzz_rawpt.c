@@ -6,7 +6,7 @@
  * query decoder reading everything; the two must give the same events (each
  * field, times and error offsets and messages included) and statistics,
  * else the harness aborts (except where mt's reader read a TRIG packet or
- * Event Trace's packets and bindings, which libipt 2.0.5 does not know, or
+ * read packets as libipt 2.1 reads them, which 2.0.5 cannot, or
  * left an MWAIT without an IP, which 2.0.5 binds to the next FUP). The events are also written as text. The
  * decode is timed, with MTC's configuration set, so that time packets are
  * read by both and their times compared. */
@@ -79,10 +79,10 @@ static void dump(const uint8_t *data, size_t size, struct mt_image *img, bool li
 	mt_events_writer_finish(&w, &err);
 	fflush(stderr);
 	fprintf(stderr, "fuzz_rawpt: stats: insns=%llu errors=%llu handed_over=%llu trig=%llu unbound_mwait=%llu "
-		"event_trace=%llu\n",
+		"libipt21=%llu\n",
 		(unsigned long long)st.insns, (unsigned long long)st.errors, (unsigned long long)st.handed_over,
 		(unsigned long long)st.trig, (unsigned long long)st.unbound_mwait,
-		(unsigned long long)st.event_trace);
+		(unsigned long long)st.libipt21);
 }
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
@@ -108,7 +108,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * fixed in libipt 2.1, is not mt's) */
 		uint64_t unbound = st_mine.unbound_mwait;
 		st_mine.unbound_mwait = 0;
-		if (!st_mine.trig && !st_mine.event_trace && !unbound &&
+		if (!st_mine.trig && !st_mine.libipt21 && !unbound &&
 		    (mine.hash != theirs.hash || mine.n != theirs.n || memcmp(&st_mine, &st_theirs, sizeof st_mine))) {
 			fprintf(stderr, "fuzz_rawpt: mt's packet reader and libipt's query decoder differ "
 				"(%llu vs %llu events)\n", (unsigned long long)mine.n, (unsigned long long)theirs.n);

@@ -139,7 +139,7 @@ X=$MT_REAL/libxdc
 # output, and run.sh that holds mt-pt2events --pt against them. Oracle:
 # ptxed's flow for each run; every run listed in
 # testdata/libipt-ptt/matching.txt must match it (the list grows as cases
-# are fixed; 379 of 430 now).
+# are fixed; 382 of 430 now).
 @test "libipt's ptt suite: every run listed as matching ptxed still does" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/run.sh" ]
@@ -149,7 +149,7 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 379 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 382 ]
 }
 
 # The PT notes (ptwrite, power, vmcs, Event Trace's cfe; issue 22) held against ptxed's listing
@@ -200,6 +200,36 @@ X=$MT_REAL/libxdc
 	printf '\x84' | dd of="$t/rsm.pt" bs=1 seek=$((0x25)) conv=notrunc 2> /dev/null
 	run "$PT2EVENTS" --pt "$t/rsm.pt" --image "$c/ptet-smi-rsm/ptet-smi-rsm.bin@0x100000" --stats
 	grep -q $'\terror\t0x0\t0x0\toff=0x23\tmsg=unknown packet$' <<< "$output"
+}
+
+# 16- and 32-bit code (issue 22): mt's walk hands the stream to libipt's
+# block decoder from the PSB before. Made by hand: code at 0x1000, call
+# 0x1005 (e8 00000000), nop, jmp far [rax] (ff 28), hlts; at 0x1010, 32-bit
+# code: nop, nop. The PT: PSB, MODE.Exec 64-bit, FUP 0x1000, PSBEND,
+# MODE.Exec 32-bit, TIP 0x1010 (the far jump's), FUP 0x1012, TIP.PGD. mt's
+# walk tells the call, then meets 32-bit code; the events must be libipt's
+# block decoder's (--decoder=libipt) exactly: the call once, the far jump,
+# the disable in the 32-bit code; twice over for two copies of the trace.
+@test "16- and 32-bit code: libipt's block decoder reads on from the PSB, the events as libipt's alone" {
+	local t=$BATS_TEST_TMPDIR psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
+	printf '\xe8\x00\x00\x00\x00\x90\xff\x28\xf4\xf4\xf4\xf4\xf4\xf4\xf4\xf4\x90\x90\xf4\xf4' > "$t/code"
+	printf "$psb\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23\x99\x02\x6d\x10\x10\x00\x00\x00\x00\x3d\x12\x10\x01" > "$t/one.pt"
+	cat "$t/one.pt" "$t/one.pt" > "$t/two.pt"
+	local f d
+	for f in one two; do
+		for d in mt libipt; do
+			"$PT2EVENTS" --decoder=$d --pt "$t/$f.pt" --image "$t/code@0x1000" --all-branches --stats \
+				> "$t/$f.$d" 2> "$t/$f.$d.err"
+		done
+		cat "$t/$f.mt" "$t/$f.mt.err"
+		diff "$t/$f.libipt" "$t/$f.mt"
+		grep -q 'insns=5 ' "$t/$f.mt.err" || [ $f = two ]
+	done
+	grep -q $'\tcall\t0x1000\t0x1005\t' "$t/one.mt"
+	grep -q $'\tjump\t0x1006\t0x1010\t' "$t/one.mt"
+	grep -q $'\ttrace-end\t0x1012\t0x0\tinsn=2\tasync=1$' "$t/one.mt"
+	[ "$(grep -c $'\tcall\t' "$t/one.mt")" -eq 1 ]
+	grep -q 'handed_over=40 ' "$t/one.mt.err"
 }
 
 # Drawn: each note an instant on its thread's "ptwrite" / "power" / "vmcs"

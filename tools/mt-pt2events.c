@@ -119,8 +119,8 @@ static void print_stats(const struct mt_ptdec_stats *st)
 		fprintf(stderr, " trig=%" PRIu64, st->trig);
 	if (st->unbound_mwait)
 		fprintf(stderr, " unbound_mwait=%" PRIu64, st->unbound_mwait);
-	if (st->event_trace)
-		fprintf(stderr, " event_trace=%" PRIu64, st->event_trace);
+	if (st->libipt21)
+		fprintf(stderr, " libipt21=%" PRIu64, st->libipt21);
 	fputc('\n', stderr);
 }
 

@@ -149,7 +149,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->handed_over += g->st.handed_over;
 		stats->trig += g->st.trig;
 		stats->unbound_mwait += g->st.unbound_mwait;
-		stats->event_trace += g->st.event_trace;
+		stats->libipt21 += g->st.libipt21;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}

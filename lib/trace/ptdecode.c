@@ -57,6 +57,10 @@ struct dec {
 	uint64_t ip;
 	bool enabled;
 	bool not64;                /* the last MODE.Exec said 16- or 32-bit code */
+	/* as of the last sync: instructions, the count at the last event, the
+	 * events delivered; events libipt's block decoder tells again after a
+	 * hand-over, which mt's walk told already */
+	uint64_t sync_insns, sync_insns_at_event, sync_delivered, delivered, replay_skip;
 	struct mt_retstack rs;
 	uint64_t insns_at_packet;  /* insns when the walk last read a packet */
 	/* libipt stamps some events (enable, disable, ...) with the time of
@@ -130,9 +134,14 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	d->insns_at_event = d->insns;
 	if (__builtin_expect(d->cfg->cyc, 0))
 		count_cycles(d, ev);
+	if (__builtin_expect(d->replay_skip != 0, 0)) {
+		d->replay_skip--; /* mt's walk told it already */
+		return;
+	}
 	if (d->s->who)
 		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
 	d->stats->by_kind[ev->kind]++;
+	d->delivered++;
 	d->s->sink(d->s->sink_ctx, ev);
 }
 
@@ -920,6 +929,9 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->rs.n = 0;
 	d->insns_at_packet = d->insns;
 	d->traced_from = 0; /* no branch the trace gave since the sync */
+	d->sync_insns = d->insns;
+	d->sync_insns_at_event = d->insns_at_event;
+	d->sync_delivered = d->delivered;
 	d->not64 = false;   /* until the PSB+'s MODE.Exec says (libipt's mode: unknown) */
 }
 
@@ -953,12 +965,14 @@ static int sync_on(struct dec *d, uint64_t *ip, bool first)
 	}
 }
 
+static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, struct mt_err *err);
+
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
 	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
-	uint64_t ip = 0, nsteps = 0;
+	uint64_t ip = 0, nsteps = 0, handed_blk = UINT64_MAX;
 	bool watch = s->progress || s->stop_after || s->head_end, branch_eos = false;
 	int status = sync_on(d, &ip, true);
 	if (status >= 0)
@@ -1014,8 +1028,15 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 					 "branches in the code image?)", MT_PTDEC_MAX_WALK);
 				emit_error(d, 0, what);
 			} else if (status == WALK_NOT_64BIT) {
-				emit_error(d, 0, "16- or 32-bit code, which mt's walk does not decode "
-					   "(--decoder=libipt does)");
+				/* libipt's block decoder decodes 16- and 32-bit code:
+				 * it reads on from this segment's PSB, its first
+				 * events (those mt's walk told) left out */
+				handed_blk = mt_ptq_sync_offset(&d->q);
+				d->insns = d->sync_insns;
+				d->insns_at_event = d->sync_insns_at_event;
+				d->replay_skip = d->delivered - d->sync_delivered;
+				d->pending = false;
+				break;
 			} else {
 				emit_error(d, status, NULL);
 			}
@@ -1028,6 +1049,8 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		}
 	}
 	const uint8_t *handed = mt_ptq_handed_at(&d->q);
+	if (handed_blk != UINT64_MAX && (!handed || handed > s->data + handed_blk))
+		handed = s->data + handed_blk;
 	if (handed && !d->cfg->libipt_packets) {
 		/* a piece counts only its own bytes, up to where the next begins */
 		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
@@ -1037,8 +1060,12 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	d->stats->insns += d->insns;
 	d->stats->trig += d->q.ntrig;
 	d->stats->unbound_mwait += d->q.nunbound_mwait;
-	d->stats->event_trace += d->q.nevent_trace;
+	d->stats->libipt21 += d->q.nlibipt21;
 	mt_ptq_fini(&d->q);
+	if (handed_blk != UINT64_MAX) {
+		d->stats->insns -= d->insns; /* blk_decode counts them */
+		return blk_decode(d, config, &handed_blk, err);
+	}
 	return 0;
 }
 
@@ -1066,7 +1093,6 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		mt_cpu_errata(&config.errata, &config.cpu);
 	}
 	stats->pt_bytes += s->len;
-	uint64_t nblocks = 0;
 	struct pt_conf_addr_filter *af = &config.addr_filter;
 	uint64_t *ends[4][2] = {{&af->addr0_a, &af->addr0_b}, {&af->addr1_a, &af->addr1_b},
 				{&af->addr2_a, &af->addr2_b}, {&af->addr3_a, &af->addr3_b}};
@@ -1079,13 +1105,24 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 			.skl014 = config.errata.skl014, .bdm64 = config.errata.bdm64};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
-	d.blk = pt_blk_alloc_decoder(&config);
+	return blk_decode(&d, &config, NULL, err);
+}
+
+/* libipt's block decoder over the stream, from its first PSB (from NULL)
+ * or from the PSB at *from on. */
+static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, struct mt_err *err)
+{
+	struct dec d = *dp;
+	const struct mt_ptdec_stream *s = d.s;
+	struct mt_ptdec_stats *stats = d.stats;
+	uint64_t nblocks = 0;
+	d.blk = pt_blk_alloc_decoder(config);
 	if (!d.blk)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT block decoder");
-	pt_blk_set_image(d.blk, mt_image_libipt(img));
+	pt_blk_set_image(d.blk, mt_image_libipt(d.img));
 
 	uint64_t ip;
-	int status = sync_on(&d, &ip, true);
+	int status = from ? pt_blk_sync_set(d.blk, *from) : sync_on(&d, &ip, true);
 	/* A code loop made only of direct branches needs no packets: libipt
 	 * would walk it forever. Past MT_PTDEC_MAX_WALK instructions with no
 	 * packet read, that is reported as an error and decoding resyncs at

@@ -84,10 +84,11 @@ struct mt_ptdec_stats {
 	/* MWAITs mt's packet reader left without an IP at an EXSTOP without
 	 * one (libipt HEAD's reading; 2.0.5 binds them to the next FUP) */
 	uint64_t unbound_mwait;
-	/* Event Trace's packets and bindings mt's packet reader read (CFE,
-	 * EVD, a MODE.Exec bound to the FUP after it: libipt 2.1's; Debian's
-	 * 2.0.5 knows none) */
-	uint64_t event_trace;
+	/* packets and bindings mt's packet reader read as libipt 2.1 reads
+	 * them, which Debian's 2.0.5 cannot: Event Trace's CFE and EVD, a
+	 * MODE.Exec bound to the FUP after it, or told after the far branch
+	 * whose TIP follows it */
+	uint64_t libipt21;
 };
 
 struct mt_ptdec_stream {

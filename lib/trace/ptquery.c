@@ -526,7 +526,7 @@ static void read_note(struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
 		memcpy(cfe.evd, q->evd, sizeof cfe.evd);
 		set_cfe(ev, &cfe);
 		q->evd_has = 0;
-		q->nevent_trace++;
+		q->nlibipt21++;
 	} else if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
 		new_event(q, ev, ptev_ptwrite);
 		ev->variant.ptwrite.size = ((b1 >> 5) & 3) ? 8 : 4;
@@ -824,7 +824,7 @@ static int read_ahead(struct mt_ptq *q)
 					q->evd[i] = load_le(p + 3, 8);
 					q->evd_has |= (uint8_t)bit;
 				}
-				q->nevent_trace++;
+				q->nlibipt21++;
 				q->pos += n;
 				continue;
 			}
@@ -859,7 +859,7 @@ static int read_ahead(struct mt_ptq *q)
 				 * libipt 2.1 tells them (2.0.5 tells the mode first,
 				 * where no walk can take it) */
 				q->mode_after_tip = p[1] | MODE_AFTER_TIP;
-				q->nevent_trace++;
+				q->nlibipt21++;
 				q->pos += MODE_SIZE;
 				continue;
 			}
@@ -1057,7 +1057,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			new_event(q, m, ptev_exec_mode);
 			m->variant.exec_mode.mode = exec_mode_of(p[1]);
 			if (to_fup)
-				q->nevent_trace++;
+				q->nlibipt21++;
 			else
 				q->tip_pending = true;
 			q->pos += MODE_SIZE;

@@ -112,7 +112,7 @@ struct mt_ptq {
 	uint64_t ntrig;          /* TRIG packets read (no event for them yet) */
 	uint64_t evd[3];         /* Event Trace: EVD payloads waiting for their CFE */
 	uint8_t evd_has;         /* MT_CFE_* */
-	uint64_t nevent_trace;   /* CFE, EVD read; MODE.Exec bound to a FUP or after a TIP */
+	uint64_t nlibipt21;      /* read as libipt 2.1 reads them: CFE, EVD; MODE.Exec bound to a FUP or after a TIP */
 	/* Event Trace's packets the scan found damaged (cut short, out of
 	 * context), ascending: libipt 2.0.5 cannot read on from them, so mt's
 	 * reader fails there and the scan went on at the next PSB */

@@ -140,7 +140,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 	stats->handed_over += pc->st.handed_over;
 	stats->trig += pc->st.trig;
 	stats->unbound_mwait += pc->st.unbound_mwait;
-	stats->event_trace += pc->st.event_trace;
+	stats->libipt21 += pc->st.libipt21;
 }
 
 int mt_split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,

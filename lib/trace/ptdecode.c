@@ -598,21 +598,32 @@ static bool filter_given(const struct mt_ptdec_config *cfg)
 	return false;
 }
 
+/* The first instruction of block b at or after from that is one (its
+ * bytes tell), else 0. */
+static uint64_t find_in_block(struct dec *d, const struct mt_code_block *b, uint64_t from,
+			      bool (*is)(const uint8_t *, size_t))
+{
+	const uint16_t *o = d->img->offs + b->offs;
+	for (uint32_t k = 0; k < b->ninsn; k++) {
+		uint8_t insn[15];
+		size_t n = mt_image_read(d->img, b->ip + o[k], insn, sizeof insn);
+		if (b->ip + o[k] >= from && is(insn, n))
+			return b->ip + o[k];
+	}
+	return 0;
+}
+
+static bool is_ptwrite(const uint8_t *b, size_t n)
+{
+	return mt_ptwrite_length(b, n) != 0;
+}
+
 /* A MOV CR3 in the block at d->ip, at or after it: its address, else 0. */
 static uint64_t mov_cr3_in_block(struct dec *d)
 {
 	int err;
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
-	if (!b)
-		return 0;
-	const uint16_t *o = d->img->offs + b->offs;
-	for (uint32_t k = 0; k < b->ninsn; k++) {
-		uint8_t insn[15];
-		size_t n = mt_image_read(d->img, b->ip + o[k], insn, sizeof insn);
-		if (b->ip + o[k] >= d->ip && mt_is_mov_cr3(insn, n))
-			return b->ip + o[k];
-	}
-	return 0;
+	return b ? find_in_block(d, b, d->ip, mt_is_mov_cr3) : 0;
 }
 
 /* Walks to the branch that disabled tracing (the next one that needs trace,
@@ -668,13 +679,9 @@ static uint64_t next_ptwrite(struct dec *d)
 		const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
 		if (!b)
 			return 0;
-		const uint16_t *o = d->img->offs + b->offs;
-		for (uint32_t k = 0; k < b->ninsn; k++) {
-			uint8_t insn[15];
-			size_t n = mt_image_read(d->img, b->ip + o[k], insn, sizeof insn);
-			if (b->ip + o[k] >= ip && mt_ptwrite_length(insn, n))
-				return b->ip + o[k];
-		}
+		uint64_t at = find_in_block(d, b, ip, is_ptwrite);
+		if (at)
+			return at;
 		walked += b->ninsn;
 		if (walked > MT_PTDEC_MAX_WALK || b->cls == ptic_cond_jump || (b->cls != ptic_other && !b->direct))
 			return 0;

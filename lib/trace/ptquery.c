@@ -911,6 +911,13 @@ static int read_ahead(struct mt_ptq *q)
 	}
 }
 
+/* Passes the n bytes at pos, then reads ahead. */
+static int pass_ahead(struct mt_ptq *q, int n)
+{
+	q->pos += n;
+	return read_ahead(q);
+}
+
 /* ---- queries ---- */
 
 /* libipt's answer, its status kept for mt_ptq_status */
@@ -1027,8 +1034,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 		int nn = p[0] == OP_EXT ? note_packet_size(p, q->end, &fup) : 0;
 		if (nn && fup) { /* its IP comes in the next FUP */
 			read_note(q, &q->note_ev[q->note_n++], p);
-			q->pos += nn;
-			int rc = read_ahead(q);
+			int rc = pass_ahead(q, nn);
 			if (rc < 0)
 				return rc;
 			continue;
@@ -1060,8 +1066,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 				q->nlibipt21++;
 			else
 				q->tip_pending = true;
-			q->pos += MODE_SIZE;
-			int rc = read_ahead(q);
+			int rc = pass_ahead(q, MODE_SIZE);
 			if (rc < 0)
 				return rc;
 			continue;
@@ -1082,8 +1087,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 				paging_event(q, &q->tip_paging, p);
 				q->tip_paging.type = ptev_async_paging;
 				q->tip_paging_pending = true;
-				q->pos += PIP_SIZE;
-				int rc = read_ahead(q);
+				int rc = pass_ahead(q, PIP_SIZE);
 				if (rc < 0)
 					return rc;
 				continue;

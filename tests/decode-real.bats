@@ -152,10 +152,10 @@ X=$MT_REAL/libxdc
 	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/matching.txt")" -ge 382 ]
 }
 
-# The PT notes (ptwrite, power, vmcs, Event Trace's cfe; issue 22) held against ptxed's listing
+# The PT notes (ptwrite, power, vmcs, Event Trace's cfe, trig; issue 22) held against ptxed's listing
 # of the same ptt runs (tests/tools/ptt_notes.py: kinds, values, IPs, the
 # instructions before each bound note); every run in
-# testdata/libipt-ptt/notes-matching.txt must still match (37 of 41 now).
+# testdata/libipt-ptt/notes-matching.txt must still match (45 of 49 now).
 @test "libipt's ptt suite: PT notes are ptxed's on every run listed" {
 	local ptt=$MT_REAL/../libipt-ptt
 	[ -f "$ptt/cases.json" ]
@@ -165,7 +165,7 @@ X=$MT_REAL/libxdc
 	comm -23 "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt" "$BATS_TEST_TMPDIR/now" > "$BATS_TEST_TMPDIR/lost"
 	echo "listed but not matching: $(tr '\n' ' ' < "$BATS_TEST_TMPDIR/lost")"
 	[ ! -s "$BATS_TEST_TMPDIR/lost" ]
-	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 37 ]
+	[ "$(wc -l < "$BATS_TEST_DIRNAME/../testdata/libipt-ptt/notes-matching.txt")" -ge 45 ]
 }
 
 # Event Trace's packets damaged (issue 22), which libipt 2.0.5 cannot read,
@@ -178,8 +178,10 @@ X=$MT_REAL/libxdc
 #   trace, as libipt ends at any packet the end cuts (no error; the sync
 #   fails with the end, so nothing is decoded);
 # - rsm: ptet-smi-rsm with the IP bit set on its RSM CFE (0x23), which
-#   libipt 2.1 refuses as a bad packet.
-@test "Event Trace damaged: the error where libipt 2.1 says, decoding on at the next PSB" {
+#   libipt 2.1 refuses as a bad packet;
+# - trig: trig-fup with its first TRIG's (0x1c) instruction count bit
+#   cleared: an IP bit without a zero count is a bad packet to libipt 2.2.
+@test "Event Trace and TRIG damaged: the error where libipt 2.1/2.2 says, decoding on at the next PSB" {
 	local c=$MT_REAL/../libipt-ptt/cases t=$BATS_TEST_TMPDIR
 	cat "$c/ptet-evd_cr2-cfe_iret/ptet-evd_cr2-cfe_iret.pt" "$c/ptet-int-iret/ptet-int-iret.pt" > "$t/two.pt"
 	run "$PT2EVENTS" --pt "$t/two.pt" --image "$c/ptet-int-iret/ptet-int-iret.bin@0x100000" --all-branches --stats
@@ -200,6 +202,11 @@ X=$MT_REAL/libxdc
 	printf '\x84' | dd of="$t/rsm.pt" bs=1 seek=$((0x25)) conv=notrunc 2> /dev/null
 	run "$PT2EVENTS" --pt "$t/rsm.pt" --image "$c/ptet-smi-rsm/ptet-smi-rsm.bin@0x100000" --stats
 	grep -q $'\terror\t0x0\t0x0\toff=0x23\tmsg=unknown packet$' <<< "$output"
+	cp "$c/trig-fup/trig-fup.pt" "$t/trig.pt"
+	printf '\x80' | dd of="$t/trig.pt" bs=1 seek=$((0x1d)) conv=notrunc 2> /dev/null
+	run "$PT2EVENTS" --pt "$t/trig.pt" --image "$c/trig-fup/trig-fup.bin@0x1000" --stats
+	grep -qE $'\terror\t0x[0-9a-f]+\t0x0\t(insn=[0-9]+\t)?off=0x1c\tmsg=unknown packet$' <<< "$output"
+	! grep -q $'\ttrig\t' <<< "$output" || false
 }
 
 # 16- and 32-bit code (issue 22): mt's walk hands the stream to libipt's
@@ -237,7 +244,7 @@ X=$MT_REAL/libxdc
 # (cases/tip_pge-ptw-fup-tip_pgd: [ptwrite: abcd, ip: 100001], [ptwrite:
 # ef09, ip: 100005]; cases/mwait-pwre-exstop_ip-pwre-pwrx: [mwait 50 1],
 # [exstop], [pwre c1.0], [pwre c6.0], [pwrx int: c6 (c6)]), names by hand.
-@test "mt-toperfetto draws PT notes as instants named by their values (ptwrite, power, Event Trace)" {
+@test "mt-toperfetto draws PT notes as instants named by their values (ptwrite, power, Event Trace, TRIG)" {
 	local c=$MT_REAL/../libipt-ptt/cases t=$BATS_TEST_TMPDIR
 	"$MT_BIN/mt-pt2events" --pt "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.pt" \
 		--image "$c/tip_pge-ptw-fup-tip_pgd/tip_pge-ptw-fup-tip_pgd.bin@0x100000" -o "$t/ptw"
@@ -279,6 +286,12 @@ X=$MT_REAL/libxdc
 	grep -q events "$t/cfe.pftrace"
 	python3 -c 'import json,sys; print("\n".join(e["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "i"))' "$t/cfe.json" |
 		diff - <(printf '%s\n' 'vmexit_intr 14 vmxq 0xf00baa vmxr 0x0' vmentry 'vmexit vmxr 0xa' vmentry)
+	# TRIG on the "triggers" track (cases/trig: ptxed's [trig 01] ...
+	# [trig 07, mult]: MULT on 03, 05, 07)
+	"$MT_BIN/mt-pt2events" --pt "$c/trig/trig.pt" --image "$c/trig/trig.bin@0x1000" -o "$t/trig"
+	"$MT_BIN/mt-toperfetto" --format=json -o "$t/trig.json" "$t/trig"
+	python3 -c 'import json,sys; print("\n".join(e["name"] for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "i"))' "$t/trig.json" |
+		diff - <(printf '%s\n' 'trig 0x01' 'trig 0x02' 'trig 0x03 (mult)' 'trig 0x04' 'trig 0x05 (mult)' 'trig 0x06' 'trig 0x07 (mult)')
 	# without --power, no power notes (as no CBR changes)
 	"$MT_BIN/mt-pt2events" --pt "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.pt" \
 		--image "$c/mwait-pwre-exstop_ip-pwre-pwrx/mwait-pwre-exstop_ip-pwre-pwrx.bin@0x1000" > "$t/nopwr"

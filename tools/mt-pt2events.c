@@ -115,8 +115,6 @@ static void print_stats(const struct mt_ptdec_stats *st)
 		fprintf(stderr, " first_redone_at=%" PRIu64 " (%s)", st->redo_at, st->redo_why);
 	if (st->handed_over)
 		fprintf(stderr, " handed_over=%" PRIu64, st->handed_over);
-	if (st->trig)
-		fprintf(stderr, " trig=%" PRIu64, st->trig);
 	if (st->unbound_mwait)
 		fprintf(stderr, " unbound_mwait=%" PRIu64, st->unbound_mwait);
 	if (st->libipt21)

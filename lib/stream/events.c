@@ -28,7 +28,7 @@ static const char *const kind_names[MT_EV_KIND_COUNT] = {
 	[MT_EV_SWITCH_OUT] = "switch-out", [MT_EV_SWITCH_IN] = "switch-in",
 	[MT_EV_PTWRITE] = "ptwrite", [MT_EV_MWAIT] = "mwait", [MT_EV_PWRE] = "pwre",
 	[MT_EV_PWRX] = "pwrx", [MT_EV_EXSTOP] = "exstop", [MT_EV_VMCS] = "vmcs",
-	[MT_EV_CFE] = "cfe",
+	[MT_EV_CFE] = "cfe", [MT_EV_TRIG] = "trig",
 };
 
 uint64_t mt_events_new_epoch(void)

@@ -24,9 +24,9 @@ enum mt_event_kind {
 	MT_EV_ERROR, MT_EV_SAMPLE, MT_EV_POWER, MT_EV_TX_ABORT, MT_EV_SNAPSHOT,
 	MT_EV_SWITCH_OUT, MT_EV_SWITCH_IN, /* a thread leaves / comes back on a CPU (sampling) */
 	/* Intel PT's notes beside the flow (PTW, MWAIT, PWRE, PWRX, EXSTOP,
-	 * VMCS packets; Event Trace's CFE with its EVDs): their values are
+	 * VMCS packets; Event Trace's CFE with its EVDs; TRIG): their values are
 	 * extra columns (mt-events(5)) */
-	MT_EV_PTWRITE, MT_EV_MWAIT, MT_EV_PWRE, MT_EV_PWRX, MT_EV_EXSTOP, MT_EV_VMCS, MT_EV_CFE,
+	MT_EV_PTWRITE, MT_EV_MWAIT, MT_EV_PWRE, MT_EV_PWRX, MT_EV_EXSTOP, MT_EV_VMCS, MT_EV_CFE, MT_EV_TRIG,
 	MT_EV_KIND_COUNT
 };
 

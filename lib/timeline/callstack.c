@@ -872,7 +872,7 @@ static void new_snapshot(struct mt_cs *cs, uint64_t to_time);
 static bool is_note(enum mt_event_kind k)
 {
 	return k == MT_EV_ERROR || k == MT_EV_POWER || k == MT_EV_SWITCH_OUT || k == MT_EV_SWITCH_IN ||
-	       (k >= MT_EV_PTWRITE && k <= MT_EV_CFE);
+	       (k >= MT_EV_PTWRITE && k <= MT_EV_TRIG);
 }
 
 /* A column of a PT note (rare events: a scan of its few columns), "?" if
@@ -951,9 +951,13 @@ static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const stru
 		track = "vmcs";
 		snprintf(name, sizeof name, "vmcs %s", note_col(ev, "base"));
 		break;
-	default: /* MT_EV_CFE: "intr 14 cr2 0xf00baa", "vmexit vmxr 0xa", "iret" */
+	case MT_EV_CFE: /* "intr 14 cr2 0xf00baa", "vmexit vmxr 0xa", "iret" */
 		track = "events";
 		cfe_name(name, sizeof name, ev);
+		break;
+	default: /* MT_EV_TRIG: "trig 0xa1" */
+		track = "triggers";
+		snprintf(name, sizeof name, "trig %s%s", note_col(ev, "id"), strcmp(note_col(ev, "mult"), "1") ? "" : " (mult)");
 		break;
 	}
 	size_t before = cs->names.n;
@@ -1052,7 +1056,8 @@ static int cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *
 	case MT_EV_PWRX:
 	case MT_EV_EXSTOP:
 	case MT_EV_VMCS:
-	case MT_EV_CFE: {
+	case MT_EV_CFE:
+	case MT_EV_TRIG: {
 		int rc = pt_note(cs, t, time, ev, err);
 		if (rc)
 			return rc;

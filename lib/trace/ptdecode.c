@@ -32,6 +32,11 @@ struct dec {
 	 * the instruction count just after it (BDM64) */
 	uint64_t traced_from, traced_insns;
 	uint8_t traced_class, traced_len;
+	/* a TRIG's instruction count starts at its anchor: the last IP the
+	 * trace gave (a sync, a branch's packet, an event with its IP; libipt
+	 * 2.2's pt_blk_find_trig_anchor); the instruction count there */
+	uint64_t anchor_insns;
+	bool has_anchor;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
@@ -218,6 +223,44 @@ static void cfe_note(struct dec *d, const struct pt_event *ev)
 	emit_note(d, MT_EV_CFE, ev->ip_suppressed ? 0 : cfe.ip, &n);
 }
 
+/* The IP n instructions on from the walk's, where no branch that needs
+ * the trace comes first: 0 where one does (or the code is not there). */
+static uint64_t ip_after(struct dec *d, uint64_t n)
+{
+	uint64_t ip = d->ip;
+	for (unsigned blocks = 0; blocks < 64; blocks++) {
+		int err;
+		const struct mt_code_block *b = mt_image_block(d->img, ip, &err);
+		if (!b)
+			return 0;
+		if (n < b->ninsn)
+			return b->ip + d->img->offs[b->offs + n];
+		n -= b->ninsn;
+		if (b->cls == ptic_other)
+			ip = b->end_ip + b->len;
+		else if (b->direct && b->cls != ptic_cond_jump)
+			ip = b->target;
+		else
+			return 0;
+	}
+	return 0;
+}
+
+/* A TRIG as a note: its trigger bits, MULT, the instruction count; at the
+ * IP the walk found for it (walk_event), 0x0 when none. */
+static void trig_note(struct dec *d, const struct pt_event *ev)
+{
+	struct note n = {.n = 0};
+	struct mt_trig t;
+	mt_ptq_trig(ev, &t);
+	note_col(&n, "id", "0x%02llx", t.id);
+	if (t.flags & MT_TRIG_MULT)
+		note_col(&n, "mult", "%llu", 1);
+	if (t.flags & MT_TRIG_ICNTV)
+		note_col(&n, "icnt", "%llu", t.icnt);
+	emit_note(d, MT_EV_TRIG, ev->ip_suppressed ? 0 : t.ip, &n);
+}
+
 /* The notes the packet reader (mt's or libipt's) reports as events;
  * power ones only when asked, as CBR. */
 static void handle_note(struct dec *d, const struct pt_event *ev)
@@ -226,6 +269,10 @@ static void handle_note(struct dec *d, const struct pt_event *ev)
 	bool power = d->cfg->want_power;
 	if (ev->type == MT_PTEV_CFE) {
 		cfe_note(d, ev);
+		return;
+	}
+	if (ev->type == MT_PTEV_TRIG) {
+		trig_note(d, ev);
 		return;
 	}
 	switch (ev->type) {
@@ -727,7 +774,35 @@ static inline void traced(struct dec *d, const struct mt_code_block *b)
 	d->traced_from = b->end_ip;
 	d->traced_class = b->cls;
 	d->traced_len = b->len;
-	d->traced_insns = d->insns;
+	d->traced_insns = d->anchor_insns = d->insns;
+	d->has_anchor = true;
+}
+
+/* Whether the packet reader's event gave an IP: a TRIG anchor (disabled,
+ * -1: no anchor any more). */
+static int anchors(const struct pt_event *ev)
+{
+	switch ((int)ev->type) {
+	case ptev_enabled:
+	case ptev_async_branch:
+		return 1;
+	case ptev_disabled:
+	case ptev_async_disabled:
+		return -1;
+	case ptev_overflow:
+		return ev->ip_suppressed ? -1 : 1;
+	case ptev_exec_mode:
+	case ptev_tsx:
+	case ptev_async_paging:
+	case ptev_async_vmcs:
+	case ptev_exstop:
+	case ptev_ptwrite:
+	case MT_PTEV_CFE:
+	case MT_PTEV_TRIG:
+		return !ev->ip_suppressed;
+	default:
+		return 0;
+	}
 }
 
 /* Whether the walk reaches to from from without a branch, in at most
@@ -781,7 +856,8 @@ static void bdm64_abort(struct dec *d, const struct pt_event *ev)
 static int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
-	struct pt_event vm_entry, ptw;
+	struct pt_event vm_entry, ptw, trig;
+	const struct pt_event *read = ev; /* as the packet reader gave it */
 	if (ev->type == ptev_tsx)
 		bdm64_abort(d, ev);
 	if (d->enabled && ev->type == ptev_async_disabled && skd022_vm_entry(d, ev->variant.async_disabled.at)) {
@@ -823,12 +899,33 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 			struct mt_cfe cfe;
 			mt_ptq_cfe(ev, &cfe);
 			rc = walk_to(d, cfe.ip);
+		} else if (ev->type == MT_PTEV_TRIG) {
+			/* before the instruction it fired at: its FUP's, or as
+			 * many instructions on from its anchor as it counts
+			 * (libipt 2.2 walks them), where no branch needs the
+			 * trace first */
+			struct mt_trig t;
+			mt_ptq_trig(ev, &t);
+			uint64_t since = d->insns - d->anchor_insns;
+			if (!(t.flags & MT_TRIG_IP) && t.flags & MT_TRIG_ICNTV && d->has_anchor && t.icnt >= since)
+				t.ip = ip_after(d, t.icnt - since);
+			if (t.ip && (!ev->ip_suppressed || !(t.flags & MT_TRIG_IP)))
+				rc = walk_to(d, t.ip);
+			trig = *ev;
+			trig.ip_suppressed = !t.ip || rc < 0;
+			memcpy(&trig.variant, &t, sizeof t);
+			ev = &trig;
 		}
 	}
 	if (rc < 0)
 		return rc;
 	handle_event(d, ev);
 	d->insns_at_packet = d->insns;
+	int a = anchors(ev->type == MT_PTEV_TRIG ? ev : read); /* a TRIG has the IP the walk found */
+	if (a) {
+		d->has_anchor = a > 0;
+		d->anchor_insns = d->insns;
+	}
 	switch (ev->type) {
 	case ptev_enabled:
 		d->enabled = true;
@@ -936,6 +1033,8 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->rs.n = 0;
 	d->insns_at_packet = d->insns;
 	d->traced_from = 0; /* no branch the trace gave since the sync */
+	d->has_anchor = d->enabled;
+	d->anchor_insns = d->insns;
 	d->sync_insns = d->insns;
 	d->sync_insns_at_event = d->insns_at_event;
 	d->sync_delivered = d->delivered;

@@ -77,9 +77,9 @@ struct mt_ptdec_stats {
 	/* bytes of PT mt's packet reader left to libipt's query decoder (from
 	 * the PSB before the first packet it does not read) */
 	uint64_t handed_over;
-	/* TRIG packets mt's packet reader read and skipped (libipt 2.2's;
-	 * Debian's 2.0.5 knows none; no event for them yet). A piece decoded
-	 * again counts its own again. */
+	/* TRIG packets mt's packet reader read (libipt 2.2's; Debian's 2.0.5
+	 * knows none: the fuzz differential leaves such input out). A piece
+	 * decoded again counts its own again. */
 	uint64_t trig;
 	/* MWAITs mt's packet reader left without an IP at an EXSTOP without
 	 * one (libipt HEAD's reading; 2.0.5 binds them to the next FUP) */

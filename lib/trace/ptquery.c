@@ -29,7 +29,7 @@ enum {
 	/* TRIG (libipt 2.2, unknown to Debian's 2.0.5): a trigger fired; flags
 	 * byte (IP: a FUP with its IP follows, ICNTV: a 2-byte instruction
 	 * count follows, MULT), trigger id */
-	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40,
+	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40, TRIG_MULT = 0x20,
 	/* Event Trace (libipt 2.1): CFE (type bits 4:0, IP bit 7: a FUP with
 	 * its IP follows; a vector byte), EVD (type bits 4:0; an 8-byte
 	 * payload that describes the next CFE) */
@@ -172,6 +172,11 @@ static int evd_packet_size(const uint8_t *p, const uint8_t *end, unsigned *bit)
 	return EVD_SIZE;
 }
 
+void mt_ptq_trig(const struct pt_event *ev, struct mt_trig *trig)
+{
+	memcpy(trig, &ev->variant, sizeof *trig);
+}
+
 void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe)
 {
 	/* the variant holds the IP, CR2 and VMXQ; reserved, the rest */
@@ -307,6 +312,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 	while (p < end) {
 		uint8_t b = p[0];
 		int n = 0, et_err = 0;
+		bool newer = false; /* a packet libipt 2.0.5 cannot read as 2.1/2.2 do */
 		if (in_psb && psb_first && b != OP_PAD) {
 			psb_first = false;
 			if (b == OP_TSC)
@@ -337,6 +343,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			} else if (b1 == EXT_TNT64 && !in_psb && end - p >= TNT64_SIZE && load_le(p + 2, 6)) {
 				n = TNT64_SIZE;
 			} else if (b1 == EXT_EVD && !in_psb) {
+				newer = true;
 				/* one of each type before its CFE (a second is
 				 * bad context to libipt; a CR2 comes first) */
 				n = evd_packet_size(p, end, &evd_bit);
@@ -349,6 +356,7 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				bool fup;
 				n = note_packet_size(p, end, &fup);
 				if (b1 == EXT_CFE) {
+					newer = true;
 					/* the EVDs before describe an interrupt (CR2) or
 					 * a VM exit (VMXQ, VMXR): another CFE is bad
 					 * context to libipt */
@@ -397,7 +405,14 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			n = q->cyc_ok && !in_psb ? cyc_packet_size(p, end, &cycles) : 0; /* CYC */
 		} else if (b == OP_TRIG) {
 			int fup;
+			newer = true;
 			n = in_psb ? 0 : trig_packet_size(p, end, &fup, &ipc);
+			/* with its IP, an instruction count of 0 must come too
+			 * (libipt 2.2: a bad packet else) */
+			if (!in_psb && end - p >= TRIG_SIZE && (p[1] & TRIG_IP) &&
+			    (!(p[1] & TRIG_ICNTV) ||
+			     (end - p >= TRIG_SIZE + TRIG_ICNT_SIZE && load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE))))
+				et_err = -pte_bad_packet;
 		} else if (b == OP_MODE) {
 			/* 64-bit MODE.Exec: in PSB+, right before a TIP.PGE, or
 			 * before a FUP (Event Trace: an IF change there, bound to
@@ -409,10 +424,10 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				n = MODE_SIZE;
 			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
 				 followed_by(p + MODE_SIZE, end, IP_FUP, true) && fup_notes++ < MT_PTQ_FUP_NOTES)
-				n = MODE_SIZE;
+				n = MODE_SIZE, newer = true;
 			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
 				 !fup_notes && followed_by(p + MODE_SIZE, end, IP_TIP, true))
-				n = MODE_SIZE; /* a far branch's: told after it (libipt 2.1) */
+				n = MODE_SIZE, newer = true; /* a far branch's: told after it (libipt 2.1) */
 		} else {
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
@@ -436,9 +451,15 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 				break;
 			}
 		}
+		if (newer && (n || et_err)) {
+			if (b == OP_TRIG)
+				q->ntrig++;
+			else
+				q->nlibipt21++;
+		}
 		if (et_err) {
-			/* damage in Event Trace's packets, which libipt 2.0.5
-			 * cannot read: mt's reader reports it here, and the scan
+			/* damage in packets libipt 2.0.5 cannot read (Event
+			 * Trace's, TRIG): mt's reader reports it here, and the scan
 			 * goes on at the next PSB, where a sync after it goes */
 			if (!note_bad(q, p, et_err))
 				return hand_over_psb(q, first_psb, timed_psb, last_psb, false);
@@ -526,7 +547,6 @@ static void read_note(struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
 		memcpy(cfe.evd, q->evd, sizeof cfe.evd);
 		set_cfe(ev, &cfe);
 		q->evd_has = 0;
-		q->nlibipt21++;
 	} else if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
 		new_event(q, ev, ptev_ptwrite);
 		ev->variant.ptwrite.size = ((b1 >> 5) & 3) ? 8 : 4;
@@ -824,7 +844,6 @@ static int read_ahead(struct mt_ptq *q)
 					q->evd[i] = load_le(p + 3, 8);
 					q->evd_has |= (uint8_t)bit;
 				}
-				q->nlibipt21++;
 				q->pos += n;
 				continue;
 			}
@@ -859,22 +878,14 @@ static int read_ahead(struct mt_ptq *q)
 				 * libipt 2.1 tells them (2.0.5 tells the mode first,
 				 * where no walk can take it) */
 				q->mode_after_tip = p[1] | MODE_AFTER_TIP;
-				q->nlibipt21++;
 				q->pos += MODE_SIZE;
 				continue;
 			}
 			q->next = PTQ_EVENT;
 			return 0;
 		} else if (b == OP_TRIG) {
-			/* no event for it yet: the flow goes on; its FUP's IP is
-			 * the last IP the next compressed IP builds on */
-			int fup;
-			unsigned ipc;
-			int n = trig_packet_size(p, q->end, &fup, &ipc);
-			if (fup)
-				update_ip(q, p + fup, ipc);
-			q->pos += n;
-			q->ntrig++;
+			q->next = PTQ_EVENT; /* read by the next event query */
+			return 0;
 		} else {
 			unsigned ipc;
 			int n = ip_packet_size(p, q->end, &ipc);
@@ -1062,14 +1073,35 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			struct pt_event *m = to_fup ? &q->note_ev[q->note_n++] : &q->tip_ev;
 			new_event(q, m, ptev_exec_mode);
 			m->variant.exec_mode.mode = exec_mode_of(p[1]);
-			if (to_fup)
-				q->nlibipt21++;
-			else
+			if (!to_fup)
 				q->tip_pending = true;
 			int rc = pass_ahead(q, MODE_SIZE);
 			if (rc < 0)
 				return rc;
 			continue;
+		}
+		if (p[0] == OP_TRIG) {
+			/* the flow goes on; its FUP's IP is the trigger's and the
+			 * last IP the next compressed IP builds on */
+			int tfup;
+			unsigned ipc;
+			int n = trig_packet_size(p, q->end, &tfup, &ipc);
+			struct mt_trig t = {.id = p[2], .flags = (uint8_t)((p[1] & TRIG_IP ? MT_TRIG_IP : 0) |
+									   (p[1] & TRIG_ICNTV ? MT_TRIG_ICNTV : 0) |
+									   (p[1] & TRIG_MULT ? MT_TRIG_MULT : 0))};
+			if (p[1] & TRIG_ICNTV)
+				t.icnt = (uint16_t)load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE);
+			new_event(q, ev, MT_PTEV_TRIG);
+			if (tfup) {
+				update_ip(q, p + tfup, ipc);
+				event_ip(q, ev, &t.ip);
+			} else {
+				ev->ip_suppressed = 1;
+			}
+			_Static_assert(sizeof t <= sizeof ev->variant, "a TRIG's fields fit libipt's event");
+			memcpy(&ev->variant, &t, sizeof t);
+			q->pos += n;
+			break;
 		}
 		if (p[0] == OP_EXT && p[1] == EXT_CBR) {
 			new_event(q, ev, ptev_cbr);

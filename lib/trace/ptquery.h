@@ -37,6 +37,18 @@ struct mt_cfe {
 };
 void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe);
 
+/* TRIG (libipt 2.2; not in 2.0.5): a trigger fired, reported as an event
+ * of this type; mt_ptq_trig reads it. */
+#define MT_PTEV_TRIG ((enum pt_event_type)0x101)
+enum { MT_TRIG_IP = 1, MT_TRIG_ICNTV = 2, MT_TRIG_MULT = 4 };
+struct mt_trig {
+	uint64_t ip;   /* MT_TRIG_IP: its FUP's */
+	uint16_t icnt; /* MT_TRIG_ICNTV: instructions from the current IP to the trigger's */
+	uint8_t id;    /* the trigger bits (TRBV) */
+	uint8_t flags; /* MT_TRIG_* */
+};
+void mt_ptq_trig(const struct pt_event *ev, struct mt_trig *trig);
+
 /* what the packet at the read position is, once read ahead */
 enum mt_ptq_next {
 	PTQ_EOS, PTQ_TNT, PTQ_TIP, PTQ_EVENT,
@@ -109,10 +121,13 @@ struct mt_ptq {
 	unsigned note_n, note_head;
 	uint8_t note_fup;        /* the size of the FUP they wait behind */
 	bool notes_ready;
-	uint64_t ntrig;          /* TRIG packets read (no event for them yet) */
+	uint64_t ntrig;          /* TRIG packets the scan found for mt's reader */
 	uint64_t evd[3];         /* Event Trace: EVD payloads waiting for their CFE */
 	uint8_t evd_has;         /* MT_CFE_* */
-	uint64_t nlibipt21;      /* read as libipt 2.1 reads them: CFE, EVD; MODE.Exec bound to a FUP or after a TIP */
+	/* packets the scan found for mt's reader that it reads as libipt 2.1
+	 * does, and 2.0.5 cannot: CFE, EVD; MODE.Exec bound to a FUP or
+	 * before a far branch's TIP */
+	uint64_t nlibipt21;
 	/* Event Trace's packets the scan found damaged (cut short, out of
 	 * context), ascending: libipt 2.0.5 cannot read on from them, so mt's
 	 * reader fails there and the scan went on at the next PSB */

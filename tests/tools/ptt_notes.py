@@ -1,6 +1,6 @@
 #!/usr/bin/env python3
 """Hold mt-pt2events' PT notes (ptwrite, mwait, pwre, pwrx, exstop, vmcs,
-cfe)
+cfe, trig)
 against libipt's ptxed on libipt's own ptt tests (../shared/testdata/
 libipt-ptt: the tests, compiled with pttc, and ptxed's listing of each).
 
@@ -10,7 +10,7 @@ For every run whose listing has a note, mt-pt2events --pt --power decodes
 the test and its notes must be ptxed's: for each kind, the same notes in
 the same order, each with ptxed's values (payload; hints, ext; C-states,
 hardware flag; wake reason; VMCS base; Event Trace's type, vector and EVD
-payloads), its IP where ptxed prints one (for a cfe, where mt has one: mt
+payloads; a trigger's bits and MULT), its IP where ptxed prints one (for a cfe, where mt has one: mt
 gives a CFE without its IP bit none, libipt the interrupt's FUP's), and
 for a ptwrite, mwait or exstop bound to an instruction the same number of
 instructions decoded before it. (The order between notes of different
@@ -64,6 +64,9 @@ def cfe_values(m):
 
 NOTES.append(('cfe', re.compile(r'^(' + '|'.join(CFE_NAMES) + r')(?: (\d+))?(?:: ([0-9a-f]+))?'
                                 r'((?:, (?:intr|cr2|vmxr|vmxq): [0-9a-f]+)*)' + IP + r'$'), cfe_values))
+# TRIG (libipt 2.2's ptxed): "[trig 1a, mult, ip: ...]"
+NOTES.append(('trig', re.compile(r'^trig ([0-9a-f]{2})(, mult)?' + IP + r'(?:, icnt: \d+)?$'),
+              lambda m: {'id': int(m.group(1), 16), 'mult': bool(m.group(2))}))
 BOUND = {'ptwrite', 'mwait', 'exstop'}
 
 
@@ -93,10 +96,10 @@ def mt_notes(text):
         col = line.split('\t')
         kv = dict(c.split('=', 1) for c in col[6:] if '=' in c)
         insns += int(kv.get('insn', 0))
-        if col[3] not in BOUND | {'pwre', 'pwrx', 'vmcs', 'cfe'}:
+        if col[3] not in BOUND | {'pwre', 'pwrx', 'vmcs', 'cfe', 'trig'}:
             continue
         v = {}
-        for k in ('payload', 'hints', 'ext', 'base', 'cr2', 'vmxq', 'vmxr'):
+        for k in ('payload', 'hints', 'ext', 'base', 'cr2', 'vmxq', 'vmxr', 'id'):
             if k in kv:
                 v[k] = int(kv[k], 16)
         for k in ('cstate', 'substate', 'deepest', 'vector'):
@@ -108,6 +111,8 @@ def mt_notes(text):
             v['wake'] = kv['wake']
         if col[3] == 'cfe':
             v['type'] = kv['type']
+        if col[3] == 'trig':
+            v['mult'] = kv.get('mult') == '1'
         out.append((col[3], v, int(col[4], 16), insns))
     return out
 

@@ -7,7 +7,10 @@
  * field, times and error offsets and messages included) and statistics,
  * else the harness aborts (except where mt's reader read a TRIG packet or
  * read packets as libipt 2.1 reads them, which 2.0.5 cannot, or
- * left an MWAIT without an IP, which 2.0.5 binds to the next FUP). The events are also written as text. The
+ * left an MWAIT without an IP, which 2.0.5 binds to the next FUP, or
+ * handed 16- or 32-bit code to libipt's block decoder: both arms decode it
+ * so, and libipt 2.0.5's block cache, shared across decodes and blind to
+ * the mode an entry was made in, can make the second differ). The events are also written as text. The
  * decode is timed, with MTC's configuration set, so that time packets are
  * read by both and their times compared. */
 #include "fuzz.h"
@@ -108,7 +111,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		 * fixed in libipt 2.1, is not mt's) */
 		uint64_t unbound = st_mine.unbound_mwait;
 		st_mine.unbound_mwait = 0;
-		if (!st_mine.trig && !st_mine.libipt21 && !unbound &&
+		if (!st_mine.trig && !st_mine.libipt21 && !st_mine.blocks_handed && !unbound &&
 		    (mine.hash != theirs.hash || mine.n != theirs.n || memcmp(&st_mine, &st_theirs, sizeof st_mine))) {
 			fprintf(stderr, "fuzz_rawpt: mt's packet reader and libipt's query decoder differ "
 				"(%llu vs %llu events)\n", (unsigned long long)mine.n, (unsigned long long)theirs.n);

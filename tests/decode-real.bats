@@ -217,6 +217,10 @@ X=$MT_REAL/libxdc
 # walk tells the call, then meets 32-bit code; the events must be libipt's
 # block decoder's (--decoder=libipt) exactly: the call once, the far jump,
 # the disable in the 32-bit code; twice over for two copies of the trace.
+# blocks_handed= says so: fuzz_rawpt's differential leaves such input out
+# (libipt 2.0.5's block cache, kept across decodes and blind to the mode
+# an entry was made in, made its two arms differ on a mutated trace whose
+# code ran in both modes).
 @test "16- and 32-bit code: libipt's block decoder reads on from the PSB, the events as libipt's alone" {
 	local t=$BATS_TEST_TMPDIR psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
 	printf '\xe8\x00\x00\x00\x00\x90\xff\x28\xf4\xf4\xf4\xf4\xf4\xf4\xf4\xf4\x90\x90\xf4\xf4' > "$t/code"
@@ -236,7 +240,7 @@ X=$MT_REAL/libxdc
 	grep -q $'\tjump\t0x1006\t0x1010\t' "$t/one.mt"
 	grep -q $'\ttrace-end\t0x1012\t0x0\tinsn=2\tasync=1$' "$t/one.mt"
 	[ "$(grep -c $'\tcall\t' "$t/one.mt")" -eq 1 ]
-	grep -q 'handed_over=40 ' "$t/one.mt.err"
+	grep -q 'handed_over=40 blocks_handed=40 ' "$t/one.mt.err"
 }
 
 # Drawn: each note an instant on its thread's "ptwrite" / "power" / "vmcs"

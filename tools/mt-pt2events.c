@@ -117,6 +117,8 @@ static void print_stats(const struct mt_ptdec_stats *st)
 		fprintf(stderr, " handed_over=%" PRIu64, st->handed_over);
 	if (st->unbound_mwait)
 		fprintf(stderr, " unbound_mwait=%" PRIu64, st->unbound_mwait);
+	if (st->blocks_handed)
+		fprintf(stderr, " blocks_handed=%" PRIu64, st->blocks_handed);
 	if (st->libipt21)
 		fprintf(stderr, " libipt21=%" PRIu64, st->libipt21);
 	fputc('\n', stderr);

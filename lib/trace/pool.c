@@ -150,6 +150,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->trig += g->st.trig;
 		stats->unbound_mwait += g->st.unbound_mwait;
 		stats->libipt21 += g->st.libipt21;
+		stats->blocks_handed += g->st.blocks_handed;
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}

@@ -30,12 +30,11 @@ struct dec {
 	bool skl014, bdm64;
 	/* the last branch whose way the trace gave (a TNT bit or a TIP), and
 	 * the instruction count just after it (BDM64) */
-	uint64_t traced_from, traced_insns;
-	uint8_t traced_class, traced_len;
+	uint64_t traced_from;
 	/* a TRIG's instruction count starts at its anchor: the last IP the
 	 * trace gave (a sync, a branch's packet, an event with its IP; libipt
-	 * 2.2's pt_blk_find_trig_anchor); the instruction count there */
-	uint64_t anchor_insns;
+	 * 2.2's pt_blk_find_trig_anchor), where insns_at_packet was set;
+	 * traced_from is 0 where that was no branch */
 	bool has_anchor;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
@@ -67,7 +66,7 @@ struct dec {
 	 * hand-over, which mt's walk told already */
 	uint64_t sync_insns, sync_insns_at_event, sync_delivered, delivered, replay_skip;
 	struct mt_retstack rs;
-	uint64_t insns_at_packet;  /* insns when the walk last read a packet */
+	uint64_t insns_at_packet;  /* insns when the trace last gave an IP: a branch's packet, an event with one */
 	/* libipt stamps some events (enable, disable, ...) with the time of
 	 * their own packet, which is better than the decoder's current time. */
 	uint64_t ev_time;
@@ -567,16 +566,13 @@ enum { WALK_TOO_LONG = -1000, WALK_NOT_64BIT = -1001 };
 /* inline: the walk's step per block, where a call costs as much as the rest */
 static inline __attribute__((always_inline)) const struct mt_code_block *walk_block(struct dec *d, int *err)
 {
-	if (__builtin_expect(d->not64, 0)) {
-		*err = WALK_NOT_64BIT;
-		return NULL;
-	}
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, err);
 	if (b) {
 		resolve_pending(d, b->ip);
 		pass(d, b->ninsn, b->end_ip);
 		if (d->insns - d->insns_at_packet > MT_PTDEC_MAX_WALK) {
-			*err = WALK_TOO_LONG;
+			/* or 16- or 32-bit code (walk_event set that up) */
+			*err = d->not64 ? WALK_NOT_64BIT : WALK_TOO_LONG;
 			return NULL;
 		}
 	}
@@ -771,11 +767,7 @@ static bool skd022_vm_entry(struct dec *d, uint64_t at)
 /* The walk took block b's branch as the trace said. */
 static inline void traced(struct dec *d, const struct mt_code_block *b)
 {
-	d->traced_from = b->end_ip;
-	d->traced_class = b->cls;
-	d->traced_len = b->len;
-	d->traced_insns = d->anchor_insns = d->insns;
-	d->has_anchor = true;
+	d->traced_from = b->end_ip; /* enabled: has_anchor is set */
 }
 
 /* Whether the packet reader's event gave an IP: a TRIG anchor (disabled,
@@ -837,13 +829,14 @@ static void bdm64_abort(struct dec *d, const struct pt_event *ev)
 {
 	uint64_t at = ev->variant.tsx.ip;
 	if (!d->bdm64 || !d->enabled || !ev->variant.tsx.aborted || ev->ip_suppressed || !d->traced_from ||
-	    d->traced_insns != d->insns || reaches_straight(d, d->ip, at, 0x100))
+	    d->insns_at_packet != d->insns || reaches_straight(d, d->ip, at, 0x100))
 		return;
 	if (!d->pending) {
 		d->pending = true;
-		d->pend_class = (enum pt_insn_class)d->traced_class;
+		unsigned len = 0;
+		d->pend_class = classify_branch(d, d->traced_from, &len);
 		d->pend_from = d->traced_from;
-		d->pend_len = d->traced_len;
+		d->pend_len = (uint8_t)len;
 		d->pend_time = now(d, &d->pend_has_time);
 		if (__builtin_expect(d->cfg->cyc, 0))
 			d->pend_has_cycles = cycles_now(d, &d->pend_cycles);
@@ -906,7 +899,7 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 			 * trace first */
 			struct mt_trig t;
 			mt_ptq_trig(ev, &t);
-			uint64_t since = d->insns - d->anchor_insns;
+			uint64_t since = d->insns - d->insns_at_packet;
 			if (!(t.flags & MT_TRIG_IP) && t.flags & MT_TRIG_ICNTV && d->has_anchor && t.icnt >= since)
 				t.ip = ip_after(d, t.icnt - since);
 			if (t.ip && (!ev->ip_suppressed || !(t.flags & MT_TRIG_IP)))
@@ -920,11 +913,11 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 	if (rc < 0)
 		return rc;
 	handle_event(d, ev);
-	d->insns_at_packet = d->insns;
 	int a = anchors(ev->type == MT_PTEV_TRIG ? ev : read); /* a TRIG has the IP the walk found */
 	if (a) {
 		d->has_anchor = a > 0;
-		d->anchor_insns = d->insns;
+		d->insns_at_packet = d->insns;
+		d->traced_from = 0;
 	}
 	switch (ev->type) {
 	case ptev_enabled:
@@ -950,6 +943,8 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 	default:
 		break;
 	}
+	if (d->not64) /* the next block the walk passes fails its length check: no check of its own */
+		d->insns_at_packet = d->insns - MT_PTDEC_MAX_WALK - 1;
 	return 0;
 }
 
@@ -1034,7 +1029,6 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->insns_at_packet = d->insns;
 	d->traced_from = 0; /* no branch the trace gave since the sync */
 	d->has_anchor = d->enabled;
-	d->anchor_insns = d->insns;
 	d->sync_insns = d->insns;
 	d->sync_insns_at_event = d->insns_at_event;
 	d->sync_delivered = d->delivered;
@@ -1155,8 +1149,13 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 		}
 	}
 	const uint8_t *handed = mt_ptq_handed_at(&d->q);
-	if (handed_blk != UINT64_MAX && (!handed || handed > s->data + handed_blk))
-		handed = s->data + handed_blk;
+	if (handed_blk != UINT64_MAX) {
+		size_t to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
+		if (to > handed_blk)
+			d->stats->blocks_handed += to - handed_blk;
+		if (!handed || handed > s->data + handed_blk)
+			handed = s->data + handed_blk;
+	}
 	if (handed && !d->cfg->libipt_packets) {
 		/* a piece counts only its own bytes, up to where the next begins */
 		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;

@@ -89,6 +89,9 @@ struct mt_ptdec_stats {
 	 * MODE.Exec bound to the FUP after it, or told after the far branch
 	 * whose TIP follows it */
 	uint64_t libipt21;
+	/* bytes libipt's block decoder decoded where mt's walk met 16- or
+	 * 32-bit code (in handed_over too) */
+	uint64_t blocks_handed;
 };
 
 struct mt_ptdec_stream {

@@ -141,6 +141,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 	stats->trig += pc->st.trig;
 	stats->unbound_mwait += pc->st.unbound_mwait;
 	stats->libipt21 += pc->st.libipt21;
+	stats->blocks_handed += pc->st.blocks_handed;
 }
 
 int mt_split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,

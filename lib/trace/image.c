@@ -613,6 +613,7 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 		int64_t disp;
 		unsigned dlen;
 		int cls = mt_insn_classify(buf + off, insn->size, &direct, &disp, &dlen);
+		b->mov_cr3 |= mt_is_mov_cr3(buf + off, insn->size);
 		offs[b->ninsn++] = (uint16_t)off;
 		b->end_ip = ip + off;
 		b->len = (uint8_t)insn->size;

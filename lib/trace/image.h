@@ -53,6 +53,7 @@ struct mt_code_block {
 	/* a direct jump (conditional or not) to its own function, or from
 	 * no known function to none: never reported but with every branch */
 	bool stays;
+	bool mov_cr3;              /* a MOV CR3 among its instructions (kernel code) */
 };
 
 struct mt_image {

@@ -28,14 +28,13 @@ struct dec {
 	const struct mt_ptdec_config *cfg;
 	bool skd022;                    /* the CPU's errata SKD022, SKL014, BDM64 (errata.h) */
 	bool skl014, bdm64;
-	/* the last branch whose way the trace gave (a TNT bit or a TIP), and
-	 * the instruction count just after it (BDM64) */
-	uint64_t traced_from;
 	/* a TRIG's instruction count starts at its anchor: the last IP the
 	 * trace gave (a sync, a branch's packet, an event with its IP; libipt
-	 * 2.2's pt_blk_find_trig_anchor), where insns_at_packet was set;
-	 * traced_from is 0 where that was no branch */
+	 * 2.2's pt_blk_find_trig_anchor), where insns_at_packet was set; and
+	 * the instruction count where the last sync or event set it (where
+	 * insns_at_packet is further on, the anchor is a branch: BDM64) */
 	bool has_anchor;
+	uint64_t event_anchor_insns;
 	struct mt_image *img;
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
@@ -62,9 +61,8 @@ struct dec {
 	bool enabled;
 	bool not64;                /* the last MODE.Exec said 16- or 32-bit code */
 	/* as of the last sync: instructions, the count at the last event, the
-	 * events delivered; events libipt's block decoder tells again after a
-	 * hand-over, which mt's walk told already */
-	uint64_t sync_insns, sync_insns_at_event, sync_delivered, delivered, replay_skip;
+	 * events delivered (the sum of the kinds' counts) */
+	uint64_t sync_insns, sync_insns_at_event, sync_delivered;
 	struct mt_retstack rs;
 	uint64_t insns_at_packet;  /* insns when the trace last gave an IP: a branch's packet, an event with one */
 	/* libipt stamps some events (enable, disable, ...) with the time of
@@ -138,15 +136,19 @@ static void deliver(struct dec *d, struct mt_event *ev)
 	d->insns_at_event = d->insns;
 	if (__builtin_expect(d->cfg->cyc, 0))
 		count_cycles(d, ev);
-	if (__builtin_expect(d->replay_skip != 0, 0)) {
-		d->replay_skip--; /* mt's walk told it already */
-		return;
-	}
 	if (d->s->who)
 		d->s->who(d->s->who_ctx, ev->has_time ? ev->time : 0, &ev->pid, &ev->tid);
 	d->stats->by_kind[ev->kind]++;
-	d->delivered++;
 	d->s->sink(d->s->sink_ctx, ev);
+}
+
+/* Events delivered so far (rare: at a sync or a hand-over). */
+static uint64_t delivered(const struct dec *d)
+{
+	uint64_t n = 0;
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
+		n += d->stats->by_kind[k];
+	return n;
 }
 
 static void emit_ev(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t to,
@@ -666,7 +668,7 @@ static uint64_t mov_cr3_in_block(struct dec *d)
 {
 	int err;
 	const struct mt_code_block *b = mt_image_block(d->img, d->ip, &err);
-	return b ? find_in_block(d, b, d->ip, mt_is_mov_cr3) : 0;
+	return b && b->mov_cr3 ? find_in_block(d, b, d->ip, mt_is_mov_cr3) : 0;
 }
 
 /* Walks to the branch that disabled tracing (the next one that needs trace,
@@ -764,12 +766,6 @@ static bool skd022_vm_entry(struct dec *d, uint64_t at)
 	       (b[2] == 0xc2 || b[2] == 0xc3);
 }
 
-/* The walk took block b's branch as the trace said. */
-static inline void traced(struct dec *d, const struct mt_code_block *b)
-{
-	d->traced_from = b->end_ip; /* enabled: has_anchor is set */
-}
-
 /* Whether the packet reader's event gave an IP: a TRIG anchor (disabled,
  * -1: no anchor any more). */
 static int anchors(const struct pt_event *ev)
@@ -828,14 +824,20 @@ static bool reaches_straight(struct dec *d, uint64_t from, uint64_t to, unsigned
 static void bdm64_abort(struct dec *d, const struct pt_event *ev)
 {
 	uint64_t at = ev->variant.tsx.ip;
-	if (!d->bdm64 || !d->enabled || !ev->variant.tsx.aborted || ev->ip_suppressed || !d->traced_from ||
-	    d->insns_at_packet != d->insns || reaches_straight(d, d->ip, at, 0x100))
+	/* the last block's branch took the last packet: the walk is where
+	 * the packet took it, no instruction on, no event anchored since */
+	if (!d->bdm64 || !d->enabled || !ev->variant.tsx.aborted || ev->ip_suppressed ||
+	    d->insns_at_packet != d->insns || d->event_anchor_insns == d->insns ||
+	    reaches_straight(d, d->ip, at, 0x100))
 		return;
 	if (!d->pending) {
-		d->pending = true;
 		unsigned len = 0;
-		d->pend_class = classify_branch(d, d->traced_from, &len);
-		d->pend_from = d->traced_from;
+		enum pt_insn_class cls = classify_branch(d, d->last_ip, &len);
+		if (cls == ptic_other || cls == ptic_error)
+			return;
+		d->pending = true;
+		d->pend_class = cls;
+		d->pend_from = d->last_ip;
 		d->pend_len = (uint8_t)len;
 		d->pend_time = now(d, &d->pend_has_time);
 		if (__builtin_expect(d->cfg->cyc, 0))
@@ -846,7 +848,7 @@ static void bdm64_abort(struct dec *d, const struct pt_event *ev)
 
 /* One event from the query decoder: walk to where it binds, then report it
  * as handle_event does for the block decoder. */
-static int walk_event(struct dec *d, const struct pt_event *ev)
+static __attribute__((noinline)) int walk_event(struct dec *d, const struct pt_event *ev)
 {
 	int rc = 0;
 	struct pt_event vm_entry, ptw, trig;
@@ -916,8 +918,7 @@ static int walk_event(struct dec *d, const struct pt_event *ev)
 	int a = anchors(ev->type == MT_PTEV_TRIG ? ev : read); /* a TRIG has the IP the walk found */
 	if (a) {
 		d->has_anchor = a > 0;
-		d->insns_at_packet = d->insns;
-		d->traced_from = 0;
+		d->insns_at_packet = d->event_anchor_insns = d->insns;
 	}
 	switch (ev->type) {
 	case ptev_enabled:
@@ -967,7 +968,6 @@ static int walk_step(struct dec *d, int status)
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
-		traced(d, b);
 		if (!taken) {
 			d->ip = next;
 			return status;
@@ -983,7 +983,6 @@ static int walk_step(struct dec *d, int status)
 		status = mt_ptq_cond_branch(&d->q, &taken);
 		if (status >= 0) {
 			d->insns_at_packet = d->insns;
-			traced(d, b);
 			if (!taken)
 				return -pte_bad_retcomp;
 			if (!mt_retstack_pop(&d->rs, &to))
@@ -1009,7 +1008,6 @@ static int walk_step(struct dec *d, int status)
 		if (status < 0)
 			return status;
 		d->insns_at_packet = d->insns;
-		traced(d, b);
 		if (status & pts_ip_suppressed)
 			return -pte_noip;
 		break;
@@ -1027,11 +1025,11 @@ static void walk_synced(struct dec *d, int status, uint64_t ip)
 	d->ip = ip;
 	d->rs.n = 0;
 	d->insns_at_packet = d->insns;
-	d->traced_from = 0; /* no branch the trace gave since the sync */
+	d->event_anchor_insns = d->insns; /* no branch the trace gave since the sync */
 	d->has_anchor = d->enabled;
 	d->sync_insns = d->insns;
 	d->sync_insns_at_event = d->insns_at_event;
-	d->sync_delivered = d->delivered;
+	d->sync_delivered = delivered(d);
 	d->not64 = false;   /* until the PSB+'s MODE.Exec says (libipt's mode: unknown) */
 }
 
@@ -1065,14 +1063,15 @@ static int sync_on(struct dec *d, uint64_t *ip, bool first)
 	}
 }
 
-static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, struct mt_err *err);
+static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, uint64_t skip,
+		      struct mt_err *err);
 
 static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_err *err)
 {
 	const struct mt_ptdec_stream *s = d->s;
 	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
-	uint64_t ip = 0, nsteps = 0, handed_blk = UINT64_MAX;
+	uint64_t ip = 0, nsteps = 0, handed_blk = UINT64_MAX, replay_skip = 0;
 	bool watch = s->progress || s->stop_after || s->head_end, branch_eos = false;
 	int status = sync_on(d, &ip, true);
 	if (status >= 0)
@@ -1134,7 +1133,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 				handed_blk = mt_ptq_sync_offset(&d->q);
 				d->insns = d->sync_insns;
 				d->insns_at_event = d->sync_insns_at_event;
-				d->replay_skip = d->delivered - d->sync_delivered;
+				replay_skip = delivered(d) - d->sync_delivered;
 				d->pending = false;
 				break;
 			} else {
@@ -1169,7 +1168,7 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	mt_ptq_fini(&d->q);
 	if (handed_blk != UINT64_MAX) {
 		d->stats->insns -= d->insns; /* blk_decode counts them */
-		return blk_decode(d, config, &handed_blk, err);
+		return blk_decode(d, config, &handed_blk, replay_skip, err);
 	}
 	return 0;
 }
@@ -1210,15 +1209,42 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 			.skl014 = config.errata.skl014, .bdm64 = config.errata.bdm64};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
-	return blk_decode(&d, &config, NULL, err);
+	return blk_decode(&d, &config, NULL, 0, err);
+}
+
+/* What a hand-over to libipt's block decoder hands on: its first skip
+ * events (mt's walk told them) are not. */
+struct replay {
+	const struct mt_ptdec_stream *s;
+	struct mt_ptdec_stats *stats;
+	uint64_t skip;
+};
+
+static void replay_sink(void *ctx, const struct mt_event *ev)
+{
+	struct replay *r = ctx;
+	if (r->skip) {
+		r->skip--;
+		r->stats->by_kind[ev->kind]--; /* counted as delivered */
+		return;
+	}
+	r->s->sink(r->s->sink_ctx, ev);
 }
 
 /* libipt's block decoder over the stream, from its first PSB (from NULL)
- * or from the PSB at *from on. */
-static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, struct mt_err *err)
+ * or from the PSB at *from on, its first skip events left out. */
+static int blk_decode(struct dec *dp, const struct pt_config *config, const uint64_t *from, uint64_t skip,
+		      struct mt_err *err)
 {
 	struct dec d = *dp;
 	const struct mt_ptdec_stream *s = d.s;
+	struct replay replay = {.s = s, .stats = d.stats, .skip = skip};
+	struct mt_ptdec_stream replayed = *s;
+	if (skip) {
+		replayed.sink = replay_sink;
+		replayed.sink_ctx = &replay;
+		d.s = &replayed;
+	}
 	struct mt_ptdec_stats *stats = d.stats;
 	uint64_t nblocks = 0;
 	d.blk = pt_blk_alloc_decoder(config);

@@ -807,11 +807,12 @@ static int read_ahead(struct mt_ptq *q)
 	}
 	for (;;) {
 		const uint8_t *p = q->pos;
-		if (p == q->fast_end && p != q->end)
-			return hand_over(q);
-		if (p == q->bad_at) {
-			/* every query fails here until a sync, as libipt's would
-			 * (a packet cut by the end ends the trace quietly) */
+		if (p == q->stop_at) {
+			if (p != q->bad_at)
+				return hand_over(q);
+			/* a damaged packet: every query fails here until a sync,
+			 * as libipt's would (one cut by the end ends the trace
+			 * quietly) */
 			q->next = PTQ_STUCK;
 			q->stuck_err = q->bad_err;
 			return q->bad_err == -pte_eos ? 0 : q->bad_err;
@@ -1257,6 +1258,9 @@ static int start_at(struct mt_ptq *q, const uint8_t *p, uint64_t *ip)
 	q->note_n = q->note_head = q->note_fup = 0;
 	q->evd_has = 0;
 	q->bad_at = next_bad(q, p, &q->bad_err);
+	/* where reading ahead stops: the first damaged packet, or where
+	 * libipt takes over */
+	q->stop_at = q->bad_at && q->bad_at < q->fast_end ? q->bad_at : q->fast_end != q->end ? q->fast_end : NULL;
 	q->sync = q->pos = p;
 	read_psb(q);
 	/* the PSB+'s IP, as libipt's sync reports it; only where the PSB+

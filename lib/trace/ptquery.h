@@ -137,6 +137,7 @@ struct mt_ptq {
 	} *bad;
 	size_t nbad, capbad;
 	const uint8_t *bad_at;   /* the first at or after the last sync (NULL: none) */
+	const uint8_t *stop_at;  /* bad_at, or fast_end before it (NULL: the end) */
 	int bad_err;
 	uint64_t nunbound_mwait; /* MWAITs an EXSTOP without IP left without one */
 };

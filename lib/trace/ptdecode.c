@@ -939,6 +939,8 @@ static __attribute__((noinline)) int walk_event(struct dec *d, const struct pt_e
 	case ptev_exec_mode:
 		/* refused only where the walk must decode code in that mode: an
 		 * overflow or a mode change may come first */
+		if (d->not64 && (ev->variant.exec_mode.mode == ptem_64bit || ev->variant.exec_mode.mode == ptem_unknown))
+			d->insns_at_packet = d->insns; /* undo the set-up below */
 		d->not64 = ev->variant.exec_mode.mode != ptem_64bit && ev->variant.exec_mode.mode != ptem_unknown;
 		break;
 	default:

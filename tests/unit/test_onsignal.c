@@ -25,8 +25,10 @@ static int child(const char *path, int sig, bool ignore, bool forget)
 		FILE *f = fopen(path, "w");
 		if (f)
 			fclose(f);
-		if (ignore)
-			signal(sig, SIG_IGN);
+		/* from its default disposition: a shell without job control
+		 * starts background commands with SIGINT ignored, which
+		 * onsignal rightly leaves so */
+		signal(sig, ignore ? SIG_IGN : SIG_DFL);
 		int slot = mt_onsignal_add(remove_file, (void *)path);
 		if (forget)
 			mt_onsignal_remove(slot);

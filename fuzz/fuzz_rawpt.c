@@ -5,13 +5,13 @@
  * (libipt's query decoder taking over where it must) and once with libipt's
  * query decoder reading everything; the two must give the same events (each
  * field, times and error offsets and messages included) and statistics,
- * else the harness aborts (except where mt's reader read a TRIG packet or
- * read packets as libipt 2.1 reads them, which 2.0.5 cannot, or
- * left an MWAIT without an IP, which 2.0.5 binds to the next FUP, or
- * handed 16- or 32-bit code to libipt's block decoder: both arms decode it
- * so, and libipt 2.0.5's block cache, shared across decodes and blind to
- * the mode an entry was made in, can make the second differ). The events are also written as text. The
- * decode is timed, with MTC's configuration set, so that time packets are
+ * else the harness aborts (except where mt's reader read a TRIG packet, or
+ * packets it reads as libipt 2.1 does and 2.0.5 cannot; left an MWAIT
+ * without an IP, which 2.0.5 binds to the next FUP; or handed 16- or
+ * 32-bit code to libipt's block decoder, as both arms do: libipt 2.0.5's
+ * block cache, kept across decodes and blind to the mode an entry was made
+ * in, can make the second differ). The events are also written as text.
+ * The decode is timed, with MTC's configuration set, so that time packets are
  * read by both and their times compared. */
 #include "fuzz.h"
 
@@ -105,8 +105,8 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 		decode(data, size, &img, true, NULL, &theirs, &st_theirs);
 		st_mine.handed_over = 0;
 		/* libipt 2.0.5 knows no TRIG packet (libipt 2.2's) nor Event
-		 * Trace (2.1's): where mt's
-		 * reader read one, libipt's answer is an error, not the oracle;
+		 * Trace (2.1's): where mt's reader read one, libipt's answer is
+		 * an error, not the oracle;
 		 * nor where an MWAIT was left without an IP (2.0.5's binding,
 		 * fixed in libipt 2.1, is not mt's) */
 		uint64_t unbound = st_mine.unbound_mwait;

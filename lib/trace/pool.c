@@ -146,11 +146,7 @@ static int pool_write_oldest(struct pool *p, struct mt_events_writer *w, struct 
 		stats->pt_bytes += g->st.pt_bytes;
 		stats->insns += g->st.insns;
 		stats->errors += g->st.errors;
-		stats->handed_over += g->st.handed_over;
-		stats->trig += g->st.trig;
-		stats->unbound_mwait += g->st.unbound_mwait;
-		stats->libipt21 += g->st.libipt21;
-		stats->blocks_handed += g->st.blocks_handed;
+		mt_ptdec_stats_add_reader(stats, &g->st);
 		for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 			stats->by_kind[k] += g->st.by_kind[k];
 	}

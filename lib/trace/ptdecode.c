@@ -26,8 +26,9 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 struct dec {
 	const struct mt_ptdec_stream *s;
 	const struct mt_ptdec_config *cfg;
-	bool skd022;                    /* the CPU's errata SKD022, SKL014, BDM64 (errata.h) */
-	bool skl014, bdm64;
+	/* the CPU's errata SKD022, SKL014 (with an address filter given: libipt
+	 * assumes none applies without one), BDM64 (errata.h) */
+	bool skd022, skl014, bdm64;
 	/* a TRIG's instruction count starts at its anchor: the last IP the
 	 * trace gave (a sync, a branch's packet, an event with its IP; libipt
 	 * 2.2's pt_blk_find_trig_anchor), where insns_at_packet was set; and
@@ -197,11 +198,15 @@ static unsigned cstate_of(unsigned hint)
 	return (hint + 1) & 0xf;
 }
 
-/* Event Trace's CFE types by number (libipt's pt_cfe_type; 11 is none) */
-static const char *const cfe_types[16] = {
-	[1] = "intr", [2] = "iret", [3] = "smi", [4] = "rsm", [5] = "sipi", [6] = "init", [7] = "vmentry",
-	[8] = "vmexit", [9] = "vmexit_intr", [10] = "shutdown", [12] = "uintr", [13] = "uiret", [14] = "swintr",
-	[15] = "syscall",
+/* Event Trace's CFE types by number (libipt's pt_cfe_type; 11 is none),
+ * and whether the type has a vector */
+static const struct {
+	const char *name;
+	bool vector;
+} cfe_types[16] = {
+	[1] = {"intr", true}, [2] = {"iret"}, [3] = {"smi"}, [4] = {"rsm"}, [5] = {"sipi", true}, [6] = {"init"},
+	[7] = {"vmentry"}, [8] = {"vmexit"}, [9] = {"vmexit_intr", true}, [10] = {"shutdown"},
+	[12] = {"uintr", true}, [13] = {"uiret"}, [14] = {"swintr", true}, [15] = {"syscall"},
 };
 
 /* A CFE as a note: its type, the vector of those that have one, the EVD
@@ -211,11 +216,10 @@ static void cfe_note(struct dec *d, const struct pt_event *ev)
 	struct note n = {.n = 0};
 	struct mt_cfe cfe;
 	mt_ptq_cfe(ev, &cfe);
-	const char *type = cfe.type < 16 ? cfe_types[cfe.type] : NULL;
-	if (!type)
+	if (cfe.type >= 16 || !cfe_types[cfe.type].name)
 		return; /* a type libipt 2.1 does not know: it tells nothing either */
-	note_str(&n, "type", type);
-	if (cfe.type == 1 || cfe.type == 5 || cfe.type == 9 || cfe.type == 12 || cfe.type == 14)
+	note_str(&n, "type", cfe_types[cfe.type].name);
+	if (cfe_types[cfe.type].vector)
 		note_col(&n, "vector", "%llu", cfe.vector);
 	static const char *const evd_keys[3] = {"cr2", "vmxq", "vmxr"};
 	for (unsigned i = 0; i < 3; i++)
@@ -682,8 +686,7 @@ static int walk_to_disable(struct dec *d, const struct pt_event *ev)
 		int err;
 		/* without SKL014's reading, a TIP.PGD without IP binds to a
 		 * MOV CR3 (libipt's): tracing stopped as it changed CR3 */
-		bool skl014 = d->skl014 && filter_given(d->cfg);
-		uint64_t cr3_at = ev->ip_suppressed && !skl014 ? mov_cr3_in_block(d) : 0;
+		uint64_t cr3_at = ev->ip_suppressed && !d->skl014 ? mov_cr3_in_block(d) : 0;
 		if (cr3_at) {
 			int rc = walk_to(d, cr3_at);
 			if (rc < 0)
@@ -902,13 +905,15 @@ static __attribute__((noinline)) int walk_event(struct dec *d, const struct pt_e
 			struct mt_trig t;
 			mt_ptq_trig(ev, &t);
 			uint64_t since = d->insns - d->insns_at_packet;
-			if (!(t.flags & MT_TRIG_IP) && t.flags & MT_TRIG_ICNTV && d->has_anchor && t.icnt >= since)
-				t.ip = ip_after(d, t.icnt - since);
-			if (t.ip && (!ev->ip_suppressed || !(t.flags & MT_TRIG_IP)))
+			if (t.flags & MT_TRIG_IP)
+				t.ip = ev->ip_suppressed ? 0 : t.ip;
+			else
+				t.ip = t.flags & MT_TRIG_ICNTV && d->has_anchor && t.icnt >= since ? ip_after(d, t.icnt - since) : 0;
+			if (t.ip)
 				rc = walk_to(d, t.ip);
 			trig = *ev;
-			trig.ip_suppressed = !t.ip || rc < 0;
-			memcpy(&trig.variant, &t, sizeof t);
+			trig.ip_suppressed = !t.ip;
+			mt_ptq_set_fields(&trig, &t, sizeof t);
 			ev = &trig;
 		}
 	}
@@ -1149,30 +1154,33 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 			only_status = true;
 		}
 	}
+	/* a piece counts only its own bytes, up to where the next begins */
+	size_t to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
 	const uint8_t *handed = mt_ptq_handed_at(&d->q);
 	if (handed_blk != UINT64_MAX) {
-		size_t to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
 		if (to > handed_blk)
 			d->stats->blocks_handed += to - handed_blk;
 		if (!handed || handed > s->data + handed_blk)
 			handed = s->data + handed_blk;
 	}
-	if (handed && !d->cfg->libipt_packets) {
-		/* a piece counts only its own bytes, up to where the next begins */
-		size_t from = (size_t)(handed - s->data), to = s->stop_after && s->stop_after < s->len ? s->stop_after : s->len;
-		if (to > from)
-			d->stats->handed_over += to - from;
-	}
-	d->stats->insns += d->insns;
+	if (handed && !d->cfg->libipt_packets && to > (size_t)(handed - s->data))
+		d->stats->handed_over += to - (size_t)(handed - s->data);
+	if (handed_blk == UINT64_MAX) /* else blk_decode counts them */
+		d->stats->insns += d->insns;
 	d->stats->trig += d->q.ntrig;
 	d->stats->unbound_mwait += d->q.nunbound_mwait;
 	d->stats->libipt21 += d->q.nlibipt21;
 	mt_ptq_fini(&d->q);
-	if (handed_blk != UINT64_MAX) {
-		d->stats->insns -= d->insns; /* blk_decode counts them */
-		return blk_decode(d, config, &handed_blk, replay_skip, err);
-	}
-	return 0;
+	return handed_blk != UINT64_MAX ? blk_decode(d, config, &handed_blk, replay_skip, err) : 0;
+}
+
+void mt_ptdec_stats_add_reader(struct mt_ptdec_stats *to, const struct mt_ptdec_stats *from)
+{
+	to->handed_over += from->handed_over;
+	to->trig += from->trig;
+	to->unbound_mwait += from->unbound_mwait;
+	to->libipt21 += from->libipt21;
+	to->blocks_handed += from->blocks_handed;
 }
 
 int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
@@ -1208,7 +1216,7 @@ int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		*ends[i][1] = cfg->addr[i].to;
 	}
 	struct dec d = {.s = s, .cfg = cfg, .img = img, .stats = stats, .skd022 = config.errata.skd022,
-			.skl014 = config.errata.skl014, .bdm64 = config.errata.bdm64};
+			.skl014 = config.errata.skl014 && filter_given(cfg), .bdm64 = config.errata.bdm64};
 	if (!cfg->libipt_blocks)
 		return walk_decode(&d, &config, err);
 	return blk_decode(&d, &config, NULL, 0, err);

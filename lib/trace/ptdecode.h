@@ -124,6 +124,10 @@ struct mt_ptdec_stream {
 
 /* Returns 0, or a negative code only for failures outside the trace itself
  * (out of memory, bad configuration). */
+/* Adds from's counts of what the packet reader did (handed_over, trig,
+ * unbound_mwait, libipt21, blocks_handed) to to's. */
+void mt_ptdec_stats_add_reader(struct mt_ptdec_stats *to, const struct mt_ptdec_stats *from);
+
 int mt_ptdec_decode(const struct mt_ptdec_stream *s, struct mt_image *img,
 		    const struct mt_ptdec_config *cfg, struct mt_ptdec_stats *stats,
 		    struct mt_err *err);

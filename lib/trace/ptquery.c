@@ -29,7 +29,7 @@ enum {
 	/* TRIG (libipt 2.2, unknown to Debian's 2.0.5): a trigger fired; flags
 	 * byte (IP: a FUP with its IP follows, ICNTV: a 2-byte instruction
 	 * count follows, MULT), trigger id */
-	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40, TRIG_MULT = 0x20,
+	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = MT_TRIG_IP, TRIG_ICNTV = MT_TRIG_ICNTV,
 	/* Event Trace (libipt 2.1): CFE (type bits 4:0, IP bit 7: a FUP with
 	 * its IP follows; a vector byte), EVD (type bits 4:0; an 8-byte
 	 * payload that describes the next CFE) */
@@ -170,34 +170,6 @@ static int evd_packet_size(const uint8_t *p, const uint8_t *end, unsigned *bit)
 	unsigned type = p[2] & EVD_TYPE;
 	*bit = type < EVD_TYPES ? 1u << type : 0;
 	return EVD_SIZE;
-}
-
-void mt_ptq_trig(const struct pt_event *ev, struct mt_trig *trig)
-{
-	memcpy(trig, &ev->variant, sizeof *trig);
-}
-
-void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe)
-{
-	/* the variant holds the IP, CR2 and VMXQ; reserved, the rest */
-	uint64_t v[3];
-	memcpy(v, &ev->variant, sizeof v);
-	cfe->ip = v[0];
-	cfe->evd[0] = v[1];
-	cfe->evd[1] = v[2];
-	cfe->evd[2] = ev->reserved[0];
-	cfe->type = (uint8_t)ev->reserved[1];
-	cfe->vector = (uint8_t)(ev->reserved[1] >> 8);
-	cfe->has = (uint8_t)(ev->reserved[1] >> 16);
-}
-
-static void set_cfe(struct pt_event *ev, const struct mt_cfe *cfe)
-{
-	_Static_assert(sizeof ev->variant >= 3 * sizeof(uint64_t), "a CFE's fields fit libipt's event");
-	uint64_t v[3] = {cfe->ip, cfe->evd[0], cfe->evd[1]};
-	memcpy(&ev->variant, v, sizeof v);
-	ev->reserved[0] = cfe->evd[2];
-	ev->reserved[1] = cfe->type | (uint64_t)cfe->vector << 8 | (uint64_t)cfe->has << 16;
 }
 
 /* Notes a PSB the scan met (a packet boundary); false when out of memory. */
@@ -414,20 +386,24 @@ static const uint8_t *scan_fast_end(struct mt_ptq *q, const uint8_t *p)
 			     (end - p >= TRIG_SIZE + TRIG_ICNT_SIZE && load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE))))
 				et_err = -pte_bad_packet;
 		} else if (b == OP_MODE) {
-			/* 64-bit MODE.Exec: in PSB+, right before a TIP.PGE, or
-			 * before a FUP (Event Trace: an IF change there, bound to
-			 * it as a note); MODE.TSX out of a transaction in PSB+ */
-			if (end - p >= MODE_SIZE + 1 && p[1] == MODE_TSX_NONE && in_psb && psb_events++ < PSB_EVENTS_MAX)
+			/* MODE.TSX out of a transaction in PSB+; MODE.Exec in PSB+,
+			 * right before a TIP.PGE, before a FUP (Event Trace: an
+			 * IF change there, bound to it as a note) or before a far
+			 * branch's TIP (told after it, as libipt 2.1 does) */
+			const uint8_t *next = p + MODE_SIZE;
+			if (end - p < MODE_SIZE + 1)
+				n = 0; /* a byte after it: what it binds to */
+			else if (p[1] == MODE_TSX_NONE)
+				n = in_psb && psb_events++ < PSB_EVENTS_MAX ? MODE_SIZE : 0;
+			else if (!exec_mode_ok(p[1]))
+				n = 0;
+			else if (in_psb)
+				n = psb_events++ < PSB_EVENTS_MAX ? MODE_SIZE : 0;
+			else if (followed_by(next, end, IP_PGE, true))
 				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) &&
-				 (in_psb ? psb_events++ < PSB_EVENTS_MAX : followed_by(p + MODE_SIZE, end, IP_PGE, true)))
-				n = MODE_SIZE;
-			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
-				 followed_by(p + MODE_SIZE, end, IP_FUP, true) && fup_notes++ < MT_PTQ_FUP_NOTES)
+			else if (followed_by(next, end, IP_FUP, true) ? fup_notes++ < MT_PTQ_FUP_NOTES
+								    : !fup_notes && followed_by(next, end, IP_TIP, true))
 				n = MODE_SIZE, newer = true;
-			else if (end - p >= MODE_SIZE + 1 && exec_mode_ok(p[1]) && !in_psb &&
-				 !fup_notes && followed_by(p + MODE_SIZE, end, IP_TIP, true))
-				n = MODE_SIZE, newer = true; /* a far branch's: told after it (libipt 2.1) */
 		} else {
 			int size = ip_packet_size(p, end, &ipc);
 			switch (b & 0x1f) {
@@ -545,7 +521,7 @@ static void read_note(struct mt_ptq *q, struct pt_event *ev, const uint8_t *p)
 		new_event(q, ev, MT_PTEV_CFE);
 		struct mt_cfe cfe = {.type = p[2] & CFE_TYPE, .vector = p[3], .has = q->evd_has};
 		memcpy(cfe.evd, q->evd, sizeof cfe.evd);
-		set_cfe(ev, &cfe);
+		mt_ptq_set_fields(ev, &cfe, sizeof cfe);
 		q->evd_has = 0;
 	} else if ((b1 & EXT_PTW_MASK) == EXT_PTW) {
 		new_event(q, ev, ptev_ptwrite);
@@ -585,7 +561,7 @@ static void note_ip(const struct mt_ptq *q, struct pt_event *ev)
 		struct mt_cfe cfe;
 		mt_ptq_cfe(ev, &cfe);
 		event_ip(q, ev, &cfe.ip);
-		set_cfe(ev, &cfe);
+		mt_ptq_set_fields(ev, &cfe, sizeof cfe);
 		return;
 	}
 	uint64_t *ip = ev->type == ptev_ptwrite ? &ev->variant.ptwrite.ip
@@ -1087,9 +1063,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			int tfup;
 			unsigned ipc;
 			int n = trig_packet_size(p, q->end, &tfup, &ipc);
-			struct mt_trig t = {.id = p[2], .flags = (uint8_t)((p[1] & TRIG_IP ? MT_TRIG_IP : 0) |
-									   (p[1] & TRIG_ICNTV ? MT_TRIG_ICNTV : 0) |
-									   (p[1] & TRIG_MULT ? MT_TRIG_MULT : 0))};
+			struct mt_trig t = {.id = p[2], .flags = p[1] & (MT_TRIG_IP | MT_TRIG_ICNTV | MT_TRIG_MULT)};
 			if (p[1] & TRIG_ICNTV)
 				t.icnt = (uint16_t)load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE);
 			new_event(q, ev, MT_PTEV_TRIG);
@@ -1099,8 +1073,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			} else {
 				ev->ip_suppressed = 1;
 			}
-			_Static_assert(sizeof t <= sizeof ev->variant, "a TRIG's fields fit libipt's event");
-			memcpy(&ev->variant, &t, sizeof t);
+			mt_ptq_set_fields(ev, &t, sizeof t);
 			q->pos += n;
 			break;
 		}

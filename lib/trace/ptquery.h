@@ -19,6 +19,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 /* status updates a PSB+ may hold: CBR, MODE.Exec, MODE.TSX, PIP, VMCS, one more */
 #define MT_PTQ_PSB_EVENTS 6
@@ -35,19 +36,41 @@ struct mt_cfe {
 	uint8_t type, vector;  /* the CFE's: 1 intr ... 15 syscall */
 	uint8_t has;           /* MT_CFE_* */
 };
-void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe);
 
 /* TRIG (libipt 2.2; not in 2.0.5): a trigger fired, reported as an event
  * of this type; mt_ptq_trig reads it. */
 #define MT_PTEV_TRIG ((enum pt_event_type)0x101)
-enum { MT_TRIG_IP = 1, MT_TRIG_ICNTV = 2, MT_TRIG_MULT = 4 };
+enum { MT_TRIG_IP = 0x80, MT_TRIG_ICNTV = 0x40, MT_TRIG_MULT = 0x20 }; /* the packet's flag bits */
 struct mt_trig {
 	uint64_t ip;   /* MT_TRIG_IP: its FUP's */
 	uint16_t icnt; /* MT_TRIG_ICNTV: instructions from the current IP to the trigger's */
 	uint8_t id;    /* the trigger bits (TRBV) */
 	uint8_t flags; /* MT_TRIG_* */
 };
-void mt_ptq_trig(const struct pt_event *ev, struct mt_trig *trig);
+
+/* mt's own events keep their fields where libipt's event keeps its
+ * reserved words and its variant, which follow one another */
+#define MT_PTQ_FIELDS_AT offsetof(struct pt_event, reserved)
+_Static_assert(offsetof(struct pt_event, variant) == MT_PTQ_FIELDS_AT + 2 * sizeof(uint64_t) &&
+		       sizeof(struct mt_cfe) <= sizeof(struct pt_event) - MT_PTQ_FIELDS_AT &&
+		       sizeof(struct mt_trig) <= sizeof(struct pt_event) - MT_PTQ_FIELDS_AT,
+	       "mt's events fit libipt's");
+static inline void mt_ptq_fields(const struct pt_event *ev, void *fields, size_t size)
+{
+	memcpy(fields, (const unsigned char *)ev + MT_PTQ_FIELDS_AT, size);
+}
+static inline void mt_ptq_set_fields(struct pt_event *ev, const void *fields, size_t size)
+{
+	memcpy((unsigned char *)ev + MT_PTQ_FIELDS_AT, fields, size);
+}
+static inline void mt_ptq_cfe(const struct pt_event *ev, struct mt_cfe *cfe)
+{
+	mt_ptq_fields(ev, cfe, sizeof *cfe);
+}
+static inline void mt_ptq_trig(const struct pt_event *ev, struct mt_trig *trig)
+{
+	mt_ptq_fields(ev, trig, sizeof *trig);
+}
 
 /* what the packet at the read position is, once read ahead */
 enum mt_ptq_next {
@@ -55,7 +78,6 @@ enum mt_ptq_next {
 	PTQ_STUCK /* libipt could not read the PSB+ at fast_end: stuck_err */
 };
 
-struct mt_ptq_bad;
 struct mt_ptq {
 	const uint8_t *begin, *end;
 	const uint8_t *pos;      /* the next packet not yet decoded */

@@ -137,11 +137,7 @@ static void piece_stats(const struct piece *pc, struct mt_ptdec_stats *stats)
 	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
 		stats->by_kind[k] += kinds[k];
 	stats->errors += kinds[MT_EV_ERROR];
-	stats->handed_over += pc->st.handed_over;
-	stats->trig += pc->st.trig;
-	stats->unbound_mwait += pc->st.unbound_mwait;
-	stats->libipt21 += pc->st.libipt21;
-	stats->blocks_handed += pc->st.blocks_handed;
+	mt_ptdec_stats_add_reader(stats, &pc->st);
 }
 
 int mt_split_begin(struct splitter *sp, struct pool *p, const struct who_ctx *wc, int32_t cpu,

@@ -78,19 +78,21 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 			return ptic_far_call;
 		if (b[i + 1] == 0x07 || b[i + 1] == 0x35)
 			return ptic_far_return;
-		/* FRED's ERETU (F3) and ERETS (F2) 0F 01 CA: far returns (without
-		 * the prefix, CLAC, which Capstone 4 also reads them as) */
-		if (rep && b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xca)
-			return ptic_far_return;
-		/* VMX: VMCALL into the VMM, VMLAUNCH and VMRESUME out of it
-		 * (libipt's classes: a far call, far returns) */
-		if (b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xc1)
-			return ptic_far_call;
-		if (b[i + 1] == 0x01 && i + 2 < n && (b[i + 2] == 0xc2 || b[i + 2] == 0xc3))
-			return ptic_far_return;
-		/* UIRET (F3 0F 01 EC): a return from a user interrupt */
-		if (f3 && b[i + 1] == 0x01 && i + 2 < n && b[i + 2] == 0xec)
-			return ptic_far_return;
+		if (b[i + 1] == 0x01 && i + 2 < n) {
+			switch (b[i + 2]) {
+			case 0xca: /* FRED's ERETU (F3) and ERETS (F2): far returns
+				    * (without the prefix, CLAC, which Capstone 4
+				    * also reads them as) */
+				return rep ? ptic_far_return : ptic_other;
+			case 0xc1: /* VMX: VMCALL into the VMM, VMLAUNCH and VMRESUME
+				    * out of it (libipt's classes) */
+				return ptic_far_call;
+			case 0xc2: case 0xc3:
+				return ptic_far_return;
+			case 0xec: /* F3: UIRET, a return from a user interrupt */
+				return f3 ? ptic_far_return : ptic_other;
+			}
+		}
 		return ptic_other;
 	}
 	return ptic_other;

@@ -204,9 +204,10 @@ static const struct {
 	const char *name;
 	bool vector;
 } cfe_types[16] = {
-	[1] = {"intr", true}, [2] = {"iret"}, [3] = {"smi"}, [4] = {"rsm"}, [5] = {"sipi", true}, [6] = {"init"},
-	[7] = {"vmentry"}, [8] = {"vmexit"}, [9] = {"vmexit_intr", true}, [10] = {"shutdown"},
-	[12] = {"uintr", true}, [13] = {"uiret"}, [14] = {"swintr", true}, [15] = {"syscall"},
+	[1] = {"intr", true}, [2] = {"iret", false}, [3] = {"smi", false}, [4] = {"rsm", false},
+	[5] = {"sipi", true}, [6] = {"init", false}, [7] = {"vmentry", false}, [8] = {"vmexit", false},
+	[9] = {"vmexit_intr", true}, [10] = {"shutdown", false}, [12] = {"uintr", true}, [13] = {"uiret", false},
+	[14] = {"swintr", true}, [15] = {"syscall", false},
 };
 
 /* A CFE as a note: its type, the vector of those that have one, the EVD

@@ -31,6 +31,7 @@ setup_file() {
 tsv_calls() { awk -F'\t' 'NR > 1 { print $1 "\t" $2 }' "$1" | sort; }
 
 @test "call counts equal uftrace's for every function it counts, in two runs" {
+	cd "$BATS_TEST_TMPDIR"
 	for n in 50 100; do
 		"$REPORT" --format=tsv "$BATS_FILE_TMPDIR/c$n.ev" > "$BATS_TEST_TMPDIR/r$n.tsv"
 		tsv_calls "$BATS_TEST_TMPDIR/r$n.tsv" > "$BATS_TEST_TMPDIR/mt$n"

@@ -81,6 +81,7 @@ struct mt_textmemo;
 struct cols_memo;
 struct extra_memo;
 struct mt_events_raw;
+struct mt_readahead;
 
 struct mt_events_writer {
 	FILE *out;
@@ -178,6 +179,7 @@ struct mt_events_raw {
  * distinct strings, not by the length of the stream. */
 struct mt_events_reader {
 	FILE *in;
+	struct mt_readahead *ra; /* a pipe: read ahead by a thread (base/readahead.h), in left unread */
 	const char *name;     /* for messages */
 	enum mt_events_format format;
 	char *buf;

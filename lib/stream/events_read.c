@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "base/pipebuf.h"
+#include "base/readahead.h"
 #include "base/strtab.h"
 
 #include "mt-events.pb-c.h"
@@ -40,10 +41,19 @@ static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
 			r->buf = nb;
 			r->cap = ncap;
 		}
-		size_t got = fread(r->buf + r->end, 1, r->cap - r->end, r->in);
+		size_t got;
+		bool failed;
+		if (r->ra) { /* a pipe, drained by its own thread */
+			ssize_t n = mt_readahead_read(r->ra, r->buf + r->end, r->cap - r->end);
+			got = n > 0 ? (size_t)n : 0;
+			failed = n < 0;
+		} else {
+			got = fread(r->buf + r->end, 1, r->cap - r->end, r->in);
+			failed = !got && ferror(r->in);
+		}
 		r->end += got;
 		if (got == 0) {
-			if (ferror(r->in)) {
+			if (failed) {
 				mt_err_set(err, MT_EIO, "%s: read: %s", r->name, strerror(errno));
 				return 0;
 			}
@@ -133,6 +143,7 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 	r->in = in;
 	r->name = name;
 	mt_pipebuf_widen(fileno(in));
+	r->ra = mt_readahead_start(fileno(in), MT_READAHEAD_SIZE); /* nothing read from in yet */
 	size_t have = fill(r, MT_EVENTS_MAGIC_LEN, err);
 	if (err->code)
 		return err->code;
@@ -552,6 +563,7 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	free(r->buf);
 	free(r->arena);
 	free(r->extra_memo);
+	mt_readahead_stop(r->ra);
 	if (r->textmemo)
 		mt_textmemo_fini(r->textmemo);
 	free(r->textmemo);

@@ -1,0 +1,150 @@
+/* readahead: one thread reads the pipe into the ring while there is room;
+ * the stage takes bytes out under the same lock. head and tail count bytes
+ * in and out since the start, so the ring is full when they are cap apart. */
+#define _GNU_SOURCE
+#include "base/readahead.h"
+
+#include <errno.h>
+#include <pthread.h>
+#include <signal.h>
+#include <stdbool.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/stat.h>
+#include <unistd.h>
+
+struct mt_readahead {
+	int fd;
+	char *ring;
+	size_t cap;
+	size_t head, tail;
+	bool eof;       /* the thread is done: end of input or err */
+	int err;        /* errno of the read that failed, 0: none */
+	bool stopping;
+	pthread_mutex_t mu;
+	pthread_cond_t more, room;
+	pthread_t thread;
+};
+
+static void *drain(void *arg)
+{
+	struct mt_readahead *ra = arg;
+	/* cancelled only inside read(2), where it holds nothing */
+	pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+	pthread_mutex_lock(&ra->mu);
+	while (!ra->stopping) {
+		if (ra->head - ra->tail == ra->cap) {
+			pthread_cond_wait(&ra->room, &ra->mu);
+			continue;
+		}
+		size_t at = ra->head % ra->cap, room = ra->cap - (ra->head - ra->tail);
+		if (room > ra->cap - at)
+			room = ra->cap - at;
+		pthread_mutex_unlock(&ra->mu);
+		ssize_t got;
+		pthread_setcancelstate(PTHREAD_CANCEL_ENABLE, NULL);
+		do
+			got = read(ra->fd, ra->ring + at, room);
+		while (got < 0 && errno == EINTR);
+		int e = errno;
+		pthread_setcancelstate(PTHREAD_CANCEL_DISABLE, NULL);
+		pthread_mutex_lock(&ra->mu);
+		if (got > 0) {
+			ra->head += (size_t)got;
+		} else {
+			ra->eof = true;
+			ra->err = got < 0 ? e : 0;
+		}
+		pthread_cond_signal(&ra->more);
+		if (got <= 0)
+			break;
+	}
+	pthread_mutex_unlock(&ra->mu);
+	return NULL;
+}
+
+struct mt_readahead *mt_readahead_start(int fd, size_t cap)
+{
+	struct stat st;
+	if (fd < 0 || !cap || fstat(fd, &st) || !S_ISFIFO(st.st_mode))
+		return NULL;
+	struct mt_readahead *ra = calloc(1, sizeof *ra);
+	if (!ra)
+		return NULL;
+	ra->ring = malloc(cap);
+	if (!ra->ring || pthread_mutex_init(&ra->mu, NULL)) {
+		free(ra->ring);
+		free(ra);
+		return NULL;
+	}
+	pthread_cond_init(&ra->more, NULL);
+	pthread_cond_init(&ra->room, NULL);
+	ra->fd = fd;
+	ra->cap = cap;
+	/* signals are the stage's own thread's to take (SIGINT's cleanups) */
+	sigset_t all, old;
+	sigfillset(&all);
+	pthread_sigmask(SIG_SETMASK, &all, &old);
+	int rc = pthread_create(&ra->thread, NULL, drain, ra);
+	pthread_sigmask(SIG_SETMASK, &old, NULL);
+	if (rc) {
+		pthread_cond_destroy(&ra->more);
+		pthread_cond_destroy(&ra->room);
+		pthread_mutex_destroy(&ra->mu);
+		free(ra->ring);
+		free(ra);
+		return NULL;
+	}
+	return ra;
+}
+
+ssize_t mt_readahead_read(struct mt_readahead *ra, void *dst, size_t n)
+{
+	pthread_mutex_lock(&ra->mu);
+	while (ra->head == ra->tail && !ra->eof)
+		pthread_cond_wait(&ra->more, &ra->mu);
+	size_t have = ra->head - ra->tail;
+	if (!have) {
+		int e = ra->err;
+		pthread_mutex_unlock(&ra->mu);
+		if (e) {
+			errno = e;
+			return -1;
+		}
+		return 0;
+	}
+	size_t at = ra->tail % ra->cap;
+	pthread_mutex_unlock(&ra->mu);
+	/* the bytes up to head are the stage's until tail moves: copied
+	 * without the lock, the ring's end first, then its start */
+	if (have > n)
+		have = n;
+	size_t first = have < ra->cap - at ? have : ra->cap - at;
+	memcpy(dst, ra->ring + at, first);
+	memcpy((char *)dst + first, ra->ring, have - first);
+	pthread_mutex_lock(&ra->mu);
+	bool was_full = ra->head - ra->tail == ra->cap;
+	ra->tail += have;
+	if (was_full)
+		pthread_cond_signal(&ra->room);
+	pthread_mutex_unlock(&ra->mu);
+	return (ssize_t)have;
+}
+
+void mt_readahead_stop(struct mt_readahead *ra)
+{
+	if (!ra)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	ra->stopping = true;
+	pthread_cond_signal(&ra->room);
+	pthread_mutex_unlock(&ra->mu);
+	/* a thread waiting in read(2) for a writer that writes nothing more */
+	pthread_cancel(ra->thread);
+	pthread_join(ra->thread, NULL);
+	pthread_cond_destroy(&ra->more);
+	pthread_cond_destroy(&ra->room);
+	pthread_mutex_destroy(&ra->mu);
+	free(ra->ring);
+	free(ra);
+}

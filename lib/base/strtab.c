@@ -15,22 +15,6 @@ uint64_t mt_hash_str(const char *s)
 	return h;
 }
 
-uint64_t mt_hash_bytes(const void *p, size_t n)
-{
-	const char *s = p;
-	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
-	for (; n >= 8; s += 8, n -= 8) {
-		uint64_t w;
-		memcpy(&w, s, 8);
-		h = (h ^ w) * 0xff51afd7ed558ccdULL;
-		h ^= h >> 32;
-	}
-	uint64_t w = 0;
-	memcpy(&w, s, n);
-	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
-	return h ^ (h >> 29);
-}
-
 bool mt_grow_slow(void **v, size_t *cap, size_t need, size_t elem)
 {
 	size_t nc = *cap ? *cap : 4; /* small: per-thread arrays, 100,000 threads */

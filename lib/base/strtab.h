@@ -7,6 +7,7 @@
 #include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
+#include <string.h>
 
 struct mt_strtab {
 	char **v;             /* open addressing */
@@ -19,8 +20,33 @@ void mt_strtab_free(struct mt_strtab *t);
 /* FNV-1a, for tables keyed by strings. */
 uint64_t mt_hash_str(const char *s);
 /* n bytes a word at a time, for the hot tables keyed by byte runs (the
- * binary stream's strings and packed ids). */
-uint64_t mt_hash_bytes(const void *p, size_t n);
+ * binary stream's strings and packed ids). Inline, and the tail's word
+ * assembled from overlapping loads: a call to memcpy for the last few
+ * bytes had cost more than the hash itself (a symbolized event's ids). */
+static inline uint64_t mt_hash_bytes(const void *p, size_t n)
+{
+	const unsigned char *s = p;
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	for (; n >= 8; s += 8, n -= 8) {
+		uint64_t w;
+		memcpy(&w, s, 8);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	/* the last n < 8 bytes, little-endian, zero above: overlapping loads
+	 * put the same byte where they overlap */
+	uint64_t w = 0;
+	if (n >= 4) {
+		uint32_t lo, hi;
+		memcpy(&lo, s, 4);
+		memcpy(&hi, s + n - 4, 4);
+		w = lo | (uint64_t)hi << (8 * (n - 4));
+	} else if (n) {
+		w = s[0] | (uint64_t)s[n / 2] << (8 * (n / 2)) | (uint64_t)s[n - 1] << (8 * (n - 1));
+	}
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
 /* v as "0x" and lowercase hex digits (at most 18 bytes, no NUL); returns
  * the end. For the hot paths that printf's parsing made slow. */
 char *mt_put_hex(char *p, uint64_t v);

@@ -453,12 +453,13 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		/* value id 0: a column with no '=' */
 		extra[2 * i + 1] = ev->extra[i].val ? intern(w, ev->extra[i].val, EXTRA_VAL_MAX, epoch) : 0;
 	}
-	uint8_t body[16 * 11 + 10 * 2 * MT_EVENT_MAX_EXTRA + 16], *p = body;
-	if (raw && raw->ok && raw->prev_time == w->last_time && !nx && !ev->msg && raw->len <= 16 * 11) {
+	uint8_t body[16 * 11], *p = body;
+	const uint8_t *fields = body;
+	if (raw && raw->ok && raw->prev_time == w->last_time && !nx && !ev->msg && raw->len <= sizeof body) {
 		/* the fields as read: the bytes this writer would make (the
 		 * reader checked), the time delta from the same base */
-		memcpy(p, raw->body, raw->len);
-		p += raw->len;
+		fields = raw->body;
+		p = body + raw->len;
 		if (ev->has_time)
 			w->last_time = ev->time;
 		goto fields_done;
@@ -489,9 +490,10 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		p = mt_pb_uint(p, 12, 1);
 	if (ev->msg)
 		p = mt_pb_uint(p, 13, msg);
-fields_done:
+fields_done:;
+	size_t flen = (size_t)(p - body);
+	uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
 	if (nx + ncx) {
-		uint8_t ids[10 * 2 * MT_EVENT_MAX_EXTRA], *q = ids;
 		for (unsigned i = 0; i < 2 * nx; i++)
 			q = mt_pb_varint(q, extra[i]);
 		/* groups after the event's own columns, their ids as the
@@ -499,7 +501,7 @@ fields_done:
 		for (unsigned g = 0; g < ncols; g++) {
 			struct cols_memo *m = cols_slot(w, cols[g].id);
 			if (m && m->id == cols[g].id && m->gen == t->gen) {
-				memcpy(q, m->bytes, m->len);
+				mt_pb_copy(q, m->bytes, m->len);
 				q += m->len;
 				continue;
 			}
@@ -515,23 +517,24 @@ fields_done:
 				memcpy(m->bytes, at, m->len);
 			}
 		}
-		p = mt_pb_varint(mt_pb_tag(p, 14, MT_PB_LEN), (uint64_t)(q - ids)); /* packed */
-		memcpy(p, ids, (size_t)(q - ids));
-		p += q - ids;
 	}
-	/* Record { event = 2 }, after its length */
-	size_t blen = (size_t)(p - body);
-	uint8_t hdr[24], *h = mt_pb_varint(hdr + 11, blen), *rec = hdr + 11;
-	size_t rlen = 1 + (size_t)(h - rec) + blen; /* tag, length, body */
+	/* Record { event = 2 } after its length, written in place: the body
+	 * is the fields, then the extra ids packed (field 14) */
+	size_t nids = (size_t)(q - ids);
+	size_t blen = flen + (nx + ncx ? 1 + mt_pb_varint_len(nids) + nids : 0);
+	size_t rlen = 1 + mt_pb_varint_len(blen) + blen; /* tag, length, body */
 	uint8_t *out = (uint8_t *)reserve(w, rlen + 10);
 	if (!out)
 		return;
 	uint8_t *o = mt_pb_varint(out, rlen);
-	o = mt_pb_tag(o, 2, MT_PB_LEN);
-	memcpy(o, rec, (size_t)(h - rec));
-	o += h - rec;
-	memcpy(o, body, blen);
-	o += blen;
+	o = mt_pb_varint(mt_pb_tag(o, 2, MT_PB_LEN), blen);
+	mt_pb_copy(o, fields, flen);
+	o += flen;
+	if (nx + ncx) {
+		o = mt_pb_varint(mt_pb_tag(o, 14, MT_PB_LEN), nids); /* packed */
+		mt_pb_copy(o, ids, nids);
+		o += nids;
+	}
 	w->len += (size_t)(o - out);
 }
 

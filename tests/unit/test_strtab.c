@@ -82,8 +82,49 @@ static void test_counts(void)
 	ok(good == (int)(k + 3), "count at or below equals a linear scan, with runs of equal keys");
 }
 
+/* mt_hash_bytes' definition as its comment gives it, a byte at a time: the
+ * words little-endian, the tail's zero above its bytes. */
+static uint64_t hash_by_bytes(const unsigned char *s, size_t n)
+{
+	uint64_t h = 0x9e3779b97f4a7c15ULL ^ n;
+	size_t i = 0;
+	for (; n - i >= 8; i += 8) {
+		uint64_t w = 0;
+		for (unsigned k = 0; k < 8; k++)
+			w |= (uint64_t)s[i + k] << (8 * k);
+		h = (h ^ w) * 0xff51afd7ed558ccdULL;
+		h ^= h >> 32;
+	}
+	uint64_t w = 0;
+	for (unsigned k = 0; i + k < n; k++)
+		w |= (uint64_t)s[i + k] << (8 * k);
+	h = (h ^ w) * 0xc4ceb9fe1a85ec53ULL;
+	return h ^ (h >> 29);
+}
+
+static void test_hash_bytes(void)
+{
+	unsigned char buf[64];
+	uint32_t x = 12345;
+	bool same = true;
+	for (int round = 0; round < 200; round++) {
+		for (size_t i = 0; i < sizeof buf; i++) {
+			x = x * 1103515245u + 12345u;
+			buf[i] = (unsigned char)(x >> 16);
+		}
+		/* every length and alignment up to 40 bytes: the tail's 0-7 */
+		for (size_t off = 0; off < 8; off++)
+			for (size_t n = 0; n <= 40; n++)
+				same &= mt_hash_bytes(buf + off, n) == hash_by_bytes(buf + off, n);
+	}
+	ok(same, "mt_hash_bytes: the word-at-a-time hash of its definition, every tail length and alignment");
+	ok(mt_hash_bytes("ab", 2) != mt_hash_bytes("ba", 2) && mt_hash_bytes("a", 1) != mt_hash_bytes("a\0", 2),
+	   "order and length count");
+}
+
 int main(void)
 {
+	test_hash_bytes();
 	test_numbers();
 	test_intern();
 	test_counts();

@@ -44,9 +44,18 @@ const char *mt_event_kind_name(enum mt_event_kind k)
 
 int mt_event_kind_parse(const char *s, size_t n)
 {
-	for (int k = 0; k < MT_EV_KIND_COUNT; k++)
-		if (n && kind_names[k][0] == s[0] && !strncmp(kind_names[k], s, n) && !kind_names[k][n])
+	/* compared here, not by strncmp: a call a line was a twentieth of
+	 * parsing an unsymbolized one */
+	for (int k = 0; k < MT_EV_KIND_COUNT; k++) {
+		const char *name = kind_names[k];
+		if (!n || name[0] != s[0])
+			continue;
+		size_t i = 1;
+		while (i < n && name[i] && name[i] == s[i])
+			i++;
+		if (i == n && !name[n])
 			return k;
+	}
 	return -1;
 }
 
@@ -141,13 +150,48 @@ static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
 }
 #endif
 
+#ifdef __SSE2__
+/* The bytes [from, n) of the last word, fewer than 64: 16 at a time, the
+ * last piece from the 16 bytes that end the line (the masks shifted down
+ * to it), so nothing past the line is read and nothing copied. */
+static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e)
+{
+	if (n < 16)
+		return false;
+	uint64_t tw = 0, ew = 0;
+	size_t j = from;
+	for (; j + 16 <= n; j += 16) {
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + j));
+		tw |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << (j - from);
+		ew |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << (j - from);
+	}
+	if (j < n) {
+		unsigned left = (unsigned)(n - j); /* 1..15 bytes: the top of the last 16 */
+		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + n - 16));
+		tw |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) >> (16 - left))
+		      << (j - from);
+		ew |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) >> (16 - left))
+		      << (j - from);
+	}
+	*t = tw;
+	*e = ew;
+	return true;
+}
+#else
+static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e)
+{
+	(void)p, (void)from, (void)n, (void)t, (void)e;
+	return false;
+}
+#endif
+
 static void find_seps(const char *p, size_t n, struct seps *s)
 {
 	size_t whole = n / 64;
 	s->words = (n + 63) / 64;
 	for (size_t w = 0; w < whole; w++)
 		seps_word(p + 64 * w, &s->tab[w], &s->eq[w]);
-	if (n % 64) {
+	if (n % 64 && !seps_tail(p, 64 * whole, n, &s->tab[whole], &s->eq[whole])) {
 		char tmp[64] = {0};
 		memcpy(tmp, p + 64 * whole, n % 64);
 		seps_word(tmp, &s->tab[whole], &s->eq[whole]);

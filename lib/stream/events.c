@@ -126,13 +126,22 @@ struct seps {
 /* 64 bytes a word: whole words straight from the line, the last piece
  * through a zeroed copy (nothing is read past the line). */
 #ifdef __SSE2__
+/* The TAB and '=' bits of the 16 bytes at src. */
+static inline void seps16(const char *src, unsigned *t, unsigned *e)
+{
+	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)src);
+	*t = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
+	*e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('=')));
+}
+
 static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
 {
 	uint64_t tw = 0, ew = 0;
 	for (unsigned j = 0; j < 64; j += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(src + j));
-		tw |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << j;
-		ew |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << j;
+		unsigned a, b;
+		seps16(src + j, &a, &b);
+		tw |= (uint64_t)a << j;
+		ew |= (uint64_t)b << j;
 	}
 	*t = tw;
 	*e = ew;
@@ -159,19 +168,18 @@ static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, 
 	if (n < 16)
 		return false;
 	uint64_t tw = 0, ew = 0;
+	unsigned m, q;
 	size_t j = from;
 	for (; j + 16 <= n; j += 16) {
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + j));
-		tw |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) << (j - from);
-		ew |= (uint64_t)(unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) << (j - from);
+		seps16(p + j, &m, &q);
+		tw |= (uint64_t)m << (j - from);
+		ew |= (uint64_t)q << (j - from);
 	}
 	if (j < n) {
 		unsigned left = (unsigned)(n - j); /* 1..15 bytes: the top of the last 16 */
-		__m128i v = _mm_loadu_si128((const __m128i *)(const void *)(p + n - 16));
-		tw |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t'))) >> (16 - left))
-		      << (j - from);
-		ew |= (uint64_t)((unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('='))) >> (16 - left))
-		      << (j - from);
+		seps16(p + n - 16, &m, &q);
+		tw |= (uint64_t)(m >> (16 - left)) << (j - from);
+		ew |= (uint64_t)(q >> (16 - left)) << (j - from);
 	}
 	*t = tw;
 	*e = ew;

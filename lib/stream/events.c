@@ -117,7 +117,7 @@ static const uint8_t digit_of[256] = {
 /* The fast path's view of a line: a bit per byte for each TAB and each
  * '=', found 16 bytes at a time, so a column's end and its key's end are a
  * bit scan each. Lines longer than this take the general path. */
-#define FAST_LINE_MAX 4096
+#define FAST_LINE_MAX MT_EVENTS_COPY_MAX
 struct seps {
 	uint64_t tab[FAST_LINE_MAX / 64], eq[FAST_LINE_MAX / 64];
 	size_t words;
@@ -238,10 +238,115 @@ static inline bool span_num(const char *s, const char *e, unsigned base, size_t 
 	return true;
 }
 
-static inline bool span_hex(const char *s, const char *e, uint64_t *out)
+#if defined(__SSE2__) && defined(__x86_64__)
+/* Up to 16 digits ending at e in one vector (the 16 bytes before e must be
+ * the line's): the bytes before the number masked off by keep. */
+static const unsigned char keep_last[32] = {
+	[16] = 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff, 0xff,
+};
+
+static inline bool hex16(const char *e, size_t len, uint64_t *out)
 {
-	return e - s >= 3 && s[0] == '0' && s[1] == 'x' && span_num(s + 2, e, 16, 16, out);
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(e - 16));
+	__m128i keep = _mm_loadu_si128((const __m128i *)(const void *)(keep_last + len));
+	__m128i l = _mm_or_si128(x, _mm_set1_epi8(0x20)); /* letters lowercase */
+	__m128i dig = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+	__m128i let = _mm_and_si128(_mm_cmpgt_epi8(l, _mm_set1_epi8('a' - 1)), _mm_cmplt_epi8(l, _mm_set1_epi8('f' + 1)));
+	int k = _mm_movemask_epi8(keep);
+	if ((_mm_movemask_epi8(_mm_or_si128(dig, let)) & k) != k)
+		return false;
+	__m128i nib = _mm_add_epi8(_mm_and_si128(x, _mm_set1_epi8(0x0f)), _mm_and_si128(let, _mm_set1_epi8(9)));
+	nib = _mm_and_si128(nib, keep);
+	/* each pair of digits a byte, the first the high nibble */
+	__m128i pairs = _mm_and_si128(_mm_or_si128(_mm_slli_epi16(nib, 4), _mm_srli_epi16(nib, 8)), _mm_set1_epi16(0xff));
+	*out = __builtin_bswap64((uint64_t)_mm_cvtsi128_si64(_mm_packus_epi16(pairs, pairs)));
+	return true;
 }
+
+static inline bool dec16(const char *e, size_t len, uint64_t *out)
+{
+	__m128i x = _mm_loadu_si128((const __m128i *)(const void *)(e - 16));
+	__m128i keep = _mm_loadu_si128((const __m128i *)(const void *)(keep_last + len));
+	__m128i dig = _mm_and_si128(_mm_cmpgt_epi8(x, _mm_set1_epi8('0' - 1)), _mm_cmplt_epi8(x, _mm_set1_epi8('9' + 1)));
+	int k = _mm_movemask_epi8(keep);
+	if ((_mm_movemask_epi8(dig) & k) != k)
+		return false;
+	__m128i nib = _mm_and_si128(_mm_and_si128(x, _mm_set1_epi8(0x0f)), keep);
+	/* pairs, fours, eights: the first of each the more significant */
+	__m128i p = _mm_add_epi16(_mm_mullo_epi16(_mm_and_si128(nib, _mm_set1_epi16(0xff)), _mm_set1_epi16(10)),
+				  _mm_srli_epi16(nib, 8));
+	__m128i q = _mm_madd_epi16(p, _mm_set1_epi32(1 << 16 | 100));
+	__m128i r = _mm_madd_epi16(_mm_packs_epi32(q, q), _mm_set1_epi32(1 << 16 | 10000));
+	uint64_t hi = (uint32_t)_mm_cvtsi128_si32(r), lo = (uint32_t)_mm_cvtsi128_si32(_mm_srli_si128(r, 4));
+	*out = hi * 100000000 + lo;
+	return true;
+}
+
+/* Digits filling [s, e) as span_num reads them; lo: where the line starts. */
+static inline bool span_dec(const char *lo, const char *s, const char *e, size_t max, uint64_t *out)
+{
+	size_t len = (size_t)(e - s);
+	if (len && len <= 16 && len <= max && e - lo >= 16)
+		return dec16(e, len, out);
+	return span_num(s, e, 10, max, out);
+}
+
+static inline bool span_hexnum(const char *lo, const char *s, const char *e, uint64_t *out)
+{
+	size_t len = (size_t)(e - s);
+	if (len && len <= 16 && e - lo >= 16)
+		return hex16(e, len, out);
+	return span_num(s, e, 16, 16, out);
+}
+#else
+static inline bool span_dec(const char *lo, const char *s, const char *e, size_t max, uint64_t *out)
+{
+	(void)lo;
+	return span_num(s, e, 10, max, out);
+}
+
+static inline bool span_hexnum(const char *lo, const char *s, const char *e, uint64_t *out)
+{
+	(void)lo;
+	return span_num(s, e, 16, 16, out);
+}
+#endif
+
+/* No uppercase letter among len hex digits: every one has bit 5 (0x20),
+ * two words at a time where there are eight. */
+static inline bool hex_lower(const char *s, size_t len)
+{
+	if (len >= 8) {
+		uint64_t a, b;
+		memcpy(&a, s, 8);
+		memcpy(&b, s + len - 8, 8);
+		return (a & b & 0x2020202020202020ULL) == 0x2020202020202020ULL;
+	}
+	for (size_t i = 0; i < len; i++)
+		if (!(s[i] & 0x20))
+			return false;
+	return true;
+}
+
+/* "0x" and hex digits; *canon (when it is still true) false unless they
+ * are as mt_put_hex writes them (lowercase, no leading zero). */
+static inline bool span_hex(const char *lo, const char *s, const char *e, uint64_t *out, bool *canon)
+{
+	if (e - s < 3 || s[0] != '0' || s[1] != 'x' || !span_hexnum(lo, s + 2, e, out))
+		return false;
+	size_t len = (size_t)(e - s - 2);
+	*canon = *canon && (s[2] != '0' || len == 1) && hex_lower(s + 2, len);
+	return true;
+}
+
+/* Decimal digits as mt_put_dec writes them: no leading zero. */
+static inline bool dec_canon(const char *s, const char *e)
+{
+	return e - s == 1 || *s != '0';
+}
+
+/* canon stays true while c holds; c is not looked at once it is false */
+#define CANON(c) (canon = canon && (c))
 
 /* The NULs a parsed line gets: at its TABs before limit, and its keys' '='. */
 static int put_nuls(char *line, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq)
@@ -282,12 +387,32 @@ static bool tail_starts(struct mt_textmemo *memo, const char *line, size_t n, si
 	return true;
 }
 
+/* The writer's order of the columns with fields of their own
+ * (events_write.c write_text): a line has them in it, once each, before
+ * any extra column, or the writer would write it otherwise. */
+enum { RANK_CPU = 1, RANK_INSN, RANK_CYC, RANK_COND, RANK_ASYNC, RANK_CBR, RANK_OFF, RANK_EXTRA };
+
+/* A parsed line's end: the copy of its bytes (copy non-NULL and the line
+ * exactly what the writer writes for its event), then its NULs. */
+static int parse_done(char *line, size_t n, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq,
+		      bool canon, char *copy, bool *copied)
+{
+	if (copy && canon)
+		memcpy(copy, line, n);
+	if (copied)
+		*copied = copy && canon;
+	return put_nuls(line, sp, limit, eqs, neq);
+}
+
 /* The line as mt's writers write it: columns found by the bit masks, each
  * parsed once. Anything else (a CR, long numbers, empty columns, a bad
  * value, a long line) returns 0 having changed nothing, for the general
  * parser, which also has the error messages. NULs are put in only once the
- * whole line has passed. */
-static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo)
+ * whole line has passed. copy (FAST_LINE_MAX bytes, or NULL): the line's
+ * bytes before the NULs, when they are what mt_events_write writes for the
+ * event (*copied: whether they were copied). */
+static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+		      char *copy, bool *copied)
 {
 	if (n > FAST_LINE_MAX || line[n - 1] == '\r')
 		return 0;
@@ -301,22 +426,26 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		at = t[i] + 1;
 	}
 	uint64_t v;
+	bool canon = copy != NULL; /* so far as the writer would write it (wanted for a copy) */
 	ev->time = 0;
 	ev->has_time = false;
 	if (!(t[0] == 1 && line[0] == '-')) {
-		if (!span_num(line, line + t[0], 10, 19, &ev->time))
+		if (!span_dec(line, line, line + t[0], 19, &ev->time))
 			return 0;
+		CANON(dec_canon(line, line + t[0]));
 		ev->has_time = true;
 	}
-	if (!span_num(line + t[0] + 1, line + t[1], 10, 10, &v) || v > UINT32_MAX)
+	const char *pid = line + t[0] + 1, *tid = line + t[1] + 1;
+	if (!span_dec(line, pid, line + t[1], 10, &v) || v > UINT32_MAX)
 		return 0;
 	ev->pid = (uint32_t)v;
-	if (!span_num(line + t[1] + 1, line + t[2], 10, 10, &v) || v > UINT32_MAX)
+	if (!span_dec(line, tid, line + t[2], 10, &v) || v > UINT32_MAX)
 		return 0;
 	ev->tid = (uint32_t)v;
+	CANON(dec_canon(pid, line + t[1]) && dec_canon(tid, line + t[2]));
 	int k = mt_event_kind_parse(line + t[2] + 1, t[3] - t[2] - 1);
-	if (k < 0 || !span_hex(line + t[3] + 1, line + t[4], &ev->from) ||
-	    !span_hex(line + t[4] + 1, line + t[5], &ev->to))
+	if (k < 0 || !span_hex(line, line + t[3] + 1, line + t[4], &ev->from, &canon) ||
+	    !span_hex(line, line + t[4] + 1, line + t[5], &ev->to, &canon))
 		return 0;
 	ev->kind = (enum mt_event_kind)k;
 	ev->cpu = -1;
@@ -329,7 +458,8 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	ev->strings_epoch = 0;
 	ev->extra_id = 0;
 	char *eqs[MT_EVENT_MAX_EXTRA]; /* the '=' of each key=value: NULs later */
-	unsigned nx = 0, neq = 0;
+	unsigned nx = 0, neq = 0, rank = 0;
+	bool has_cbr = false;
 	/* the extra columns from the first on (the tail), when nothing else
 	 * comes among them: looked up in the memo, kept there if new */
 	if (memo && !mt_textmemo_active(memo))
@@ -359,46 +489,68 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			return 0; /* an empty column or key: the general path drops it */
 		if (nx == MT_EVENT_MAX_EXTRA)
 			return 0;
+		/* the tail starts: the memo keeps only tails the writer writes
+		 * unchanged (extras only, keys it does not cut short) */
+		bool at_tail = !nx && memo;
 		if (eq >= stop) { /* a key alone */
-			if (!nx && memo && tail_starts(memo, line, n, start, ev, &tail_hash))
-				return put_nuls(line, &sp, start, eqs, neq);
+			if (at_tail && tail_starts(memo, line, n, start, ev, &tail_hash))
+				return parse_done(line, n, &sp, start, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr,
+						  copy, copied);
 			kv[nx++] = (struct mt_kv){key, NULL};
 			if (nx == 1 && memo)
 				tail = start, tail_pure = true;
+			if (stop - start > EXTRA_KEY_MAX)
+				canon = tail_pure = false;
+			rank = RANK_EXTRA;
 			continue;
 		}
 		bool field = true; /* a column with a field of its own */
+		unsigned r = 0;
 		char *val = line + eq + 1, *vend = line + stop;
 		switch (eq - start) { /* the columns with fields of their own */
 		case 3:
 			if (!memcmp(key, "cpu", 3)) {
-				if (!span_num(val, vend, 10, 10, &v) || v > INT32_MAX)
+				if (!span_dec(line, val, vend, 10, &v) || v > INT32_MAX)
 					return 0;
 				ev->cpu = (int32_t)v;
+				r = RANK_CPU;
+				CANON(dec_canon(val, vend));
 			} else if (!memcmp(key, "off", 3)) {
-				if (!span_hex(val, vend, &ev->offset))
+				if (!span_hex(line, val, vend, &ev->offset, &canon))
 					return 0;
+				r = RANK_OFF;
+				CANON(ev->offset != MT_NO_OFFSET);
 			} else if (!memcmp(key, "cbr", 3)) {
-				if (!span_num(val, vend, 10, 10, &v) || v > UINT32_MAX)
+				if (!span_dec(line, val, vend, 10, &v) || v > UINT32_MAX)
 					return 0;
 				ev->cbr = (uint32_t)v;
+				r = RANK_CBR;
+				CANON(dec_canon(val, vend));
+				has_cbr = true;
 			} else if (!memcmp(key, "msg", 3)) {
 				ev->msg = val;
+				canon = false; /* the writer may clean or cut it */
 			} else if (!memcmp(key, "cyc", 3)) {
-				if (!span_num(val, vend, 10, 19, &ev->cyc))
+				if (!span_dec(line, val, vend, 19, &ev->cyc))
 					return 0;
+				r = RANK_CYC;
+				CANON(ev->cyc && dec_canon(val, vend));
 			} else {
 				goto extra;
 			}
 			break;
 		case 4:
 			if (!memcmp(key, "insn", 4)) {
-				if (!span_num(val, vend, 10, 19, &ev->insn))
+				if (!span_dec(line, val, vend, 19, &ev->insn))
 					return 0;
+				r = RANK_INSN;
+				CANON(ev->insn && dec_canon(val, vend));
 			} else if (!memcmp(key, "cond", 4)) {
 				if (vend - val != 1 || (*val != '0' && *val != '1'))
 					return 0;
 				ev->cond = *val == '1';
+				r = RANK_COND;
+				CANON(ev->cond);
 			} else {
 				goto extra;
 			}
@@ -408,21 +560,30 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 				if (vend - val != 1 || (*val != '0' && *val != '1'))
 					return 0;
 				ev->async = *val == '1';
+				r = RANK_ASYNC;
+				CANON(ev->async);
 				break;
 			}
 			goto extra;
 		default:
 		extra:
-			if (!nx && memo && tail_starts(memo, line, n, start, ev, &tail_hash))
-				return put_nuls(line, &sp, start, eqs, neq);
+			if (at_tail && tail_starts(memo, line, n, start, ev, &tail_hash))
+				return parse_done(line, n, &sp, start, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr,
+						  copy, copied);
 			kv[nx++] = (struct mt_kv){key, val};
 			if (nx == 1 && memo)
 				tail = start, tail_pure = true;
+			if (eq - start > EXTRA_KEY_MAX)
+				canon = tail_pure = false;
+			r = RANK_EXTRA;
 			field = false;
 			break;
 		}
 		if (field)
 			tail_pure = false; /* among the extras: not kept */
+		/* each field once, in the writer's order, before the extras */
+		CANON(r > rank || (r == RANK_EXTRA && rank == RANK_EXTRA));
+		rank = r > rank ? r : rank;
 		eqs[neq++] = line + eq;
 	}
 	ev->nextra = nx;
@@ -434,7 +595,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			ev->extra_id = kept->id;
 		}
 	}
-	return put_nuls(line, &sp, n, eqs, neq);
+	return parse_done(line, n, &sp, n, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr, copy, copied);
 }
 
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
@@ -450,7 +611,15 @@ int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_
 int mt_events_parse_line_memo(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
 			      struct mt_err *err)
 {
-	if (n && line[0] != '#' && parse_fast(line, n, ev, kv, memo))
+	return mt_events_parse_line_copy(line, n, ev, kv, memo, NULL, NULL, err);
+}
+
+int mt_events_parse_line_copy(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			      char *copy, bool *copied, struct mt_err *err)
+{
+	if (copied)
+		*copied = false;
+	if (n && line[0] != '#' && parse_fast(line, n, ev, kv, memo, copy, copied))
 		return 1;
 	return mt_events_parse_line_general(line, n, ev, kv, err);
 }

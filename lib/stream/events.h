@@ -157,21 +157,31 @@ int mt_events_parse_line_n(char *line, size_t n, struct mt_event *ev, struct mt_
  * last the memo's epoch (strings_epoch, extra_id set unless msg is). */
 int mt_events_parse_line_memo(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
 			      struct mt_err *err);
+/* The same; copy (MT_EVENTS_COPY_MAX bytes, or NULL) gets the line's bytes
+ * before the NULs where they are exactly what mt_events_write writes for
+ * the event (*copied says whether they are; a filter passes them on). */
+#define MT_EVENTS_COPY_MAX 4096
+int mt_events_parse_line_copy(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			      char *copy, bool *copied, struct mt_err *err);
 /* The general parser alone, without the fast path for lines as mt writes
  * them: the two must agree on every line (the unit test and the fuzz
  * harness hold them against each other). */
 int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err);
 
-/* The bytes a binary reader read the last event from, for a filter that
- * passes the event on with columns added (mt_events_write_cols; the
- * reader's keep_raw set after opening): ok when
+/* The bytes a reader read the last event from, for a filter that passes
+ * the event on with columns added (mt_events_write_cols; the reader's
+ * keep_raw set after opening); valid until the next read. Binary: ok when
  * they are exactly what mt's writer writes for it (its fields, its order,
- * no string ids of the input's table); valid until the next read. */
+ * no string ids of the input's table). Text: line_ok when the line is
+ * exactly what the writer writes for it, extra columns and all. */
 struct mt_events_raw {
 	const uint8_t *body;  /* the Event message's fields */
 	size_t len;
 	uint64_t prev_time;   /* the time its delta is from */
 	bool ok;
+	bool line_ok;
+	const char *line;     /* the line, without its newline */
+	size_t line_len;
 };
 
 /* Stream reader, either form. Strings in what it returns stay valid until
@@ -195,7 +205,8 @@ struct mt_events_reader {
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
 	struct mt_textmemo *textmemo; /* text: extra columns by their bytes (none: out of memory) */
 	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
-	struct mt_events_raw raw; /* binary, with keep_raw: the last event's bytes */
+	struct mt_events_raw raw; /* with keep_raw: the last event's bytes */
+	char *line_copy;      /* text, with keep_raw: raw.line's bytes (MT_EVENTS_COPY_MAX) */
 	size_t arena_cap, arena_used;
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;

@@ -202,7 +202,16 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		}
-		int rc = mt_events_parse_line_memo(line, n, ev, r->kv, r->textmemo, err);
+		/* a filter's copy of the line, to pass on (none when out of
+		 * memory: then its fields are written again) */
+		if (r->keep_raw && !r->line_copy)
+			r->line_copy = malloc(MT_EVENTS_COPY_MAX);
+		bool copied = false;
+		int rc = mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, r->keep_raw ? r->line_copy : NULL,
+						   &copied, err);
+		r->raw.line_ok = copied;
+		r->raw.line = r->line_copy;
+		r->raw.line_len = n;
 		if (rc < 0) {
 			char msg[sizeof err->msg];
 			snprintf(msg, sizeof msg, "%s", err->msg);
@@ -563,6 +572,7 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	free(r->buf);
 	free(r->arena);
 	free(r->extra_memo);
+	free(r->line_copy);
 	mt_readahead_stop(r->ra);
 	if (r->textmemo)
 		mt_textmemo_fini(r->textmemo);

@@ -244,19 +244,10 @@ static struct cols_memo *cols_slot(struct mt_events_writer *w, uint64_t id)
 	return &w->cols_memo[id * 0x9e3779b97f4a7c15ULL >> (64 - COLS_MEMO_BITS)];
 }
 
-static void write_text(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_cols *cols,
-		       unsigned ncols)
+/* The event's own columns, as write_text writes them. */
+static char *put_event_text(struct mt_events_writer *w, char *p, const struct mt_event *ev, unsigned nx,
+			    const uint16_t *klen, const uint16_t *vlen)
 {
-	uint16_t klen[MT_EVENT_MAX_EXTRA], vlen[MT_EVENT_MAX_EXTRA]; /* small: no stack probe */
-	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
-	size_t need = text_size(ev, nx, klen, vlen);
-	for (unsigned g = 0; g < ncols; g++) {
-		const struct cols_memo *m = cols_slot(w, cols[g].id);
-		need += m && m->id == cols[g].id ? m->len : cols_text_size(&cols[g]);
-	}
-	char *p = reserve(w, need), *start = p;
-	if (!p)
-		return;
 	if (ev->has_time)
 		p = mt_put_dec(p, ev->time);
 	else
@@ -322,6 +313,31 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 			*p++ = '=';
 			p = put_bytes(p, ev->extra[i].val, vlen[i]);
 		}
+	}
+	return p;
+}
+
+/* raw (may be NULL): a text reader's line for ev, copied where it is what
+ * put_event_text would write. */
+static void write_text(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+		       const struct mt_events_cols *cols, unsigned ncols)
+{
+	uint16_t klen[MT_EVENT_MAX_EXTRA], vlen[MT_EVENT_MAX_EXTRA]; /* small: no stack probe */
+	unsigned nx = ev->nextra < MT_EVENT_MAX_EXTRA ? ev->nextra : MT_EVENT_MAX_EXTRA;
+	bool copy = raw && raw->line_ok;
+	size_t need = copy ? raw->line_len + 1 : text_size(ev, nx, klen, vlen);
+	for (unsigned g = 0; g < ncols; g++) {
+		const struct cols_memo *m = cols_slot(w, cols[g].id);
+		need += m && m->id == cols[g].id ? m->len : cols_text_size(&cols[g]);
+	}
+	char *p = reserve(w, need), *start = p;
+	if (!p)
+		return;
+	if (copy) {
+		memcpy(p, raw->line, raw->line_len);
+		p += raw->line_len;
+	} else {
+		p = put_event_text(w, p, ev, nx, klen, vlen);
 	}
 	/* each group whole before the next: one may take another's slot */
 	for (unsigned g = 0; g < ncols; g++) {
@@ -569,7 +585,7 @@ void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)
 	if (w->format == MT_EVENTS_BINARY)
 		write_binary(w, ev, NULL, NULL, 0);
 	else
-		write_text(w, ev, NULL, 0);
+		write_text(w, ev, NULL, NULL, 0);
 }
 
 void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
@@ -595,7 +611,7 @@ void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev,
 	if (w->format == MT_EVENTS_BINARY)
 		write_binary(w, ev, raw, cols, ncols);
 	else
-		write_text(w, ev, cols, ncols);
+		write_text(w, ev, raw, cols, ncols);
 }
 
 void mt_events_write_meta(struct mt_events_writer *w, const char *line)

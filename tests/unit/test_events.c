@@ -395,6 +395,27 @@ static void test_write_cols(enum mt_events_format fmt)
 static struct mt_textmemo parse_memo;
 static unsigned memo_hits;
 static bool last_hit; /* the last line's second parse took the memo's columns */
+/* The copy (mt_events_parse_line_copy) held to the writer: a line copied
+ * must be exactly what mt_events_write writes for its event. The writer's
+ * buffer is read after each event and emptied. */
+static struct mt_events_writer copy_writer;
+static unsigned copied_lines, same_uncopied; /* the latter: lines the copy left to the writer */
+static bool last_copied;
+
+static int copy_agrees(const char *line, size_t n, const struct mt_event *ev, bool copied, const char *copy)
+{
+	copy_writer.len = 0;
+	mt_events_write(&copy_writer, ev);
+	bool same = copy_writer.len == n + 1 && !memcmp(copy_writer.buf, line, n) && copy_writer.buf[n] == '\n';
+	copy_writer.len = 0;
+	last_copied = copied;
+	if (!copied) {
+		same_uncopied += same;
+		return 1;
+	}
+	copied_lines++;
+	return same && !memcmp(copy, line, n);
+}
 
 static int same_parsed(int ra, const struct mt_event *ea, const struct mt_err *xa, int rb, const struct mt_event *eb,
 		       const struct mt_err *xb)
@@ -430,16 +451,20 @@ static int same_parse(const char *line)
 	int ra = mt_events_parse_line_n(a, n, &ea, ka, &xa), rb = mt_events_parse_line_general(b, n, &eb, kb, &xb);
 	if (!same_parsed(ra, &ea, &xa, rb, &eb, &xb) || (ra == 1 && (ea.strings_epoch || ea.extra_id)))
 		return 0;
-	last_hit = false;
+	last_hit = last_copied = false;
 	for (int twice = 0; twice < 2; twice++) {
 		memcpy(c[twice], line, n + 1);
 		parse_memo.skip = 0; /* never standing aside here (test_textmemo has that) */
 		struct mt_err xc = {0};
-		int rc = mt_events_parse_line_memo(c[twice], n, &ec, kc, &parse_memo, &xc);
-		if (!same_parsed(rc, &ec, &xc, rb, &eb, &xb))
+		static char copy[MT_EVENTS_COPY_MAX];
+		bool copied = false;
+		int rc = mt_events_parse_line_copy(c[twice], n, &ec, kc, &parse_memo, copy, &copied, &xc);
+		if (!same_parsed(rc, &ec, &xc, rb, &eb, &xb) || (rc != 1 && copied))
 			return 0;
 		if (rc != 1)
 			continue;
+		if (!copy_agrees(line, n, &ec, copied, copy))
+			return 0;
 		bool memo_cols = ec.nextra && ec.extra != kc;
 		if (ec.strings_epoch && (ec.strings_epoch != parse_memo.epoch || !ec.extra_id || !memo_cols || ec.msg))
 			return 0; /* promised: the memo's columns, no msg */
@@ -463,17 +488,42 @@ static void test_parse_fast_path(void)
 		"-\t1\t1\tcall\t0x0\t0x10000000000000000",
 		"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
 		"5\t1\t1\treturn\t0x0\t0x10\tcyc=18446744073709551615\tcyc=99999999999999999999",
+		/* numbers of every length from 1 to 20 digits, near the line's start and far from it */
+		"1234567890123456\t12345678\t123456789\tcall\t0x123456789abcdef0\t0xfedcba987654321\tinsn=1234567890",
+		"12345678901234567\t1\t1234567890\tjump\t0x1234567\t0x12345678\tcpu=12345678\tinsn=123456789012",
+		"-\t1\t2\tcall\t0xabcdef012\t0x1\tinsn=12345678901234567\tcyc=1234567890123456\toff=0x123456789",
+		"7\t12\t123\treturn\t0x12\t0x123\tinsn=1234\tcyc=12345\tcbr=123456\toff=0x1234567890ab",
+		"-\t123456\t1234567\tcall\t0x12345\t0x123456\tinsn=1234567890123\tto_sym=g\tto_off=0x1",
+		"100000000\t10000000\t10000000\tpower\t0x100000000\t0x10000000\tcbr=100\toff=0x1000000000000000",
+		"1\t1\t1\tcall\t0xaBcDeF\t0xABCDEF0123456\tinsn=12345678901234567890",
+		/* a long key: the writer cuts keys at 128 bytes */
+		"-\t1\t1\tcall\t0x1\t0x2\tinsn=3\tk0123456789012345678901234567890123456789012345678901234567890123456789"
+		"01234567890123456789012345678901234567890123456789012345678901234567890123456789=v",
 	};
-	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy";
+	/* digits and letters, and the bytes either side of each range */
+	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy/:@G`g\x80\xb0\xe1";
 	unsigned seed = 12345, good = 1, tried = 0;
+	char *wbuf;
+	size_t wlen;
+	FILE *wf = write_to_memory(&copy_writer, MT_EVENTS_TEXT, &wbuf, &wlen);
+	copy_writer.len = 0; /* its version line */
 	/* a small arena: it fills and starts over many times */
 	good &= mt_textmemo_init(&parse_memo, 64 << 10);
+	/* copied: the lines as mt_events_write writes them (by hand: no zero
+	 * written, fields in the writer's order, lowercase, no leading zero) */
+	static const bool as_written[] = {
+		[0] = true, [1] = true, [5] = true, [9] = true, [11] = true, [12] = true, [13] = true, [15] = true,
+		[16] = true,
+	};
 	for (size_t b = 0; b < sizeof base / sizeof base[0]; b++) {
 		good &= same_parse(base[b]);
 		/* kept and found: the lines whose extra columns come last and
-		 * have no msg (2, 6, 10); the others have none, or msg, or a
-		 * field among them */
-		good &= last_hit == (b == 1 || b == 5 || b == 9);
+		 * have no msg (2, 6, 10, 16); the others have none, or msg, or a
+		 * field among them, or a key too long to keep */
+		good &= last_hit == (b == 1 || b == 5 || b == 9 || b == 15);
+		good &= last_copied == (b < sizeof as_written && as_written[b]);
+		if (!good)
+			fprintf(stderr, "# base line %zu: hit %d, copied %d\n", b, last_hit, last_copied);
 		tried++;
 		for (int round = 0; round < 20000 && good; round++) {
 			char line[512];
@@ -505,10 +555,15 @@ static void test_parse_fast_path(void)
 		}
 	}
 	mt_textmemo_fini(&parse_memo);
-	char msg[160];
+	struct mt_err err = {0};
+	mt_events_writer_finish(&copy_writer, &err);
+	fclose(wf);
+	free(wbuf);
+	char msg[256];
 	snprintf(msg, sizeof msg, "text parser: the fast path, with a memo of tails and without, agrees with the "
-		 "general one on %u lines (%u memo hits)", tried, memo_hits);
-	ok(good, msg);
+		 "general one on %u lines (%u memo hits); the %u lines it copied are the writer's bytes (%u more "
+		 "are, left to the writer)", tried, memo_hits, copied_lines, same_uncopied);
+	ok(good && copied_lines > 1000, msg);
 }
 
 /* Oracle: the writer encoding the event itself (raw NULL). An event read

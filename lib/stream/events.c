@@ -120,7 +120,9 @@ static const uint8_t digit_of[256] = {
 #define FAST_LINE_MAX MT_EVENTS_COPY_MAX
 struct seps {
 	uint64_t tab[FAST_LINE_MAX / 64], eq[FAST_LINE_MAX / 64];
-	size_t words;
+	size_t words, done; /* the line's words; those found so far */
+	const char *p;
+	size_t n;
 };
 
 /* 64 bytes a word: whole words straight from the line, the last piece
@@ -193,29 +195,55 @@ static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, 
 }
 #endif
 
-static void find_seps(const char *p, size_t n, struct seps *s)
+/* Words are found as the parse reaches them: a line whose tail the memo
+ * has is not scanned past the tail's start. */
+static void seps_more(struct seps *s, size_t w)
 {
-	size_t whole = n / 64;
-	s->words = (n + 63) / 64;
-	for (size_t w = 0; w < whole; w++)
-		seps_word(p + 64 * w, &s->tab[w], &s->eq[w]);
-	if (n % 64 && !seps_tail(p, 64 * whole, n, &s->tab[whole], &s->eq[whole])) {
-		char tmp[64] = {0};
-		memcpy(tmp, p + 64 * whole, n % 64);
-		seps_word(tmp, &s->tab[whole], &s->eq[whole]);
+	size_t whole = s->n / 64;
+	for (; s->done <= w; s->done++) {
+		size_t d = s->done;
+		if (d < whole) {
+			seps_word(s->p + 64 * d, &s->tab[d], &s->eq[d]);
+		} else if (!seps_tail(s->p, 64 * d, s->n, &s->tab[d], &s->eq[d])) {
+			char tmp[64] = {0};
+			memcpy(tmp, s->p + 64 * d, s->n % 64);
+			seps_word(tmp, &s->tab[d], &s->eq[d]);
+		}
 	}
 }
 
-/* The first set bit at or after from, or none. */
-static inline size_t next_bit(const uint64_t *m, size_t words, size_t from, size_t none)
+/* Word w (below words) found. */
+static inline void seps_need(struct seps *s, size_t w)
+{
+	if (w >= s->done)
+		seps_more(s, w);
+}
+
+/* The first word found now: all of a short line. */
+static inline void seps_start(struct seps *s, const char *p, size_t n)
+{
+	s->p = p;
+	s->n = n;
+	s->words = (n + 63) / 64;
+	s->done = 1;
+	if (n >= 64)
+		seps_word(p, &s->tab[0], &s->eq[0]);
+	else if (!seps_tail(p, 0, n, &s->tab[0], &s->eq[0]))
+		s->done = 0;
+}
+
+/* The first bit of m (s's tab or eq) at or after from, or n: none. */
+static inline size_t next_sep(struct seps *s, const uint64_t *m, size_t from)
 {
 	size_t w = from >> 6;
-	if (w >= words)
-		return none;
+	if (w >= s->words)
+		return s->n;
+	seps_need(s, w);
 	uint64_t x = m[w] & (~0ULL << (from & 63));
 	while (!x) {
-		if (++w >= words)
-			return none;
+		if (++w >= s->words)
+			return s->n;
+		seps_need(s, w);
 		x = m[w];
 	}
 	return w * 64 + (size_t)__builtin_ctzll(x);
@@ -351,7 +379,7 @@ static inline bool dec_canon(const char *s, const char *e)
 /* The NULs a parsed line gets: at its TABs before limit, and its keys' '='. */
 static int put_nuls(char *line, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq)
 {
-	for (size_t w = 0; w < sp->words && w * 64 < limit; w++) {
+	for (size_t w = 0; w < sp->done && w * 64 < limit; w++) { /* the parse found every TAB before limit */
 		uint64_t x = sp->tab[w];
 		if (limit - w * 64 < 64)
 			x &= (1ULL << (limit - w * 64)) - 1;
@@ -417,10 +445,10 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	if (n > FAST_LINE_MAX || line[n - 1] == '\r')
 		return 0;
 	struct seps sp;
-	find_seps(line, n, &sp);
+	seps_start(&sp, line, n);
 	size_t t[6], at = 0;
 	for (int i = 0; i < 6; i++) {
-		t[i] = next_bit(sp.tab, sp.words, at, n);
+		t[i] = next_sep(&sp, sp.tab, at);
 		if (t[i] == n && i < 5)
 			return 0;
 		at = t[i] + 1;
@@ -474,15 +502,18 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		size_t start = col + 1, stop = n;
 		if (start >= n)
 			return 0; /* a TAB ends the line: an empty column */
-		while (!tbits && ++tw < sp.words)
+		while (!tbits && ++tw < sp.words) {
+			seps_need(&sp, tw);
 			tbits = sp.tab[tw];
+		}
 		if (tbits) {
 			stop = tw * 64 + (size_t)__builtin_ctzll(tbits);
 			tbits &= tbits - 1;
 		}
 		/* its key's '=': mostly in the same word as its start */
+		seps_need(&sp, start >> 6);
 		uint64_t ebits = sp.eq[start >> 6] >> (start & 63);
-		size_t eq = ebits ? start + (size_t)__builtin_ctzll(ebits) : next_bit(sp.eq, sp.words, start, n);
+		size_t eq = ebits ? start + (size_t)__builtin_ctzll(ebits) : next_sep(&sp, sp.eq, start);
 		col = stop;
 		char *key = line + start;
 		if (eq == start || stop == start)

@@ -121,43 +121,51 @@ static const uint8_t digit_of[256] = {
 struct seps {
 	uint64_t tab[FAST_LINE_MAX / 64], eq[FAST_LINE_MAX / 64];
 	size_t words, done; /* the line's words; those found so far */
+	uint64_t nul;       /* NULs among them: not a line mt writes */
 	const char *p;
 	size_t n;
 };
 
 /* 64 bytes a word: whole words straight from the line, the last piece
- * through a zeroed copy (nothing is read past the line). */
+ * through a zeroed copy (nothing is read past the line). *z gets the NUL
+ * bytes' bits ORed in: a line with one takes the general path, which says
+ * so (the reader checks for them no other way). */
 #ifdef __SSE2__
 /* The TAB and '=' bits of the 16 bytes at src. */
-static inline void seps16(const char *src, unsigned *t, unsigned *e)
+static inline void seps16(const char *src, unsigned *t, unsigned *e, unsigned *z)
 {
 	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)src);
 	*t = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('\t')));
 	*e = (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_set1_epi8('=')));
+	*z |= (unsigned)_mm_movemask_epi8(_mm_cmpeq_epi8(v, _mm_setzero_si128()));
 }
 
-static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
+static inline void seps_word(const char *src, uint64_t *t, uint64_t *e, uint64_t *z)
 {
 	uint64_t tw = 0, ew = 0;
+	unsigned zw = 0;
 	for (unsigned j = 0; j < 64; j += 16) {
 		unsigned a, b;
-		seps16(src + j, &a, &b);
+		seps16(src + j, &a, &b, &zw);
 		tw |= (uint64_t)a << j;
 		ew |= (uint64_t)b << j;
 	}
 	*t = tw;
 	*e = ew;
+	*z |= zw;
 }
 #else
-static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
+static inline void seps_word(const char *src, uint64_t *t, uint64_t *e, uint64_t *z)
 {
-	uint64_t tw = 0, ew = 0;
+	uint64_t tw = 0, ew = 0, zw = 0;
 	for (unsigned k = 0; k < 64; k++) {
 		tw |= (uint64_t)(src[k] == '\t') << k;
 		ew |= (uint64_t)(src[k] == '=') << k;
+		zw |= (uint64_t)(src[k] == '\0') << k;
 	}
 	*t = tw;
 	*e = ew;
+	*z |= zw;
 }
 #endif
 
@@ -165,35 +173,46 @@ static inline void seps_word(const char *src, uint64_t *t, uint64_t *e)
 /* The bytes [from, n) of the last word, fewer than 64: 16 at a time, the
  * last piece from the 16 bytes that end the line (the masks shifted down
  * to it), so nothing past the line is read and nothing copied. */
-static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e)
+static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e, uint64_t *z)
 {
 	if (n < 16)
 		return false;
 	uint64_t tw = 0, ew = 0;
-	unsigned m, q;
+	unsigned m, q, zw = 0; /* the overlap is the line's own bytes: its NULs are too */
 	size_t j = from;
 	for (; j + 16 <= n; j += 16) {
-		seps16(p + j, &m, &q);
+		seps16(p + j, &m, &q, &zw);
 		tw |= (uint64_t)m << (j - from);
 		ew |= (uint64_t)q << (j - from);
 	}
 	if (j < n) {
 		unsigned left = (unsigned)(n - j); /* 1..15 bytes: the top of the last 16 */
-		seps16(p + n - 16, &m, &q);
+		seps16(p + n - 16, &m, &q, &zw);
 		tw |= (uint64_t)(m >> (16 - left)) << (j - from);
 		ew |= (uint64_t)(q >> (16 - left)) << (j - from);
 	}
 	*t = tw;
 	*e = ew;
+	*z |= zw;
 	return true;
 }
 #else
-static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e)
+static inline bool seps_tail(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e, uint64_t *z)
 {
-	(void)p, (void)from, (void)n, (void)t, (void)e;
+	(void)p, (void)from, (void)n, (void)t, (void)e, (void)z;
 	return false;
 }
 #endif
+
+/* The last piece through a zeroed copy: the copy's zeros are no NULs. */
+static void seps_copied(const char *p, size_t from, size_t n, uint64_t *t, uint64_t *e, uint64_t *z)
+{
+	char tmp[64] = {0};
+	uint64_t zw = 0;
+	memcpy(tmp, p + from, n - from);
+	seps_word(tmp, t, e, &zw);
+	*z |= zw & ((1ULL << (n - from)) - 1);
+}
 
 /* Words are found as the parse reaches them: a line whose tail the memo
  * has is not scanned past the tail's start. */
@@ -202,13 +221,10 @@ static void seps_more(struct seps *s, size_t w)
 	size_t whole = s->n / 64;
 	for (; s->done <= w; s->done++) {
 		size_t d = s->done;
-		if (d < whole) {
-			seps_word(s->p + 64 * d, &s->tab[d], &s->eq[d]);
-		} else if (!seps_tail(s->p, 64 * d, s->n, &s->tab[d], &s->eq[d])) {
-			char tmp[64] = {0};
-			memcpy(tmp, s->p + 64 * d, s->n % 64);
-			seps_word(tmp, &s->tab[d], &s->eq[d]);
-		}
+		if (d < whole)
+			seps_word(s->p + 64 * d, &s->tab[d], &s->eq[d], &s->nul);
+		else if (!seps_tail(s->p, 64 * d, s->n, &s->tab[d], &s->eq[d], &s->nul))
+			seps_copied(s->p, 64 * d, s->n, &s->tab[d], &s->eq[d], &s->nul);
 	}
 }
 
@@ -226,10 +242,11 @@ static inline void seps_start(struct seps *s, const char *p, size_t n)
 	s->n = n;
 	s->words = (n + 63) / 64;
 	s->done = 1;
+	s->nul = 0;
 	if (n >= 64)
-		seps_word(p, &s->tab[0], &s->eq[0]);
-	else if (!seps_tail(p, 0, n, &s->tab[0], &s->eq[0]))
-		s->done = 0;
+		seps_word(p, &s->tab[0], &s->eq[0], &s->nul);
+	else if (!seps_tail(p, 0, n, &s->tab[0], &s->eq[0], &s->nul))
+		seps_copied(p, 0, n, &s->tab[0], &s->eq[0], &s->nul);
 }
 
 /* The first bit of m (s's tab or eq) at or after from, or n: none. */
@@ -522,7 +539,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			return 0;
 		/* the tail starts: the memo keeps only tails the writer writes
 		 * unchanged (extras only, keys it does not cut short) */
-		bool at_tail = !nx && memo;
+		bool at_tail = !nx && memo && !sp.nul; /* a NUL so far: not taken in the end */
 		if (eq >= stop) { /* a key alone */
 			if (at_tail && tail_starts(memo, line, n, start, ev, &tail_hash))
 				return parse_done(line, n, &sp, start, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr,
@@ -617,6 +634,8 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		rank = r > rank ? r : rank;
 		eqs[neq++] = line + eq;
 	}
+	if (sp.nul)
+		return 0;
 	ev->nextra = nx;
 	if (tail_pure && !ev->msg) {
 		const struct mt_textmemo_tail *kept = mt_textmemo_keep(memo, line + tail, n - tail, tail_hash, kv, nx);
@@ -652,6 +671,8 @@ int mt_events_parse_line_copy(char *line, size_t n, struct mt_event *ev, struct 
 		*copied = false;
 	if (n && line[0] != '#' && parse_fast(line, n, ev, kv, memo, copy, copied))
 		return 1;
+	if (memchr(line, '\0', n)) /* the fast path takes no line with one */
+		return mt_err_set(err, MT_EFORMAT, "a NUL byte in a text line");
 	return mt_events_parse_line_general(line, n, ev, kv, err);
 }
 

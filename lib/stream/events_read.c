@@ -85,7 +85,9 @@ static void note_meta(struct mt_events_reader *r, const char *meta)
 
 /* The next text line, NUL-terminated in the buffer, or NULL at the end;
  * its length into *len. */
-static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *err)
+/* The next line, NULs and all (the text parser finds them in an event
+ * line as it scans it). */
+static char *next_line_unchecked(struct mt_events_reader *r, size_t *len, struct mt_err *err)
 {
 	size_t scanned = 0;
 	for (;;) {
@@ -96,7 +98,7 @@ static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *e
 			r->start = (size_t)(nl + 1 - r->buf);
 			r->line++;
 			*len = (size_t)(nl - base);
-			return has_nul(r, base, *len, err) ? NULL : base;
+			return base;
 		}
 		scanned = r->end - r->start;
 		if (r->eof) {
@@ -106,7 +108,7 @@ static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *e
 			r->start = r->end;
 			r->line++;
 			*len = scanned;
-			return has_nul(r, base, scanned, err) ? NULL : base;
+			return base;
 		}
 		if (scanned > RECORD_MAX) {
 			mt_err_set(err, MT_EFORMAT, "%s:%" PRIu64 ": line longer than %u bytes", r->name,
@@ -117,6 +119,12 @@ static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *e
 		if (err->code)
 			return NULL;
 	}
+}
+
+static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *err)
+{
+	char *line = next_line_unchecked(r, len, err);
+	return line && has_nul(r, line, *len, err) ? NULL : line;
 }
 
 /* Bump allocator for protobuf-c: one arena, reset for every record, so
@@ -192,10 +200,12 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 {
 	for (;;) {
 		size_t n;
-		char *line = next_line(r, &n, err);
+		char *line = next_line_unchecked(r, &n, err);
 		if (!line)
 			return err->code ? err->code : MT_EVENTS_EOF;
 		if (line[0] == '#') {
+			if (has_nul(r, line, n, err))
+				return err->code;
 			if (n && line[n - 1] == '\r')
 				line[n - 1] = '\0';
 			*meta = line + 1 + (line[1] == ' ');

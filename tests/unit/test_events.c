@@ -566,6 +566,48 @@ static void test_parse_fast_path(void)
 	ok(good && copied_lines > 1000, msg);
 }
 
+/* A NUL anywhere in an event line is an error, whichever path the line
+ * takes: found by the fast path's scan, and in a tail the memo has (the
+ * line is parsed once whole, so its tail is kept, then with a NUL put in
+ * at each byte in turn). */
+static void test_parse_nul(void)
+{
+	static const char *const lines[] = {
+		"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
+		"-\t1\t1\tcall\t0x7ffff7fe6722\t0x7ffff7fd0570\tinsn=348\tfrom_sym=dl_main\tfrom_off=0x762\t"
+		"from_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\tto_sym=_dl_process_pt_gnu_property\t"
+		"to_off=0x0\tto_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+		"1\t2\t3\tjump\t0x1\t0x2",
+	};
+	struct mt_textmemo memo;
+	bool good = mt_textmemo_init(&memo, 0);
+	unsigned tried = 0;
+	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	for (size_t l = 0; l < sizeof lines / sizeof lines[0] && good; l++) {
+		size_t n = strlen(lines[l]);
+		char buf[512], copy[MT_EVENTS_COPY_MAX];
+		struct mt_event ev;
+		struct mt_err err = {0};
+		bool copied;
+		memcpy(buf, lines[l], n + 1);
+		good &= mt_events_parse_line_copy(buf, n, &ev, kv, &memo, copy, &copied, &err) == 1;
+		for (size_t i = 0; i < n && good; i++, tried++) {
+			memcpy(buf, lines[l], n + 1);
+			buf[i] = '\0';
+			mt_err_clear(&err);
+			memo.skip = 0;
+			good &= mt_events_parse_line_copy(buf, n, &ev, kv, &memo, copy, &copied, &err) == MT_EFORMAT &&
+				!strcmp(err.msg, "a NUL byte in a text line") && !copied;
+			if (!good)
+				fprintf(stderr, "# line %zu, NUL at %zu: not an error\n", l, i);
+		}
+	}
+	mt_textmemo_fini(&memo);
+	char msg[128];
+	snprintf(msg, sizeof msg, "text parser: a NUL at any of %u places in an event line is an error", tried);
+	ok(good && tried > 300, msg);
+}
+
 /* Oracle: the writer encoding the event itself (raw NULL). An event read
  * with keep_raw and written with its raw bytes must give those same bytes,
  * whatever the record looked like: as mt writes it (copied), or not (fields
@@ -634,6 +676,7 @@ int main(void)
 {
 	test_write_raw();
 	test_parse_fast_path();
+	test_parse_nul();
 	test_write_cols(MT_EVENTS_TEXT);
 	test_write_cols(MT_EVENTS_BINARY);
 	test_events_roundtrip();

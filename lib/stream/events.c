@@ -440,13 +440,15 @@ enum { RANK_CPU = 1, RANK_INSN, RANK_CYC, RANK_COND, RANK_ASYNC, RANK_CBR, RANK_
 /* A parsed line's end: the copy of its bytes (copy non-NULL and the line
  * exactly what the writer writes for its event), then its NULs. */
 static int parse_done(char *line, size_t n, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq,
-		      bool canon, char *copy, bool *copied)
+		      bool canon, char *copy, bool *copied, bool cut)
 {
 	if (copy && canon)
 		memcpy(copy, line, n);
 	if (copied)
 		*copied = copy && canon;
-	return put_nuls(line, sp, limit, eqs, neq);
+	/* NULs only where the event has strings in the line (msg, the extra
+	 * columns): the fields' numbers are parsed, a memo's tail is its own */
+	return cut ? put_nuls(line, sp, limit, eqs, neq) : 1;
 }
 
 /* The line as mt's writers write it: columns found by the bit masks, each
@@ -543,7 +545,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		if (eq >= stop) { /* a key alone */
 			if (at_tail && tail_starts(memo, line, n, start, ev, &tail_hash))
 				return parse_done(line, n, &sp, start, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr,
-						  copy, copied);
+						  copy, copied, ev->msg);
 			kv[nx++] = (struct mt_kv){key, NULL};
 			if (nx == 1 && memo)
 				tail = start, tail_pure = true;
@@ -617,7 +619,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		extra:
 			if (at_tail && tail_starts(memo, line, n, start, ev, &tail_hash))
 				return parse_done(line, n, &sp, start, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr,
-						  copy, copied);
+						  copy, copied, ev->msg);
 			kv[nx++] = (struct mt_kv){key, val};
 			if (nx == 1 && memo)
 				tail = start, tail_pure = true;
@@ -645,7 +647,8 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			ev->extra_id = kept->id;
 		}
 	}
-	return parse_done(line, n, &sp, n, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr, copy, copied);
+	return parse_done(line, n, &sp, n, eqs, neq, canon && (k == MT_EV_POWER) == has_cbr, copy, copied,
+			  ev->msg || (nx && ev->extra == kv));
 }
 
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)

@@ -437,6 +437,16 @@ static bool tail_starts(struct mt_textmemo *memo, const char *line, size_t n, si
  * any extra column, or the writer would write it otherwise. */
 enum { RANK_CPU = 1, RANK_INSN, RANK_CYC, RANK_COND, RANK_ASYNC, RANK_CBR, RANK_OFF, RANK_EXTRA };
 
+/* Most lines are calls and returns: those two by one comparison each. */
+static inline int kind_of(const char *s, size_t n)
+{
+	if (n == 4 && !memcmp(s, "call", 4))
+		return MT_EV_CALL;
+	if (n == 6 && !memcmp(s, "return", 6))
+		return MT_EV_RETURN;
+	return mt_event_kind_parse(s, n);
+}
+
 /* A parsed line's end: the copy of its bytes (copy non-NULL and the line
  * exactly what the writer writes for its event), then its NULs. */
 static int parse_done(char *line, size_t n, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq,
@@ -490,7 +500,7 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 		return 0;
 	ev->tid = (uint32_t)v;
 	CANON(dec_canon(pid, line + t[1]) && dec_canon(tid, line + t[2]));
-	int k = mt_event_kind_parse(line + t[2] + 1, t[3] - t[2] - 1);
+	int k = kind_of(line + t[2] + 1, t[3] - t[2] - 1);
 	if (k < 0 || !span_hex(line, line + t[3] + 1, line + t[4], &ev->from, &canon) ||
 	    !span_hex(line, line + t[4] + 1, line + t[5], &ev->to, &canon))
 		return 0;

@@ -139,7 +139,7 @@ struct mt_events_cols {
 };
 /* Writes what mt_events_write writes for ev with cols' columns after its
  * own, in order: the same bytes. raw (may be NULL): the bytes ev was read
- * from, unchanged (a binary reader's r->raw), copied instead of encoding
+ * from, unchanged (a reader's r->raw), copied instead of encoding
  * the fields again where they can be. */
 void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
 			  const struct mt_events_cols *cols, unsigned ncols);

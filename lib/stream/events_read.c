@@ -84,9 +84,8 @@ static void note_meta(struct mt_events_reader *r, const char *meta)
 }
 
 /* The next text line, NUL-terminated in the buffer, or NULL at the end;
- * its length into *len. */
-/* The next line, NULs and all (the text parser finds them in an event
- * line as it scans it). */
+ * its length into *len. NULs in it are not looked for: the text parser
+ * finds them in an event line as it scans it. */
 static char *next_line_unchecked(struct mt_events_reader *r, size_t *len, struct mt_err *err)
 {
 	size_t scanned = 0;
@@ -121,6 +120,7 @@ static char *next_line_unchecked(struct mt_events_reader *r, size_t *len, struct
 	}
 }
 
+/* The same, a line with a NUL an error. */
 static char *next_line(struct mt_events_reader *r, size_t *len, struct mt_err *err)
 {
 	char *line = next_line_unchecked(r, len, err);

@@ -131,7 +131,7 @@ struct seps {
  * bytes' bits ORed in: a line with one takes the general path, which says
  * so (the reader checks for them no other way). */
 #ifdef __SSE2__
-/* The TAB and '=' bits of the 16 bytes at src. */
+/* The TAB and '=' bits of the 16 bytes at src; their NULs' bits ORed into *z. */
 static inline void seps16(const char *src, unsigned *t, unsigned *e, unsigned *z)
 {
 	__m128i v = _mm_loadu_si128((const __m128i *)(const void *)src);

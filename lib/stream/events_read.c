@@ -215,12 +215,11 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 		/* a filter's copy of the line, to pass on (none when out of
 		 * memory: then its fields are written again) */
 		if (r->keep_raw && !r->line_copy)
-			r->line_copy = malloc(MT_EVENTS_COPY_MAX);
+			r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
 		bool copied = false;
 		int rc = mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, r->keep_raw ? r->line_copy : NULL,
 						   &copied, err);
 		r->raw.line_ok = copied;
-		r->raw.line = r->line_copy;
 		r->raw.line_len = n;
 		if (rc < 0) {
 			char msg[sizeof err->msg];

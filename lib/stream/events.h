@@ -205,6 +205,8 @@ struct mt_events_reader {
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
 	struct mt_textmemo *textmemo; /* text: extra columns by their bytes (none: out of memory) */
 	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
+	bool general_only;    /* binary: every record through protobuf-c, none by the
+			       * fast path (the unit test holds the two against each other) */
 	struct mt_events_raw raw; /* with keep_raw: the last event's bytes */
 	char *line_copy;      /* text, with keep_raw: raw.line's bytes (MT_EVENTS_COPY_MAX) */
 	size_t arena_cap, arena_used;

@@ -276,16 +276,50 @@ struct extra_memo {
 	uint64_t id;    /* the events' extra_id */
 	uint16_t len;
 	unsigned n;
-	uint8_t bytes[EXTRA_MEMO_BYTES];
+	uint64_t key[4]; /* short_key of the bytes */
 	struct mt_kv kv[EXTRA_MEMO_KV];
 };
+
+/* Up to 32 bytes as four words, loaded overlapping (never past p + n):
+ * with n they are the bytes, so they hash and compare without a loop or a
+ * call. */
+static inline void short_key(const uint8_t *p, size_t n, uint64_t k[4])
+{
+	k[1] = k[2] = k[3] = 0;
+	if (n >= 16) {
+		memcpy(&k[0], p, 8);
+		memcpy(&k[1], p + 8, 8);
+		memcpy(&k[2], p + n - 16, 8);
+		memcpy(&k[3], p + n - 8, 8);
+	} else if (n >= 8) {
+		memcpy(&k[0], p, 8);
+		memcpy(&k[1], p + n - 8, 8);
+	} else if (n >= 4) {
+		uint32_t lo, hi;
+		memcpy(&lo, p, 4);
+		memcpy(&hi, p + n - 4, 4);
+		k[0] = lo | (uint64_t)hi << 32;
+	} else {
+		k[0] = 0;
+		for (size_t i = 0; i < n; i++)
+			k[0] |= (uint64_t)p[i] << 8 * i;
+	}
+}
+
+static inline size_t short_key_slot(const uint64_t k[4], size_t n)
+{
+	uint64_t h = (k[0] ^ n) * 0x9e3779b97f4a7c15ULL ^ k[1] * 0xff51afd7ed558ccdULL ^
+		     k[2] * 0xc4ceb9fe1a85ec53ULL ^ k[3];
+	h *= 0x9e3779b97f4a7c15ULL;
+	return (size_t)(h >> 52) & (EXTRA_MEMO - 1);
+}
 
 /* The fast path for the common record, an Event with the fields mt
  * writers use (tag numbers of proto/mt-events.proto), decoded straight
  * into ev. Returns false for anything else, or anything wrong, which
  * protobuf-c then reads (or rejects with the message). */
 static inline __attribute__((always_inline)) bool decode_event(struct mt_events_reader *r, const uint8_t *p, size_t n,
-								 struct mt_event *ev, const bool track)
+								 bool slack, struct mt_event *ev, const bool track)
 {
 	const uint8_t *end = p + n;
 	uint64_t len;
@@ -322,18 +356,59 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 	uint64_t delta = 0, v;
 	/* mt's writers put the fields in number order: the first six are
 	 * matched in that order (no tag decoding, no dispatch), the rest and
-	 * anything out of order by the loop (unrolled: each copy's field is a
-	 * constant, so set_field's switch folds away) */
+	 * anything out of order by the loop. The head as the writer writes it,
+	 * [time delta] pid tid kind from to, where 8 bytes can be read past
+	 * the record (slack): one bounds check a field, and the record's end
+	 * once after the last (a varint that ran past it is read, not used). */
+	bool head = false;
+	if (slack) {
+		const uint8_t *h = p;
+		uint64_t f[7];
+		bool minimal = true;
+		unsigned field = 1;
 #pragma GCC unroll 6
-	for (unsigned field = 1; field <= 6; field++)
-		if (p < end && *p == field << 3) {
-			q0 = ++p;
-			if (!mt_pb_get_varint(&p, end, &v) || !set_field(r, ev, field, v, &has_delta, &delta))
-				return false;
-			canon &= MINIMAL(q0);
-		} else {
-			canon &= !track || field == 1; /* the writer writes 2 to 6 always */
+		for (; field <= 6; field++) {
+			if (h < end && *h == field << 3) {
+				unsigned l = mt_pb_varint8(h + 1, &f[field]);
+				if (!l)
+					break;
+				minimal &= l == 1 || h[l] != 0;
+				h += 1 + l;
+				has_delta |= field == 1;
+			} else if (field == 1) {
+				f[1] = 0;
+			} else {
+				break;
+			}
 		}
+		if (field > 6 && h <= end && f[4] < MT_EV_KIND_COUNT) {
+			delta = (f[1] >> 1) ^ -(f[1] & 1);
+			ev->pid = (uint32_t)f[2];
+			ev->tid = (uint32_t)f[3];
+			ev->kind = (enum mt_event_kind)f[4];
+			ev->from = f[5];
+			ev->to = f[6];
+			canon &= minimal;
+			p = h;
+			head = true;
+		} else {
+			has_delta = false;
+		}
+	}
+	/* (unrolled: each copy's field is a constant, so set_field's switch
+	 * folds away) */
+	if (!head) {
+#pragma GCC unroll 6
+		for (unsigned field = 1; field <= 6; field++)
+			if (p < end && *p == field << 3) {
+				q0 = ++p;
+				if (!mt_pb_get_varint(&p, end, &v) || !set_field(r, ev, field, v, &has_delta, &delta))
+					return false;
+				canon &= MINIMAL(q0);
+			} else {
+				canon &= !track || field == 1; /* the writer writes 2 to 6 always */
+			}
+	}
 	/* the writer's order: the fields by number, but cyc (15) right after insn (8) */
 	unsigned last_rank = 2 * 6;
 	bool has_cbr = false;
@@ -355,9 +430,12 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 			/* a symbolized stream's columns repeat (an address's
 			 * symbols): the same ids, decoded once while the table lasts */
 			struct extra_memo *m = NULL;
+			uint64_t memo_key[4];
 			if (len <= EXTRA_MEMO_BYTES && (r->extra_memo || (r->extra_memo = calloc(EXTRA_MEMO, sizeof *m)))) {
-				m = &r->extra_memo[mt_hash_bytes(p, (size_t)len) & (EXTRA_MEMO - 1)];
-				if (m->epoch == r->strings_epoch && m->len == len && !memcmp(m->bytes, p, (size_t)len)) {
+				short_key(p, (size_t)len, memo_key);
+				m = &r->extra_memo[short_key_slot(memo_key, (size_t)len)];
+				if (m->epoch == r->strings_epoch && m->len == len && m->key[0] == memo_key[0] &&
+				    m->key[1] == memo_key[1] && m->key[2] == memo_key[2] && m->key[3] == memo_key[3]) {
 					ev->extra = m->kv;
 					ev->nextra = m->n;
 					ev->extra_id = m->id;
@@ -384,7 +462,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 				ev->extra_id = m->id = mt_events_new_epoch();
 				m->epoch = r->strings_epoch;
 				m->len = (uint16_t)len;
-				memcpy(m->bytes, p, (size_t)len);
+				memcpy(m->key, memo_key, sizeof memo_key);
 				m->n = k;
 			}
 			ev->extra = kv;
@@ -421,9 +499,9 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 
 /* Two copies: with the check for bytes a filter may pass on (r->keep_raw),
  * and without it for the readers that only read. */
-static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, struct mt_event *ev)
+static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, bool slack, struct mt_event *ev)
 {
-	return r->keep_raw ? decode_event(r, p, n, ev, true) : decode_event(r, p, n, ev, false);
+	return r->keep_raw ? decode_event(r, p, n, slack, ev, true) : decode_event(r, p, n, slack, ev, false);
 }
 
 /* An Event's fields as protobuf-c read them. */
@@ -488,7 +566,8 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		/* the common case first: a short record wholly in the buffer */
 		size_t avail = r->end - r->start;
 		const uint8_t *b = (const uint8_t *)r->buf + r->start;
-		if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && decode_event_fast(r, b + 1, b[0], ev)) {
+		if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && !r->general_only &&
+		    decode_event_fast(r, b + 1, b[0], (size_t)b[0] + 9 <= avail, ev)) {
 			r->line++;
 			r->start += (size_t)b[0] + 1;
 			return MT_EVENTS_EVENT;
@@ -509,7 +588,7 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 		if (fill(r, hdr + len, err) < hdr + len)
 			return err->code ? err->code : bad_record(r, err, "truncated");
 		p = (const uint8_t *)r->buf + r->start;
-		if (decode_event_fast(r, p + hdr, len, ev)) {
+		if (!r->general_only && decode_event_fast(r, p + hdr, len, hdr + len + 8 <= r->end - r->start, ev)) {
 			r->raw.ok &= hdr == 1 || p[hdr - 1] != 0;
 			r->start += hdr + len;
 			return MT_EVENTS_EVENT;

@@ -108,4 +108,30 @@ static inline bool mt_pb_get_varint(const uint8_t **pp, const uint8_t *end, uint
 	return false;
 }
 
+/* A varint of at most 8 bytes at p, where 8 bytes can be read whatever it
+ * holds: its length, or 0 when it is longer (then *v is not set). One and
+ * two bytes (tags, kinds, pids) without the general folding. */
+static inline unsigned mt_pb_varint8(const uint8_t *p, uint64_t *v)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+	if (!(w & 0x80)) {
+		*v = w & 0x7f;
+		return 1;
+	}
+	if (!(w & 0x8000)) {
+		*v = (w & 0x7f) | (w >> 1 & 0x3f80);
+		return 2;
+	}
+	uint64_t stop = ~w & 0x8080808080808080ULL;
+	if (!stop)
+		return 0;
+	w &= stop ^ (stop - 1); /* the varint's bytes, the stop bit's byte last */
+	w = ((w & 0x7f007f007f007f00ULL) >> 1) | (w & 0x007f007f007f007fULL);
+	w = ((w & 0x3fff00003fff0000ULL) >> 2) | (w & 0x00003fff00003fffULL);
+	w = ((w & 0x0fffffff00000000ULL) >> 4) | (w & 0x000000000fffffffULL);
+	*v = w;
+	return ((unsigned)__builtin_ctzll(stop) >> 3) + 1;
+}
+
 #endif

@@ -410,6 +410,7 @@ static int cached_col_of_key(struct ptr_cache *pc, const char *k)
 static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 {
 	cs->colset = 0;
+	cs->cols = cs->col;
 	cs->stable = ev->strings_epoch && cs->pc;
 	if (cs->stable && cs->pc->epoch != ev->strings_epoch) {
 		memset(cs->pc, 0, sizeof *cs->pc);
@@ -421,8 +422,7 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 		m = &cs->pc->scan[ev->extra_id * 0x9e3779b97f4a7c15ULL >> (64 - SCAN_MEMO_BITS)];
 		if (m->id == ev->extra_id) {
 			cs->colset = m->colset;
-			for (unsigned s = m->colset; s; s &= s - 1)
-				cs->col[__builtin_ctz(s)] = m->col[__builtin_ctz(s)];
+			cs->cols = m->col; /* not copied: the memo changes only in a later scan */
 			return;
 		}
 	}
@@ -443,7 +443,7 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 
 static const char *extra(const struct mt_cs *cs, enum col c)
 {
-	return cs->colset & 1u << c ? cs->col[c] : NULL;
+	return cs->colset & 1u << c ? cs->cols[c] : NULL;
 }
 
 static const char *sym_name(struct mt_cs *cs, enum col key)

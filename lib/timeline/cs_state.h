@@ -103,7 +103,8 @@ struct ptr_cache {
 };
 
 struct mt_cs {
-	const char *col[C_COUNT]; /* the current event's columns (scan_cols) ... */
+	const char *col[C_COUNT]; /* the current event's columns when scanned ... */
+	const char *const *cols;  /* ... these or a scan_memo's (scan_cols) ... */
 	unsigned colset;          /* ... those set (bit per column; the rest are stale) */
 	bool stable;              /* ... and they are the input's stable strings */
 	struct ptr_cache *pc;

@@ -672,8 +672,174 @@ static void test_write_raw(void)
 	free(in);
 }
 
+/* Reads a whole binary stream: each result (rc, event, error message)
+ * into a text summary, so two readings compare as strings. With w and
+ * wraw: each event also written by mt_events_write_cols, by its fields
+ * into w and with the reader's raw bytes into wraw. */
+static size_t read_summary(const char *buf, size_t len, bool general, char *out, size_t cap,
+			   struct mt_events_writer *w, struct mt_events_writer *wraw)
+{
+	FILE *f = fmemopen((void *)buf, len, "r");
+	struct mt_events_reader r;
+	struct mt_err err = {0};
+	size_t used = 0;
+	if (!f)
+		return 0;
+	if (mt_events_reader_open(&r, f, "mem", &err)) {
+		fclose(f);
+		return (size_t)snprintf(out, cap, "open %s", err.msg);
+	}
+	r.general_only = general;
+	r.keep_raw = wraw != NULL;
+	struct mt_kv kv[] = {{"to_sym", "f"}};
+	struct mt_events_cols cols = {kv, 1, 5};
+	for (;;) {
+		struct mt_event ev;
+		const char *meta = NULL;
+		int rc = mt_events_read(&r, &ev, &meta, &err);
+		int n = 0;
+		if (rc == MT_EVENTS_EVENT) {
+			n = snprintf(out + used, cap - used, "E %d %" PRIu64 " %u %u %d %d %" PRIx64 " %" PRIx64 " %" PRIu64
+				     " %" PRIu64 " %d %d %" PRIx64 " %u %s %u",
+				     ev.has_time, ev.has_time ? ev.time : 0, ev.pid, ev.tid, ev.cpu, (int)ev.kind, ev.from,
+				     ev.to, ev.insn, ev.cyc, ev.cond, ev.async, ev.offset,
+				     ev.kind == MT_EV_POWER ? ev.cbr : 0, ev.msg ? ev.msg : "-", ev.nextra);
+			for (unsigned i = 0; i < ev.nextra && n > 0 && (size_t)n < cap - used; i++)
+				n += snprintf(out + used + n, cap - used - n, " %s=%s", ev.extra[i].key,
+					      ev.extra[i].val ? ev.extra[i].val : "(none)");
+			if (w) {
+				mt_events_write_cols(w, &ev, NULL, &cols, 1);
+				mt_events_write_cols(wraw, &ev, &r.raw, &cols, 1);
+			}
+		} else if (rc == MT_EVENTS_META) {
+			n = snprintf(out + used, cap - used, "M %s", meta);
+		} else if (rc == MT_EVENTS_EOF) {
+			n = snprintf(out + used, cap - used, "EOF");
+		} else {
+			n = snprintf(out + used, cap - used, "ERR %d %s", rc, err.msg);
+		}
+		if (n < 0 || (size_t)n + 2 > cap - used)
+			break;
+		used += (size_t)n;
+		out[used++] = '\n';
+		out[used] = 0;
+		if (rc <= 0)
+			break;
+	}
+	mt_events_reader_close(&r);
+	fclose(f);
+	return used;
+}
+
+/* Oracle: protobuf-c (the reader's general path). A binary stream as mt
+ * writes it, then with every byte of every record changed to values that
+ * matter to varints and tags (0, 1, 0x7f, 0x80, 0xff, the byte +-1, its
+ * top bit flipped), whole and cut right after the changed record (no bytes
+ * past it to read ahead into): the fast path reads the same events and
+ * errors as protobuf-c, and a filter passing events on with the reader's
+ * raw bytes writes the same stream as one encoding every field. */
+static void test_binary_fast_path(void)
+{
+	static const struct mt_kv kv1[] = {{"from_sym", "main"}, {"to_sym", "strcmp"}, {"flag", NULL}};
+	struct mt_event in[] = {
+		{.pid = 3794, .tid = 3794, .cpu = -1, .kind = MT_EV_CALL, .from = 0x7ffff7fd845c, .to = 0x7ffff7fd3970,
+		 .insn = 109, .offset = MT_NO_OFFSET},
+		{.pid = 3794, .tid = 3794, .cpu = -1, .kind = MT_EV_RETURN, .from = 0x7ffff7fd3980, .to = 0x7ffff7fd8461,
+		 .offset = MT_NO_OFFSET}, /* to last: a varint made longer runs past the record */
+		{.pid = 3794, .tid = 70000, .cpu = -1, .kind = MT_EV_RETURN, .from = 0x401000, .to = 0x55555555a123,
+		 .insn = 3, .offset = MT_NO_OFFSET, .extra = kv1, .nextra = 3},
+		{.time = 5000000000ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = 1, .kind = MT_EV_CALL,
+		 .from = 0x401000, .to = 0xffffffff81000000ULL, .insn = 3, .cyc = 1ULL << 40, .offset = MT_NO_OFFSET,
+		 .extra = kv1, .nextra = 2},
+		{.time = 4999999990ULL, .has_time = true, .pid = 7, .tid = 8, .cpu = -1, .kind = MT_EV_RETURN,
+		 .from = 0x7fffffffffff, .to = 0x80, .offset = 12, .extra = kv1, .nextra = 1},
+		{.time = 4999999990ULL + 200, .has_time = true, .pid = 1u << 28, .tid = 1, .cpu = 0, .kind = MT_EV_ERROR,
+		 .offset = 0, .msg = "overflow"},
+		{.pid = 1, .tid = 1, .cpu = 0, .kind = MT_EV_TRACE_END, .async = true, .cond = true,
+		 .offset = MT_NO_OFFSET},
+		{.time = 1, .has_time = true, .cpu = 3, .kind = MT_EV_POWER, .cbr = 33, .offset = MT_NO_OFFSET},
+		{.pid = 3794, .tid = 3795, .cpu = -1, .kind = MT_EV_CALL, .from = 0x7ffff7fd845c, .to = 0x7ffff7fd3970,
+		 .offset = MT_NO_OFFSET},
+	};
+	const size_t nin = sizeof in / sizeof in[0];
+	char *buf;
+	size_t len;
+	struct mt_events_writer w;
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &buf, &len);
+	for (size_t i = 0; i < nin; i++)
+		mt_events_write(&w, &in[i]);
+	struct mt_err err = {0};
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	const size_t cap = 1u << 16;
+	char *fast = malloc(cap), *slow = malloc(cap), *copy = malloc(len);
+	int good = fast && slow && copy;
+	unsigned tried = 0, differ = 0, rawdiff = 0, events = 0;
+	/* the records: a varint length, then the body */
+	for (size_t at = MT_EVENTS_MAGIC_LEN; good && at < len;) {
+		size_t rl = 0, hdr = 0;
+		for (unsigned s = 0; at + hdr < len; s += 7) {
+			uint8_t b = (uint8_t)buf[at + hdr++];
+			rl |= (size_t)(b & 0x7f) << s;
+			if (!(b & 0x80))
+				break;
+		}
+		static const int vals[] = {0x00, 0x01, 0x7f, 0x80, 0xff, -1, -2, -3};
+		for (size_t j = at; j < at + hdr + rl; j++) {
+			for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
+				memcpy(copy, buf, len);
+				uint8_t o = (uint8_t)buf[j];
+				copy[j] = (char)(vals[v] == -1 ? o + 1 : vals[v] == -2 ? o - 1 : vals[v] == -3 ? o ^ 0x80 : vals[v]);
+				if ((uint8_t)copy[j] == o && vals[v] >= 0)
+					continue;
+				for (int cut = 0; cut < 2; cut++) {
+					size_t n = cut ? at + hdr + rl : len;
+					char *ab, *bb;
+					size_t al, bl;
+					struct mt_events_writer wa, wb;
+					FILE *fa = write_to_memory(&wa, MT_EVENTS_BINARY, &ab, &al);
+					FILE *fb = write_to_memory(&wb, MT_EVENTS_BINARY, &bb, &bl);
+					read_summary(copy, n, false, fast, cap, &wa, &wb);
+					read_summary(copy, n, true, slow, cap, NULL, NULL);
+					mt_events_writer_finish(&wa, &err);
+					mt_events_writer_finish(&wb, &err);
+					fclose(fa);
+					fclose(fb);
+					tried++;
+					if (strcmp(fast, slow)) {
+						if (differ++ < 3)
+							fprintf(stderr, "# record at %zu, byte %zu = 0x%02x%s:\nfast:\n%sprotobuf-c:\n%s", at, j,
+							     (uint8_t)copy[j], cut ? ", cut after" : "", fast, slow);
+					}
+					if (al != bl || memcmp(ab, bb, al)) {
+						if (rawdiff++ < 3)
+							fprintf(stderr, "# record at %zu, byte %zu = 0x%02x: raw copy differs\n", at, j,
+							     (uint8_t)copy[j]);
+					}
+					free(ab);
+					free(bb);
+				}
+			}
+		}
+		at += hdr + rl;
+	}
+	read_summary(buf, len, false, fast, cap, NULL, NULL);
+	for (const char *q = fast; (q = strstr(q, "E ")); q++)
+		events += q == fast || q[-1] == '\n';
+	char msg[160];
+	snprintf(msg, sizeof msg,
+		 "binary fast path = protobuf-c on %u changed streams (%u differ), raw copies = encoding (%u differ)",
+		 tried, differ, rawdiff);
+	ok(good && events == nin && tried > 2000 && !differ && !rawdiff, msg);
+	free(fast);
+	free(slow);
+	free(copy);
+	free(buf);
+}
+
 int main(void)
 {
+	test_binary_fast_path();
 	test_write_raw();
 	test_parse_fast_path();
 	test_parse_nul();

@@ -50,6 +50,9 @@ static inline void mt_pb_copy(uint8_t *d, const void *src, size_t n)
 	if (n >= 8 && n <= 16) {
 		memcpy(d, s, 8);
 		memcpy(d + n - 8, s + n - 8, 8);
+	} else if (n > 16 && n <= 32) { /* an Event's fields: 20 to 30 bytes */
+		memcpy(d, s, 16);
+		memcpy(d + n - 16, s + n - 16, 16);
 	} else if (n >= 4 && n < 8) {
 		memcpy(d, s, 4);
 		memcpy(d + n - 4, s + n - 4, 4);

@@ -661,6 +661,22 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 			  ev->msg || (nx && ev->extra == kv));
 }
 
+int mt_events_parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			 char *copy, bool *copied)
+{
+	if (copied)
+		*copied = false;
+	return n && line[0] != '#' && parse_fast(line, n, ev, kv, memo, copy, copied) == 1;
+}
+
+bool mt_events_parse_time(const char *s, size_t len, uint64_t *time, bool *canon)
+{
+	if (!span_dec(s, s, s + len, 19, time))
+		return false;
+	*canon = dec_canon(s, s + len);
+	return true;
+}
+
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)
 {
 	return mt_events_parse_line_n(line, strlen(line), ev, kv, err);

@@ -78,6 +78,7 @@ int mt_event_kind_parse(const char *s, size_t n);
 
 struct mt_intern;
 struct mt_textmemo;
+struct mt_linememo;
 struct cols_memo;
 struct extra_memo;
 struct mt_events_raw;
@@ -163,6 +164,14 @@ int mt_events_parse_line_memo(char *line, size_t n, struct mt_event *ev, struct 
 #define MT_EVENTS_COPY_MAX 4096
 int mt_events_parse_line_copy(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
 			      char *copy, bool *copied, struct mt_err *err);
+/* The fast path alone: 1 when it took the line (as parse_line_copy), 0
+ * when it left the line, unchanged, to the general parser. */
+int mt_events_parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *kv, struct mt_textmemo *memo,
+			 char *copy, bool *copied);
+/* A line's time column, [s, s + len), as the fast parser takes it: up to
+ * 19 digits; *canon: whether mt's writer writes it so. False for anything
+ * else ("-" included). */
+bool mt_events_parse_time(const char *s, size_t len, uint64_t *time, bool *canon);
 /* The general parser alone, without the fast path for lines as mt writes
  * them: the two must agree on every line (the unit test and the fuzz
  * harness hold them against each other). */
@@ -204,6 +213,7 @@ struct mt_events_reader {
 	void *arena;          /* binary: unpack memory, reused for every record */
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
 	struct mt_textmemo *textmemo; /* text: extra columns by their bytes (none: out of memory) */
+	struct mt_linememo *linememo; /* text: event lines by their bytes after the time (none: off) */
 	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
 	bool general_only;    /* binary: every record through protobuf-c, none by the
 			       * fast path (the unit test holds the two against each other) */

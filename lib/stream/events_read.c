@@ -17,6 +17,7 @@
 #include "mt-events.pb-c.h"
 #include "stream/limits.h"
 #include "stream/pbwire.h"
+#include "stream/linememo.h"
 #include "stream/textmemo.h"
 
 #define READ_CHUNK (1u << 20)
@@ -167,6 +168,8 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 		r->textmemo = memo;
 	else
 		free(memo); /* parsed without: slower, the same events */
+	if ((r->linememo = malloc(sizeof *r->linememo))) /* the same */
+		mt_linememo_init(r->linememo);
 	size_t first_len;
 	char *first = next_line(r, &first_len, err);
 	if (err->code)
@@ -196,6 +199,69 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 	return rc;
 }
 
+/* An event line through the line memo: its time parsed, the rest copied
+ * from the memo, or parsed there as "-" and the rest (the same parse: no
+ * column but the first depends on the time) and kept. Anything the memo
+ * does not take is parsed as it is. */
+static int parse_text_line(struct mt_events_reader *r, char *line, size_t n, struct mt_event *ev, char *copy,
+			   bool *copied, struct mt_err *err)
+{
+	struct mt_linememo *lm = r->linememo;
+	if (!lm || n > MT_EVENTS_COPY_MAX || !n || line[0] == '#' || !mt_linememo_active(lm))
+		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+	const char *tab = memchr(line, '\t', n < 20 ? n : 20);
+	uint64_t time = 0;
+	bool has_time = false, time_canon = true;
+	if (!tab)
+		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+	if (!(tab == line + 1 && line[0] == '-')) {
+		if (!mt_events_parse_time(line, (size_t)(tab - line), &time, &time_canon))
+			return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+		has_time = true;
+	}
+	const char *key = tab;
+	size_t klen = n - (size_t)(tab - line);
+	uint64_t hash;
+	struct mt_linememo_entry *e = klen <= MT_LINEMEMO_MAX ? mt_linememo_slot(lm, key, klen, &hash) : NULL;
+	if (!e)
+		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+	bool ok;
+	if (mt_linememo_holds(lm, e, key, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
+		*ev = e->ev;
+		ok = e->copied;
+	} else {
+		e->hash = 0;
+		memcpy(e->key, key, klen);
+		e->parsed[0] = '-';
+		memcpy(e->parsed + 1, key, klen);
+		e->parsed[klen + 1] = '\0'; /* as the reader ends a line: its last column's end */
+		bool c = false;
+		int rc = mt_events_parse_fast(e->parsed, klen + 1, ev, r->kv, r->textmemo, copy, &c);
+		if (rc != 1)
+			return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+		ok = c;
+		bool own = ev->extra == r->kv;
+		if (!own || ev->nextra <= MT_LINEMEMO_KV) {
+			e->ev = *ev;
+			if (own) {
+				memcpy(e->kv, r->kv, ev->nextra * sizeof *e->kv);
+				e->ev.extra = e->kv;
+			}
+			e->own = own;
+			e->epoch = ev->strings_epoch;
+			e->copied = c;
+			e->len = klen;
+			e->hash = hash;
+		}
+	}
+	ev->time = time;
+	ev->has_time = has_time;
+	*copied = copy && ok && time_canon;
+	if (*copied)
+		memcpy(copy, line, n);
+	return 1;
+}
+
 static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
 {
 	for (;;) {
@@ -217,8 +283,7 @@ static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char
 		if (r->keep_raw && !r->line_copy)
 			r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
 		bool copied = false;
-		int rc = mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, r->keep_raw ? r->line_copy : NULL,
-						   &copied, err);
+		int rc = parse_text_line(r, line, n, ev, r->keep_raw ? r->line_copy : NULL, &copied, err);
 		r->raw.line_ok = copied;
 		r->raw.line_len = n;
 		if (rc < 0) {
@@ -665,5 +730,8 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	if (r->textmemo)
 		mt_textmemo_fini(r->textmemo);
 	free(r->textmemo);
+	if (r->linememo)
+		mt_linememo_fini(r->linememo);
+	free(r->linememo);
 	memset(r, 0, sizeof *r);
 }

@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "stream/events.h"
+#include "stream/linememo.h"
 #include "stream/textmemo.h"
 
 #include "memstream.h"
@@ -837,8 +838,184 @@ static void test_binary_fast_path(void)
 	free(buf);
 }
 
+/* One text stream read by a reader with its line memo and one without:
+ * the same results (rc, event, error), the same copies passed on. */
+static int same_reading(const char *text, size_t len, unsigned *events, unsigned *copies, uint64_t *found)
+{
+	FILE *fa = fmemopen((void *)text, len, "r"), *fb = fmemopen((void *)text, len, "r");
+	struct mt_events_reader ra, rb;
+	struct mt_err xa = {0}, xb = {0};
+	int good = fa && fb && !mt_events_reader_open(&ra, fa, "mem", &xa) && !mt_events_reader_open(&rb, fb, "mem", &xb);
+	if (!good) {
+		if (fa)
+			fclose(fa);
+		if (fb)
+			fclose(fb);
+		return 0;
+	}
+	good = ra.linememo != NULL && ra.textmemo && rb.textmemo;
+	/* a small tail memo: it fills and starts over (a new epoch) often,
+	 * and the line memo must not keep what pointed into it */
+	if (good) {
+		mt_textmemo_fini(ra.textmemo);
+		mt_textmemo_fini(rb.textmemo);
+		good = mt_textmemo_init(ra.textmemo, 16 << 10) && mt_textmemo_init(rb.textmemo, 16 << 10);
+	}
+	mt_linememo_fini(rb.linememo);
+	free(rb.linememo);
+	rb.linememo = NULL;
+	ra.keep_raw = rb.keep_raw = true;
+	for (;;) {
+		struct mt_event ea, eb;
+		const char *ma = NULL, *mb = NULL;
+		int a = mt_events_read(&ra, &ea, &ma, &xa), b = mt_events_read(&rb, &eb, &mb, &xb);
+		if (a != b || (a < 0 && strcmp(xa.msg, xb.msg)) || (a == MT_EVENTS_META && strcmp(ma, mb))) {
+			fprintf(stderr, "# after %u events: %d '%s' / %d '%s'\n", *events, a, a < 0 ? xa.msg : "",
+				b, b < 0 ? xb.msg : "");
+			good = 0;
+			break;
+		}
+		if (a != MT_EVENTS_EVENT)
+			break;
+		(*events)++;
+		if (!same_parsed(1, &ea, &xa, 1, &eb, &xb) || ra.raw.line_ok != rb.raw.line_ok ||
+		    (ra.raw.line_ok && (ra.raw.line_len != rb.raw.line_len ||
+					memcmp(ra.raw.line, rb.raw.line, ra.raw.line_len)))) {
+			fprintf(stderr, "# event %u differs: copied %d/%d, line %" PRIu64 "\n", *events, ra.raw.line_ok,
+				rb.raw.line_ok, ra.line);
+			good = 0;
+			break;
+		}
+		*copies += ra.raw.line_ok;
+	}
+	if (ra.linememo)
+		*found += ra.linememo->found;
+	mt_events_reader_close(&ra);
+	mt_events_reader_close(&rb);
+	fclose(fa);
+	fclose(fb);
+	return good;
+}
+
+/* Oracle: the reader without its line memo (each line parsed whole). The
+ * fast-path test's lines, changed at random, each with its time column
+ * replaced by times the memo takes and times it leaves ("-", digits with
+ * and without leading zeros, 20 and 21 digits, none, a letter): lines that
+ * parse go into one stream (repeats: the memo's hits, with other times),
+ * lines that are errors into a stream each. */
+static void test_line_memo(void)
+{
+	static const char *const base[] = {
+		"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
+		"123\t1\t2\treturn\t0x1\t0x0\tcpu=3\tinsn=40\tfrom_sym=main\tfrom_off=0x4\tfrom_dso=/bin/x",
+		"9\t1\t2\tjump\t0xa\t0xb\tcond=1\tasync=0\tcbr=7\toff=0x1f\tmsg=a b\tk\tx=y=z",
+		"-\t0\t0\terror\t0x0\t0x0\toff=0x10\tmsg=bad packet",
+		"18446744073709551615\t4294967295\t4294967295\tpower\t0xffffffffffffffff\t0x0\tcbr=4294967295",
+		"-\t1\t1\ttrace-start\t0x0\t0x10\tto_sym=f\tto_off=0x0\tto_dso=[vdso]",
+		"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
+		"-\t1\t1\tcall\t0x7ffff7fe6722\t0x7ffff7fd0570\tinsn=348\tfrom_sym=dl_main\tfrom_off=0x762\t"
+		"from_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\tto_sym=_dl_process_pt_gnu_property\t"
+		"to_off=0x0\tto_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
+		"1\t1\t1\tcall\t0x1\t0x2\tinsn=3\ta=1\tb=2\tc=3\td=4\te=5\tf=6\tg=7\th=8\ti=9\tj=10\tk=11\tl=12\tm=13"
+		"\tn=14\to=15\tp=16\tq=17\tr=18",
+	};
+	static const char *const times[] = {"-", "5", "0", "007", "18446744073709551615", "123456789012345678901",
+					    "", "12a", "99999999999999999999"};
+	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy/:@G`g\x80\xb0\xe1";
+	const char head[] = "# mt-events 1\n";
+	size_t cap = 64u << 20, used = 0;
+	char *big = malloc(cap), one[4096];
+	unsigned seed = 777, events = 0, copies = 0, errors = 0, lines = 0;
+	uint64_t found = 0;
+	int good = big != NULL;
+	if (good) {
+		memcpy(big, head, sizeof head - 1);
+		used = sizeof head - 1;
+	}
+	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
+	for (size_t b = 0; b < sizeof base / sizeof base[0] && good; b++) {
+		for (int round = 0; round < 3000 && good; round++) {
+			char line[1024];
+			snprintf(line, sizeof line, "%s", base[b]);
+			size_t n = strlen(line);
+			for (int e = 0; round && e < 1 + round % 3; e++) {
+				seed = seed * 1103515245 + 12345;
+				size_t at = (seed >> 8) % (n + 1);
+				seed = seed * 1103515245 + 12345;
+				char c = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+				if (at < n && round % 2)
+					line[at] = c;
+				else if (n + 1 < sizeof line) {
+					memmove(line + at + 1, line + at, n - at + 1);
+					line[at] = c;
+					n++;
+				}
+			}
+			const char *rest = strchr(line, '\t');
+			for (size_t t = 0; t < sizeof times / sizeof times[0] && good; t++) {
+				char v[1200];
+				int vn = rest ? snprintf(v, sizeof v, "%s%s", times[t], rest) : snprintf(v, sizeof v, "%s", line);
+				if (vn <= 0 || (size_t)vn >= sizeof v || v[0] == '#')
+					continue;
+				char probe[1200];
+				memcpy(probe, v, (size_t)vn + 1);
+				struct mt_event ev;
+				struct mt_err err = {0};
+				int rc = mt_events_parse_line_general(probe, (size_t)vn, &ev, kv, &err);
+				lines++;
+				if (rc < 0 && errors < 4000) {
+					errors++;
+					int on = snprintf(one, sizeof one, "%s%s\n", head, v);
+					good &= same_reading(one, (size_t)on, &events, &copies, &found);
+					if (!good)
+						fprintf(stderr, "# differs (alone): '%s'\n", v);
+				} else if (rc >= 0 && used + (size_t)vn + 1 < cap) {
+					memcpy(big + used, v, (size_t)vn);
+					big[used + (size_t)vn] = '\n';
+					used += (size_t)vn + 1;
+				}
+				if (!rest)
+					break;
+			}
+		}
+	}
+	/* the good lines twice over (the memo holds only the latest of many) */
+	if (good && 2 * used < cap) {
+		memcpy(big + used, big + sizeof head - 1, used - (sizeof head - 1));
+		used += used - (sizeof head - 1);
+	}
+	good &= same_reading(big, used, &events, &copies, &found);
+	/* lines whose columns are the tail memo's, then enough other tails
+	 * to fill it (it starts over), then the first lines again: the line
+	 * memo must not hand out the columns the tail memo let go (it did,
+	 * with its check of the tail memo's epoch taken out) */
+	used = 0;
+	memcpy(big, head, sizeof head - 1);
+	used = sizeof head - 1;
+	for (int k = 0; k < 20; k++)
+		used += (size_t)snprintf(big + used, cap - used,
+					 "%d\t1\t1\tcall\t0x%x\t0x20\tinsn=3\tto_sym=first_%d\tto_off=0x0\tto_dso=/lib/a.so\n",
+					 k, 0x1000 + k, k);
+	for (int j = 0; j < 400; j++)
+		used += (size_t)snprintf(big + used, cap - used,
+					 "-\t2\t2\treturn\t0x%x\t0x30\tinsn=4\tfrom_sym=other_%d_%0100d\tfrom_off=0x1\n",
+					 0x9000 + j, j, j);
+	for (int k = 0; k < 20; k++)
+		used += (size_t)snprintf(big + used, cap - used,
+					 "%d\t1\t1\tcall\t0x%x\t0x20\tinsn=3\tto_sym=first_%d\tto_off=0x0\tto_dso=/lib/a.so\n",
+					 100 + k, 0x1000 + k, k);
+	good &= same_reading(big, used, &events, &copies, &found);
+	free(big);
+	char msg[200];
+	snprintf(msg, sizeof msg,
+		 "text reader: with its line memo, the same events, errors and copies as without (%u lines, %u events, "
+		 "%" PRIu64 " from the memo, %u copied, %u errors)", lines, events, found, copies, errors);
+	ok(good && events > 100000 && found > 10000 && copies > 10000 && errors > 1000, msg);
+}
+
 int main(void)
 {
+	test_line_memo();
 	test_binary_fast_path();
 	test_write_raw();
 	test_parse_fast_path();

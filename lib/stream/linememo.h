@@ -1,0 +1,53 @@
+/* linememo: a text stream's event lines, kept parsed by their bytes after
+ * the time column. A program's trace repeats the same events over and
+ * over (a loop's calls: the same pid, tid, addresses, instruction count
+ * and symbols; 1,208 distinct lines of 8,841 in magic-trace's hello-world
+ * trace from real hardware), and only the time differs, if the stream has
+ * one. The text reader parses a line's time, and the rest once: a later
+ * line with the same bytes gets a copy of the parsed event.
+ * Direct-mapped and bounded; where lines rarely repeat it stands aside for
+ * a while (each miss copies the line once more). */
+#ifndef MT_LINEMEMO_H
+#define MT_LINEMEMO_H
+
+#include <stdbool.h>
+#include <stddef.h>
+#include <stdint.h>
+
+#include "stream/events.h"
+
+#define MT_LINEMEMO_MAX 480 /* longer lines are parsed each time */
+#define MT_LINEMEMO_KV 16   /* so are lines with more extra columns of their own */
+
+struct mt_linememo_entry {
+	uint64_t hash;     /* 0: empty */
+	size_t len;        /* of key */
+	uint64_t epoch;    /* own false: the textmemo's epoch its columns are from */
+	bool own;          /* ev's strings are all in parsed and kv */
+	bool copied;       /* the line is what the writer writes, but for the time */
+	struct mt_event ev; /* time unset */
+	struct mt_kv kv[MT_LINEMEMO_KV];
+	char key[MT_LINEMEMO_MAX];        /* the line from the TAB after the time, as read */
+	char parsed[MT_LINEMEMO_MAX + 2]; /* "-", key and a NUL, parsed in place */
+};
+
+struct mt_linememo {
+	struct mt_linememo_entry *slot; /* made at the first lookup */
+	bool failed;                    /* out of memory: stands aside for good */
+	/* standing aside: lookups and hits in this window, lines still to skip */
+	uint32_t window, hits, skip;
+	uint64_t found;                 /* hits in all (for tests and stats) */
+};
+
+void mt_linememo_init(struct mt_linememo *m);
+void mt_linememo_fini(struct mt_linememo *m);
+/* Whether lines are worth looking up now (false: standing aside; each call
+ * counts a line). */
+bool mt_linememo_active(struct mt_linememo *m);
+/* The slot for key's bytes (*hash: theirs), or NULL (out of memory); a
+ * hit when it holds them (mt_linememo_holds). */
+struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash);
+bool mt_linememo_holds(struct mt_linememo *m, const struct mt_linememo_entry *e, const char *key, size_t len,
+		       uint64_t hash, uint64_t textmemo_epoch);
+
+#endif

@@ -1,0 +1,90 @@
+/* Unit tests of the line memo (stream/linememo.c); TAP output. Oracle:
+ * the memo's contract (linememo.h), case by case: what was kept is found
+ * by its bytes alone, anything else is not, and the memo stands aside
+ * where lines do not repeat. */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "stream/linememo.h"
+
+#include "tap.h"
+
+/* Keeps key in its slot as the reader does: bytes, length, hash. */
+static struct mt_linememo_entry *keep(struct mt_linememo *m, const char *key, bool own, uint64_t epoch)
+{
+	uint64_t h;
+	struct mt_linememo_entry *e = mt_linememo_slot(m, key, strlen(key), &h);
+	if (e) {
+		memcpy(e->key, key, strlen(key));
+		e->len = strlen(key);
+		e->own = own;
+		e->epoch = epoch;
+		e->hash = h;
+	}
+	return e;
+}
+
+static bool finds(struct mt_linememo *m, const char *key, uint64_t epoch)
+{
+	uint64_t h;
+	struct mt_linememo_entry *e = mt_linememo_slot(m, key, strlen(key), &h);
+	return e && mt_linememo_holds(m, e, key, strlen(key), h, epoch);
+}
+
+int main(void)
+{
+	struct mt_linememo m;
+	mt_linememo_init(&m);
+	const char *a = "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f";
+	/* the same first 64 bytes, another end: the same slot, not the same line */
+	char b[200], c[200];
+	snprintf(b, sizeof b, "%s%s", "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f012345678901234567890123456789", "X");
+	snprintf(c, sizeof c, "%s%s", "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f012345678901234567890123456789", "Y");
+	ok(!finds(&m, a, 0), "an empty memo finds nothing");
+	ok(keep(&m, a, true, 0) && finds(&m, a, 0) && finds(&m, a, 99), "a line kept with its own strings is found, whatever the tail memo's epoch");
+	keep(&m, b, true, 0);
+	ok(finds(&m, b, 0) && !finds(&m, c, 0), "a line that differs only past the hashed bytes is not found");
+	keep(&m, a, false, 7);
+	ok(finds(&m, a, 7) && !finds(&m, a, 8), "a line whose columns are the tail memo's is found only in that memo's epoch");
+	char shorter[64];
+	snprintf(shorter, sizeof shorter, "%.*s", (int)strlen(a) - 1, a);
+	ok(!finds(&m, shorter, 7), "a prefix of a kept line is not found");
+	/* standing aside: a window of lines that never repeat */
+	mt_linememo_fini(&m);
+	mt_linememo_init(&m);
+	unsigned active = 0, n = 0;
+	for (n = 0; n < 8192; n++) {
+		char k[32];
+		snprintf(k, sizeof k, "\t%u\tnever again", n);
+		if (mt_linememo_active(&m)) {
+			active++;
+			finds(&m, k, 0);
+		}
+	}
+	ok(active == 4096, "after a window of misses the memo stands aside");
+	unsigned skipped = 0;
+	while (!mt_linememo_active(&m))
+		skipped++;
+	ok(skipped == (1u << 16) - 4096, "and takes lines again after a while");
+	/* a window with enough hits keeps it looking */
+	mt_linememo_fini(&m);
+	mt_linememo_init(&m);
+	keep(&m, a, true, 0);
+	active = 0;
+	for (n = 0; n < 3 * 4096; n++) {
+		if (!mt_linememo_active(&m))
+			continue;
+		active++;
+		if (n % 4) {
+			char k[32];
+			snprintf(k, sizeof k, "\t%u\tonce", n);
+			finds(&m, k, 0);
+		} else {
+			finds(&m, a, 0);
+		}
+	}
+	ok(active == 3 * 4096 && m.found == 3 * 1024, "a quarter of lines found: it never stands aside");
+	mt_linememo_fini(&m);
+	return tap_done();
+}

@@ -205,7 +205,10 @@ static void emit_proto(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEve
 			d = pb_iid_name(d, 3, 2, "file");
 			d = pb_iid_name(d, 3, 3, "line");
 		}
-		uint8_t a[32], *e;
+		/* at most 13 bytes; sized past 32 so that gcc's bounds check
+		 * (-Wstringop-overread, which cannot see e - a) finds no copy
+		 * in mt_pb_copy that could read beyond it */
+		uint8_t a[48], *e;
 		if (ip) { /* TrackEvent.debug_annotations { name_iid 1, pointer_value 7 } */
 			e = mt_pb_uint(mt_pb_uint(a, 1, 1), 7, ip);
 			t = mt_pb_bytes(t, 4, a, (size_t)(e - a));

@@ -224,7 +224,7 @@ int main(int argc, char **argv)
 		struct mt_events_cols added[2];
 		unsigned nadded = 0;
 		for (int k = 0; k < 2; k++)
-			if (side[k].addr && !has_key(&ev, side[k].sym) && !has_key(&ev, side[k].dso))
+			if (side[k].addr && (!ev.nextra || (!has_key(&ev, side[k].sym) && !has_key(&ev, side[k].dso))))
 				added[nadded++] = *mt_symcols_get(cols, ev.pid, side[k].addr, (enum mt_symcols_side)k);
 		/* the common event: its own columns, then the groups, each
 		 * encoded once by the writer */

@@ -105,13 +105,11 @@ static bool fill(struct slot *s, const struct mt_sym_result *r, int side)
 	return fits;
 }
 
-const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, uint64_t addr,
-					    enum mt_symcols_side side)
+/* A miss: looked up and kept. Not inlined: the hit stays a leaf, with no
+ * registers to save. */
+static __attribute__((noinline)) const struct mt_events_cols *
+symcols_miss(struct mt_symcols *c, struct slot *s, uint32_t pid, uint64_t addr, enum mt_symcols_side side)
 {
-	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
-	struct slot *s = &c->slots[side][h >> (64 - SLOT_BITS)];
-	if (s->gen == c->gen && s->addr == addr && s->pid == pid)
-		return &s->cols;
 	mt_sym_lookup(c->sym, pid, addr, &c->res);
 	s->gen = 0;
 	if (!fill(s, &c->res, side)) {
@@ -123,4 +121,14 @@ const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, 
 	s->addr = addr;
 	s->pid = pid;
 	return &s->cols;
+}
+
+const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, uint64_t addr,
+					    enum mt_symcols_side side)
+{
+	uint64_t h = (addr ^ (uint64_t)pid << 40) * 0x9e3779b97f4a7c15ULL;
+	struct slot *s = &c->slots[side][h >> (64 - SLOT_BITS)];
+	if (s->gen == c->gen && s->addr == addr && s->pid == pid)
+		return &s->cols;
+	return symcols_miss(c, s, pid, addr, side);
 }

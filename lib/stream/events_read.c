@@ -262,7 +262,8 @@ static int parse_text_line(struct mt_events_reader *r, char *line, size_t n, str
 	return 1;
 }
 
-static int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta,
+					       struct mt_err *err)
 {
 	for (;;) {
 		size_t n;
@@ -625,18 +626,28 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
 	return MT_EVENTS_EVENT;
 }
 
-static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
+/* The common case: a short record wholly in the buffer, an event the
+ * fast path takes. */
+static inline bool read_short_event(struct mt_events_reader *r, struct mt_event *ev)
+{
+	size_t avail = r->end - r->start;
+	const uint8_t *b = (const uint8_t *)r->buf + r->start;
+	if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && !r->general_only &&
+	    decode_event_fast(r, b + 1, b[0], (size_t)b[0] + 9 <= avail, ev)) {
+		r->line++;
+		r->start += (size_t)b[0] + 1;
+		return true;
+	}
+	return false;
+}
+
+/* Not inlined, nor read_text: mt_events_read's common case stays small. */
+static __attribute__((noinline)) int read_binary(struct mt_events_reader *r, struct mt_event *ev, const char **meta,
+						 struct mt_err *err)
 {
 	for (;;) {
-		/* the common case first: a short record wholly in the buffer */
-		size_t avail = r->end - r->start;
-		const uint8_t *b = (const uint8_t *)r->buf + r->start;
-		if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && !r->general_only &&
-		    decode_event_fast(r, b + 1, b[0], (size_t)b[0] + 9 <= avail, ev)) {
-			r->line++;
-			r->start += (size_t)b[0] + 1;
+		if (read_short_event(r, ev))
 			return MT_EVENTS_EVENT;
-		}
 		size_t have = fill(r, 10, err);
 		if (err->code)
 			return err->code;
@@ -714,7 +725,9 @@ static int read_binary(struct mt_events_reader *r, struct mt_event *ev, const ch
 
 int mt_events_read(struct mt_events_reader *r, struct mt_event *ev, const char **meta, struct mt_err *err)
 {
-	return r->format == MT_EVENTS_BINARY ? read_binary(r, ev, meta, err) : read_text(r, ev, meta, err);
+	if (r->format != MT_EVENTS_BINARY)
+		return read_text(r, ev, meta, err);
+	return read_short_event(r, ev) ? MT_EVENTS_EVENT : read_binary(r, ev, meta, err);
 }
 
 void mt_events_reader_close(struct mt_events_reader *r)

@@ -475,34 +475,40 @@ static int same_parse(const char *line)
 	return 1;
 }
 
+/* Event lines for the parsers' tests: mt's own forms and the edges of
+ * every column's syntax. */
+static const char *const parse_lines[] = {
+	"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
+	"123\t1\t2\treturn\t0x1\t0x0\tcpu=3\tinsn=40\tfrom_sym=main\tfrom_off=0x4\tfrom_dso=/bin/x",
+	"9\t1\t2\tjump\t0xa\t0xb\tcond=1\tasync=0\tcbr=7\toff=0x1f\tmsg=a b\tk\tx=y=z",
+	"-\t0\t0\terror\t0x0\t0x0\toff=0x10\tmsg=bad packet",
+	"18446744073709551615\t4294967295\t4294967295\tpower\t0xffffffffffffffff\t0x0\tcbr=4294967295",
+	"-\t1\t1\ttrace-start\t0x0\t0x10\tto_sym=f\tto_off=0x0\tto_dso=[vdso]",
+	"-\t1\t1\tcall\t0x0\t0x10\tinsn=18446744073709551615\tcpu=2147483647\toff=0xffffffffffffffff",
+	"-\t1\t1\tcall\t0x0\t0x10\tinsn=99999999999999999999\tcpu=2147483648",
+	"-\t1\t1\tcall\t0x0\t0x10000000000000000",
+	"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
+	"5\t1\t1\treturn\t0x0\t0x10\tcyc=18446744073709551615\tcyc=99999999999999999999",
+	/* numbers of every length from 1 to 20 digits, near the line's start and far from it */
+	"1234567890123456\t12345678\t123456789\tcall\t0x123456789abcdef0\t0xfedcba987654321\tinsn=1234567890",
+	"12345678901234567\t1\t1234567890\tjump\t0x1234567\t0x12345678\tcpu=12345678\tinsn=123456789012",
+	"-\t1\t2\tcall\t0xabcdef012\t0x1\tinsn=12345678901234567\tcyc=1234567890123456\toff=0x123456789",
+	"7\t12\t123\treturn\t0x12\t0x123\tinsn=1234\tcyc=12345\tcbr=123456\toff=0x1234567890ab",
+	"-\t123456\t1234567\tcall\t0x12345\t0x123456\tinsn=1234567890123\tto_sym=g\tto_off=0x1",
+	"100000000\t10000000\t10000000\tpower\t0x100000000\t0x10000000\tcbr=100\toff=0x1000000000000000",
+	"1\t1\t1\tcall\t0xaBcDeF\t0xABCDEF0123456\tinsn=12345678901234567890",
+	/* a long key: the writer cuts keys at 128 bytes */
+	"-\t1\t1\tcall\t0x1\t0x2\tinsn=3\tk0123456789012345678901234567890123456789012345678901234567890123456789"
+	"01234567890123456789012345678901234567890123456789012345678901234567890123456789=v",
+};
+/* digits and letters, and the bytes either side of each range: what the
+ * tests change lines with */
+static const char parse_alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy/:@G`g\x80\xb0\xe1";
+
 static void test_parse_fast_path(void)
 {
-	static const char *const base[] = {
-		"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
-		"123\t1\t2\treturn\t0x1\t0x0\tcpu=3\tinsn=40\tfrom_sym=main\tfrom_off=0x4\tfrom_dso=/bin/x",
-		"9\t1\t2\tjump\t0xa\t0xb\tcond=1\tasync=0\tcbr=7\toff=0x1f\tmsg=a b\tk\tx=y=z",
-		"-\t0\t0\terror\t0x0\t0x0\toff=0x10\tmsg=bad packet",
-		"18446744073709551615\t4294967295\t4294967295\tpower\t0xffffffffffffffff\t0x0\tcbr=4294967295",
-		"-\t1\t1\ttrace-start\t0x0\t0x10\tto_sym=f\tto_off=0x0\tto_dso=[vdso]",
-		"-\t1\t1\tcall\t0x0\t0x10\tinsn=18446744073709551615\tcpu=2147483647\toff=0xffffffffffffffff",
-		"-\t1\t1\tcall\t0x0\t0x10\tinsn=99999999999999999999\tcpu=2147483648",
-		"-\t1\t1\tcall\t0x0\t0x10000000000000000",
-		"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
-		"5\t1\t1\treturn\t0x0\t0x10\tcyc=18446744073709551615\tcyc=99999999999999999999",
-		/* numbers of every length from 1 to 20 digits, near the line's start and far from it */
-		"1234567890123456\t12345678\t123456789\tcall\t0x123456789abcdef0\t0xfedcba987654321\tinsn=1234567890",
-		"12345678901234567\t1\t1234567890\tjump\t0x1234567\t0x12345678\tcpu=12345678\tinsn=123456789012",
-		"-\t1\t2\tcall\t0xabcdef012\t0x1\tinsn=12345678901234567\tcyc=1234567890123456\toff=0x123456789",
-		"7\t12\t123\treturn\t0x12\t0x123\tinsn=1234\tcyc=12345\tcbr=123456\toff=0x1234567890ab",
-		"-\t123456\t1234567\tcall\t0x12345\t0x123456\tinsn=1234567890123\tto_sym=g\tto_off=0x1",
-		"100000000\t10000000\t10000000\tpower\t0x100000000\t0x10000000\tcbr=100\toff=0x1000000000000000",
-		"1\t1\t1\tcall\t0xaBcDeF\t0xABCDEF0123456\tinsn=12345678901234567890",
-		/* a long key: the writer cuts keys at 128 bytes */
-		"-\t1\t1\tcall\t0x1\t0x2\tinsn=3\tk0123456789012345678901234567890123456789012345678901234567890123456789"
-		"01234567890123456789012345678901234567890123456789012345678901234567890123456789=v",
-	};
-	/* digits and letters, and the bytes either side of each range */
-	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy/:@G`g\x80\xb0\xe1";
+	const char *const *base = parse_lines;
+	const char *alphabet = parse_alphabet;
 	unsigned seed = 12345, good = 1, tried = 0;
 	char *wbuf;
 	size_t wlen;
@@ -516,7 +522,7 @@ static void test_parse_fast_path(void)
 		[0] = true, [1] = true, [5] = true, [9] = true, [11] = true, [12] = true, [13] = true, [15] = true,
 		[16] = true,
 	};
-	for (size_t b = 0; b < sizeof base / sizeof base[0]; b++) {
+	for (size_t b = 0; b < sizeof parse_lines / sizeof parse_lines[0]; b++) {
 		good &= same_parse(base[b]);
 		/* kept and found: the lines whose extra columns come last and
 		 * have no msg (2, 6, 10, 16); the others have none, or msg, or a
@@ -535,7 +541,7 @@ static void test_parse_fast_path(void)
 				seed = seed * 1103515245 + 12345;
 				size_t at = (seed >> 8) % (n + 1);
 				seed = seed * 1103515245 + 12345;
-				char c = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+				char c = alphabet[(seed >> 8) % (sizeof parse_alphabet - 1)];
 				seed = seed * 1103515245 + 12345;
 				int op = (int)((seed >> 8) % 3);
 				if (op == 0 && at < n) { /* replace */
@@ -905,23 +911,18 @@ static int same_reading(const char *text, size_t len, unsigned *events, unsigned
  * lines that are errors into a stream each. */
 static void test_line_memo(void)
 {
-	static const char *const base[] = {
-		"-\t15568\t15568\tcall\t0x7ffff7fe4b73\t0x7ffff7fe5770\tinsn=2",
-		"123\t1\t2\treturn\t0x1\t0x0\tcpu=3\tinsn=40\tfrom_sym=main\tfrom_off=0x4\tfrom_dso=/bin/x",
-		"9\t1\t2\tjump\t0xa\t0xb\tcond=1\tasync=0\tcbr=7\toff=0x1f\tmsg=a b\tk\tx=y=z",
-		"-\t0\t0\terror\t0x0\t0x0\toff=0x10\tmsg=bad packet",
-		"18446744073709551615\t4294967295\t4294967295\tpower\t0xffffffffffffffff\t0x0\tcbr=4294967295",
-		"-\t1\t1\ttrace-start\t0x0\t0x10\tto_sym=f\tto_off=0x0\tto_dso=[vdso]",
-		"5\t1\t1\tcall\t0x0\t0x10\tinsn=8\tcyc=325\tto_sym=fib",
+	/* the fast-path test's lines, and two more: a symbolized line, and more
+	 * extra columns than the memo keeps */
+	static const char *const more[] = {
 		"-\t1\t1\tcall\t0x7ffff7fe6722\t0x7ffff7fd0570\tinsn=348\tfrom_sym=dl_main\tfrom_off=0x762\t"
 		"from_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2\tto_sym=_dl_process_pt_gnu_property\t"
 		"to_off=0x0\tto_dso=/usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2",
 		"1\t1\t1\tcall\t0x1\t0x2\tinsn=3\ta=1\tb=2\tc=3\td=4\te=5\tf=6\tg=7\th=8\ti=9\tj=10\tk=11\tl=12\tm=13"
 		"\tn=14\to=15\tp=16\tq=17\tr=18",
 	};
+	const size_t nparse = sizeof parse_lines / sizeof parse_lines[0];
 	static const char *const times[] = {"-", "5", "0", "007", "18446744073709551615", "123456789012345678901",
 					    "", "12a", "99999999999999999999"};
-	static const char alphabet[] = "0123456789aAfFxX-+\t\t\t==\r pcuinsofmgbrdy/:@G`g\x80\xb0\xe1";
 	const char head[] = "# mt-events 1\n";
 	size_t cap = 64u << 20, used = 0;
 	char *big = malloc(cap), one[4096];
@@ -935,16 +936,16 @@ static void test_line_memo(void)
 	memcpy(big, head, sizeof head - 1);
 	used = sizeof head - 1;
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
-	for (size_t b = 0; b < sizeof base / sizeof base[0] && good; b++) {
+	for (size_t b = 0; b < nparse + sizeof more / sizeof more[0] && good; b++) {
 		for (int round = 0; round < 3000 && good; round++) {
 			char line[1024];
-			snprintf(line, sizeof line, "%s", base[b]);
+			snprintf(line, sizeof line, "%s", b < nparse ? parse_lines[b] : more[b - nparse]);
 			size_t n = strlen(line);
 			for (int e = 0; round && e < 1 + round % 3; e++) {
 				seed = seed * 1103515245 + 12345;
 				size_t at = (seed >> 8) % (n + 1);
 				seed = seed * 1103515245 + 12345;
-				char c = alphabet[(seed >> 8) % (sizeof alphabet - 1)];
+				char c = parse_alphabet[(seed >> 8) % (sizeof parse_alphabet - 1)];
 				if (at < n && round % 2)
 					line[at] = c;
 				else if (n + 1 < sizeof line) {

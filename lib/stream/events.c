@@ -447,6 +447,14 @@ static inline int kind_of(const char *s, size_t n)
 	return mt_event_kind_parse(s, n);
 }
 
+bool mt_events_parse_time(const char *s, size_t len, uint64_t *time, bool *canon)
+{
+	if (!span_dec(s, s, s + len, 19, time))
+		return false;
+	*canon = dec_canon(s, s + len);
+	return true;
+}
+
 /* A parsed line's end: the copy of its bytes (copy non-NULL and the line
  * exactly what the writer writes for its event), then its NULs. */
 static int parse_done(char *line, size_t n, const struct seps *sp, size_t limit, char *const *eqs, unsigned neq,
@@ -487,9 +495,10 @@ static int parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv *k
 	ev->time = 0;
 	ev->has_time = false;
 	if (!(t[0] == 1 && line[0] == '-')) {
-		if (!span_dec(line, line, line + t[0], 19, &ev->time))
+		bool time_canon;
+		if (!mt_events_parse_time(line, t[0], &ev->time, &time_canon))
 			return 0;
-		CANON(dec_canon(line, line + t[0]));
+		CANON(time_canon);
 		ev->has_time = true;
 	}
 	const char *pid = line + t[0] + 1, *tid = line + t[1] + 1;
@@ -667,14 +676,6 @@ int mt_events_parse_fast(char *line, size_t n, struct mt_event *ev, struct mt_kv
 	if (copied)
 		*copied = false;
 	return n && line[0] != '#' && parse_fast(line, n, ev, kv, memo, copy, copied) == 1;
-}
-
-bool mt_events_parse_time(const char *s, size_t len, uint64_t *time, bool *canon)
-{
-	if (!span_dec(s, s, s + len, 19, time))
-		return false;
-	*canon = dec_canon(s, s + len);
-	return true;
 }
 
 int mt_events_parse_line(char *line, struct mt_event *ev, struct mt_kv *kv, struct mt_err *err)

@@ -201,45 +201,36 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 
 /* An event line through the line memo: its time parsed, the rest copied
  * from the memo, or parsed there as "-" and the rest (the same parse: no
- * column but the first depends on the time) and kept. Anything the memo
- * does not take is parsed as it is. */
-static int parse_text_line(struct mt_events_reader *r, char *line, size_t n, struct mt_event *ev, char *copy,
-			   bool *copied, struct mt_err *err)
+ * column but the first depends on the time) and kept. False for a line the
+ * memo does not take (nothing changed: it is parsed as it is). */
+static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, struct mt_event *ev, char *copy,
+			     bool *copied)
 {
 	struct mt_linememo *lm = r->linememo;
 	if (!lm || n > MT_EVENTS_COPY_MAX || !n || line[0] == '#' || !mt_linememo_active(lm))
-		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+		return false;
 	const char *tab = memchr(line, '\t', n < 20 ? n : 20);
 	uint64_t time = 0;
-	bool has_time = false, time_canon = true;
-	if (!tab)
-		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
-	if (!(tab == line + 1 && line[0] == '-')) {
-		if (!mt_events_parse_time(line, (size_t)(tab - line), &time, &time_canon))
-			return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
-		has_time = true;
-	}
-	const char *key = tab;
+	bool has_time = !(tab == line + 1 && line[0] == '-'), time_canon = true;
+	if (!tab || (has_time && !mt_events_parse_time(line, (size_t)(tab - line), &time, &time_canon)))
+		return false;
 	size_t klen = n - (size_t)(tab - line);
 	uint64_t hash;
-	struct mt_linememo_entry *e = klen <= MT_LINEMEMO_MAX ? mt_linememo_slot(lm, key, klen, &hash) : NULL;
+	struct mt_linememo_entry *e = klen <= MT_LINEMEMO_MAX ? mt_linememo_slot(lm, tab, klen, &hash) : NULL;
 	if (!e)
-		return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
+		return false;
 	bool ok;
-	if (mt_linememo_holds(lm, e, key, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
+	if (mt_linememo_holds(lm, e, tab, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
 		*ev = e->ev;
 		ok = e->copied;
 	} else {
 		e->hash = 0;
-		memcpy(e->key, key, klen);
+		memcpy(e->key, tab, klen);
 		e->parsed[0] = '-';
-		memcpy(e->parsed + 1, key, klen);
+		memcpy(e->parsed + 1, tab, klen);
 		e->parsed[klen + 1] = '\0'; /* as the reader ends a line: its last column's end */
-		bool c = false;
-		int rc = mt_events_parse_fast(e->parsed, klen + 1, ev, r->kv, r->textmemo, copy, &c);
-		if (rc != 1)
-			return mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, copied, err);
-		ok = c;
+		if (mt_events_parse_fast(e->parsed, klen + 1, ev, r->kv, r->textmemo, copy, &ok) != 1)
+			return false;
 		bool own = ev->extra == r->kv;
 		if (!own || ev->nextra <= MT_LINEMEMO_KV) {
 			e->ev = *ev;
@@ -249,7 +240,7 @@ static int parse_text_line(struct mt_events_reader *r, char *line, size_t n, str
 			}
 			e->own = own;
 			e->epoch = ev->strings_epoch;
-			e->copied = c;
+			e->copied = ok;
 			e->len = klen;
 			e->hash = hash;
 		}
@@ -259,7 +250,7 @@ static int parse_text_line(struct mt_events_reader *r, char *line, size_t n, str
 	*copied = copy && ok && time_canon;
 	if (*copied)
 		memcpy(copy, line, n);
-	return 1;
+	return true;
 }
 
 static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta,
@@ -284,7 +275,10 @@ static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struc
 		if (r->keep_raw && !r->line_copy)
 			r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
 		bool copied = false;
-		int rc = parse_text_line(r, line, n, ev, r->keep_raw ? r->line_copy : NULL, &copied, err);
+		char *copy = r->keep_raw ? r->line_copy : NULL;
+		int rc = parse_remembered(r, line, n, ev, copy, &copied)
+				 ? 1
+				 : mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, &copied, err);
 		r->raw.line_ok = copied;
 		r->raw.line_len = n;
 		if (rc < 0) {

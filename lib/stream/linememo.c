@@ -32,10 +32,7 @@ bool mt_linememo_active(struct mt_linememo *m)
 {
 	if (m->failed)
 		return false;
-	if (!m->skip)
-		return true;
-	m->skip--;
-	return false;
+	return mt_aside_active(&m->aside);
 }
 
 struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash)
@@ -54,12 +51,7 @@ bool mt_linememo_holds(struct mt_linememo *m, const struct mt_linememo_entry *e,
 {
 	bool hit = e->hash == hash && e->len == len && (e->own || e->epoch == textmemo_epoch) &&
 		   !memcmp(e->key, key, len);
-	m->hits += hit;
+	mt_aside_count(&m->aside, hit, WINDOW, MIN_HITS, SKIP_LINES);
 	m->found += hit;
-	if (++m->window == WINDOW) {
-		if (m->hits < MIN_HITS)
-			m->skip = SKIP_LINES;
-		m->window = m->hits = 0;
-	}
 	return hit;
 }

@@ -14,6 +14,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream/aside.h"
 #include "stream/events.h"
 
 #define MT_LINEMEMO_MAX 480 /* longer lines are parsed each time */
@@ -34,8 +35,7 @@ struct mt_linememo_entry {
 struct mt_linememo {
 	struct mt_linememo_entry *slot; /* made at the first lookup */
 	bool failed;                    /* out of memory: stands aside for good */
-	/* standing aside: lookups and hits in this window, lines still to skip */
-	uint32_t window, hits, skip;
+	struct mt_aside aside; /* standing aside where it seldom finds */
 	uint64_t found;                 /* hits in all (for tests and stats) */
 };
 

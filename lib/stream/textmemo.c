@@ -38,10 +38,7 @@ void mt_textmemo_fini(struct mt_textmemo *m)
 
 bool mt_textmemo_active(struct mt_textmemo *m)
 {
-	if (!m->skip)
-		return true;
-	m->skip--;
-	return false;
+	return mt_aside_active(&m->aside);
 }
 
 const struct mt_textmemo_tail *mt_textmemo_find(struct mt_textmemo *m, const char *raw, size_t len, uint64_t hash)
@@ -55,12 +52,7 @@ const struct mt_textmemo_tail *mt_textmemo_find(struct mt_textmemo *m, const cha
 			break;
 		}
 	bool hit = t != NULL;
-	m->hits += hit;
-	if (++m->window == WINDOW) {
-		if (m->hits < MIN_HITS)
-			m->skip = SKIP_LINES;
-		m->window = m->hits = 0;
-	}
+	mt_aside_count(&m->aside, hit, WINDOW, MIN_HITS, SKIP_LINES);
 	return hit ? t : NULL;
 }
 

@@ -15,6 +15,7 @@
 #include <stddef.h>
 #include <stdint.h>
 
+#include "stream/aside.h"
 #include "stream/events.h"
 
 struct mt_textmemo_tail {
@@ -32,8 +33,7 @@ struct mt_textmemo {
 	struct mt_textmemo_tail **slot; /* chains, by the hash's top bits */
 	char *arena;
 	size_t arena_cap, arena_used;
-	/* standing aside: lookups and hits in this window, lines still to skip */
-	uint32_t window, hits, skip;
+	struct mt_aside aside; /* standing aside where it seldom finds */
 };
 
 /* The arena's size is a bound on memory, not a requirement (0: the

@@ -455,7 +455,7 @@ static int same_parse(const char *line)
 	last_hit = last_copied = false;
 	for (int twice = 0; twice < 2; twice++) {
 		memcpy(c[twice], line, n + 1);
-		parse_memo.skip = 0; /* never standing aside here (test_textmemo has that) */
+		parse_memo.aside.skip = 0; /* never standing aside here (test_textmemo has that) */
 		struct mt_err xc = {0};
 		static char copy[MT_EVENTS_COPY_MAX];
 		bool copied = false;
@@ -602,7 +602,7 @@ static void test_parse_nul(void)
 			memcpy(buf, lines[l], n + 1);
 			buf[i] = '\0';
 			mt_err_clear(&err);
-			memo.skip = 0;
+			memo.aside.skip = 0;
 			good &= mt_events_parse_line_copy(buf, n, &ev, kv, &memo, copy, &copied, &err) == MT_EFORMAT &&
 				!strcmp(err.msg, "a NUL byte in a text line") && !copied;
 			if (!good)

@@ -71,14 +71,14 @@ int main(void)
 	   "the arena full: a new epoch, the tails kept before it are not found");
 
 	/* standing aside: a window of 4096 lookups under a quarter hits */
-	m.window = m.hits = m.skip = 0;
+	m.aside = (struct mt_aside){0};
 	for (int i = 0; i < 4096; i++)
 		mt_textmemo_find(&m, "nothing", 7, (uint64_t)i);
 	unsigned aside = 0;
 	while (!mt_textmemo_active(&m) && aside < 1000000)
 		aside++;
 	ok(aside == 1u << 16 && mt_textmemo_active(&m), "4096 misses: 65536 lines without looking, then again");
-	m.window = m.hits = m.skip = 0;
+	m.aside = (struct mt_aside){0};
 	int tl = snprintf(tail, sizeof tail, "k0=hit\tflag\tk2=");
 	struct mt_kv tk[3] = {{tail, tail + 3}, {tail + 7, NULL}, {tail + 12, tail + 15}};
 	mt_textmemo_keep(&m, tail, (size_t)tl, 5, tk, 3);

@@ -199,51 +199,131 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 	return rc;
 }
 
+/* What the line memo was told of a line before its end was found
+ * (remembered_in_place), for parse_remembered: nothing yet; the line
+ * counted (mt_linememo_active: true) and to be looked up as usual; not a
+ * line for the memo; looked up and missed (kept in slot, with hash). */
+enum memo_try { TRY_FRESH, TRY_LOOKUP, TRY_OFF, TRY_KEEP };
+struct memo_state {
+	enum memo_try how;
+	struct mt_linememo_entry *slot;
+	uint64_t hash;
+};
+
+/* A line's time column (before tab): *has_time false for "-". */
+static inline bool line_time(const char *line, const char *tab, uint64_t *time, bool *has_time, bool *canon)
+{
+	*time = 0;
+	*canon = true;
+	*has_time = !(tab == line + 1 && line[0] == '-');
+	return !*has_time || mt_events_parse_time(line, (size_t)(tab - line), time, canon);
+}
+
+/* The memo's event for its line, with this line's time; the line's bytes
+ * to copy when they are the writer's. */
+static void remembered(const struct mt_linememo_entry *e, const char *line, size_t n, uint64_t time, bool has_time,
+		       bool time_canon, struct mt_event *ev, char *copy, bool *copied)
+{
+	*ev = e->ev;
+	ev->time = time;
+	ev->has_time = has_time;
+	*copied = copy && e->copied && time_canon;
+	if (*copied)
+		memcpy(copy, line, n);
+}
+
+/* The next line through the line memo while it is still in the buffer,
+ * before its newline is looked for: a line the memo holds is known by its
+ * bytes up to its newline, so it is never scanned for it. True when it was
+ * found (the line read: ev, the copy and *n filled). */
+static bool remembered_in_place(struct mt_events_reader *r, struct mt_event *ev, char *copy, bool *copied, size_t *n,
+				struct memo_state *st)
+{
+	struct mt_linememo *lm = r->linememo;
+	char *line = r->buf + r->start;
+	size_t avail = r->end - r->start;
+	st->how = TRY_FRESH;
+	if (!lm || !avail || line[0] == '#' || line[0] == '\n')
+		return false;
+	if (!mt_linememo_active(lm)) {
+		st->how = TRY_OFF;
+		return false;
+	}
+	st->how = TRY_LOOKUP;
+	const char *tab = memchr(line, '\t', avail < 20 ? avail : 20);
+	uint64_t time;
+	bool has_time, time_canon;
+	if (!tab || !line_time(line, tab, &time, &has_time, &time_canon)) {
+		/* as parse_remembered would find, unless the line goes on past
+		 * what is read: a time column is digits, no newline */
+		if (avail >= 20 || (tab && memchr(line, '\n', (size_t)(tab - line))))
+			st->how = TRY_OFF;
+		return false;
+	}
+	size_t klen = mt_linememo_find(lm, tab, avail - (size_t)(tab - line), r->textmemo ? r->textmemo->epoch : 0,
+				       &st->slot, &st->hash);
+	if (!klen) {
+		if (st->slot)
+			st->how = TRY_KEEP;
+		return false;
+	}
+	*n = (size_t)(tab - line) + klen;
+	remembered(st->slot, line, *n, time, has_time, time_canon, ev, copy, copied);
+	r->start += *n + 1;
+	r->line++;
+	return true;
+}
+
 /* An event line through the line memo: its time parsed, the rest copied
  * from the memo, or parsed there as "-" and the rest (the same parse: no
  * column but the first depends on the time) and kept. False for a line the
- * memo does not take (nothing changed: it is parsed as it is). */
+ * memo does not take (nothing changed: it is parsed as it is). st: what
+ * remembered_in_place found. */
 static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, struct mt_event *ev, char *copy,
-			     bool *copied)
+			     bool *copied, const struct memo_state *st)
 {
 	struct mt_linememo *lm = r->linememo;
-	if (!lm || n > MT_EVENTS_COPY_MAX || !n || line[0] == '#' || !mt_linememo_active(lm))
+	if (!lm || st->how == TRY_OFF || n > MT_EVENTS_COPY_MAX || !n || line[0] == '#' ||
+	    (st->how == TRY_FRESH && !mt_linememo_active(lm)))
 		return false;
 	const char *tab = memchr(line, '\t', n < 20 ? n : 20);
-	uint64_t time = 0;
-	bool has_time = !(tab == line + 1 && line[0] == '-'), time_canon = true;
-	if (!tab || (has_time && !mt_events_parse_time(line, (size_t)(tab - line), &time, &time_canon)))
+	uint64_t time;
+	bool has_time, time_canon;
+	if (!tab || !line_time(line, tab, &time, &has_time, &time_canon))
 		return false;
 	size_t klen = n - (size_t)(tab - line);
-	uint64_t hash;
-	struct mt_linememo_entry *e = klen <= MT_LINEMEMO_MAX ? mt_linememo_slot(lm, tab, klen, &hash) : NULL;
-	if (!e)
+	if (klen > MT_LINEMEMO_MAX)
 		return false;
-	bool ok;
-	if (mt_linememo_holds(lm, e, tab, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
-		*ev = e->ev;
-		ok = e->copied;
-	} else {
-		e->hash = 0;
-		memcpy(e->key, tab, klen);
-		e->parsed[0] = '-';
-		memcpy(e->parsed + 1, tab, klen);
-		e->parsed[klen + 1] = '\0'; /* as the reader ends a line: its last column's end */
-		if (mt_events_parse_fast(e->parsed, klen + 1, ev, r->kv, r->textmemo, copy, &ok) != 1)
+	uint64_t hash = st->hash;
+	struct mt_linememo_entry *e = st->slot;
+	if (st->how != TRY_KEEP) {
+		if (!(e = mt_linememo_slot(lm, tab, klen, &hash)))
 			return false;
-		bool own = ev->extra == r->kv;
-		if (!own || ev->nextra <= MT_LINEMEMO_KV) {
-			e->ev = *ev;
-			if (own) {
-				memcpy(e->kv, r->kv, ev->nextra * sizeof *e->kv);
-				e->ev.extra = e->kv;
-			}
-			e->own = own;
-			e->epoch = ev->strings_epoch;
-			e->copied = ok;
-			e->len = klen;
-			e->hash = hash;
+		if (mt_linememo_holds(lm, e, tab, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
+			remembered(e, line, n, time, has_time, time_canon, ev, copy, copied);
+			return true;
 		}
+	}
+	bool ok;
+	e->hash = 0;
+	memcpy(e->key, tab, klen);
+	e->parsed[0] = '-';
+	memcpy(e->parsed + 1, tab, klen);
+	e->parsed[klen + 1] = '\0'; /* as the reader ends a line: its last column's end */
+	if (mt_events_parse_fast(e->parsed, klen + 1, ev, r->kv, r->textmemo, copy, &ok) != 1)
+		return false;
+	bool own = ev->extra == r->kv;
+	if (!own || ev->nextra <= MT_LINEMEMO_KV) {
+		e->ev = *ev;
+		if (own) {
+			memcpy(e->kv, r->kv, ev->nextra * sizeof *e->kv);
+			e->ev.extra = e->kv;
+		}
+		e->own = own;
+		e->epoch = ev->strings_epoch;
+		e->copied = ok;
+		e->len = klen;
+		e->hash = hash;
 	}
 	ev->time = time;
 	ev->has_time = has_time;
@@ -256,8 +336,20 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struct mt_event *ev, const char **meta,
 					       struct mt_err *err)
 {
+	/* a filter's copy of the line, to pass on (none when out of memory:
+	 * then its fields are written again) */
+	if (r->keep_raw && !r->line_copy)
+		r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
+	char *copy = r->keep_raw ? r->line_copy : NULL;
 	for (;;) {
 		size_t n;
+		bool copied = false;
+		struct memo_state st;
+		if (remembered_in_place(r, ev, copy, &copied, &n, &st)) {
+			r->raw.line_ok = copied;
+			r->raw.line_len = n;
+			return MT_EVENTS_EVENT;
+		}
 		char *line = next_line_unchecked(r, &n, err);
 		if (!line)
 			return err->code ? err->code : MT_EVENTS_EOF;
@@ -270,13 +362,7 @@ static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struc
 			note_meta(r, *meta);
 			return MT_EVENTS_META;
 		}
-		/* a filter's copy of the line, to pass on (none when out of
-		 * memory: then its fields are written again) */
-		if (r->keep_raw && !r->line_copy)
-			r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
-		bool copied = false;
-		char *copy = r->keep_raw ? r->line_copy : NULL;
-		int rc = parse_remembered(r, line, n, ev, copy, &copied)
+		int rc = parse_remembered(r, line, n, ev, copy, &copied, &st)
 				 ? 1
 				 : mt_events_parse_line_copy(line, n, ev, r->kv, r->textmemo, copy, &copied, err);
 		r->raw.line_ok = copied;

@@ -4,17 +4,20 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "base/strtab.h"
-
-#define SLOT_BITS 12
+/* Direct-mapped: 4096 slots missed 8.7% of the lines of a trace with 3,508
+ * distinct ones (the bench's 4 MB trace: slots shared), 8192 miss 4.8%.
+ * Only the slots in use are touched (calloc's pages). */
+#define SLOT_BITS 13
 #define SLOTS (1u << SLOT_BITS)
 /* Standing aside: a window of lookups with fewer hits than an eighth
  * skips the next lines (each miss costs a copy of the line and a hash) */
 #define WINDOW 4096
 #define MIN_HITS (WINDOW / 8)
 #define SKIP_LINES (1u << 16)
-/* Only the first bytes are hashed: lines that begin alike (pid, tid, kind,
- * addresses) end alike (the addresses' symbols), and the bytes decide. */
+/* Only the first bytes are hashed, not the length: lines that begin alike
+ * (pid, tid, kind, addresses) end alike (the addresses' symbols), the bytes
+ * decide, and a line still in its buffer is looked up before its end is
+ * found (mt_linememo_find). */
 #define HASHED 64
 
 void mt_linememo_init(struct mt_linememo *m)
@@ -35,22 +38,101 @@ bool mt_linememo_active(struct mt_linememo *m)
 	return mt_aside_active(&m->aside);
 }
 
-struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash)
+/* The hash of a line's first n <= HASHED bytes: eight words, each through
+ * its own multiplication (none waits for another), overlapping where the
+ * line is shorter; the bytes decide a hit, the hash only the slot. */
+static inline uint64_t word(const char *p)
+{
+	uint64_t w;
+	memcpy(&w, p, 8);
+	return w;
+}
+
+#define MIX(w, i, j) (((w) ^ (j)) * (i))
+#define K0 0x9e3779b97f4a7c15ULL
+#define K1 0xff51afd7ed558ccdULL
+#define K2 0xc4ceb9fe1a85ec53ULL
+#define K3 0x87c37b91114253d5ULL
+#define K4 0x4cf5ad432745937fULL
+#define K5 0xd6e8feb86659fd93ULL
+#define K6 0xa0761d6478bd642fULL
+#define K7 0xe7037ed1a0b428dbULL
+
+static inline uint64_t slot_hash(const char *p, size_t n)
+{
+	uint64_t h = n * 0x8ebc6af09c88c6e3ULL;
+	if (n >= 32) {
+		const char *q = p + n - 32;
+		h += MIX(word(p), K0, K4) + MIX(word(p + 8), K1, K5) + MIX(word(p + 16), K2, K6) +
+		     MIX(word(p + 24), K3, K7) + MIX(word(q), K4, K0) + MIX(word(q + 8), K5, K1) +
+		     MIX(word(q + 16), K6, K2) + MIX(word(q + 24), K7, K3);
+	} else if (n >= 16) {
+		h += MIX(word(p), K0, K4) + MIX(word(p + 8), K1, K5) + MIX(word(p + n - 16), K2, K6) +
+		     MIX(word(p + n - 8), K3, K7);
+	} else if (n >= 8) {
+		h += MIX(word(p), K0, K4) + MIX(word(p + n - 8), K1, K5);
+	} else {
+		uint64_t w = 0;
+		for (size_t i = 0; i < n; i++)
+			w |= (uint64_t)(unsigned char)p[i] << 8 * i;
+		h += MIX(w, K0, K4);
+	}
+	h ^= h >> 31;
+	return h * K0;
+}
+
+static struct mt_linememo_entry *slot_of(struct mt_linememo *m, const char *key, size_t hashed, uint64_t *hash)
 {
 	if (!m->slot && !(m->slot = calloc(SLOTS, sizeof *m->slot))) {
 		m->failed = true;
 		return NULL;
 	}
-	uint64_t h = (mt_hash_bytes(key, len < HASHED ? len : HASHED) ^ len) * 0x9e3779b97f4a7c15ULL;
+	uint64_t h = slot_hash(key, hashed);
 	*hash = h | 1;
 	return &m->slot[h >> (64 - SLOT_BITS)];
+}
+
+struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash)
+{
+	return slot_of(m, key, len < HASHED ? len : HASHED, hash);
+}
+
+static inline bool epoch_ok(const struct mt_linememo_entry *e, uint64_t textmemo_epoch)
+{
+	return e->own || e->epoch == textmemo_epoch;
+}
+
+size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, uint64_t textmemo_epoch,
+			struct mt_linememo_entry **slot, uint64_t *hash)
+{
+	*slot = NULL;
+	const char *nl = memchr(key, '\n', avail < HASHED ? avail : HASHED);
+	if (!nl && avail < HASHED)
+		return 0; /* its end not read yet: the bytes cannot tell */
+	size_t hashed = nl ? (size_t)(nl - key) : HASHED;
+	struct mt_linememo_entry *e = slot_of(m, key, hashed, hash);
+	if (!e)
+		return 0;
+	bool hit;
+	if (nl) {
+		hit = e->hash == *hash && e->len == hashed && epoch_ok(e, textmemo_epoch) && !memcmp(e->key, key, hashed);
+	} else {
+		/* longer than the hashed bytes: the kept line, then a newline */
+		if (e->hash == *hash && e->len >= avail)
+			return 0; /* not all read yet */
+		hit = e->hash == *hash && e->len >= HASHED && key[e->len] == '\n' && epoch_ok(e, textmemo_epoch) &&
+		      !memcmp(e->key, key, e->len);
+	}
+	*slot = e;
+	mt_aside_count(&m->aside, hit, WINDOW, MIN_HITS, SKIP_LINES);
+	m->found += hit;
+	return hit ? e->len : 0;
 }
 
 bool mt_linememo_holds(struct mt_linememo *m, const struct mt_linememo_entry *e, const char *key, size_t len,
 		       uint64_t hash, uint64_t textmemo_epoch)
 {
-	bool hit = e->hash == hash && e->len == len && (e->own || e->epoch == textmemo_epoch) &&
-		   !memcmp(e->key, key, len);
+	bool hit = e->hash == hash && e->len == len && epoch_ok(e, textmemo_epoch) && !memcmp(e->key, key, len);
 	mt_aside_count(&m->aside, hit, WINDOW, MIN_HITS, SKIP_LINES);
 	m->found += hit;
 	return hit;

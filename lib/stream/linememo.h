@@ -44,9 +44,16 @@ void mt_linememo_fini(struct mt_linememo *m);
 /* Whether lines are worth looking up now (false: standing aside; each call
  * counts a line). */
 bool mt_linememo_active(struct mt_linememo *m);
-/* The slot for key's bytes (*hash: theirs), or NULL (out of memory); a
+/* The slot for key's len bytes (*hash: theirs), or NULL (out of memory); a
  * hit when it holds them (mt_linememo_holds). */
 struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash);
+/* A line still in the reader's buffer, from key (avail bytes readable
+ * there), looked up before its newline is found: the line's length (to its
+ * newline) when the memo holds it, 0 when not (a miss counted, and *slot,
+ * *hash where to keep it) or when the bytes read so far cannot tell (*slot
+ * NULL, nothing counted). */
+size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, uint64_t textmemo_epoch,
+			struct mt_linememo_entry **slot, uint64_t *hash);
 bool mt_linememo_holds(struct mt_linememo *m, const struct mt_linememo_entry *e, const char *key, size_t len,
 		       uint64_t hash, uint64_t textmemo_epoch);
 

@@ -32,8 +32,57 @@ static bool finds(struct mt_linememo *m, const char *key, uint64_t epoch)
 	return e && mt_linememo_holds(m, e, key, strlen(key), h, epoch);
 }
 
+/* Looks key up as the reader does, in a buffer where it is followed by
+ * after (its newline, the next line, or nothing yet read). */
+static size_t finds_in_buffer(struct mt_linememo *m, const char *key, const char *after, uint64_t epoch,
+			      bool *told)
+{
+	char buf[1024];
+	int n = snprintf(buf, sizeof buf, "%s%s", key, after);
+	struct mt_linememo_entry *e;
+	uint64_t h;
+	size_t len = mt_linememo_find(m, buf, (size_t)n, epoch, &e, &h);
+	*told = len || e;
+	return len;
+}
+
+/* mt_linememo_find: lines still in their buffer, their end not yet
+ * found, short (the newline among the hashed bytes) and long. */
+static void test_find(void)
+{
+	struct mt_linememo m;
+	mt_linememo_init(&m);
+	const char *shortl = "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3";
+	const char *longl = "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tfrom_sym=main\tfrom_off=0x10\tto_sym=helper\tto_off=0x0";
+	bool told;
+	keep(&m, shortl, true, 0);
+	keep(&m, longl, false, 5);
+	ok(finds_in_buffer(&m, shortl, "\n-\t1\t1\treturn\t0x2000\t0x1005\n", 0, &told) == strlen(shortl) &&
+	       finds_in_buffer(&m, shortl, "\n", 0, &told) == strlen(shortl),
+	   "a kept short line is found before its newline is looked for: its length");
+	ok(finds_in_buffer(&m, longl, "\n7\t1\t1\tcall\n", 5, &told) == strlen(longl) &&
+	       finds_in_buffer(&m, longl, "\n", 5, &told) == strlen(longl),
+	   "a kept long line too, in its tail memo's epoch");
+	ok(!finds_in_buffer(&m, longl, "\n", 6, &told) && told, "a long line's columns of another epoch: a miss");
+	ok(!finds_in_buffer(&m, longl, "", 5, &told) && !told, "a long line not yet read to its newline: cannot tell");
+	ok(!finds_in_buffer(&m, shortl, "", 0, &told) && !told, "nor a short one");
+	ok(!finds_in_buffer(&m, longl, "X\n", 5, &told) && told && !finds_in_buffer(&m, shortl, "X\n", 0, &told) && told,
+	   "a line that goes on past a kept line is a miss");
+	char prefix[200];
+	snprintf(prefix, sizeof prefix, "%.*s", (int)strlen(longl) - 1, longl);
+	ok(!finds_in_buffer(&m, prefix, "\n-\t2\t2\treturn\t0x1\t0x2\n", 5, &told) && told,
+	   "a line that stops short of a kept one is a miss");
+	uint64_t found = m.found;
+	uint32_t window = m.aside.window;
+	finds_in_buffer(&m, longl, "\n", 5, &told);
+	finds_in_buffer(&m, longl, "", 5, &told);
+	ok(m.found == found + 1 && m.aside.window == window + 1, "a hit is counted, a line that cannot tell is not");
+	mt_linememo_fini(&m);
+}
+
 int main(void)
 {
+	test_find();
 	struct mt_linememo m;
 	mt_linememo_init(&m);
 	const char *a = "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f";

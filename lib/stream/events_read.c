@@ -297,12 +297,12 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 	uint64_t hash = st->hash;
 	struct mt_linememo_entry *e = st->slot;
 	if (st->how != TRY_KEEP) {
-		if (!(e = mt_linememo_slot(lm, tab, klen, &hash)))
-			return false;
-		if (mt_linememo_holds(lm, e, tab, klen, hash, r->textmemo ? r->textmemo->epoch : 0)) {
+		if (mt_linememo_lookup(lm, tab, klen, r->textmemo ? r->textmemo->epoch : 0, &e, &hash)) {
 			remembered(e, line, n, time, has_time, time_canon, ev, copy, copied);
 			return true;
 		}
+		if (!e)
+			return false;
 	}
 	bool ok;
 	e->hash = 0;

@@ -5,8 +5,8 @@
  * trace from real hardware), and only the time differs, if the stream has
  * one. The text reader parses a line's time, and the rest once: a later
  * line with the same bytes gets a copy of the parsed event.
- * Direct-mapped and bounded; where lines rarely repeat it stands aside for
- * a while (each miss copies the line once more). */
+ * Bounded, in sets of two slots; where lines rarely repeat it stands aside
+ * for a while (each miss copies the line once more). */
 #ifndef MT_LINEMEMO_H
 #define MT_LINEMEMO_H
 
@@ -26,6 +26,7 @@ struct mt_linememo_entry {
 	uint64_t epoch;    /* own false: the textmemo's epoch its columns are from */
 	bool own;          /* ev's strings are all in parsed and kv */
 	bool copied;       /* the line is what the writer writes, but for the time */
+	uint8_t last;      /* a set's first slot: which of the set was used last */
 	struct mt_event ev; /* time unset */
 	struct mt_kv kv[MT_LINEMEMO_KV];
 	char key[MT_LINEMEMO_MAX];        /* the line from the TAB after the time, as read */
@@ -44,17 +45,17 @@ void mt_linememo_fini(struct mt_linememo *m);
 /* Whether lines are worth looking up now (false: standing aside; each call
  * counts a line). */
 bool mt_linememo_active(struct mt_linememo *m);
-/* The slot for key's len bytes (*hash: theirs), or NULL (out of memory); a
- * hit when it holds them (mt_linememo_holds). */
-struct mt_linememo_entry *mt_linememo_slot(struct mt_linememo *m, const char *key, size_t len, uint64_t *hash);
-/* A line still in the reader's buffer, from key (avail bytes readable
- * there), looked up before its newline is found: the line's length (to its
- * newline) when the memo holds it, 0 when not (a miss counted, and *slot,
- * *hash where to keep it) or when the bytes read so far cannot tell (*slot
- * NULL, nothing counted). */
+/* The line key[0..len) (its newline not counted): true when the memo
+ * holds it (*slot: where), false when not (*slot: where to keep it, NULL
+ * when out of memory); *hash: what to keep with it. Counts the lookup. */
+bool mt_linememo_lookup(struct mt_linememo *m, const char *key, size_t len, uint64_t textmemo_epoch,
+			struct mt_linememo_entry **slot, uint64_t *hash);
+/* The same for a line still in the reader's buffer, from key (avail bytes
+ * readable there), before its newline is found: the line's length (to its
+ * newline) when the memo holds it; 0 when not (a miss counted, *slot and
+ * *hash as above) or when the bytes read so far cannot tell (*slot NULL,
+ * nothing counted). */
 size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, uint64_t textmemo_epoch,
 			struct mt_linememo_entry **slot, uint64_t *hash);
-bool mt_linememo_holds(struct mt_linememo *m, const struct mt_linememo_entry *e, const char *key, size_t len,
-		       uint64_t hash, uint64_t textmemo_epoch);
 
 #endif

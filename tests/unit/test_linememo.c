@@ -14,22 +14,23 @@
 static struct mt_linememo_entry *keep(struct mt_linememo *m, const char *key, bool own, uint64_t epoch)
 {
 	uint64_t h;
-	struct mt_linememo_entry *e = mt_linememo_slot(m, key, strlen(key), &h);
-	if (e) {
-		memcpy(e->key, key, strlen(key));
-		e->len = strlen(key);
-		e->own = own;
-		e->epoch = epoch;
-		e->hash = h;
-	}
+	struct mt_linememo_entry *e;
+	mt_linememo_lookup(m, key, strlen(key), epoch, &e, &h); /* found or not: kept as said */
+	if (!e)
+		return NULL;
+	memcpy(e->key, key, strlen(key));
+	e->len = strlen(key);
+	e->own = own;
+	e->epoch = epoch;
+	e->hash = h;
 	return e;
 }
 
 static bool finds(struct mt_linememo *m, const char *key, uint64_t epoch)
 {
 	uint64_t h;
-	struct mt_linememo_entry *e = mt_linememo_slot(m, key, strlen(key), &h);
-	return e && mt_linememo_holds(m, e, key, strlen(key), h, epoch);
+	struct mt_linememo_entry *e;
+	return mt_linememo_lookup(m, key, strlen(key), epoch, &e, &h);
 }
 
 /* Looks key up as the reader does, in a buffer where it is followed by
@@ -94,6 +95,17 @@ int main(void)
 	ok(keep(&m, a, true, 0) && finds(&m, a, 0) && finds(&m, a, 99), "a line kept with its own strings is found, whatever the tail memo's epoch");
 	keep(&m, b, true, 0);
 	ok(finds(&m, b, 0) && !finds(&m, c, 0), "a line that differs only past the hashed bytes is not found");
+	/* b and c share their set (the same hashed bytes); d makes three. A
+	 * miss gives the slot used longest ago, as the reader keeps the line
+	 * there: here, the line used last was b */
+	char d[200];
+	snprintf(d, sizeof d, "%s%s", "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f012345678901234567890123456789", "Z");
+	finds(&m, b, 0);
+	keep(&m, c, true, 0);
+	ok(finds(&m, b, 0) && finds(&m, c, 0), "two lines of one set are both kept");
+	finds(&m, b, 0);
+	keep(&m, d, true, 0);
+	ok(finds(&m, b, 0) && finds(&m, d, 0) && !finds(&m, c, 0), "a third takes the place of the one not used last");
 	keep(&m, a, false, 7);
 	ok(finds(&m, a, 7) && !finds(&m, a, 8), "a line whose columns are the tail memo's is found only in that memo's epoch");
 	char shorter[64];

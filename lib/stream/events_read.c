@@ -27,6 +27,8 @@
 static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
 {
 	while (r->end - r->start < want && !r->eof) {
+		if (r->linememo) /* bytes move: a line's lookup begun is lost */
+			mt_linememo_forget_next(r->linememo);
 		if (r->start && (r->cap - r->end < READ_CHUNK || r->start == r->end)) {
 			memmove(r->buf, r->buf + r->start, r->end - r->start);
 			r->end -= r->start;
@@ -271,6 +273,11 @@ static bool remembered_in_place(struct mt_events_reader *r, struct mt_event *ev,
 	remembered(st->slot, line, *n, time, has_time, time_canon, ev, copy, copied);
 	r->start += *n + 1;
 	r->line++;
+	/* the next line's slots, loading while this event is used */
+	line = r->buf + r->start;
+	avail = r->end - r->start;
+	if (avail && (tab = memchr(line, '\t', avail < 20 ? avail : 20)))
+		mt_linememo_prefetch(lm, tab, avail - (size_t)(tab - line));
 	return true;
 }
 

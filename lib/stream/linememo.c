@@ -130,24 +130,52 @@ bool mt_linememo_lookup(struct mt_linememo *m, const char *key, size_t len, uint
 	return k < WAYS;
 }
 
+/* A line's hashed bytes and set (false: the bytes read so far cannot
+ * tell, or out of memory). */
+static inline bool probe(struct mt_linememo *m, const char *key, size_t avail, struct mt_linememo_probe *p)
+{
+	p->key = NULL;
+	p->nl = memchr(key, '\n', avail < HASHED ? avail : HASHED);
+	if (!p->nl && avail < HASHED)
+		return false; /* its end not read yet */
+	p->set = set_of(m, key, p->nl ? (size_t)(p->nl - key) : HASHED, &p->hash);
+	p->key = p->set ? key : NULL;
+	return p->key;
+}
+
+void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail)
+{
+	if (!m->slot || !probe(m, key, avail, &m->next)) {
+		m->next.key = NULL;
+		return;
+	}
+	for (int k = 0; k < WAYS; k++) {
+		__builtin_prefetch(&m->next.set[k]);
+		__builtin_prefetch(m->next.set[k].key);
+	}
+}
+
 size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, uint64_t textmemo_epoch,
 			struct mt_linememo_entry **slot, uint64_t *hash)
 {
 	*slot = NULL;
-	const char *nl = memchr(key, '\n', avail < HASHED ? avail : HASHED);
-	if (!nl && avail < HASHED)
-		return 0; /* its end not read yet: the bytes cannot tell */
-	size_t hashed = nl ? (size_t)(nl - key) : HASHED;
-	struct mt_linememo_entry *set = set_of(m, key, hashed, hash);
-	if (!set)
+	struct mt_linememo_probe *p = &m->next;
+	bool begun = p->key == key;
+	if (!begun && !probe(m, key, avail, p))
 		return 0;
+	p->key = NULL; /* taken up */
+	const char *nl = p->nl;
+	size_t hashed = nl ? (size_t)(nl - key) : HASHED;
+	struct mt_linememo_entry *set = p->set;
+	*hash = p->hash;
 	int k = 0;
 	for (; k < WAYS; k++) {
 		const struct mt_linememo_entry *e = &set[k];
 		if (e->hash != *hash)
 			continue;
-		if (nl) {
-			if (e->len == hashed && epoch_ok(e, textmemo_epoch) && !memcmp(e->key, key, hashed))
+		if (nl) { /* (the newline checked again: a lookup begun on bytes since changed misses) */
+			if (e->len == hashed && key[hashed] == '\n' && epoch_ok(e, textmemo_epoch) &&
+			    !memcmp(e->key, key, hashed))
 				break;
 			continue;
 		}

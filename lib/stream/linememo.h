@@ -33,11 +33,21 @@ struct mt_linememo_entry {
 	char parsed[MT_LINEMEMO_MAX + 2]; /* "-", key and a NUL, parsed in place */
 };
 
+/* A line's lookup begun (mt_linememo_prefetch): its newline among the
+ * hashed bytes (or NULL), their hash, its set. */
+struct mt_linememo_probe {
+	const char *key; /* NULL: none */
+	const char *nl;
+	uint64_t hash;
+	struct mt_linememo_entry *set;
+};
+
 struct mt_linememo {
 	struct mt_linememo_entry *slot; /* made at the first lookup */
 	bool failed;                    /* out of memory: stands aside for good */
 	struct mt_aside aside; /* standing aside where it seldom finds */
 	uint64_t found;                 /* hits in all (for tests and stats) */
+	struct mt_linememo_probe next;  /* the next line's, begun */
 };
 
 void mt_linememo_init(struct mt_linememo *m);
@@ -57,5 +67,14 @@ bool mt_linememo_lookup(struct mt_linememo *m, const char *key, size_t len, uint
  * nothing counted). */
 size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, uint64_t textmemo_epoch,
 			struct mt_linememo_entry **slot, uint64_t *hash);
+/* Begins the lookup of the line read next, at key (avail bytes readable),
+ * so that its slots load while this line is used; mt_linememo_find of the
+ * same key takes it up. The bytes must not change before: a reader that
+ * moves its buffer calls mt_linememo_forget_next. */
+void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail);
+static inline void mt_linememo_forget_next(struct mt_linememo *m)
+{
+	m->next.key = NULL;
+}
 
 #endif

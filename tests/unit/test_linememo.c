@@ -73,6 +73,25 @@ static void test_find(void)
 	snprintf(prefix, sizeof prefix, "%.*s", (int)strlen(longl) - 1, longl);
 	ok(!finds_in_buffer(&m, prefix, "\n-\t2\t2\treturn\t0x1\t0x2\n", 5, &told) && told,
 	   "a line that stops short of a kept one is a miss");
+	/* a lookup begun for the next line is taken up by its find; begun
+	 * on bytes that then changed (forgotten, as the reader does), not */
+	char buf[256];
+	int n = snprintf(buf, sizeof buf, "%s\n", longl);
+	struct mt_linememo_entry *e;
+	uint64_t h;
+	mt_linememo_prefetch(&m, buf, (size_t)n);
+	ok(m.next.key == buf && mt_linememo_find(&m, buf, (size_t)n, 5, &e, &h) == strlen(longl) && !m.next.key,
+	   "a lookup begun is taken up by the line's find");
+	mt_linememo_prefetch(&m, buf, (size_t)n);
+	mt_linememo_forget_next(&m);
+	buf[10] ^= 1;
+	ok(!mt_linememo_find(&m, buf, (size_t)n, 5, &e, &h) && e, "one forgotten is not: the changed line is a miss");
+	/* a short kept line, begun, then the bytes changed to it and more:
+	 * even not forgotten, never a hit of the old line's length */
+	n = snprintf(buf, sizeof buf, "%s\n-\t1\t1\treturn\t0x2\t0x3\n", shortl);
+	mt_linememo_prefetch(&m, buf, (size_t)n);
+	n = snprintf(buf, sizeof buf, "%sX\n-\t1\t1\treturn\t0x2\t0x3\n", shortl);
+	ok(mt_linememo_find(&m, buf, (size_t)n, 0, &e, &h) != strlen(shortl), "a lookup begun on bytes since changed never finds the old line");
 	uint64_t found = m.found;
 	uint32_t window = m.aside.window;
 	finds_in_buffer(&m, longl, "\n", 5, &told);

@@ -40,9 +40,6 @@ bool mt_linememo_active(struct mt_linememo *m)
 	return mt_aside_active(&m->aside);
 }
 
-/* The hash of a line's first n <= HASHED bytes: eight words, each through
- * its own multiplication (none waits for another), overlapping where the
- * line is shorter; the bytes decide a hit, the hash only the slot. */
 static inline uint64_t word(const char *p)
 {
 	uint64_t w;
@@ -60,6 +57,9 @@ static inline uint64_t word(const char *p)
 #define K6 0xa0761d6478bd642fULL
 #define K7 0xe7037ed1a0b428dbULL
 
+/* The hash of a line's first n <= HASHED bytes: eight words, each through
+ * its own multiplication (none waits for another), overlapping where the
+ * line is shorter; the bytes decide a hit, the hash only the slot. */
 static inline uint64_t slot_hash(const char *p, size_t n)
 {
 	uint64_t h = n * 0x8ebc6af09c88c6e3ULL;

@@ -69,8 +69,9 @@ size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, ui
 			struct mt_linememo_entry **slot, uint64_t *hash);
 /* Begins the lookup of the line read next, at key (avail bytes readable),
  * so that its slots load while this line is used; mt_linememo_find of the
- * same key takes it up. The bytes must not change before: a reader that
- * moves its buffer calls mt_linememo_forget_next. */
+ * same key takes it up. A reader that moves its buffer forgets it
+ * (mt_linememo_forget_next): bytes changed since cost a miss, never a
+ * wrong hit (a hit is decided by the bytes there when found). */
 void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail);
 static inline void mt_linememo_forget_next(struct mt_linememo *m)
 {

@@ -221,17 +221,25 @@ static inline bool line_time(const char *line, const char *tab, uint64_t *time, 
 	return !*has_time || mt_events_parse_time(line, (size_t)(tab - line), time, canon);
 }
 
-/* The memo's event for its line, with this line's time; the line's bytes
- * to copy when they are the writer's. */
+/* A line's event parsed without its time: given this line's time, and the
+ * line's bytes copied when they are the writer's (writers: whether they
+ * are, but for the time). */
+static void with_time(struct mt_event *ev, const char *line, size_t n, uint64_t time, bool has_time, bool time_canon,
+		      bool writers, char *copy, bool *copied)
+{
+	ev->time = time;
+	ev->has_time = has_time;
+	*copied = copy && writers && time_canon;
+	if (*copied)
+		memcpy(copy, line, n);
+}
+
+/* The memo's event for its line, with this line's time. */
 static void remembered(const struct mt_linememo_entry *e, const char *line, size_t n, uint64_t time, bool has_time,
 		       bool time_canon, struct mt_event *ev, char *copy, bool *copied)
 {
 	*ev = e->ev;
-	ev->time = time;
-	ev->has_time = has_time;
-	*copied = copy && e->copied && time_canon;
-	if (*copied)
-		memcpy(copy, line, n);
+	with_time(ev, line, n, time, has_time, time_canon, e->copied, copy, copied);
 }
 
 /* The next line through the line memo while it is still in the buffer,
@@ -252,7 +260,12 @@ static bool remembered_in_place(struct mt_events_reader *r, struct mt_event *ev,
 		return false;
 	}
 	st->how = TRY_LOOKUP;
-	const char *tab = memchr(line, '\t', avail < 20 ? avail : 20);
+	/* the TAB the last hit's prefetch found: it looked from the start
+	 * the buffer had then, which only moves on (a moved buffer forgets
+	 * it), so a key at or after this line is this line's first TAB, one
+	 * before it an earlier line's */
+	const char *tab = lm->next.key && lm->next.key >= line ? lm->next.key
+							   : memchr(line, '\t', avail < 20 ? avail : 20);
 	uint64_t time;
 	bool has_time, time_canon;
 	if (!tab || !line_time(line, tab, &time, &has_time, &time_canon)) {
@@ -332,11 +345,7 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 		e->len = klen;
 		e->hash = hash;
 	}
-	ev->time = time;
-	ev->has_time = has_time;
-	*copied = copy && ok && time_canon;
-	if (*copied)
-		memcpy(copy, line, n);
+	with_time(ev, line, n, time, has_time, time_canon, ok, copy, copied);
 	return true;
 }
 

@@ -79,6 +79,7 @@ int mt_event_kind_parse(const char *s, size_t n);
 struct mt_intern;
 struct mt_textmemo;
 struct mt_linememo;
+struct mt_recmemo;
 struct cols_memo;
 struct extra_memo;
 struct mt_events_raw;
@@ -214,6 +215,8 @@ struct mt_events_reader {
 	struct extra_memo *extra_memo; /* binary: extra columns by their ids */
 	struct mt_textmemo *textmemo; /* text: extra columns by their bytes (none: out of memory) */
 	struct mt_linememo *linememo; /* text: event lines by their bytes after the time (none: off) */
+	struct mt_recmemo *recmemo;   /* binary: event records by their bytes after the time (none: off) */
+	bool late_time;       /* binary: the record just decoded has a time field not first */
 	bool keep_raw;        /* set by a filter that passes events on: raw is kept */
 	bool general_only;    /* binary: every record through protobuf-c, none by the
 			       * fast path (the unit test holds the two against each other) */

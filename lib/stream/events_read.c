@@ -18,6 +18,7 @@
 #include "stream/limits.h"
 #include "stream/pbwire.h"
 #include "stream/linememo.h"
+#include "stream/recmemo.h"
 #include "stream/textmemo.h"
 
 #define READ_CHUNK (1u << 20)
@@ -162,6 +163,8 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 		r->format = MT_EVENTS_BINARY;
 		r->start = MT_EVENTS_MAGIC_LEN;
 		r->strings_epoch = mt_events_new_epoch();
+		if ((r->recmemo = malloc(sizeof *r->recmemo))) /* without: slower, the same events */
+			mt_recmemo_init(r->recmemo);
 		return 0;
 	}
 	r->format = MT_EVENTS_TEXT;
@@ -516,6 +519,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 	ev->extra_id = 0;
 	bool has_delta = false, seen_extra = false;
 	uint64_t delta = 0, v;
+	r->late_time = false;
 	/* mt's writers put the fields in number order: the first six are
 	 * matched in that order (no tag decoding, no dispatch), the rest and
 	 * anything out of order by the loop. The head as the writer writes it,
@@ -633,6 +637,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 			continue;
 		}
 		q0 = p;
+		r->late_time |= tag == (1 << 3 | MT_PB_VARINT);
 		if ((tag & 7) != 0 || !mt_pb_get_varint(&p, end, &v) || tag >> 3 > UINT32_MAX ||
 		    !set_field(r, ev, (unsigned)(tag >> 3), v, &has_delta, &delta))
 			return false;
@@ -722,6 +727,53 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
 	return MT_EVENTS_EVENT;
 }
 
+/* A short record (n < 0x80 bytes, at p) through the record memo: the
+ * event a record of the same bytes but the time field decoded to, with
+ * this one's time; else decoded, and kept. */
+static bool decode_event_memo(struct mt_events_reader *r, const uint8_t *p, size_t n, bool slack,
+			      struct mt_event *ev)
+{
+	struct mt_recmemo *m = r->recmemo;
+	/* Record.event, its length one byte: the Event's fields */
+	if (!m || n < 2 || p[0] != 0x12 || p[1] != n - 2 || !mt_recmemo_active(m))
+		return decode_event_fast(r, p, n, slack, ev);
+	const uint8_t *body = p + 2, *key = body, *end = p + n;
+	uint64_t zz = 0;
+	bool timed = key < end && *key == (1 << 3 | MT_PB_VARINT), minimal = true;
+	if (timed) {
+		const uint8_t *q = ++key;
+		if (!mt_pb_get_varint(&q, end, &zz))
+			return decode_event_fast(r, p, n, slack, ev); /* (which says what is wrong) */
+		minimal = q - key == 1 || q[-1] != 0;
+		key = q;
+	}
+	size_t klen = (size_t)(end - key);
+	if (klen > MT_RECMEMO_MAX)
+		return decode_event_fast(r, p, n, slack, ev);
+	struct mt_recmemo_entry *keep;
+	const struct mt_recmemo_entry *e = mt_recmemo_lookup(m, key, klen, r->strings_epoch, &keep);
+	if (e) {
+		*ev = e->ev;
+		if (r->keep_raw)
+			r->raw = (struct mt_events_raw){.body = body, .len = n - 2, .prev_time = r->last_time,
+							.ok = e->canon && minimal};
+		if (timed) {
+			r->last_time += (zz >> 1) ^ -(zz & 1);
+			ev->time = r->last_time;
+			ev->has_time = true;
+		}
+		return true;
+	}
+	if (!decode_event_fast(r, p, n, slack, ev))
+		return false;
+	/* kept when the time field was first and alone; canon (known only
+	 * with keep_raw) where the time's varint was minimal too, else not
+	 * claimed: the writer then encodes the event, to the same bytes */
+	if (keep && !r->late_time && ev->has_time == timed)
+		mt_recmemo_keep(keep, key, klen, ev, r->keep_raw && r->raw.ok);
+	return true;
+}
+
 /* The common case: a short record wholly in the buffer, an event the
  * fast path takes. */
 static inline bool read_short_event(struct mt_events_reader *r, struct mt_event *ev)
@@ -729,7 +781,7 @@ static inline bool read_short_event(struct mt_events_reader *r, struct mt_event 
 	size_t avail = r->end - r->start;
 	const uint8_t *b = (const uint8_t *)r->buf + r->start;
 	if (avail >= 2 && b[0] < 0x80 && (size_t)b[0] + 1 <= avail && !r->general_only &&
-	    decode_event_fast(r, b + 1, b[0], (size_t)b[0] + 9 <= avail, ev)) {
+	    decode_event_memo(r, b + 1, b[0], (size_t)b[0] + 9 <= avail, ev)) {
 		r->line++;
 		r->start += (size_t)b[0] + 1;
 		return true;
@@ -842,5 +894,8 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	if (r->linememo)
 		mt_linememo_fini(r->linememo);
 	free(r->linememo);
+	if (r->recmemo)
+		mt_recmemo_fini(r->recmemo);
+	free(r->recmemo);
 	memset(r, 0, sizeof *r);
 }

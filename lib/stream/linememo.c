@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "stream/memohash.h"
+
 /* Sets of two slots, the one used last kept: on the bench's 4 MB trace's
  * symbolized stream (3,508 distinct lines), 4096 direct-mapped slots
  * missed 8.7% of the lines, 8192 4.8%, 8192 in sets of two 0.9%. Only the
@@ -20,7 +22,7 @@
  * (pid, tid, kind, addresses) end alike (the addresses' symbols), the bytes
  * decide, and a line still in its buffer is looked up before its end is
  * found (mt_linememo_find). */
-#define HASHED 64
+#define HASHED MT_MEMOHASH_MAX
 
 void mt_linememo_init(struct mt_linememo *m)
 {
@@ -40,49 +42,6 @@ bool mt_linememo_active(struct mt_linememo *m)
 	return mt_aside_active(&m->aside);
 }
 
-static inline uint64_t word(const char *p)
-{
-	uint64_t w;
-	memcpy(&w, p, 8);
-	return w;
-}
-
-#define MIX(w, i, j) (((w) ^ (j)) * (i))
-#define K0 0x9e3779b97f4a7c15ULL
-#define K1 0xff51afd7ed558ccdULL
-#define K2 0xc4ceb9fe1a85ec53ULL
-#define K3 0x87c37b91114253d5ULL
-#define K4 0x4cf5ad432745937fULL
-#define K5 0xd6e8feb86659fd93ULL
-#define K6 0xa0761d6478bd642fULL
-#define K7 0xe7037ed1a0b428dbULL
-
-/* The hash of a line's first n <= HASHED bytes: eight words, each through
- * its own multiplication (none waits for another), overlapping where the
- * line is shorter; the bytes decide a hit, the hash only the slot. */
-static inline uint64_t slot_hash(const char *p, size_t n)
-{
-	uint64_t h = n * 0x8ebc6af09c88c6e3ULL;
-	if (n >= 32) {
-		const char *q = p + n - 32;
-		h += MIX(word(p), K0, K4) + MIX(word(p + 8), K1, K5) + MIX(word(p + 16), K2, K6) +
-		     MIX(word(p + 24), K3, K7) + MIX(word(q), K4, K0) + MIX(word(q + 8), K5, K1) +
-		     MIX(word(q + 16), K6, K2) + MIX(word(q + 24), K7, K3);
-	} else if (n >= 16) {
-		h += MIX(word(p), K0, K4) + MIX(word(p + 8), K1, K5) + MIX(word(p + n - 16), K2, K6) +
-		     MIX(word(p + n - 8), K3, K7);
-	} else if (n >= 8) {
-		h += MIX(word(p), K0, K4) + MIX(word(p + n - 8), K1, K5);
-	} else {
-		uint64_t w = 0;
-		for (size_t i = 0; i < n; i++)
-			w |= (uint64_t)(unsigned char)p[i] << 8 * i;
-		h += MIX(w, K0, K4);
-	}
-	h ^= h >> 31;
-	return h * K0;
-}
-
 /* The set of WAYS entries a line's first bytes go to. */
 static struct mt_linememo_entry *set_of(struct mt_linememo *m, const char *key, size_t hashed, uint64_t *hash)
 {
@@ -90,7 +49,7 @@ static struct mt_linememo_entry *set_of(struct mt_linememo *m, const char *key, 
 		m->failed = true;
 		return NULL;
 	}
-	uint64_t h = slot_hash(key, hashed);
+	uint64_t h = mt_memohash(key, hashed);
 	*hash = h | 1;
 	return &m->slot[(h >> (64 - SLOT_BITS + 1)) * WAYS];
 }

@@ -23,12 +23,8 @@ static inline uint8_t *mt_pb_varint(uint8_t *p, uint64_t v)
 /* The bytes mt_pb_varint writes for v. */
 static inline size_t mt_pb_varint_len(uint64_t v)
 {
-	size_t n = 1;
-	while (v >= 0x80) {
-		v >>= 7;
-		n++;
-	}
-	return n;
+	/* 7 bits a byte: the highest bit set's index over 7, without a loop */
+	return v < 0x80 ? 1 : (size_t)(63 - __builtin_clzll(v)) / 7 + 1;
 }
 
 static inline uint8_t *mt_pb_tag(uint8_t *p, unsigned field, unsigned wire_type)

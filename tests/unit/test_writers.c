@@ -322,12 +322,98 @@ static void test_fxt_many_names(void)
 	free(buf);
 }
 
+/* Oracle: protobuf-c. Slices with names, addresses and time steps whose
+ * varints take every length from 1 byte to 10 (most written by the
+ * writer's direct path for slices, the rest, each name's first, by its
+ * general one): every packet of the trace is what protobuf-c packs for
+ * the packet it unpacks to (fields in number order, varints minimal), and
+ * unpacks to the type, name, address and time given. */
+static void test_perfetto_packets(void)
+{
+	struct memtrace m;
+	memtrace_open(&m, MT_PFTRACE_PROTO);
+	struct mt_cs_sink s = m.s;
+	struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
+	static const char *const names[] = {"a", "b", "main"};
+	uint64_t t = 0, ips[70], times[140];
+	size_t n = 0;
+	for (unsigned bits = 0; bits < 64; bits += 1) {
+		uint64_t ip = bits ? (1ULL << bits) - 1 + (bits & 1) : 0; /* all ones, and just past them */
+		uint64_t step = bits < 40 ? (1ULL << bits) : 3; /* times stay below 2^63 */
+		if (n >= 70)
+			break;
+		ips[n] = ip;
+		struct mt_cs_frame f = {.name = names[n % 3], .ip = ip, .id = n + 1};
+		times[2 * n] = t;
+		s.begin(s.ctx, &th, t, &f);
+		t += step;
+		times[2 * n + 1] = t;
+		s.end(s.ctx, &th, t, names[n % 3], n + 1);
+		n++;
+	}
+	int rc = memtrace_close(&m, NULL);
+	const uint8_t *b = (const uint8_t *)m.buf, *e = b + m.len;
+	unsigned packets = 0, repacked = 0, slices = 0, right = 0;
+	char iname[8][16] = {{0}}; /* the interned event names, copied: the packets are freed */
+	uint64_t now = 0;
+	while (!rc && b < e && *b == 0x0a) { /* Trace.packet */
+		uint64_t len = 0;
+		unsigned sh = 0;
+		for (b++; b < e && sh < 64; sh += 7) {
+			len |= (uint64_t)(*b & 0x7f) << sh;
+			if (!(*b++ & 0x80))
+				break;
+		}
+		if (len > (uint64_t)(e - b))
+			break;
+		Perfetto__Protos__TracePacket *p = perfetto__protos__trace_packet__unpack(NULL, len, b);
+		packets++;
+		if (p) {
+			uint8_t again[256];
+			size_t n2 = perfetto__protos__trace_packet__get_packed_size(p);
+			if (n2 == len && n2 <= sizeof again) {
+				perfetto__protos__trace_packet__pack(p, again);
+				repacked += !memcmp(again, b, len);
+			}
+			if (p->has_timestamp_clock_id && p->timestamp_clock_id == 6 && p->trusted_packet_sequence_id != 1)
+				now = p->timestamp;
+			for (size_t k = 0; p->interned_data && k < p->interned_data->n_event_names; k++)
+				if (p->interned_data->event_names[k]->iid < 8)
+					snprintf(iname[p->interned_data->event_names[k]->iid], sizeof iname[0], "%s",
+						 p->interned_data->event_names[k]->name);
+			const Perfetto__Protos__TrackEvent *te = p->track_event;
+			if (te) {
+				now += p->timestamp;
+				size_t i = slices / 2;
+				bool begin = slices % 2 == 0;
+				uint64_t ip = te->n_debug_annotations && te->debug_annotations[0]->has_pointer_value
+						      ? te->debug_annotations[0]->pointer_value : 0;
+				bool named = begin ? te->has_name_iid && te->name_iid < 8 &&
+							     !strcmp(iname[te->name_iid], names[i % 3])
+						   : !te->has_name_iid;
+				right += i < n && (int)te->type == (begin ? 1 : 2) && named && now - BASE == times[slices] &&
+					 ip == (begin ? ips[i] : 0);
+				slices++;
+			}
+			perfetto__protos__trace_packet__free_unpacked(p, NULL);
+		}
+		b += len;
+	}
+	char msg[200];
+	snprintf(msg, sizeof msg,
+		 "Perfetto: %u packets, each as protobuf-c packs it (%u); %zu slices' begins and ends with the "
+		 "type, name, address and time given (%u of %u)", packets, repacked, n, right, slices);
+	ok(!rc && b == e && packets > 2 * n && repacked == packets && slices == 2 * n && right == slices, msg);
+	free(m.buf);
+}
+
 int main(void)
 {
 	alarm(120); /* a writer that loops forever fails here, not CI */
 	test_fxt_many_names();
 	test_window();
 	test_perfetto();
+	test_perfetto_packets();
 	test_json();
 	test_fxt();
 	test_stacks();

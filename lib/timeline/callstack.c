@@ -77,6 +77,19 @@ static __attribute__((noinline)) const char *inferred_name(struct mt_cs *cs, con
 
 static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
+	/* Most writes, calls and returns written at once without counts:
+	 * straight to the sink, as out() would (no record built and read) */
+	if ((!cs->filter_start || cs->in_region) && !cs->tentative && !cs->opts.counts) {
+		if (ev->k == P_CALL && !(ev->inferred && cs->opts.annotate_inferred)) {
+			struct mt_cs_frame f = {ev->name, ev->file, ev->ip, ev->id, ev->line, ev->inferred};
+			cs->sink.begin(cs->sink.ctx, &t->pub, time, &f);
+			return;
+		}
+		if (ev->k == P_RET) {
+			cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
+			return;
+		}
+	}
 	switch (ev->k) {
 	case P_CALL: {
 		const char *name = ev->name;

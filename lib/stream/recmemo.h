@@ -25,6 +25,7 @@ struct mt_recmemo_entry {
 	uint32_t len;       /* of key */
 	bool canon;         /* the bytes are what mt's writer writes (mt_events_raw.ok) */
 	uint8_t last;       /* a set's first slot: which of the set was used last */
+	struct mt_recmemo_entry *next; /* the entry found after this one last time (maybe since reused) */
 	struct mt_event ev; /* time unset; extra: kv, with an extra_id of its own */
 	struct mt_kv kv[MT_RECMEMO_KV];
 	uint8_t key[MT_RECMEMO_MAX];
@@ -35,6 +36,8 @@ struct mt_recmemo {
 	bool failed;                   /* out of memory: stands aside for good */
 	struct mt_aside aside;         /* standing aside where it seldom finds */
 	uint64_t found;                /* hits in all (for tests) */
+	uint64_t followed;             /* of them, hits of the entry that came next last time */
+	struct mt_recmemo_entry *prev; /* the entry of the record looked up last */
 };
 
 void mt_recmemo_init(struct mt_recmemo *m);
@@ -59,10 +62,23 @@ static inline bool mt_recmemo_active(struct mt_recmemo *m)
 	return !m->failed && mt_aside_active(&m->aside);
 }
 
+/* The entry that holds a lookup's record now: the next lookup tries the
+ * entry that came after it last time first. */
+static inline struct mt_recmemo_entry *mt_recmemo_chain(struct mt_recmemo *m, struct mt_recmemo_entry *e)
+{
+	if (m->prev)
+		m->prev->next = e;
+	m->prev = e;
+	return e;
+}
+
 /* The record bytes key[0..len), len <= MT_RECMEMO_MAX, of string table
  * epoch: the entry holding them, or NULL (a miss: *keep is the entry to
  * keep them in, NULL when out of memory). Counts the lookup. Inline: it
- * is most of the reading of a record. */
+ * is most of the reading of a record. A trace's records come in the order
+ * they came before (a loop's), so the entry that followed the last
+ * record's last time is compared first, without the hash; the bytes
+ * decide, whatever that entry holds now. */
 static inline const struct mt_recmemo_entry *mt_recmemo_lookup(struct mt_recmemo *m, const uint8_t *key,
 								size_t len, uint64_t epoch,
 								struct mt_recmemo_entry **keep)
@@ -71,6 +87,16 @@ static inline const struct mt_recmemo_entry *mt_recmemo_lookup(struct mt_recmemo
 	struct mt_recmemo_entry *slots = m->slot ? m->slot : mt_recmemo_make(m);
 	if (!slots)
 		return NULL;
+	struct mt_recmemo_entry *f = m->prev ? m->prev->next : NULL;
+	if (f && f->hash && f->len == len && f->epoch == epoch && mt_memohash_same(f->key, key, len)) {
+		size_t i = (size_t)(f - slots);
+		slots[i - i % MT_RECMEMO_WAYS].last = (uint8_t)(i % MT_RECMEMO_WAYS); /* used last in its set */
+		mt_aside_count(&m->aside, true, MT_RECMEMO_WINDOW, MT_RECMEMO_MIN_HITS, MT_RECMEMO_SKIP);
+		m->found++;
+		m->followed++;
+		m->prev = f;
+		return f;
+	}
 	uint64_t hash = mt_memohash(key, len) | 1;
 	struct mt_recmemo_entry *set = &slots[(hash >> (64 - MT_RECMEMO_SLOT_BITS + 1)) * MT_RECMEMO_WAYS];
 	int k = 0;
@@ -86,9 +112,9 @@ static inline const struct mt_recmemo_entry *mt_recmemo_lookup(struct mt_recmemo
 	set->last = (uint8_t)k;
 	if (hit) {
 		m->found++;
-		return &set[k];
+		return mt_recmemo_chain(m, &set[k]);
 	}
-	*keep = &set[k];
+	*keep = mt_recmemo_chain(m, &set[k]);
 	set[k].hash = 0; /* holds nothing until kept */
 	return NULL;
 }

@@ -109,6 +109,49 @@ static void test_sets_of_two(void)
 	mt_recmemo_fini(&m);
 }
 
+/* The entry that followed last time, tried first: a loop's records are
+ * found by it; one that came after something else, or whose entry was
+ * taken by other bytes since, is still found (or not) by its bytes. Keys
+ * of one set as test_sets_of_two finds them. */
+static void test_followed(void)
+{
+	struct mt_recmemo m;
+	mt_recmemo_init(&m);
+	struct mt_event ev = {.pid = 1, .tid = 1, .cpu = -1, .offset = MT_NO_OFFSET, .strings_epoch = 3};
+	const uint8_t a[] = "record a", b[] = "record b", c[] = "record c";
+	for (int round = 0; round < 3; round++) {
+		seen(&m, a, 8, &ev);
+		seen(&m, b, 8, &ev);
+		seen(&m, c, 8, &ev);
+	}
+	ok(m.found == 6 && m.followed == 5, "a loop's records are found, each by the one before (the first by its hash)");
+	seen(&m, a, 8, &ev);
+	uint64_t before = m.followed;
+	const struct mt_recmemo_entry *e = seen(&m, c, 8, &ev); /* after a came b: c by its hash */
+	ok(e && e->len == 8 && !memcmp(e->key, c, 8) && m.followed == before,
+	   "a record after another than last time is found by its hash");
+	/* b's entry taken by two other records of its set: after a, the entry
+	 * that followed a holds other bytes, and b is not found */
+	uint8_t other[2][8];
+	unsigned n = 0;
+	uint64_t want = (mt_memohash(b, 8) | 1) >> (64 - MT_RECMEMO_SLOT_BITS + 1);
+	for (uint32_t i = 0; n < 2 && i < 1000000; i++) {
+		uint8_t k[8] = "x";
+		memcpy(k + 4, &i, 4);
+		if (((mt_memohash(k, 8) | 1) >> (64 - MT_RECMEMO_SLOT_BITS + 1)) == want)
+			memcpy(other[n++], k, 8);
+	}
+	seen(&m, a, 8, &ev);
+	seen(&m, b, 8, &ev); /* a then b again: b follows a */
+	seen(&m, other[0], 8, &ev);
+	seen(&m, other[1], 8, &ev);
+	seen(&m, other[0], 8, &ev);
+	seen(&m, other[1], 8, &ev); /* both kept: b's entry is one of theirs */
+	seen(&m, a, 8, &ev);
+	ok(n == 2 && !seen(&m, b, 8, &ev), "a record whose entry was taken since is not found");
+	mt_recmemo_fini(&m);
+}
+
 static void test_limits_and_aside(void)
 {
 	struct mt_recmemo m;
@@ -145,6 +188,7 @@ int main(void)
 	test_same();
 	test_keep_find();
 	test_sets_of_two();
+	test_followed();
 	test_limits_and_aside();
 	return tap_done();
 }

@@ -666,7 +666,8 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 
 /* Two copies: with the check for bytes a filter may pass on (r->keep_raw),
  * and without it for the readers that only read. */
-static bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n, bool slack, struct mt_event *ev)
+static __attribute__((noinline)) bool decode_event_fast(struct mt_events_reader *r, const uint8_t *p, size_t n,
+							  bool slack, struct mt_event *ev)
 {
 	return r->keep_raw ? decode_event(r, p, n, slack, ev, true) : decode_event(r, p, n, slack, ev, false);
 }
@@ -727,11 +728,27 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
 	return MT_EVENTS_EVENT;
 }
 
+/* A record the memo missed (at p, its fields after the time at key):
+ * decoded, and kept in keep when the time field was first and alone;
+ * canon (known only with keep_raw) where the time's varint was minimal
+ * too, else not claimed: the writer then encodes the event, to the same
+ * bytes. Out of line: the hits' path stays small. */
+static __attribute__((noinline)) bool decode_and_keep(struct mt_events_reader *r, const uint8_t *p, size_t n,
+						       bool slack, struct mt_event *ev, struct mt_recmemo_entry *keep,
+						       const uint8_t *key, bool timed)
+{
+	if (!decode_event_fast(r, p, n, slack, ev))
+		return false;
+	if (keep && !r->late_time && ev->has_time == timed)
+		mt_recmemo_keep(keep, key, (size_t)(p + n - key), ev, r->keep_raw && r->raw.ok);
+	return true;
+}
+
 /* A short record (n < 0x80 bytes, at p) through the record memo: the
  * event a record of the same bytes but the time field decoded to, with
  * this one's time; else decoded, and kept. */
-static bool decode_event_memo(struct mt_events_reader *r, const uint8_t *p, size_t n, bool slack,
-			      struct mt_event *ev)
+static inline bool decode_event_memo(struct mt_events_reader *r, const uint8_t *p, size_t n, bool slack,
+				     struct mt_event *ev)
 {
 	struct mt_recmemo *m = r->recmemo;
 	/* Record.event, its length one byte: the Event's fields */
@@ -764,14 +781,7 @@ static bool decode_event_memo(struct mt_events_reader *r, const uint8_t *p, size
 		}
 		return true;
 	}
-	if (!decode_event_fast(r, p, n, slack, ev))
-		return false;
-	/* kept when the time field was first and alone; canon (known only
-	 * with keep_raw) where the time's varint was minimal too, else not
-	 * claimed: the writer then encodes the event, to the same bytes */
-	if (keep && !r->late_time && ev->has_time == timed)
-		mt_recmemo_keep(keep, key, klen, ev, r->keep_raw && r->raw.ok);
-	return true;
+	return decode_and_keep(r, p, n, slack, ev, keep, key, timed);
 }
 
 /* The common case: a short record wholly in the buffer, an event the

@@ -69,6 +69,9 @@ static struct mt_linememo_entry *found(struct mt_linememo *m, struct mt_linememo
 	set->last = (uint8_t)k;
 	mt_aside_count(&m->aside, hit, WINDOW, MIN_HITS, SKIP_LINES);
 	m->found += hit;
+	if (m->prev)
+		m->prev->next = &set[k];
+	m->prev = &set[k];
 	return &set[k];
 }
 
@@ -94,6 +97,7 @@ bool mt_linememo_lookup(struct mt_linememo *m, const char *key, size_t len, uint
 static inline bool probe(struct mt_linememo *m, const char *key, size_t avail, struct mt_linememo_probe *p)
 {
 	p->key = NULL;
+	p->followed = NULL;
 	p->nl = memchr(key, '\n', avail < HASHED ? avail : HASHED);
 	if (!p->nl && avail < HASHED)
 		return false; /* its end not read yet */
@@ -104,6 +108,11 @@ static inline bool probe(struct mt_linememo *m, const char *key, size_t avail, s
 
 void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail)
 {
+	struct mt_linememo_entry *f = m->prev ? m->prev->next : NULL;
+	if (f && f->hash && f->len < avail && key[f->len] == '\n') {
+		m->next = (struct mt_linememo_probe){.key = key, .followed = f};
+		return;
+	}
 	if (!m->slot || !probe(m, key, avail, &m->next)) {
 		m->next.key = NULL;
 		return;
@@ -120,6 +129,20 @@ size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, ui
 	*slot = NULL;
 	struct mt_linememo_probe *p = &m->next;
 	bool begun = p->key == key;
+	if (begun && p->followed) {
+		/* the line that came next last time, decided by the bytes now */
+		struct mt_linememo_entry *e = p->followed;
+		p->key = NULL;
+		if (e->hash && e->len < avail && key[e->len] == '\n' && epoch_ok(e, textmemo_epoch) &&
+		    !memcmp(e->key, key, e->len)) {
+			size_t i = (size_t)(e - m->slot);
+			*slot = found(m, m->slot + (i - i % WAYS), (int)(i % WAYS));
+			*hash = e->hash;
+			m->followed++;
+			return e->len;
+		}
+		begun = false;
+	}
 	if (!begun && !probe(m, key, avail, p))
 		return 0;
 	p->key = NULL; /* taken up */

@@ -27,6 +27,7 @@ struct mt_linememo_entry {
 	bool own;          /* ev's strings are all in parsed and kv */
 	bool copied;       /* the line is what the writer writes, but for the time */
 	uint8_t last;      /* a set's first slot: which of the set was used last */
+	struct mt_linememo_entry *next; /* the slot looked up after this one last time (maybe since reused) */
 	struct mt_event ev; /* time unset */
 	struct mt_kv kv[MT_LINEMEMO_KV];
 	char key[MT_LINEMEMO_MAX];        /* the line from the TAB after the time, as read */
@@ -40,6 +41,9 @@ struct mt_linememo_probe {
 	const char *nl;
 	uint64_t hash;
 	struct mt_linememo_entry *set;
+	/* non-NULL (nl, hash and set not computed): the slot looked up after
+	 * the last line's last time, of this line's length, to compare first */
+	struct mt_linememo_entry *followed;
 };
 
 struct mt_linememo {
@@ -47,7 +51,9 @@ struct mt_linememo {
 	bool failed;                    /* out of memory: stands aside for good */
 	struct mt_aside aside; /* standing aside where it seldom finds */
 	uint64_t found;                 /* hits in all (for tests and stats) */
+	uint64_t followed;              /* of them, hits of the slot that came next last time */
 	struct mt_linememo_probe next;  /* the next line's, begun */
+	struct mt_linememo_entry *prev; /* the slot of the line looked up last */
 };
 
 void mt_linememo_init(struct mt_linememo *m);
@@ -69,7 +75,10 @@ size_t mt_linememo_find(struct mt_linememo *m, const char *key, size_t avail, ui
 			struct mt_linememo_entry **slot, uint64_t *hash);
 /* Begins the lookup of the line read next, at key (avail bytes readable),
  * so that its slots load while this line is used; mt_linememo_find of the
- * same key takes it up. A reader that moves its buffer forgets it
+ * same key takes it up. A trace's lines come in the order they came before
+ * (a loop's): when the slot looked up after the last line's last time
+ * holds a line of this one's length, that slot is compared first, without
+ * the hash. A reader that moves its buffer forgets it
  * (mt_linememo_forget_next): bytes changed since cost a miss, never a
  * wrong hit (a hit is decided by the bytes there when found). */
 void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail);

@@ -100,9 +100,58 @@ static void test_find(void)
 	mt_linememo_fini(&m);
 }
 
+/* The slot looked up after the last line's last time, compared first (a
+ * loop's lines): lines read as the reader reads them, each found, then
+ * the next one's lookup begun. */
+static void test_followed(void)
+{
+	struct mt_linememo m;
+	mt_linememo_init(&m);
+	const char *lines[3] = {"\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tfrom_sym=main\tto_sym=work",
+				"\t1\t1\treturn\t0x2010\t0x1005\tinsn=9\tfrom_sym=work\tto_sym=main",
+				"\t1\t1\tjump\t0x1010\t0x1000\tinsn=2"};
+	char buf[512];
+	struct mt_linememo_entry *e;
+	uint64_t h;
+	for (int k = 0; k < 3; k++)
+		keep(&m, lines[k], true, 0);
+	unsigned hits = 0;
+	size_t n = 0;
+	for (int k = 0; k < 10; k++) /* three rounds, and the first line again */
+		n += (size_t)snprintf(buf + n, sizeof buf - n, "%s\n", lines[k % 3]);
+	const char *at = buf;
+	for (int k = 0; k < 9; k++) { /* as the reader: each found, the next begun */
+		size_t len = strlen(lines[k % 3]), avail = n - (size_t)(at - buf);
+		hits += mt_linememo_find(&m, at, avail, 0, &e, &h) == len;
+		at += len + 1;
+		mt_linememo_prefetch(&m, at, avail - len - 1);
+	}
+	ok(hits == 9 && m.followed == 8, "a loop's lines are found, each by the slot that came next last time");
+	/* begun on the slot that came next, then a byte of the line changed
+	 * (its length kept): decided by the bytes at the find, a miss */
+	n = (size_t)snprintf(buf, sizeof buf, "%s\n", lines[0]);
+	mt_linememo_find(&m, buf, (size_t)n, 0, &e, &h);
+	n = (size_t)snprintf(buf, sizeof buf, "%s\n", lines[1]);
+	mt_linememo_prefetch(&m, buf, n);
+	bool begun = m.next.followed != NULL;
+	buf[12] ^= 1;
+	ok(begun && !mt_linememo_find(&m, buf, n, 0, &e, &h), "one begun on bytes since changed is a miss");
+	/* the slot that came next holds a line of another length: the usual
+	 * lookup finds this one */
+	n = (size_t)snprintf(buf, sizeof buf, "%s\n", lines[0]);
+	mt_linememo_find(&m, buf, n, 0, &e, &h);
+	n = (size_t)snprintf(buf, sizeof buf, "%s\n", lines[2]);
+	mt_linememo_prefetch(&m, buf, n);
+	uint64_t followed = m.followed;
+	ok(mt_linememo_find(&m, buf, n, 0, &e, &h) == strlen(lines[2]) && m.followed == followed,
+	   "a line after another than last time is found by its hash");
+	mt_linememo_fini(&m);
+}
+
 int main(void)
 {
 	test_find();
+	test_followed();
 	struct mt_linememo m;
 	mt_linememo_init(&m);
 	const char *a = "\t1\t1\tcall\t0x1000\t0x2000\tinsn=3\tto_sym=f";

@@ -271,17 +271,35 @@ static uint64_t iid_known(const struct iids *m, const char *name)
 	return 0;
 }
 
-/* Room for a packet of at most `most` bytes in the output buffer, where
- * it is then written. */
-static uint8_t *packet_room(struct mt_pftrace *pf, size_t most)
+/* A slice's packet written straight into the output buffer: its head
+ * (Trace.packet's tag and length, the incremental timestamp, the sequence,
+ * track_event's tag and its length tlen < 0x80), returning where the
+ * TrackEvent's fields go ... (inline: one packet an event) */
+static inline __attribute__((always_inline)) uint8_t *slice_packet_head(struct seqw *w, uint64_t time, size_t tlen,
+									 uint8_t **start)
 {
-	if (most > sizeof pf->obuf - pf->nobuf)
+	struct mt_pftrace *pf = w->pf;
+	uint64_t dt = time - w->last;
+	size_t plen = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) + 2 + tlen + 2;
+	size_t total = 1 + mt_pb_varint_len(plen) + plen;
+	if (total > sizeof pf->obuf - pf->nobuf)
 		mt_tl_flush(pf);
-	return pf->obuf + pf->nobuf;
+	uint8_t *p = *start = pf->obuf + pf->nobuf;
+	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), plen);
+	p = mt_pb_uint(p, 8, dt);
+	p = mt_pb_uint(p, 10, w->seq);
+	p = mt_pb_tag(p, 11, MT_PB_LEN);
+	*p++ = (uint8_t)tlen;
+	w->last = time;
+	return p;
 }
 
-static void packet_done(struct mt_pftrace *pf, size_t total)
+/* ... and its tail after them (sequence_flags), the packet counted. */
+static inline __attribute__((always_inline)) void slice_packet_tail(struct mt_pftrace *pf, uint8_t *p,
+								     const uint8_t *start)
 {
+	p = mt_pb_uint(p, 13, 2);
+	size_t total = (size_t)(p - start);
 	pf->nobuf += total;
 	pf->st.bytes += total;
 	pf->st.packets++;
@@ -297,24 +315,16 @@ static void packet_done(struct mt_pftrace *pf, size_t total)
  * sequence_flags 13: SEQ_NEEDS_INCREMENTAL_STATE }. */
 static void proto_slice_begin(struct seqw *w, uint64_t time, const char *name, uint64_t ip)
 {
-	struct mt_pftrace *pf = w->pf;
 	uint64_t iid = w->file || (ip && !w->addr_iid) ? 0 : iid_known(&w->names, name);
 	if (!iid) {
 		emit_proto(w, time, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN, name, w->track, ip, false,
 			   0);
 		return;
 	}
-	uint64_t dt = time - w->last;
 	size_t alen = ip ? 3 + mt_pb_varint_len(ip) : 0;
+	/* at most 2 + 13 + 2 + 11 bytes */
 	size_t tlen = (ip ? 2 + alen : 0) + 2 + 1 + mt_pb_varint_len(iid);
-	size_t plen = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) + 2 + tlen + 2;
-	size_t total = 1 + mt_pb_varint_len(plen) + plen;
-	uint8_t *p = packet_room(pf, total), *start = p;
-	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), plen);
-	p = mt_pb_uint(p, 8, dt);
-	p = mt_pb_uint(p, 10, w->seq);
-	p = mt_pb_tag(p, 11, MT_PB_LEN);
-	*p++ = (uint8_t)tlen; /* < 0x80: at most 2 + 13 + 2 + 11 */
+	uint8_t *start, *p = slice_packet_head(w, time, tlen, &start);
 	if (ip) {
 		p = mt_pb_tag(p, 4, MT_PB_LEN);
 		*p++ = (uint8_t)alen;
@@ -322,28 +332,15 @@ static void proto_slice_begin(struct seqw *w, uint64_t time, const char *name, u
 	}
 	p = mt_pb_uint(p, 9, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN);
 	p = mt_pb_uint(p, 10, iid);
-	p = mt_pb_uint(p, 13, 2);
-	w->last = time;
-	packet_done(pf, (size_t)(p - start));
+	slice_packet_tail(w->pf, p, start);
 }
 
 static void proto_slice_end(struct seqw *w, uint64_t time, const char *name)
 {
 	(void)name;
-	struct mt_pftrace *pf = w->pf;
-	uint64_t dt = time - w->last;
-	size_t plen = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) + 2 + 2 + 2;
-	size_t total = 1 + mt_pb_varint_len(plen) + plen;
-	uint8_t *p = packet_room(pf, total), *start = p;
-	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), plen);
-	p = mt_pb_uint(p, 8, dt);
-	p = mt_pb_uint(p, 10, w->seq);
-	p = mt_pb_tag(p, 11, MT_PB_LEN);
-	*p++ = 2;
+	uint8_t *start, *p = slice_packet_head(w, time, 2, &start);
 	p = mt_pb_uint(p, 9, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_END);
-	p = mt_pb_uint(p, 13, 2);
-	w->last = time;
-	packet_done(pf, (size_t)(p - start));
+	slice_packet_tail(w->pf, p, start);
 }
 
 static void proto_instant(struct seqw *w, uint64_t time, const char *name)

@@ -918,7 +918,8 @@ static void test_binary_record_memo(void)
 	unsigned tried = 0, differ = 0, rawdiff = 0, whole = 0;
 	uint64_t found0 = memo_found;
 	for (size_t k = 0; copy && fast && slow && k < nkeys; k++) {
-		static const int vals[] = {-4, 0x00, 0x01, 0x08, 0x7f, 0x80, 0xff, -1, -2, -3}; /* -4: unchanged; 0x08: a time field, late */
+		/* -4: unchanged; 0x08: a time field, late */
+		static const int vals[] = {-4, 0x00, 0x01, 0x08, 0x7f, 0x80, 0xff, -1, -2, -3};
 		for (size_t j = 0; j < klen[k]; j++) {
 			for (size_t v = 0; v < sizeof vals / sizeof vals[0]; v++) {
 				if (vals[v] == -4 && j)

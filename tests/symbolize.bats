@@ -541,8 +541,11 @@ for line in open("s.ev"):
         n += 1
 PY
 	[ "$(wc -l < pairs)" -gt 100 ]
-	# an address with no line (crt's _start): addr2line says ??:0 or ??:?, mt gives no frame_src
-	cut -d' ' -f1 pairs | addr2line -e "$MT_PROGS/hot" | sed 's/ (discriminator [0-9]*)$//; s|.*/||; s/^??:[0-9?]*$/None/' > want
+	# an address with no line (crt's _start): addr2line says ??:0 or ??:?, mt gives no frame_src;
+	# so where it names a file but no line (crtstuff.c:? for frame_dummy, a sample there is rare:
+	# from the symbol table's FILE entry, no line table)
+	cut -d' ' -f1 pairs | addr2line -e "$MT_PROGS/hot" |
+		sed 's/ (discriminator [0-9]*)$//; s|.*/||; s/^??:[0-9?]*$/None/; s/^[^:]*:?$/None/' > want
 	cut -d' ' -f2 pairs | sed 's|.*/||' > got
 	echo "frames: $(wc -l < pairs); differing: $(paste -d' ' got want | awk '$1 != $2' | sort | uniq -c | head -5)"
 	cmp got want

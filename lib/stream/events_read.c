@@ -413,7 +413,7 @@ static inline bool set_field(struct mt_events_reader *r, struct mt_event *ev, un
 			     bool *has_delta, uint64_t *delta)
 {
 	switch (field) {
-	case 1: *has_delta = true; *delta = (v >> 1) ^ -(v & 1); return true;
+	case 1: *has_delta = true; *delta = mt_pb_unzigzag(v); return true;
 	case 2: ev->pid = (uint32_t)v; return true;
 	case 3: ev->tid = (uint32_t)v; return true;
 	case 4: ev->kind = (enum mt_event_kind)v; return v < MT_EV_KIND_COUNT;
@@ -548,7 +548,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 			}
 		}
 		if (field > 6 && h <= end && f[4] < MT_EV_KIND_COUNT) {
-			delta = (f[1] >> 1) ^ -(f[1] & 1);
+			delta = mt_pb_unzigzag(f[1]);
 			ev->pid = (uint32_t)f[2];
 			ev->tid = (uint32_t)f[3];
 			ev->kind = (enum mt_event_kind)f[4];
@@ -735,12 +735,12 @@ static int fill_event(struct mt_events_reader *r, const struct evfields *e, stru
  * bytes. Out of line: the hits' path stays small. */
 static __attribute__((noinline)) bool decode_and_keep(struct mt_events_reader *r, const uint8_t *p, size_t n,
 						       bool slack, struct mt_event *ev, struct mt_recmemo_entry *keep,
-						       const uint8_t *key, bool timed)
+						       uint64_t hash, const uint8_t *key, bool timed)
 {
 	if (!decode_event_fast(r, p, n, slack, ev))
 		return false;
 	if (keep && !r->late_time && ev->has_time == timed)
-		mt_recmemo_keep(keep, key, (size_t)(p + n - key), ev, r->keep_raw && r->raw.ok);
+		mt_recmemo_keep(keep, hash, key, (size_t)(p + n - key), ev, r->keep_raw && r->raw.ok);
 	return true;
 }
 
@@ -768,20 +768,21 @@ static inline bool decode_event_memo(struct mt_events_reader *r, const uint8_t *
 	if (klen > MT_RECMEMO_MAX)
 		return decode_event_fast(r, p, n, slack, ev);
 	struct mt_recmemo_entry *keep;
-	const struct mt_recmemo_entry *e = mt_recmemo_lookup(m, key, klen, r->strings_epoch, &keep);
+	uint64_t hash = 0;
+	const struct mt_recmemo_entry *e = mt_recmemo_lookup(m, key, klen, r->strings_epoch, &keep, &hash);
 	if (e) {
 		*ev = e->ev;
 		if (r->keep_raw)
 			r->raw = (struct mt_events_raw){.body = body, .len = n - 2, .prev_time = r->last_time,
 							.ok = e->canon && minimal};
 		if (timed) {
-			r->last_time += (zz >> 1) ^ -(zz & 1);
+			r->last_time += mt_pb_unzigzag(zz);
 			ev->time = r->last_time;
 			ev->has_time = true;
 		}
 		return true;
 	}
-	return decode_and_keep(r, p, n, slack, ev, keep, key, timed);
+	return decode_and_keep(r, p, n, slack, ev, keep, hash, key, timed);
 }
 
 /* The common case: a short record wholly in the buffer, an event the

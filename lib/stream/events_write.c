@@ -486,7 +486,7 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 	if (ev->has_time) {
 		int64_t d = (int64_t)(ev->time - w->last_time);
 		w->last_time = ev->time;
-		p = mt_pb_uint(p, 1, ((uint64_t)d << 1) ^ (uint64_t)(d >> 63)); /* sint64: zigzag */
+		p = mt_pb_uint(p, 1, mt_pb_zigzag(d));
 	}
 	p = mt_pb_uint(p, 2, ev->pid);
 	p = mt_pb_uint(p, 3, ev->tid);

@@ -27,6 +27,18 @@ static inline size_t mt_pb_varint_len(uint64_t v)
 	return v < 0x80 ? 1 : (size_t)(63 - __builtin_clzll(v)) / 7 + 1;
 }
 
+/* sint64's zigzag form (the stream's time deltas): small magnitudes of
+ * either sign as small varints. */
+static inline uint64_t mt_pb_zigzag(int64_t v)
+{
+	return ((uint64_t)v << 1) ^ (uint64_t)(v >> 63);
+}
+
+static inline uint64_t mt_pb_unzigzag(uint64_t v)
+{
+	return (v >> 1) ^ -(v & 1);
+}
+
 static inline uint8_t *mt_pb_tag(uint8_t *p, unsigned field, unsigned wire_type)
 {
 	return mt_pb_varint(p, (uint64_t)field << 3 | wire_type);

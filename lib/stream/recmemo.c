@@ -24,8 +24,8 @@ struct mt_recmemo_entry *mt_recmemo_make(struct mt_recmemo *m)
 	return m->slot;
 }
 
-bool mt_recmemo_keep(struct mt_recmemo_entry *e, const uint8_t *key, size_t len, const struct mt_event *ev,
-		     bool canon)
+bool mt_recmemo_keep(struct mt_recmemo_entry *e, uint64_t hash, const uint8_t *key, size_t len,
+		     const struct mt_event *ev, bool canon)
 {
 	if (ev->nextra > MT_RECMEMO_KV || len > MT_RECMEMO_MAX) {
 		e->hash = 0;
@@ -43,6 +43,6 @@ bool mt_recmemo_keep(struct mt_recmemo_entry *e, const uint8_t *key, size_t len,
 	e->len = (uint32_t)len;
 	e->canon = canon;
 	memcpy(e->key, key, len);
-	e->hash = mt_memohash(key, len) | 1; /* (again: misses are few) */
+	e->hash = hash;
 	return true;
 }

@@ -62,26 +62,33 @@ static inline bool mt_recmemo_active(struct mt_recmemo *m)
 	return !m->failed && mt_aside_active(&m->aside);
 }
 
-/* The entry that holds a lookup's record now: the next lookup tries the
- * entry that came after it last time first. */
-static inline struct mt_recmemo_entry *mt_recmemo_chain(struct mt_recmemo *m, struct mt_recmemo_entry *e)
+/* A lookup's outcome, counted: a hit in way k of set (used last now), or
+ * a miss, which gets the way not used last to keep the record in; either
+ * way the entry that came after the last lookup's. */
+static inline struct mt_recmemo_entry *mt_recmemo_found(struct mt_recmemo *m, struct mt_recmemo_entry *set,
+							 int k)
 {
+	bool hit = k < MT_RECMEMO_WAYS;
+	mt_aside_count(&m->aside, hit, MT_RECMEMO_WINDOW, MT_RECMEMO_MIN_HITS, MT_RECMEMO_SKIP);
+	m->found += hit;
+	if (!hit)
+		k = set->last ^ 1;
+	set->last = (uint8_t)k;
 	if (m->prev)
-		m->prev->next = e;
-	m->prev = e;
-	return e;
+		m->prev->next = &set[k];
+	return m->prev = &set[k];
 }
 
 /* The record bytes key[0..len), len <= MT_RECMEMO_MAX, of string table
  * epoch: the entry holding them, or NULL (a miss: *keep is the entry to
- * keep them in, NULL when out of memory). Counts the lookup. Inline: it
- * is most of the reading of a record. A trace's records come in the order
- * they came before (a loop's), so the entry that followed the last
- * record's last time is compared first, without the hash; the bytes
- * decide, whatever that entry holds now. */
+ * keep them in, NULL when out of memory, and *hash what to keep with
+ * them). Counts the lookup. Inline: it is most of the reading of a record.
+ * A trace's records come in the order they came before (a loop's), so the
+ * entry that followed the last record's last time is compared first,
+ * without the hash; the bytes decide, whatever that entry holds now. */
 static inline const struct mt_recmemo_entry *mt_recmemo_lookup(struct mt_recmemo *m, const uint8_t *key,
 								size_t len, uint64_t epoch,
-								struct mt_recmemo_entry **keep)
+								struct mt_recmemo_entry **keep, uint64_t *hash)
 {
 	*keep = NULL;
 	struct mt_recmemo_entry *slots = m->slot ? m->slot : mt_recmemo_make(m);
@@ -90,39 +97,30 @@ static inline const struct mt_recmemo_entry *mt_recmemo_lookup(struct mt_recmemo
 	struct mt_recmemo_entry *f = m->prev ? m->prev->next : NULL;
 	if (f && f->hash && f->len == len && f->epoch == epoch && mt_memohash_same(f->key, key, len)) {
 		size_t i = (size_t)(f - slots);
-		slots[i - i % MT_RECMEMO_WAYS].last = (uint8_t)(i % MT_RECMEMO_WAYS); /* used last in its set */
-		mt_aside_count(&m->aside, true, MT_RECMEMO_WINDOW, MT_RECMEMO_MIN_HITS, MT_RECMEMO_SKIP);
-		m->found++;
 		m->followed++;
-		m->prev = f;
-		return f;
+		return mt_recmemo_found(m, slots + (i - i % MT_RECMEMO_WAYS), (int)(i % MT_RECMEMO_WAYS));
 	}
-	uint64_t hash = mt_memohash(key, len) | 1;
-	struct mt_recmemo_entry *set = &slots[(hash >> (64 - MT_RECMEMO_SLOT_BITS + 1)) * MT_RECMEMO_WAYS];
+	*hash = mt_memohash(key, len) | 1;
+	struct mt_recmemo_entry *set = &slots[(*hash >> (64 - MT_RECMEMO_SLOT_BITS + 1)) * MT_RECMEMO_WAYS];
 	int k = 0;
 	for (; k < MT_RECMEMO_WAYS; k++) {
 		const struct mt_recmemo_entry *e = &set[k];
-		if (e->hash == hash && e->len == len && e->epoch == epoch && mt_memohash_same(e->key, key, len))
+		if (e->hash == *hash && e->len == len && e->epoch == epoch && mt_memohash_same(e->key, key, len))
 			break;
 	}
-	bool hit = k < MT_RECMEMO_WAYS;
-	mt_aside_count(&m->aside, hit, MT_RECMEMO_WINDOW, MT_RECMEMO_MIN_HITS, MT_RECMEMO_SKIP);
-	if (!hit)
-		k = set->last ^ 1;
-	set->last = (uint8_t)k;
-	if (hit) {
-		m->found++;
-		return mt_recmemo_chain(m, &set[k]);
-	}
-	*keep = mt_recmemo_chain(m, &set[k]);
-	set[k].hash = 0; /* holds nothing until kept */
+	struct mt_recmemo_entry *e = mt_recmemo_found(m, set, k);
+	if (k < MT_RECMEMO_WAYS)
+		return e;
+	e->hash = 0; /* holds nothing until kept */
+	*keep = e;
 	return NULL;
 }
 
 /* Keeps ev, decoded from key[0..len) (time aside), in the entry a lookup
- * gave: its columns copied (false, nothing kept, when there are more than
- * MT_RECMEMO_KV). canon: ok to pass its bytes on as they are. */
-bool mt_recmemo_keep(struct mt_recmemo_entry *e, const uint8_t *key, size_t len, const struct mt_event *ev,
-		     bool canon);
+ * gave, with the hash it gave: its columns copied (false, nothing kept,
+ * when there are more than MT_RECMEMO_KV). canon: ok to pass its bytes on
+ * as they are. */
+bool mt_recmemo_keep(struct mt_recmemo_entry *e, uint64_t hash, const uint8_t *key, size_t len,
+		     const struct mt_event *ev, bool canon);
 
 #endif

@@ -120,6 +120,15 @@ static uint64_t sample_track(struct mt_pftrace *pf, struct pthread *t, uint32_t 
 	return uuid;
 }
 
+/* The slot of name in m (cap > 0): its own, or the empty one it would take. */
+static size_t iid_slot(const struct iids *m, const char *name)
+{
+	size_t j = ((uintptr_t)name >> 4) & (m->cap - 1);
+	while (m->k[j] && m->k[j] != name)
+		j = (j + 1) & (m->cap - 1);
+	return j;
+}
+
 static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, bool *is_new)
 {
 	if ((m->n + 1) * 2 > m->cap) {
@@ -146,17 +155,12 @@ static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, 
 		m->v = nv;
 		m->cap = nc;
 	}
-	size_t j = ((uintptr_t)name >> 4) & (m->cap - 1);
-	while (m->k[j]) {
-		if (m->k[j] == name) {
-			*is_new = false;
-			return m->v[j];
-		}
-		j = (j + 1) & (m->cap - 1);
+	size_t j = iid_slot(m, name);
+	*is_new = !m->k[j];
+	if (*is_new) {
+		m->k[j] = name;
+		m->v[j] = ++m->n;
 	}
-	m->k[j] = name;
-	m->v[j] = ++m->n;
-	*is_new = true;
 	return m->v[j];
 }
 
@@ -265,10 +269,8 @@ static uint64_t iid_known(const struct iids *m, const char *name)
 {
 	if (!m->cap)
 		return 0;
-	for (size_t j = ((uintptr_t)name >> 4) & (m->cap - 1); m->k[j]; j = (j + 1) & (m->cap - 1))
-		if (m->k[j] == name)
-			return m->v[j];
-	return 0;
+	size_t j = iid_slot(m, name);
+	return m->k[j] ? m->v[j] : 0;
 }
 
 /* A slice's packet written straight into the output buffer: its head

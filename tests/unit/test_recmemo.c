@@ -17,9 +17,10 @@ static const struct mt_recmemo_entry *seen(struct mt_recmemo *m, const uint8_t *
 					   const struct mt_event *ev)
 {
 	struct mt_recmemo_entry *keep;
-	const struct mt_recmemo_entry *e = mt_recmemo_lookup(m, key, len, ev->strings_epoch, &keep);
+	uint64_t hash;
+	const struct mt_recmemo_entry *e = mt_recmemo_lookup(m, key, len, ev->strings_epoch, &keep, &hash);
 	if (!e && keep)
-		mt_recmemo_keep(keep, key, len, ev, true);
+		mt_recmemo_keep(keep, hash, key, len, ev, true);
 	return e;
 }
 

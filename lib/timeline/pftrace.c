@@ -31,10 +31,9 @@ const char *mt_tl_intern(struct mt_pftrace *pf, const char *s)
 
 /* --- collecting (the sink) ---------------------------------------------------- */
 
-static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th)
+/* A thread's first item: its writer state (out of line: once a thread). */
+static __attribute__((noinline)) struct pthread *new_pthread(struct mt_pftrace *pf, struct mt_cs_thread *th)
 {
-	if (th->user)
-		return th->user;
 	struct pthread *t = calloc(1, sizeof *t);
 	if (!t || !mt_grow((void **)&pf->threads, &pf->capthreads, pf->nthreads + 1, sizeof *pf->threads)) {
 		free(t);
@@ -50,13 +49,21 @@ static struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th
 	return t;
 }
 
+static inline struct pthread *pthread_of(struct mt_pftrace *pf, struct mt_cs_thread *th)
+{
+	return th->user ? th->user : new_pthread(pf, th);
+}
+
 static void saw_time(struct pthread *t, uint64_t time)
 {
 	if (time > t->maxtime)
 		t->maxtime = time;
 }
 
-static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
+/* A new item of thread t: kind, times and interned name set, the rest
+ * zero (one store of the whole item: the window's memory is written once). */
+static struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t, uint8_t kind, uint64_t begin,
+				uint64_t end, const char *name)
 {
 	/* Bounded memory: past the window every thread writes out what it holds. */
 	if (pf->window && pf->pending >= pf->window)
@@ -65,35 +72,29 @@ static struct item *add_item(struct mt_pftrace *pf, struct pthread *t)
 		pf->oom = true;
 		return NULL;
 	}
-	struct item *it = &t->items[t->nitems++];
-	memset(it, 0, sizeof *it);
-	it->seq = (uint32_t)(t->nitems - 1);
+	/* noted now so that a flush in order skips order_items' pass */
+	if (t->nitems) {
+		t->unordered |= begin < t->last_begin;
+		t->ties |= begin == t->last_begin;
+	}
+	t->last_begin = begin;
+	struct item *it = &t->items[t->nitems];
+	/* name: interned by the callstack (callstack.h) */
+	*it = (struct item){.begin = begin, .end = end, .name = name, .seq = (uint32_t)t->nitems, .kind = kind};
+	t->nitems++;
 	pf->pending++;
+	saw_time(t, begin);
+	if (end != UINT64_MAX)
+		saw_time(t, end);
 	return it;
 }
 
-/* A new item of th's thread: kind, times and interned name set. */
+/* The same, of th's thread. */
 static struct item *new_item(struct mt_pftrace *pf, struct mt_cs_thread *th, uint8_t kind, uint64_t begin,
 			     uint64_t end, const char *name)
 {
 	struct pthread *t = pthread_of(pf, th);
-	struct item *it = t ? add_item(pf, t) : NULL;
-	if (it) {
-		/* noted now so that a flush in order skips order_items' pass */
-		if (t->nitems > 1) {
-			t->unordered |= begin < t->last_begin;
-			t->ties |= begin == t->last_begin;
-		}
-		t->last_begin = begin;
-		it->kind = kind;
-		it->begin = begin;
-		it->end = end;
-		it->name = name; /* interned by the callstack (callstack.h) */
-		saw_time(t, begin);
-		if (end != UINT64_MAX)
-			saw_time(t, end);
-	}
-	return it;
+	return t ? new_item_of(pf, t, kind, begin, end, name) : NULL;
 }
 
 static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, size_t item)
@@ -106,13 +107,12 @@ static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, siz
 	return true;
 }
 
-static void s_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+static void begin_slice(struct mt_pftrace *pf, struct pthread *t, struct mt_cs_thread *th, uint64_t time,
+			const struct mt_cs_frame *f)
 {
-	struct mt_pftrace *pf = ctx;
-	struct item *it = new_item(pf, th, IT_SLICE, time, UINT64_MAX, f->name);
+	struct item *it = new_item_of(pf, t, IT_SLICE, time, UINT64_MAX, f->name);
 	if (!it)
 		return;
-	struct pthread *t = th->user;
 	it->u.id = f->id;
 	it->ip = f->ip;
 	it->inferred = f->inferred;
@@ -170,14 +170,14 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 		uint64_t end = (uint64_t)t->open[i].item;
 		t->open[i] = t->open[--t->nopen];
 		t->nendfirst--;
-		s_begin(ctx, th, time, f);
+		begin_slice(pf, t, th, time, f);
 		if (t->nopen && t->open[t->nopen - 1].id == id) {
 			t->items[t->open[t->nopen - 1].item].end = end;
 			t->nopen--;
 		}
 		return;
 	}
-	s_begin(ctx, th, time, f);
+	begin_slice(pf, t, th, time, f);
 }
 
 static void s_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)

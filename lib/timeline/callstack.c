@@ -12,7 +12,8 @@
 
 #include "timeline/cs_state.h"
 
-uint64_t mt_cs_push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
+/* Inline in this file: a call's one frame (mt_cs_push_frame for the rest). */
+static inline uint64_t push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
 {
 	if (!mt_grow((void **)&s->v, &s->cap, s->n + 1, sizeof *s->v)) {
 		cs->oom = true;
@@ -20,6 +21,11 @@ uint64_t mt_cs_push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const 
 	}
 	s->v[s->n++] = (struct frame){ip, name, ++cs->next_id, NULL, 0};
 	return cs->next_id;
+}
+
+uint64_t mt_cs_push_frame(struct mt_cs *cs, struct stack *s, uint64_t ip, const char *name)
+{
+	return push_frame(cs, s, ip, name);
 }
 
 /* --- writing (5.6) ------------------------------------------------------------- */
@@ -75,21 +81,11 @@ static __attribute__((noinline)) const char *inferred_name(struct mt_cs *cs, con
 	return r;
 }
 
-static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+/* write_now's writes through out(): counts, filter regions, the tentative
+ * log, inferred names, [unknown] slices (out of line: most writes are not). */
+static __attribute__((noinline)) void write_logged(struct mt_cs *cs, struct thread *t, uint64_t time,
+						   const struct pev *ev)
 {
-	/* Most writes, calls and returns written at once without counts:
-	 * straight to the sink, as out() would (no record built and read) */
-	if ((!cs->filter_start || cs->in_region) && !cs->tentative && !cs->opts.counts) {
-		if (ev->k == P_CALL && !(ev->inferred && cs->opts.annotate_inferred)) {
-			struct mt_cs_frame f = {ev->name, ev->file, ev->ip, ev->id, ev->line, ev->inferred};
-			cs->sink.begin(cs->sink.ctx, &t->pub, time, &f);
-			return;
-		}
-		if (ev->k == P_RET) {
-			cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
-			return;
-		}
-	}
 	switch (ev->k) {
 	case P_CALL: {
 		const char *name = ev->name;
@@ -109,6 +105,24 @@ static void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const s
 					.name = cs->n_unknown});
 		break;
 	}
+}
+
+static inline void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+{
+	/* Most writes, calls and returns written at once without counts:
+	 * straight to the sink, as out() would (no record built and read) */
+	if ((!cs->filter_start || cs->in_region) && !cs->tentative && !cs->opts.counts) {
+		if (ev->k == P_CALL && !(ev->inferred && cs->opts.annotate_inferred)) {
+			struct mt_cs_frame f = {ev->name, ev->file, ev->ip, ev->id, ev->line, ev->inferred};
+			cs->sink.begin(cs->sink.ctx, &t->pub, time, &f);
+			return;
+		}
+		if (ev->k == P_RET) {
+			cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
+			return;
+		}
+	}
+	write_logged(cs, t, time, ev);
 }
 
 static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev, bool front)
@@ -138,7 +152,7 @@ static void start_push(struct mt_cs *cs, struct thread *t, uint64_t time, const 
 
 /* write_pending_event: inferred frames and [unknown] slices wait for the
  * end of the thread (outermost first); a call at mapped time 0 too. */
-static void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
+static inline void write_pending(struct mt_cs *cs, struct thread *t, uint64_t time, const struct pev *ev)
 {
 	if (cs->opts.starts_when_known)
 		write_now(cs, t, time, ev);
@@ -185,7 +199,7 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
  * event built on the stack and copied here was read back by wide loads
  * over its narrow stores, which the CPU cannot forward (a stall that took
  * a fifth of mt-toperfetto's time on a call-dense trace). */
-static struct pev *add_event(struct mt_cs *cs, struct thread *t, uint64_t time, enum pkind k)
+static inline struct pev *add_event(struct mt_cs *cs, struct thread *t, uint64_t time, enum pkind k)
 {
 	if (time != t->pending_time || t->npending == MAX_BATCH)
 		flush(cs, t, time);
@@ -218,7 +232,7 @@ static void add_ret(struct mt_cs *cs, struct thread *t, uint64_t time, const str
 
 static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip, const char *name)
 {
-	uint64_t id = mt_cs_push_frame(cs, &t->cur, ip, name);
+	uint64_t id = push_frame(cs, &t->cur, ip, name);
 	struct pev *ev = add_event(cs, t, time, P_CALL);
 	if (!ev)
 		return;
@@ -269,7 +283,7 @@ static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
 	}
 }
 
-static void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
+static inline void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
 				 const char *name)
 {
 	if (!t->cur.n) {
@@ -356,18 +370,24 @@ static uint64_t thread_key_hash(uint32_t pid, uint32_t tid)
 	return ((uint64_t)pid * 0x9E3779B97F4A7C15ULL) ^ ((uint64_t)tid * 0xC2B2AE3D27D4EB4FULL);
 }
 
-/* The thread's state, or NULL when it has not appeared yet. Consecutive
- * events mostly come from one thread: the last one found is tried first. */
-static struct thread *find_thread(struct mt_cs *cs, uint32_t pid, uint32_t tid)
+/* find_thread's lookup in the map. */
+static __attribute__((noinline)) struct thread *find_thread_probe(struct mt_cs *cs, uint32_t pid, uint32_t tid)
 {
-	if (cs->last && cs->last->pub.pid == pid && cs->last->pub.tid == tid)
-		return cs->last;
 	if (!cs->mapcap)
 		return NULL;
 	for (size_t j = thread_key_hash(pid, tid) & (cs->mapcap - 1); cs->map[j]; j = (j + 1) & (cs->mapcap - 1))
 		if (cs->map[j]->pub.pid == pid && cs->map[j]->pub.tid == tid)
 			return cs->last = cs->map[j];
 	return NULL;
+}
+
+/* The thread's state, or NULL when it has not appeared yet. Consecutive
+ * events mostly come from one thread: the last one found is tried first. */
+static inline struct thread *find_thread(struct mt_cs *cs, uint32_t pid, uint32_t tid)
+{
+	if (cs->last && cs->last->pub.pid == pid && cs->last->pub.tid == tid)
+		return cs->last;
+	return find_thread_probe(cs, pid, tid);
 }
 
 static struct thread *thread_of(struct mt_cs *cs, uint32_t pid, uint32_t tid, uint64_t time)
@@ -440,7 +460,26 @@ static int cached_col_of_key(struct ptr_cache *pc, const char *k)
 	return c;
 }
 
-static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
+/* scan_cols's scan of the event's columns, its result kept in m if any. */
+static __attribute__((noinline)) void scan_cols_each(struct mt_cs *cs, const struct mt_event *ev,
+						     struct scan_memo *m)
+{
+	for (unsigned i = 0; i < ev->nextra; i++) {
+		const char *k = ev->extra[i].key;
+		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
+		if (c < 0 || cs->colset & 1u << c)
+			continue;
+		cs->colset |= 1u << c;
+		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
+	}
+	if (m) {
+		m->id = ev->extra_id;
+		m->colset = cs->colset;
+		memcpy(m->col, cs->col, sizeof m->col);
+	}
+}
+
+static inline void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 {
 	cs->colset = 0;
 	cs->cols = cs->col;
@@ -459,19 +498,7 @@ static void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 			return;
 		}
 	}
-	for (unsigned i = 0; i < ev->nextra; i++) {
-		const char *k = ev->extra[i].key;
-		int c = cs->stable ? cached_col_of_key(cs->pc, k) : col_of_key(k);
-		if (c < 0 || cs->colset & 1u << c)
-			continue;
-		cs->colset |= 1u << c;
-		cs->col[c] = ev->extra[i].val ? ev->extra[i].val : "";
-	}
-	if (m) {
-		m->id = ev->extra_id;
-		m->colset = cs->colset;
-		memcpy(m->col, cs->col, sizeof m->col);
-	}
+	scan_cols_each(cs, ev, m);
 }
 
 static const char *extra(const struct mt_cs *cs, enum col c)
@@ -479,17 +506,9 @@ static const char *extra(const struct mt_cs *cs, enum col c)
 	return cs->colset & 1u << c ? cs->cols[c] : NULL;
 }
 
-static const char *sym_name(struct mt_cs *cs, enum col key)
+/* sym_name's interning of s, kept in the cache's slot when stable. */
+static __attribute__((noinline)) const char *sym_intern(struct mt_cs *cs, const char *s, size_t slot)
 {
-	const char *s = extra(cs, key);
-	if (!s || !*s)
-		return cs->n_unknown;
-	size_t slot = 0;
-	if (cs->stable) {
-		slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (SYM_CACHE - 1);
-		if (cs->pc->sym[slot].s == s)
-			return cs->pc->sym[slot].name;
-	}
 	const char *n = mt_strtab_intern(&cs->names, s);
 	if (!n) {
 		cs->oom = true;
@@ -502,14 +521,24 @@ static const char *sym_name(struct mt_cs *cs, enum col key)
 	return n;
 }
 
-/* OCaml heuristic exception mode (5.11, mode B), by the top frame's name. */
-static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
+static inline const char *sym_name(struct mt_cs *cs, enum col key)
 {
-	if (!t->cur.n)
-		return;
-	const char *top = t->cur.v[t->cur.n - 1].name;
-	if (top[0] != 'c' || strncmp(top, "caml_", 5))
-		return; /* the common case, cheaply */
+	const char *s = extra(cs, key);
+	if (!s || !*s)
+		return cs->n_unknown;
+	size_t slot = 0;
+	if (cs->stable) {
+		slot = ((uintptr_t)s >> 3 ^ (uintptr_t)s >> 15) & (SYM_CACHE - 1);
+		if (cs->pc->sym[slot].s == s)
+			return cs->pc->sym[slot].name;
+	}
+	return sym_intern(cs, s, slot);
+}
+
+/* ocaml_mode_b's frames named caml_* (out of line: rare). */
+static __attribute__((noinline)) void ocaml_mode_b_caml(struct mt_cs *cs, struct thread *t, uint64_t time,
+							 const char *top)
+{
 	if (!strcmp(top, "caml_next_frame_descriptor") || !strcmp(top, "caml_stash_backtrace")) {
 		t->ocaml_frames++;
 	} else if (!strcmp(top, "caml_raise_exn")) {
@@ -521,6 +550,16 @@ static void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
 			ret(cs, t, time);
 		t->ocaml_frames = 0;
 	}
+}
+
+/* OCaml heuristic exception mode (5.11, mode B), by the top frame's name. */
+static inline void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
+{
+	if (!t->cur.n)
+		return;
+	const char *top = t->cur.v[t->cur.n - 1].name;
+	if (top[0] == 'c' && !strncmp(top, "caml_", 5)) /* not the common case */
+		ocaml_mode_b_caml(cs, t, time, top);
 }
 
 void mt_cs_warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
@@ -692,7 +731,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 
 /* A return, jump or int to an exception handler: the raise left the try
  * block; otherwise the usual symbol check. */
-static void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+static inline void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
 {
 	if (cs->ntraps && mt_cs_is_entertrap(cs, ev->to)) {
 		if (t->cur.n) { /* drop the bottom (copied) frame */

@@ -62,8 +62,8 @@ static void saw_time(struct pthread *t, uint64_t time)
 
 /* A new item of thread t: kind, times and interned name set, the rest
  * zero (one store of the whole item: the window's memory is written once). */
-static struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t, uint8_t kind, uint64_t begin,
-				uint64_t end, const char *name)
+static inline struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t, uint8_t kind, uint64_t begin,
+				       uint64_t end, const char *name)
 {
 	/* Bounded memory: past the window every thread writes out what it holds. */
 	if (pf->window && pf->pending >= pf->window)
@@ -107,7 +107,7 @@ static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, siz
 	return true;
 }
 
-static void begin_slice(struct mt_pftrace *pf, struct pthread *t, struct mt_cs_thread *th, uint64_t time,
+static inline void begin_slice(struct mt_pftrace *pf, struct pthread *t, struct mt_cs_thread *th, uint64_t time,
 			const struct mt_cs_frame *f)
 {
 	struct item *it = new_item_of(pf, t, IT_SLICE, time, UINT64_MAX, f->name);
@@ -542,7 +542,7 @@ static void start_thread(struct mt_pftrace *pf, struct pthread *t)
 /* Writes the END of every written frame on top of the stack that ended at
  * or before `at`. Times never run backwards on a sequence: an END that
  * would is written at the last time written (and counted as clamped). */
-static void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
+static inline void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_t at)
 {
 	while (t->depth && t->ws[t->depth - 1].end <= at) {
 		struct wframe *f = &t->ws[--t->depth];

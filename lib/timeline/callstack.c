@@ -88,16 +88,16 @@ static __attribute__((noinline)) void write_logged(struct mt_cs *cs, struct thre
 {
 	switch (ev->k) {
 	case P_CALL: {
-		const char *name = ev->name;
-		if (ev->inferred && cs->opts.annotate_inferred && !(name = inferred_name(cs, ev->name)))
+		const char *name = ev->f.name;
+		if (ev->f.inferred && cs->opts.annotate_inferred && !(name = inferred_name(cs, ev->f.name)))
 			return;
-		out(cs, &(struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->ip,
-					.inferred = ev->inferred, .id = ev->id, .file = ev->file, .line = ev->line,
-					.count = ev->count});
+		out(cs, &(struct logrec){.k = L_BEGIN, .t = t, .time = time, .name = name, .ip = ev->f.ip,
+					.inferred = ev->f.inferred, .id = ev->f.id, .file = ev->f.file,
+					.line = ev->f.line, .count = ev->count});
 		break;
 	}
 	case P_RET:
-		out(cs, &(struct logrec){.k = L_END, .t = t, .time = time, .name = ev->name, .id = ev->id,
+		out(cs, &(struct logrec){.k = L_END, .t = t, .time = time, .name = ev->f.name, .id = ev->f.id,
 					.count = ev->count, .no_return = ev->no_return});
 		break;
 	case P_RET_UNTRACED:
@@ -112,13 +112,12 @@ static inline void write_now(struct mt_cs *cs, struct thread *t, uint64_t time, 
 	/* Most writes, calls and returns written at once without counts:
 	 * straight to the sink, as out() would (no record built and read) */
 	if ((!cs->filter_start || cs->in_region) && !cs->tentative && !cs->opts.counts) {
-		if (ev->k == P_CALL && !(ev->inferred && cs->opts.annotate_inferred)) {
-			struct mt_cs_frame f = {ev->name, ev->file, ev->ip, ev->id, ev->line, ev->inferred};
-			cs->sink.begin(cs->sink.ctx, &t->pub, time, &f);
+		if (ev->k == P_CALL && !(ev->f.inferred && cs->opts.annotate_inferred)) {
+			cs->sink.begin(cs->sink.ctx, &t->pub, time, &ev->f);
 			return;
 		}
 		if (ev->k == P_RET) {
-			cs->sink.end(cs->sink.ctx, &t->pub, time, ev->name, ev->id);
+			cs->sink.end(cs->sink.ctx, &t->pub, time, ev->f.name, ev->f.id);
 			return;
 		}
 	}
@@ -156,7 +155,7 @@ static inline void write_pending(struct mt_cs *cs, struct thread *t, uint64_t ti
 {
 	if (cs->opts.starts_when_known)
 		write_now(cs, t, time, ev);
-	else if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->inferred))
+	else if (ev->k == P_RET_UNTRACED || (ev->k == P_CALL && ev->f.inferred))
 		start_push(cs, t, time, ev, true);
 	else if (ev->k == P_CALL && time == 0)
 		start_push(cs, t, time, ev, false);
@@ -223,8 +222,8 @@ static void add_ret(struct mt_cs *cs, struct thread *t, uint64_t time, const str
 	uint64_t id = f->id;
 	struct pev *ev = add_event(cs, t, time, P_RET);
 	if (ev) {
-		ev->name = name;
-		ev->id = id;
+		ev->f.name = name;
+		ev->f.id = id;
 	}
 }
 
@@ -236,12 +235,12 @@ static void call(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
 	struct pev *ev = add_event(cs, t, time, P_CALL);
 	if (!ev)
 		return;
-	ev->name = name;
-	ev->ip = ip;
-	ev->id = id;
+	ev->f.name = name;
+	ev->f.ip = ip;
+	ev->f.id = id;
 	if (ip && ip == cs->src_ip) { /* the event's target, at a function entry */
-		ev->file = cs->src_file;
-		ev->line = cs->src_line;
+		ev->f.file = cs->src_file;
+		ev->f.line = cs->src_line;
 	}
 }
 
@@ -289,7 +288,7 @@ static inline void check_current_symbol(struct mt_cs *cs, struct thread *t, uint
 	if (!t->cur.n) {
 		/* An inferred frame: it started no later than the stack did. */
 		uint64_t id = mt_cs_push_frame(cs, &t->cur, ip, name);
-		struct pev ev = {.k = P_CALL, .name = name, .ip = ip, .inferred = true, .id = id,
+		struct pev ev = {.k = P_CALL, .f = {.name = name, .ip = ip, .inferred = true, .id = id},
 				 .count = t->cur.create_count};
 		write_pending(cs, t, t->cur.create_time, &ev);
 		return;
@@ -476,7 +475,9 @@ static __attribute__((noinline)) void scan_cols_each(struct mt_cs *cs, const str
 		m->id = ev->extra_id;
 		m->colset = cs->colset;
 		memcpy(m->col, cs->col, sizeof m->col);
+		m->to_name = NULL;
 	}
+	cs->scan = m;
 }
 
 static inline void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
@@ -495,6 +496,7 @@ static inline void scan_cols(struct mt_cs *cs, const struct mt_event *ev)
 		if (m->id == ev->extra_id) {
 			cs->colset = m->colset;
 			cs->cols = m->col; /* not copied: the memo changes only in a later scan */
+			cs->scan = m;
 			return;
 		}
 	}
@@ -521,7 +523,7 @@ static __attribute__((noinline)) const char *sym_intern(struct mt_cs *cs, const 
 	return n;
 }
 
-static inline const char *sym_name(struct mt_cs *cs, enum col key)
+static inline const char *sym_name_of(struct mt_cs *cs, enum col key)
 {
 	const char *s = extra(cs, key);
 	if (!s || !*s)
@@ -533,6 +535,17 @@ static inline const char *sym_name(struct mt_cs *cs, enum col key)
 			return cs->pc->sym[slot].name;
 	}
 	return sym_intern(cs, s, slot);
+}
+
+/* The interned name in column key; to_sym's is kept with the event's
+ * scanned columns (most events are calls and returns: asked for it). */
+static inline const char *sym_name(struct mt_cs *cs, enum col key)
+{
+	if (key != C_TO_SYM || !cs->scan)
+		return sym_name_of(cs, key);
+	if (!cs->scan->to_name)
+		cs->scan->to_name = sym_name_of(cs, key);
+	return cs->scan->to_name;
 }
 
 /* ocaml_mode_b's frames named caml_* (out of line: rare). */
@@ -835,8 +848,9 @@ static void enter_region(struct mt_cs *cs, uint64_t time)
 		for (size_t k = 0; k <= t->ninactive; k++) {
 			struct stack *st = k < t->ninactive ? &t->inactive[k] : &t->cur;
 			for (size_t f = 0; f < st->n; f++) {
-				struct pev ev = {.k = P_CALL, .name = st->v[f].name, .ip = st->v[f].ip, .inferred = true,
-						 .id = st->v[f].id, .count = t->count};
+				struct pev ev = {.k = P_CALL, .count = t->count,
+						 .f = {.name = st->v[f].name, .ip = st->v[f].ip, .inferred = true,
+						       .id = st->v[f].id}};
 				write_now(cs, t, time, &ev);
 			}
 			st->create_time = time ? time - 1 : 0;

@@ -32,11 +32,10 @@ enum pkind { P_CALL, P_RET, P_RET_UNTRACED };
 
 struct pev {
 	enum pkind k;
-	const char *name, *file;
-	int line;
-	uint64_t ip, id;
-	bool inferred;
 	bool no_return;          /* P_RET: the stack was ended, no return seen */
+	/* P_CALL: the frame, handed to the sink as it is (a copy's wide loads
+	 * over the fields' stores just made stalled); P_RET: its name and id */
+	struct mt_cs_frame f;
 	uint64_t reset_time;
 	struct mt_cs_counts count; /* the thread's counts at the event */
 };
@@ -93,6 +92,7 @@ struct scan_memo {
 	uint64_t id;              /* the events' extra_id; 0: empty */
 	unsigned colset;
 	const char *col[C_COUNT];
+	const char *to_name;      /* sym_name of to_sym, once asked (NULL: not yet) */
 };
 struct ptr_cache {
 	uint64_t epoch;           /* 0: nothing cached */
@@ -107,6 +107,7 @@ struct mt_cs {
 	const char *const *cols;  /* ... these or a scan_memo's (scan_cols) ... */
 	unsigned colset;          /* ... those set (bit per column; the rest are stale) */
 	bool stable;              /* ... and they are the input's stable strings */
+	struct scan_memo *scan;   /* ... kept there too (NULL: not kept) */
 	struct ptr_cache *pc;
 	const struct mt_ocaml_trap *traps; /* OCaml mode A, sorted; none: mode B */
 	size_t ntraps;

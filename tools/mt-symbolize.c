@@ -217,15 +217,12 @@ int main(int argc, char **argv)
 			continue;
 		}
 		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
-		const struct { uint64_t addr; const char *sym, *dso; } side[2] = {
-			{ev.from, "from_sym", "from_dso"},
-			{ev.to, "to_sym", "to_dso"},
-		};
 		struct mt_events_cols added[2];
 		unsigned nadded = 0;
-		for (int k = 0; k < 2; k++)
-			if (side[k].addr && (!ev.nextra || (!has_key(&ev, side[k].sym) && !has_key(&ev, side[k].dso))))
-				added[nadded++] = *mt_symcols_get(cols, ev.pid, side[k].addr, (enum mt_symcols_side)k);
+		if (ev.from && (!ev.nextra || (!has_key(&ev, "from_sym") && !has_key(&ev, "from_dso"))))
+			added[nadded++] = *mt_symcols_get(cols, ev.pid, ev.from, MT_SYMCOLS_FROM);
+		if (ev.to && (!ev.nextra || (!has_key(&ev, "to_sym") && !has_key(&ev, "to_dso"))))
+			added[nadded++] = *mt_symcols_get(cols, ev.pid, ev.to, MT_SYMCOLS_TO);
 		/* the common event: its own columns, then the groups, each
 		 * encoded once by the writer */
 		bool framed_event = false;

@@ -99,6 +99,8 @@ struct mt_events_writer {
 	uint8_t thr_len;      /* 0: none yet */
 	char thr[24];
 	struct cols_memo *cols_memo; /* column groups already encoded */
+	struct out_memo *out_memo;   /* binary: records passed on with groups, by the reader's identity */
+	uint64_t out_found;          /* ... found there (for tests) */
 };
 
 /* Parses "text" or "binary"; returns -1 for anything else. */
@@ -188,6 +190,12 @@ struct mt_events_raw {
 	const uint8_t *body;  /* the Event message's fields */
 	size_t len;
 	uint64_t prev_time;   /* the time its delta is from */
+	/* Binary, ok: the record's identity beside its bytes: each record the
+	 * reader found with the same (kept, stamp) has the same bytes after
+	 * its time field (NULL: not known), so what a writer derives from them
+	 * can be kept by it (the writer's output memo). */
+	const void *kept;
+	uint64_t kept_stamp;
 	bool ok;
 	bool line_ok;
 	const char *line;     /* the line, without its newline */

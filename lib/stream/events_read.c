@@ -774,7 +774,7 @@ static inline bool decode_event_memo(struct mt_events_reader *r, const uint8_t *
 		*ev = e->ev;
 		if (r->keep_raw)
 			r->raw = (struct mt_events_raw){.body = body, .len = n - 2, .prev_time = r->last_time,
-							.ok = e->canon && minimal};
+							.ok = e->canon && minimal, .kept = e, .kept_stamp = e->stamp};
 		if (timed) {
 			r->last_time += mt_pb_unzigzag(zz);
 			ev->time = r->last_time;

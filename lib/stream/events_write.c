@@ -63,6 +63,27 @@ struct cols_memo {
 	char bytes[COLS_MEMO_BYTES];
 };
 
+/* Records passed on by mt_events_write_cols with their fields as read
+ * (raw ok) and column groups after them: the body after the time field,
+ * by the reader's identity of the record (raw->kept, kept_stamp: the same
+ * bytes after the time), the groups' ids and the string table's
+ * generation. A record found again is written as its time and these bytes:
+ * what encoding it would write, since the same ids in the same generation
+ * intern to the same string ids and define none. Direct-mapped. */
+#define OUT_MEMO_BITS 12
+#define OUT_MEMO (1u << OUT_MEMO_BITS)
+#define OUT_MEMO_GROUPS 2
+#define OUT_MEMO_BYTES 96
+struct out_memo {
+	const void *kept;     /* NULL: empty */
+	uint64_t stamp;
+	uint64_t ids[OUT_MEMO_GROUPS];
+	uint32_t gen;
+	uint8_t ncols;
+	uint8_t len;
+	uint8_t bytes[OUT_MEMO_BYTES];
+};
+
 static void intern_clear(struct mt_intern *t)
 {
 	for (size_t i = 0; i < t->cap; i++) {
@@ -448,6 +469,78 @@ static const struct intern_slot *intern_slow(struct mt_events_writer *w, const c
 /* Events are most of a stream: encoded by hand (proto/mt-events.proto,
  * fields in number order, as protobuf-c writes them; the bytes are the
  * same) instead of through protobuf-c's reflective packer. */
+/* The output memo's slot for a record passed on as read (raw ok, from
+ * the last time written, no columns of its own) with ncols groups, or NULL
+ * when such a record is not kept. */
+static struct out_memo *out_slot(struct mt_events_writer *w, const struct mt_event *ev,
+				 const struct mt_events_raw *raw, unsigned ncols)
+{
+	if (!raw || !raw->ok || !raw->kept || raw->prev_time != w->last_time || ev->nextra || ev->msg ||
+	    !ncols || ncols > OUT_MEMO_GROUPS)
+		return NULL;
+	if (!w->out_memo && !(w->out_memo = calloc(OUT_MEMO, sizeof *w->out_memo)))
+		return NULL;
+	uint64_t h = (uint64_t)(uintptr_t)raw->kept * 0x9e3779b97f4a7c15ULL;
+	return &w->out_memo[h >> (64 - OUT_MEMO_BITS)];
+}
+
+static bool out_found(const struct out_memo *m, const struct mt_events_raw *raw, uint32_t gen,
+		      const struct mt_events_cols *cols, unsigned ncols)
+{
+	if (m->kept != raw->kept || m->stamp != raw->kept_stamp || m->gen != gen || m->ncols != ncols)
+		return false;
+	for (unsigned g = 0; g < ncols; g++)
+		if (m->ids[g] != cols[g].id || !cols[g].id)
+			return false;
+	return true;
+}
+
+/* A found record: its time, then the bytes kept. */
+static void out_write(struct mt_events_writer *w, const struct mt_event *ev, const struct out_memo *m)
+{
+	uint8_t tb[11], *tp = tb;
+	if (ev->has_time) {
+		tp = mt_pb_uint(tp, 1, mt_pb_zigzag((int64_t)(ev->time - w->last_time)));
+		w->last_time = ev->time;
+	}
+	size_t tlen = (size_t)(tp - tb), blen = tlen + m->len;
+	size_t rlen = 1 + mt_pb_varint_len(blen) + blen;
+	/* room for whole-array copies: fixed sizes, no call into memcpy */
+	uint8_t *out = (uint8_t *)reserve(w, rlen + 10 + sizeof tb + sizeof m->bytes);
+	if (!out)
+		return;
+	uint8_t *o = mt_pb_varint(out, rlen);
+	o = mt_pb_varint(mt_pb_tag(o, 2, MT_PB_LEN), blen);
+	memcpy(o, tb, sizeof tb);
+	o += tlen;
+	memcpy(o, m->bytes, sizeof m->bytes);
+	o += m->len;
+	w->len += (size_t)(o - out);
+}
+
+/* Keeps a record written from raw's fields: the body after the time
+ * field (body, fields then column ids, blen bytes). */
+static void out_keep(struct out_memo *m, const struct mt_events_raw *raw, uint32_t gen,
+		     const struct mt_events_cols *cols, unsigned ncols, const uint8_t *body, size_t blen)
+{
+	const uint8_t *p = body, *end = body + blen;
+	uint64_t v;
+	if (p < end && *p == (1 << 3 | MT_PB_VARINT) && (++p, !mt_pb_get_varint(&p, end, &v)))
+		return;
+	size_t n = (size_t)(end - p);
+	m->kept = NULL;
+	if (n > OUT_MEMO_BYTES)
+		return;
+	memcpy(m->bytes, p, n);
+	m->len = (uint8_t)n;
+	for (unsigned g = 0; g < ncols; g++)
+		m->ids[g] = cols[g].id;
+	m->ncols = (uint8_t)ncols;
+	m->gen = gen;
+	m->stamp = raw->kept_stamp;
+	m->kept = raw->kept;
+}
+
 static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
 			 const struct mt_events_cols *cols, unsigned ncols)
 {
@@ -464,6 +557,12 @@ static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, 
 		rec.strings_reset = true;
 		put_record(w, &rec);
 		intern_clear(t);
+	}
+	struct out_memo *om = out_slot(w, ev, raw, ncols);
+	if (om && out_found(om, raw, t->gen, cols, ncols)) {
+		w->out_found++;
+		out_write(w, ev, om);
+		return;
 	}
 	uint64_t epoch = ev->strings_epoch;
 	uint32_t msg = ev->msg ? intern(w, ev->msg, MSG_MAX, epoch) : 0;
@@ -554,6 +653,8 @@ fields_done:;
 		mt_pb_copy(o, ids, nids);
 		o += nids;
 	}
+	if (om && fields == raw->body && !w->failed)
+		out_keep(om, raw, t->gen, cols, ncols, o - blen, blen);
 	w->len += (size_t)(o - out);
 }
 
@@ -706,6 +807,8 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 	w->buf = NULL;
 	free(w->cols_memo);
 	w->cols_memo = NULL;
+	free(w->out_memo);
+	w->out_memo = NULL;
 	intern_free(w->strings);
 	w->strings = NULL;
 	if (w->failed)

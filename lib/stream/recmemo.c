@@ -42,6 +42,7 @@ bool mt_recmemo_keep(struct mt_recmemo_entry *e, uint64_t hash, const uint8_t *k
 	e->epoch = ev->strings_epoch;
 	e->len = (uint32_t)len;
 	e->canon = canon;
+	e->stamp = mt_events_new_epoch();
 	memcpy(e->key, key, len);
 	e->hash = hash;
 	return true;

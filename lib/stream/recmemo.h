@@ -26,6 +26,7 @@ struct mt_recmemo_entry {
 	bool canon;         /* the bytes are what mt's writer writes (mt_events_raw.ok) */
 	uint8_t last;       /* a set's first slot: which of the set was used last */
 	struct mt_recmemo_entry *next; /* the entry found after this one last time (maybe since reused) */
+	uint64_t stamp;     /* new at each keep: the entry and its stamp name these bytes */
 	struct mt_event ev; /* time unset; extra: kv, with an extra_id of its own */
 	struct mt_kv kv[MT_RECMEMO_KV];
 	uint8_t key[MT_RECMEMO_MAX];

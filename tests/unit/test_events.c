@@ -680,6 +680,115 @@ static void test_write_raw(void)
 	free(in);
 }
 
+/* Oracle: the writer encoding every field (no raw bytes). A stream of a
+ * few records over and over, with times whose deltas take 1 to 10 bytes
+ * (and none), passed on by mt_events_write_cols with the reader's raw
+ * bytes, as mt-symbolize does: the record found again, with the same
+ * groups, is written from the writer's output memo. Each record gets one
+ * of two from-groups (other ids, other columns), which change; 20,000
+ * distinct records, each twice, in between make the reader keep other
+ * records in its entries (a stale entry's bytes must not be written again); groups of twelve new strings
+ * after each record fill the writer's string table, which is reset on
+ * the way (three times: the memo's string ids then name other strings).
+ * The stream written is the encoding one's, byte for byte, and the memo
+ * found most records. */
+static void test_write_out_memo(void)
+{
+	static const struct mt_kv from_a[] = {{"from_sym", "main"}, {"from_dso", "/bin/app"}};
+	static const struct mt_kv from_b[] = {{"from_sym", "work"}, {"from_dso", "/lib/libc.so.6"}};
+	static const struct mt_kv to_c[] = {{"to_sym", "strlen"}};
+	static const uint64_t deltas[] = {0, 1, 0x7f, 0x80, 1u << 20, 1ULL << 35, 1ULL << 62};
+	char *in = NULL;
+	size_t inlen = 0;
+	struct mt_events_writer w;
+	struct mt_err err = {0};
+	FILE *f = write_to_memory(&w, MT_EVENTS_BINARY, &in, &inlen);
+	uint64_t time = 1000;
+	const unsigned nloop = 60000, ndistinct = 20000;
+	for (unsigned i = 0; i < nloop + ndistinct; i++) {
+		/* in the middle, every other record a new one (so many
+		 * misses would make the reader's memo stand aside) */
+		bool distinct = i % 2 && i >= nloop / 2 && i < nloop / 2 + 2 * ndistinct;
+		struct mt_event ev = {.pid = 7, .tid = 7 + i % 2, .cpu = -1, .kind = i % 3 ? MT_EV_CALL : MT_EV_RETURN,
+				      .from = 0x401000 + i % 4, .to = 0x402000, .insn = 1 + i % 5, .offset = MT_NO_OFFSET};
+		if (distinct) { /* each twice: found again in the entry it took */
+			ev.kind = MT_EV_CALL;
+			ev.from = 0x401000;
+			ev.to = 0x500000 + i / 4;
+			ev.insn = 1;
+		}
+		uint64_t d = deltas[i % (sizeof deltas / sizeof *deltas)];
+		ev.has_time = i % 11 != 0; /* untimed events now and then */
+		if (ev.has_time) {
+			time += d;
+			ev.time = i % 13 == 5 ? time - 3 : time; /* and a delta back */
+		}
+		mt_events_write(&w, &ev);
+	}
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	char *abuf, *bbuf;
+	size_t alen, blen;
+	struct mt_events_writer a, b;
+	FILE *fa = write_to_memory(&a, MT_EVENTS_BINARY, &abuf, &alen), *fb = write_to_memory(&b, MT_EVENTS_BINARY, &bbuf, &blen);
+	FILE *rin = fmemopen(in, inlen, "r");
+	struct mt_events_reader r;
+	unsigned n = 0, fillers = 0, resets = 0;
+	char vals[12][32];
+	struct mt_kv filler[12];
+	if (rin && !mt_events_reader_open(&r, rin, "mem", &err)) {
+		r.keep_raw = true;
+		struct mt_event ev;
+		const char *meta;
+		while (mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT) {
+			/* a record's from-group changes every third time round */
+			bool ga = n / 180 % 3 < 2;
+			struct mt_events_cols cols[2] = {{ga ? from_a : from_b, 2, ga ? 11 : 12}, {to_c, 1, 13}};
+			mt_events_write_cols(&a, &ev, &r.raw, cols, 2);
+			mt_events_write_cols(&b, &ev, NULL, cols, 2);
+			n++;
+			{ /* a group of new strings: the table fills */
+				for (unsigned k = 0; k < 12; k++) {
+					snprintf(vals[k], sizeof vals[k], "v%u.%u", fillers, k);
+					filler[k] = (struct mt_kv){"k", vals[k]};
+				}
+				struct mt_events_cols fc = {filler, 12, 100 + fillers++};
+				mt_events_write_cols(&a, &ev, &r.raw, &fc, 1);
+				mt_events_write_cols(&b, &ev, NULL, &fc, 1);
+			}
+		}
+		mt_events_reader_close(&r);
+	}
+	if (rin)
+		fclose(rin);
+	uint64_t found = a.out_found;
+	mt_events_writer_finish(&a, &err);
+	mt_events_writer_finish(&b, &err);
+	fclose(fa);
+	fclose(fb);
+	/* the resets, as a reader sees them: its string table's epochs */
+	FILE *rout = fmemopen(abuf, alen, "r");
+	if (rout && !mt_events_reader_open(&r, rout, "mem", &err)) {
+		struct mt_event ev;
+		const char *meta;
+		uint64_t epoch = 0;
+		while (mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT) {
+			resets += epoch && ev.strings_epoch != epoch;
+			epoch = ev.strings_epoch;
+		}
+		mt_events_reader_close(&r);
+	}
+	if (rout)
+		fclose(rout);
+	char name[160];
+	snprintf(name, sizeof name, "binary writer's output memo: %u events, %" PRIu64 " found, %u table resets: "
+		 "the stream is the encoding writer's", n, found, resets);
+	ok(n == nloop + ndistinct && resets >= 2 && found > n / 2 && alen == blen && !memcmp(abuf, bbuf, alen), name);
+	free(abuf);
+	free(bbuf);
+	free(in);
+}
+
 static uint64_t memo_found; /* the binary readers' record memo hits, all told */
 
 /* Reads a whole binary stream: each result (rc, event, error message)
@@ -1149,6 +1258,7 @@ int main(void)
 	test_binary_fast_path();
 	test_binary_record_memo();
 	test_write_raw();
+	test_write_out_memo();
 	test_parse_fast_path();
 	test_parse_nul();
 	test_write_cols(MT_EVENTS_TEXT);

@@ -466,9 +466,6 @@ static const struct intern_slot *intern_slow(struct mt_events_writer *w, const c
 	return &t->slots[j];
 }
 
-/* Events are most of a stream: encoded by hand (proto/mt-events.proto,
- * fields in number order, as protobuf-c writes them; the bytes are the
- * same) instead of through protobuf-c's reflective packer. */
 /* The output memo's slot for a record passed on as read (raw ok, from
  * the last time written, no columns of its own) with ncols groups, or NULL
  * when such a record is not kept. */
@@ -498,7 +495,7 @@ static bool out_found(const struct out_memo *m, const struct mt_events_raw *raw,
 /* A found record: its time, then the bytes kept. */
 static void out_write(struct mt_events_writer *w, const struct mt_event *ev, const struct out_memo *m)
 {
-	uint8_t tb[11], *tp = tb;
+	uint8_t tb[11] = {0}, *tp = tb;
 	if (ev->has_time) {
 		tp = mt_pb_uint(tp, 1, mt_pb_zigzag((int64_t)(ev->time - w->last_time)));
 		w->last_time = ev->time;
@@ -541,6 +538,9 @@ static void out_keep(struct out_memo *m, const struct mt_events_raw *raw, uint32
 	m->kept = raw->kept;
 }
 
+/* Events are most of a stream: encoded by hand (proto/mt-events.proto,
+ * fields in number order, as protobuf-c writes them; the bytes are the
+ * same) instead of through protobuf-c's reflective packer. */
 static void write_binary(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
 			 const struct mt_events_cols *cols, unsigned ncols)
 {

@@ -276,14 +276,13 @@ static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
 		}
 		while (t->cur.n && strcmp(t->cur.v[t->cur.n - 1].name, anchor))
 			add_ret(cs, t, time, &t->cur.v[--t->cur.n]);
-		for (int i = 0; i < 2 && t->cur.n; i++) {
+		for (int i = 0; i < 2 && t->cur.n; i++)
 			add_ret(cs, t, time, &t->cur.v[--t->cur.n]);
-		}
 	}
 }
 
 static inline void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
-				 const char *name)
+					const char *name)
 {
 	if (!t->cur.n) {
 		/* An inferred frame: it started no later than the stack did. */
@@ -744,7 +743,8 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 
 /* A return, jump or int to an exception handler: the raise left the try
  * block; otherwise the usual symbol check. */
-static inline void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+static inline void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time,
+					     const struct mt_event *ev)
 {
 	if (cs->ntraps && mt_cs_is_entertrap(cs, ev->to)) {
 		if (t->cur.n) { /* drop the bottom (copied) frame */

@@ -108,7 +108,7 @@ static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, siz
 }
 
 static inline void begin_slice(struct mt_pftrace *pf, struct pthread *t, struct mt_cs_thread *th, uint64_t time,
-			const struct mt_cs_frame *f)
+			       const struct mt_cs_frame *f)
 {
 	struct item *it = new_item_of(pf, t, IT_SLICE, time, UINT64_MAX, f->name);
 	if (!it)

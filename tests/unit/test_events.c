@@ -710,7 +710,8 @@ static void test_write_out_memo(void)
 		 * misses would make the reader's memo stand aside) */
 		bool distinct = i % 2 && i >= nloop / 2 && i < nloop / 2 + 2 * ndistinct;
 		struct mt_event ev = {.pid = 7, .tid = 7 + i % 2, .cpu = -1, .kind = i % 3 ? MT_EV_CALL : MT_EV_RETURN,
-				      .from = 0x401000 + i % 4, .to = 0x402000, .insn = 1 + i % 5, .offset = MT_NO_OFFSET};
+				      .from = 0x401000 + i % 4, .to = 0x402000, .insn = 1 + i % 5,
+				      .offset = MT_NO_OFFSET};
 		if (distinct) { /* each twice: found again in the entry it took */
 			ev.kind = MT_EV_CALL;
 			ev.from = 0x401000;
@@ -730,7 +731,8 @@ static void test_write_out_memo(void)
 	char *abuf, *bbuf;
 	size_t alen, blen;
 	struct mt_events_writer a, b;
-	FILE *fa = write_to_memory(&a, MT_EVENTS_BINARY, &abuf, &alen), *fb = write_to_memory(&b, MT_EVENTS_BINARY, &bbuf, &blen);
+	FILE *fa = write_to_memory(&a, MT_EVENTS_BINARY, &abuf, &alen);
+	FILE *fb = write_to_memory(&b, MT_EVENTS_BINARY, &bbuf, &blen);
 	FILE *rin = fmemopen(in, inlen, "r");
 	struct mt_events_reader r;
 	unsigned n = 0, fillers = 0, resets = 0;

@@ -284,7 +284,7 @@ static inline __attribute__((always_inline)) uint8_t *slice_packet_head(struct s
 	uint64_t dt = time - w->last;
 	size_t plen = 1 + mt_pb_varint_len(dt) + 1 + mt_pb_varint_len(w->seq) + 2 + tlen + 2;
 	size_t total = 1 + mt_pb_varint_len(plen) + plen;
-	if (total > sizeof pf->obuf - pf->nobuf)
+	if (total + 16 > sizeof pf->obuf - pf->nobuf) /* 16: room for a whole-array copy */
 		mt_tl_flush(pf);
 	uint8_t *p = *start = pf->obuf + pf->nobuf;
 	p = mt_pb_varint(mt_pb_tag(p, 1, MT_PB_LEN), plen);
@@ -323,14 +323,30 @@ static void proto_slice_begin(struct seqw *w, uint64_t time, const char *name, u
 			   0);
 		return;
 	}
-	size_t alen = ip ? 3 + mt_pb_varint_len(ip) : 0;
+	/* the address annotation: debug_annotations 4 { name_iid 1: 1,
+	 * pointer_value 7 }, at most 2 + 13 bytes, the same bytes for an address
+	 * each time (encoded once: a 6-byte varint's loop each slice) */
+	struct mt_pftrace *pf = w->pf;
+	size_t alen = 0;
+	const uint8_t *abytes = NULL;
+	if (ip) {
+		struct addr_bytes *a = &pf->addr_bytes[ip * 0x9e3779b97f4a7c15ULL >> 56];
+		if (a->ip != ip) {
+			uint8_t *q = mt_pb_uint(mt_pb_uint(a->b + 2, 1, 1), 7, ip);
+			a->b[0] = 4 << 3 | MT_PB_LEN;
+			a->b[1] = (uint8_t)(q - a->b - 2);
+			a->len = (uint8_t)(q - a->b);
+			a->ip = ip;
+		}
+		alen = a->len;
+		abytes = a->b;
+	}
 	/* at most 2 + 13 + 2 + 11 bytes */
-	size_t tlen = (ip ? 2 + alen : 0) + 2 + 1 + mt_pb_varint_len(iid);
+	size_t tlen = alen + 2 + 1 + mt_pb_varint_len(iid);
 	uint8_t *start, *p = slice_packet_head(w, time, tlen, &start);
 	if (ip) {
-		p = mt_pb_tag(p, 4, MT_PB_LEN);
-		*p++ = (uint8_t)alen;
-		p = mt_pb_uint(mt_pb_uint(p, 1, 1), 7, ip);
+		memcpy(p, abytes, sizeof pf->addr_bytes[0].b); /* whole: fixed size */
+		p += alen;
 	}
 	p = mt_pb_uint(p, 9, PERFETTO__PROTOS__TRACK_EVENT__TYPE__TYPE_SLICE_BEGIN);
 	p = mt_pb_uint(p, 10, iid);

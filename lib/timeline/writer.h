@@ -142,6 +142,14 @@ struct comm {
 struct mt_tl_ops;
 struct mt_tl_calls;
 
+/* A slice's address annotation as Perfetto's writer encodes it, kept:
+ * the same bytes for an address each time. */
+struct addr_bytes {
+	uint64_t ip;          /* 0: empty */
+	uint8_t len;
+	uint8_t b[15];
+};
+
 struct mt_pftrace {
 	FILE *out;
 	const struct mt_tl_ops *ops; /* the format's writer */
@@ -180,6 +188,7 @@ struct mt_pftrace {
 	struct mt_pftrace_stats st;
 	uint8_t obuf[1 << 16];
 	size_t nobuf;
+	struct addr_bytes addr_bytes[256]; /* Perfetto: direct-mapped by address */
 	bool write_failed;
 	int write_errno;
 	struct mt_tl_calls *calls; /* the calls writer's state (write_calls.c) */

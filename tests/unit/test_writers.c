@@ -322,12 +322,24 @@ static void test_fxt_many_names(void)
 	free(buf);
 }
 
+/* An address other than ip whose annotation takes ip's slot in the
+ * Perfetto writer's table of encoded addresses (write_perfetto.c). */
+static uint64_t slot_mate(uint64_t ip)
+{
+	uint64_t x = ip + 1;
+	while ((x * 0x9e3779b97f4a7c15ULL) >> 56 != (ip * 0x9e3779b97f4a7c15ULL) >> 56)
+		x++;
+	return x;
+}
+
 /* Oracle: protobuf-c. Slices with names, addresses and time steps whose
  * varints take every length from 1 byte to 10 (most written by the
  * writer's direct path for slices, the rest, each name's first, by its
- * general one): every packet of the trace is what protobuf-c packs for
- * the packet it unpacks to (fields in number order, varints minimal), and
- * unpacks to the type, name, address and time given. */
+ * general one), then the same addresses again, then each after another
+ * that takes its slot in the writer's table of encoded addresses: every
+ * packet of the trace is what protobuf-c packs for the packet it unpacks
+ * to (fields in number order, varints minimal), and unpacks to the type,
+ * name, address and time given. */
 static void test_perfetto_packets(void)
 {
 	struct memtrace m;
@@ -335,13 +347,15 @@ static void test_perfetto_packets(void)
 	struct mt_cs_sink s = m.s;
 	struct mt_cs_thread th = {.pid = 1, .tid = 1, .base = BASE};
 	static const char *const names[] = {"a", "b", "main"};
-	uint64_t t = 0, ips[70], times[140];
+	uint64_t t = 0, ips[200], times[400];
 	size_t n = 0;
-	for (unsigned bits = 0; bits < 64; bits += 1) {
+	for (unsigned i = 0; i < 192; i++) {
+		/* each address: written, written again, after its slot mate */
+		unsigned bits = i < 128 ? i % 64 : (i - 128) / 2 * 2 + 1;
 		uint64_t ip = bits ? (1ULL << bits) - 1 + (bits & 1) : 0; /* all ones, and just past them */
+		if (i >= 128 && i % 2 == 0)
+			ip = slot_mate(ip);
 		uint64_t step = bits < 40 ? (1ULL << bits) : 3; /* times stay below 2^63 */
-		if (n >= 70)
-			break;
 		ips[n] = ip;
 		struct mt_cs_frame f = {.name = names[n % 3], .ip = ip, .id = n + 1};
 		times[2 * n] = t;

@@ -60,6 +60,21 @@ static void saw_time(struct pthread *t, uint64_t time)
 		t->maxtime = time;
 }
 
+/* The window's items, written as they come and read when it is written
+ * out, are memory the caches no longer hold (16 MiB by default): the line
+ * 16 items on is asked for ahead of its use (to be written: the store to a
+ * new item waited for its line, a tenth of mt-toperfetto's time on a
+ * call-dense trace). Past the array's end is fine: a prefetch never faults;
+ * the address is made as a number, not a pointer out of bounds. */
+static inline void prefetch_ahead(const struct item *it, bool for_write)
+{
+	const void *ahead = (const void *)((uintptr_t)it + 16 * sizeof *it);
+	if (for_write)
+		__builtin_prefetch(ahead, 1);
+	else
+		__builtin_prefetch(ahead, 0);
+}
+
 /* A new item of thread t: kind, times and interned name set, the rest
  * zero (one store of the whole item: the window's memory is written once). */
 static inline struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t, uint8_t kind, uint64_t begin,
@@ -79,6 +94,7 @@ static inline struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t,
 	}
 	t->last_begin = begin;
 	struct item *it = &t->items[t->nitems];
+	prefetch_ahead(it, true);
 	/* name: interned by the callstack (callstack.h) */
 	*it = (struct item){.begin = begin, .end = end, .name = name, .seq = (uint32_t)t->nitems, .kind = kind};
 	t->nitems++;
@@ -650,6 +666,7 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 	t->unordered = t->ties = false;
 	/* a slice written before its end arrives gets it on the written stack */
 	for (size_t i = 0, j = 0; i < kept || j < nlate;) {
+		prefetch_ahead(&t->items[i], false);
 		if (i < kept && t->items[i].late) {
 			i++;
 			continue;

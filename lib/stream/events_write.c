@@ -9,6 +9,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/pipebuf.h"
 #include "base/strtab.h"
@@ -157,16 +158,49 @@ int mt_events_writer_init(struct mt_events_writer *w, FILE *out)
 	return mt_events_writer_init_format(w, out, MT_EVENTS_TEXT);
 }
 
+/* The writer's buffer goes to the descriptor in one write, not through
+ * stdio: fwrite of a buffer that is not a multiple of the FILE's 4 KiB put
+ * the rest in its own buffer, and the next fwrite wrote those 4 KiB alone,
+ * so every chunk was two writes and woke the next stage twice. Anything
+ * already in the FILE's buffer goes first. A FILE without a descriptor
+ * (a memory stream) is written through stdio. */
+static void put(struct mt_events_writer *w, const void *p, size_t n)
+{
+	if (!n || w->failed)
+		return;
+	int fd = fileno(w->out);
+	if (fd < 0) {
+		if (fwrite(p, 1, n, w->out) != n) {
+			w->failed = true;
+			w->err_no = errno;
+		}
+		return;
+	}
+	if (fflush(w->out) != 0) {
+		w->failed = true;
+		w->err_no = errno;
+		return;
+	}
+	const char *c = p;
+	while (n) {
+		ssize_t k = write(fd, c, n);
+		if (k < 0 && errno == EINTR)
+			continue;
+		if (k <= 0) {
+			w->failed = true;
+			w->err_no = k < 0 ? errno : EIO;
+			return;
+		}
+		c += k;
+		n -= (size_t)k;
+	}
+}
+
 static void flush(struct mt_events_writer *w)
 {
 	if (!w->out)
 		return; /* a memory writer keeps it all */
-	if (w->len && !w->failed) {
-		if (fwrite(w->buf, 1, w->len, w->out) != w->len) {
-			w->failed = true;
-			w->err_no = errno;
-		}
-	}
+	put(w, w->buf, w->len);
 	w->len = 0;
 }
 
@@ -678,10 +712,7 @@ void mt_events_write_bytes(struct mt_events_writer *w, const void *p, size_t n)
 		return;
 	}
 	flush(w);
-	if (n && !w->failed && fwrite(p, 1, n, w->out) != n) {
-		w->failed = true;
-		w->err_no = errno;
-	}
+	put(w, p, n);
 }
 
 void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev)

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bigmem.h"
 #include "base/strtab.h"
 
 /* In sets of two, the one used last kept: two addresses an event stream
@@ -51,13 +52,14 @@ static uint64_t next_id(void)
 struct mt_symcols *mt_symcols_new(struct mt_sym *sym)
 {
 	struct mt_symcols *c = calloc(1, sizeof *c);
-	if (c && (!(c->slots[0] = calloc(SLOTS, sizeof *c->slots[0])) ||
-		  !(c->slots[1] = calloc(SLOTS, sizeof *c->slots[1])))) {
-		free(c->slots[0]);
+	/* the two sides' tables in one allocation: over 2 MiB, in huge pages
+	 * (bigmem.h) */
+	if (c && !(c->slots[0] = mt_bigmem_zalloc(2 * SLOTS * sizeof *c->slots[0]))) {
 		free(c);
 		return NULL;
 	}
 	if (c) {
+		c->slots[1] = c->slots[0] + SLOTS;
 		c->sym = sym;
 		c->gen = 1;
 	}
@@ -68,8 +70,7 @@ void mt_symcols_free(struct mt_symcols *c)
 {
 	if (!c)
 		return;
-	free(c->slots[0]);
-	free(c->slots[1]);
+	mt_bigmem_zfree(c->slots[0], 2 * SLOTS * sizeof *c->slots[0]);
 	free(c);
 }
 

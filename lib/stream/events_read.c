@@ -10,6 +10,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bigmem.h"
 #include "base/pipebuf.h"
 #include "base/readahead.h"
 #include "base/strtab.h"
@@ -597,7 +598,7 @@ static inline __attribute__((always_inline)) bool decode_event(struct mt_events_
 			 * symbols): the same ids, decoded once while the table lasts */
 			struct extra_memo *m = NULL;
 			uint64_t memo_key[4];
-			if (len <= EXTRA_MEMO_BYTES && (r->extra_memo || (r->extra_memo = calloc(EXTRA_MEMO, sizeof *m)))) {
+			if (len <= EXTRA_MEMO_BYTES && (r->extra_memo || (r->extra_memo = mt_bigmem_zalloc(EXTRA_MEMO * sizeof *m)))) {
 				short_key(p, (size_t)len, memo_key);
 				m = &r->extra_memo[short_key_slot(memo_key, (size_t)len)];
 				if (m->epoch == r->strings_epoch && m->len == len && m->key[0] == memo_key[0] &&
@@ -896,7 +897,7 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	free(r->strings);
 	free(r->buf);
 	free(r->arena);
-	free(r->extra_memo);
+	mt_bigmem_zfree(r->extra_memo, EXTRA_MEMO * sizeof *r->extra_memo);
 	free(r->line_copy);
 	mt_readahead_stop(r->ra);
 	if (r->textmemo)

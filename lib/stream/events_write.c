@@ -11,6 +11,7 @@
 #include <string.h>
 #include <unistd.h>
 
+#include "base/bigmem.h"
 #include "base/pipebuf.h"
 #include "base/strtab.h"
 
@@ -297,7 +298,7 @@ static struct cols_memo *cols_slot(struct mt_events_writer *w, uint64_t id)
 {
 	if (!id)
 		return NULL;
-	if (!w->cols_memo && !(w->cols_memo = calloc(COLS_MEMO, sizeof *w->cols_memo)))
+	if (!w->cols_memo && !(w->cols_memo = mt_bigmem_zalloc(COLS_MEMO * sizeof *w->cols_memo)))
 		return NULL;
 	return &w->cols_memo[id * 0x9e3779b97f4a7c15ULL >> (64 - COLS_MEMO_BITS)];
 }
@@ -509,7 +510,7 @@ static struct out_memo *out_slot(struct mt_events_writer *w, const struct mt_eve
 	if (!raw || !raw->ok || !raw->kept || raw->prev_time != w->last_time || ev->nextra || ev->msg ||
 	    !ncols || ncols > OUT_MEMO_GROUPS)
 		return NULL;
-	if (!w->out_memo && !(w->out_memo = calloc(OUT_MEMO, sizeof *w->out_memo)))
+	if (!w->out_memo && !(w->out_memo = mt_bigmem_zalloc(OUT_MEMO * sizeof *w->out_memo)))
 		return NULL;
 	uint64_t h = (uint64_t)(uintptr_t)raw->kept * 0x9e3779b97f4a7c15ULL;
 	return &w->out_memo[h >> (64 - OUT_MEMO_BITS)];
@@ -836,9 +837,9 @@ int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err)
 	}
 	free(w->buf);
 	w->buf = NULL;
-	free(w->cols_memo);
+	mt_bigmem_zfree(w->cols_memo, COLS_MEMO * sizeof *w->cols_memo);
 	w->cols_memo = NULL;
-	free(w->out_memo);
+	mt_bigmem_zfree(w->out_memo, OUT_MEMO * sizeof *w->out_memo);
 	w->out_memo = NULL;
 	intern_free(w->strings);
 	w->strings = NULL;

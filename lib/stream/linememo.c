@@ -4,6 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bigmem.h"
 #include "stream/memohash.h"
 
 /* Sets of two slots, the one used last kept: on the bench's 4 MB trace's
@@ -31,7 +32,7 @@ void mt_linememo_init(struct mt_linememo *m)
 
 void mt_linememo_fini(struct mt_linememo *m)
 {
-	free(m->slot);
+	mt_bigmem_zfree(m->slot, SLOTS * sizeof *m->slot);
 	memset(m, 0, sizeof *m);
 }
 
@@ -45,7 +46,7 @@ bool mt_linememo_active(struct mt_linememo *m)
 /* The set of WAYS entries a line's first bytes go to. */
 static struct mt_linememo_entry *set_of(struct mt_linememo *m, const char *key, size_t hashed, uint64_t *hash)
 {
-	if (!m->slot && !(m->slot = calloc(SLOTS, sizeof *m->slot))) {
+	if (!m->slot && !(m->slot = mt_bigmem_zalloc(SLOTS * sizeof *m->slot))) {
 		m->failed = true;
 		return NULL;
 	}

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bigmem.h"
+
 #define SLOTS (1u << MT_RECMEMO_SLOT_BITS)
 
 void mt_recmemo_init(struct mt_recmemo *m)
@@ -13,13 +15,13 @@ void mt_recmemo_init(struct mt_recmemo *m)
 
 void mt_recmemo_fini(struct mt_recmemo *m)
 {
-	free(m->slot);
+	mt_bigmem_zfree(m->slot, SLOTS * sizeof *m->slot);
 	memset(m, 0, sizeof *m);
 }
 
 struct mt_recmemo_entry *mt_recmemo_make(struct mt_recmemo *m)
 {
-	if (!m->slot && !(m->slot = calloc(SLOTS, sizeof *m->slot)))
+	if (!m->slot && !(m->slot = mt_bigmem_zalloc(SLOTS * sizeof *m->slot)))
 		m->failed = true;
 	return m->slot;
 }

@@ -4,6 +4,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/bigmem.h"
+
 #define SLOT_BITS 13
 #define SLOTS (1u << SLOT_BITS)
 #define DEFAULT_ARENA (8u << 20)
@@ -19,7 +21,7 @@ bool mt_textmemo_init(struct mt_textmemo *m, size_t arena_bytes)
 {
 	memset(m, 0, sizeof *m);
 	m->arena_cap = arena_bytes ? arena_bytes : DEFAULT_ARENA;
-	m->slot = calloc(SLOTS, sizeof *m->slot);
+	m->slot = mt_bigmem_zalloc(SLOTS * sizeof *m->slot);
 	m->arena = malloc(m->arena_cap);
 	if (!m->slot || !m->arena) {
 		mt_textmemo_fini(m);
@@ -31,7 +33,7 @@ bool mt_textmemo_init(struct mt_textmemo *m, size_t arena_bytes)
 
 void mt_textmemo_fini(struct mt_textmemo *m)
 {
-	free(m->slot);
+	mt_bigmem_zfree(m->slot, SLOTS * sizeof *m->slot);
 	free(m->arena);
 	memset(m, 0, sizeof *m);
 }

@@ -13,6 +13,7 @@
 
 #include <zlib.h>
 
+#include "base/bigmem.h"
 #include "base/strtab.h"
 #include "timeline/order.h"
 #include "timeline/writer.h"
@@ -83,7 +84,7 @@ static inline struct item *new_item_of(struct mt_pftrace *pf, struct pthread *t,
 	/* Bounded memory: past the window every thread writes out what it holds. */
 	if (pf->window && pf->pending >= pf->window)
 		flush_all(pf, false);
-	if (!mt_grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
+	if (!mt_bigmem_grow((void **)&t->items, &t->capitems, t->nitems + 1, sizeof *t->items)) {
 		pf->oom = true;
 		return NULL;
 	}
@@ -743,7 +744,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 	}
 	for (size_t i = 0; i < pf->nthreads; i++) {
 		struct pthread *t = pf->threads[i];
-		free(t->items);
+		mt_bigmem_free(t->items, t->capitems, sizeof *t->items);
 		free(t->open);
 		free(t->ws);
 		free(t->w.names.k);

@@ -2,6 +2,7 @@
 #include "base/outfile.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
@@ -118,6 +119,16 @@ void mt_outfile_abort(struct mt_outfile *o)
 	free(o->tmp);
 	free(o->path);
 	memset(o, 0, sizeof *o);
+}
+
+void mt_outfile_writeback(int fd, uint64_t *from, uint64_t to)
+{
+	if (*from == UINT64_MAX || to < *from || to - *from < MT_OUTFILE_WRITEBACK)
+		return;
+	if (fd < 0 || sync_file_range(fd, (off_t)*from, (off_t)(to - *from), SYNC_FILE_RANGE_WRITE) != 0)
+		*from = UINT64_MAX; /* ESPIPE (a pipe), EINVAL (a device): the file is written, never synced here */
+	else
+		*from = to;
 }
 
 void mt_outfile_say_replaced(const struct mt_outfile *o, const char *prog, const char *path)

@@ -12,6 +12,7 @@
 #define MT_OUTFILE_H
 
 #include <stdbool.h>
+#include <stdint.h>
 #include <stdio.h>
 
 #include "base/mt_err.h"
@@ -28,6 +29,15 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);
 /* Flushes, syncs and renames; on failure removes the temporary file. */
 int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err);
 void mt_outfile_abort(struct mt_outfile *o);
+/* Asks the kernel to start writing fd's bytes from *from up to to out to
+ * disk, without waiting, once that is at least MT_OUTFILE_WRITEBACK bytes
+ * (sync_file_range): the commit's fsync then waits for the last few MiB,
+ * not the whole file (a 104 MB trace: fsync 110-126 -> 70 ms). Bytes still
+ * in stdio's buffer are not dirty yet; the fsync takes them. Sets *from to
+ * to when asked, and to UINT64_MAX where fd cannot be (a pipe, a device),
+ * so that it is not asked again. */
+#define MT_OUTFILE_WRITEBACK ((uint64_t)8 << 20)
+void mt_outfile_writeback(int fd, uint64_t *from, uint64_t to);
 /* After a commit: "PROG: replaced PATH" on stderr when a file was there. */
 void mt_outfile_say_replaced(const struct mt_outfile *o, const char *prog, const char *path);
 

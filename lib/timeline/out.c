@@ -6,6 +6,8 @@
 #include <errno.h>
 #include <string.h>
 
+#include "base/outfile.h"
+
 void mt_tl_flush(struct mt_pftrace *pf)
 {
 	size_t n = pf->nobuf;
@@ -15,6 +17,11 @@ void mt_tl_flush(struct mt_pftrace *pf)
 	if (pf->gz ? gzwrite(pf->gz, pf->obuf, (unsigned)n) != (int)n : fwrite(pf->obuf, 1, n, pf->out) != n) {
 		pf->write_failed = true;
 		pf->write_errno = errno ? errno : EIO;
+		return;
+	}
+	if (!pf->gz) { /* gzip's bytes are not these */
+		pf->written += n;
+		mt_outfile_writeback(fileno(pf->out), &pf->writeback_from, pf->written);
 	}
 }
 

@@ -188,6 +188,7 @@ struct mt_pftrace {
 	struct mt_pftrace_stats st;
 	uint8_t obuf[1 << 16];
 	size_t nobuf;
+	uint64_t written, writeback_from; /* bytes to out; from where the kernel was last asked to write them out */
 	struct addr_bytes addr_bytes[256]; /* Perfetto: direct-mapped by address */
 	bool write_failed;
 	int write_errno;

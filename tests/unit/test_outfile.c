@@ -1,0 +1,92 @@
+/* outfile: the writeback request's contract (where it asks, where it
+ * stops asking) with the kernel's answers as the oracle: sync_file_range
+ * itself on the same descriptors (a regular file takes it, a pipe and
+ * /dev/null refuse it); and a file written, asked for and committed reads
+ * back whole under its name. */
+#define _GNU_SOURCE
+#include <fcntl.h>
+#include <stdint.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+
+#include "base/outfile.h"
+#include "tap.h"
+
+static int kernel_takes(int fd)
+{
+	return sync_file_range(fd, 0, 4096, SYNC_FILE_RANGE_WRITE) == 0;
+}
+
+int main(void)
+{
+	char dir[] = "/tmp/test_outfile.XXXXXX";
+	if (!mkdtemp(dir))
+		return 1;
+	char path[64];
+	snprintf(path, sizeof path, "%s/out", dir);
+	struct mt_outfile o;
+	struct mt_err err = {0};
+	ok(mt_outfile_open(&o, path, &err) == 0, "a new file is opened (a temporary one beside it)");
+	int fd = fileno(o.f);
+	ok(kernel_takes(fd), "the kernel takes sync_file_range on the temporary file");
+	/* 20 MiB in 64 KiB writes, asked after each as the trace writer does */
+	static unsigned char block[1 << 16];
+	uint64_t from = 0, written = 0, asks = 0;
+	int ok_from = 1;
+	for (int i = 0; i < 320; i++) {
+		memset(block, i, sizeof block);
+		if (fwrite(block, 1, sizeof block, o.f) != sizeof block)
+			break;
+		written += sizeof block;
+		uint64_t before = from;
+		mt_outfile_writeback(fd, &from, written);
+		if (from != before) {
+			asks++;
+			/* asked only once MT_OUTFILE_WRITEBACK bytes were new, and
+			 * then up to what was written */
+			ok_from &= written - before >= MT_OUTFILE_WRITEBACK && from == written;
+		} else {
+			ok_from &= written - before < MT_OUTFILE_WRITEBACK;
+		}
+	}
+	ok(written == 320u << 16, "20 MiB written");
+	ok(ok_from && asks == written / MT_OUTFILE_WRITEBACK, "asked every MT_OUTFILE_WRITEBACK bytes, from where it last asked");
+	ok(mt_outfile_commit(&o, &err) == 0, "committed");
+	FILE *f = fopen(path, "r");
+	int whole = f != NULL;
+	for (int i = 0; f && i < 320; i++) {
+		whole &= fread(block, 1, sizeof block, f) == sizeof block;
+		whole &= block[0] == (unsigned char)i && block[sizeof block - 1] == (unsigned char)i;
+	}
+	whole &= f && fgetc(f) == EOF;
+	if (f)
+		fclose(f);
+	ok(whole, "the file reads back whole, every block where it was written");
+
+	int p[2];
+	if (pipe(p))
+		return 1;
+	from = 0;
+	mt_outfile_writeback(p[1], &from, MT_OUTFILE_WRITEBACK);
+	ok(!kernel_takes(p[1]) && from == UINT64_MAX, "a pipe: the kernel refuses, and it is not asked again");
+	uint64_t never = UINT64_MAX;
+	mt_outfile_writeback(p[1], &never, 3 * MT_OUTFILE_WRITEBACK);
+	ok(never == UINT64_MAX, "once refused, stays refused");
+	close(p[0]);
+	close(p[1]);
+	int null = open("/dev/null", O_WRONLY);
+	from = 0;
+	mt_outfile_writeback(null, &from, 2 * MT_OUTFILE_WRITEBACK);
+	ok(null >= 0 && !kernel_takes(null) && from == UINT64_MAX, "/dev/null: the kernel refuses, and it is not asked again");
+	if (null >= 0)
+		close(null);
+	from = 5;
+	mt_outfile_writeback(-1, &from, 4);
+	ok(from == 5, "a position before where it last asked: nothing asked");
+
+	unlink(path);
+	rmdir(dir);
+	return tap_done();
+}

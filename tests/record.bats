@@ -87,17 +87,23 @@ RECORD=$MT_BIN/mt-record
 }
 
 # A stack copy cut short (bad input, issue 26): perf copies 64 bytes
-# only, so no walk gets past the copy. Oracle: perf script on the same
-# perf.data (its frames, less the unreadable one it reports as pc 0 - 1);
-# mt says how many stacks stopped short and why.
+# only, so almost no walk gets past the copy. Oracle: perf script on the
+# same perf.data (its frames, less the unreadable one it reports as pc 0 -
+# 1, ffffffffffffffff: the stacks that stop short); mt says how many
+# stacks stopped short and why. Not every one does: a sample at ld.so's
+# _start, the process's first instruction, is whole (its CFI ends the
+# walk) for perf and mt alike (one such sample in 3 runs of 18 here).
 @test "--call-graph=dwarf with a stack copy cut short: perf's frames, and a warning saying why they stop" {
 	cd "$BATS_TEST_TMPDIR"
 	perf record -q -e cpu-clock/freq=2000/u --call-graph dwarf,64 -o cut.data -- "$MT_PROGS/hot_nofp" 10 > /dev/null 2>&1
 	n=$(perf script -i cut.data -F tid 2> /dev/null | wc -l)
+	short=$(perf script -i cut.data -F tid,ip,sym 2> /dev/null | awk 'BEGIN { RS = "" }
+		{ k = split($0, l, "\n"); if (l[k] ~ /^[ \t]*ffffffffffffffff /) m++ } END { print m + 0 }')
 	[ "$n" -gt 20 ]
+	[ "$short" -gt 20 ]
 	run --separate-stderr "$PT2EVENTS" cut.data
 	[ "$status" -eq 0 ]
-	[[ "$stderr" == *"mt-pt2events: warning: cut.data: $n of $n stacks (--call-graph=dwarf) unwound only part way; the first: the stack copy ends"* ]]
+	[[ "$stderr" == *"mt-pt2events: warning: cut.data: $short of $n stacks (--call-graph=dwarf) unwound only part way; the first: the stack copy ends"* ]]
 	echo "$output" | "$MT_BIN/mt-symbolize" > cut.ev
 	perf script -i cut.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > cut.perf
 	"$BATS_TEST_DIRNAME/tools/framecmp.py" cut.perf cut.ev

@@ -1,9 +1,12 @@
 /* filterio: see filterio.h. */
+#define _POSIX_C_SOURCE 200809L
 #include "stream/filterio.h"
 
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+
+#include "base/batchsched.h"
 
 /* MT_UPSTREAM_REPORTED set: the stream's writer shares our standard error
  * (mt-trace and mt-batch set it for the later stages of their pipelines),
@@ -26,6 +29,8 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 		fprintf(stderr, "%s: %s: %s\n", prog, in_path, strerror(errno));
 		return 1;
 	}
+	/* before the reader starts its read-ahead thread, which inherits it */
+	mt_batchsched_for_pipe(fileno(io->in));
 	struct mt_err err = {0};
 	io->have_reader = true;
 	io->in_name = strcmp(in_path, "-") ? in_path : "standard input";

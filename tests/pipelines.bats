@@ -189,8 +189,13 @@ def work():
     t = time.time()
     while time.time() - t < 2.5: pass
 w = threading.Thread(target=work); w.start(); w.join()' &
-	local pid=$!
-	sleep 0.3
+	local pid=$! i
+	# attached once the worker runs: perf record -p follows the threads
+	# there are when it starts (python took over 0.3 s to start one here)
+	for i in $(seq 100); do
+		[ "$(ls "/proc/$pid/task" 2> /dev/null | wc -l)" -ge 2 ] && break
+		sleep 0.05
+	done
 	"$PIPES/mt-trace" attach -pid "$pid" -o a.pftrace 2> /dev/null
 	wait "$pid"
 	"$MT_BIN/mt-bundle" extract -C x a.tar.zst > /dev/null

@@ -55,13 +55,15 @@ int main(void)
 	waitpid(child, &st, 0);
 	ok(WIFEXITED(st) && WEXITSTATUS(st) == 0, "under SCHED_IDLE (the user's choice): false, SCHED_IDLE kept");
 
-	ok(mt_batchsched_for_pipe(p[0]) && sched_getscheduler(0) == SCHED_BATCH, "a pipe's read end: true, SCHED_BATCH");
+	ok(mt_batchsched_for_pipe(p[0]) && sched_getscheduler(0) == SCHED_BATCH,
+	   "a pipe's read end: true, SCHED_BATCH");
 	int thread_policy = -1;
 	pthread_t t;
 	if (pthread_create(&t, NULL, policy_of_thread, &thread_policy) == 0)
 		pthread_join(t, NULL);
 	ok(thread_policy == SCHED_BATCH, "a thread started afterwards (the read-ahead's) inherits SCHED_BATCH");
-	ok(!mt_batchsched_for_pipe(p[1]) && sched_getscheduler(0) == SCHED_BATCH, "asked again: false, still SCHED_BATCH");
+	ok(!mt_batchsched_for_pipe(p[1]) && sched_getscheduler(0) == SCHED_BATCH,
+	   "asked again: false, still SCHED_BATCH");
 	close(p[0]);
 	close(p[1]);
 	return tap_done();

@@ -90,7 +90,8 @@ int main(void)
 	ok(marked, thp ? "after each growth smaps has a mapping that starts at the array, its VmFlags with hg "
 			 "(MADV_HUGEPAGE, kept by mremap)"
 		       : "after each growth smaps has a mapping that starts at the array (no THP in this kernel)");
-	ok(!mt_bigmem_grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v) && cap >= target && elem_is(&v[target - 1], target - 1),
+	ok(!mt_bigmem_grow((void **)&v, &cap, SIZE_MAX / 2, sizeof *v) && cap >= target &&
+		   elem_is(&v[target - 1], target - 1),
 	   "a size that cannot be: false, the array and its capacity unchanged");
 	void *old = v;
 	mt_bigmem_free(v, cap, sizeof *v);

@@ -52,7 +52,8 @@ int main(void)
 		}
 	}
 	ok(written == 320u << 16, "20 MiB written");
-	ok(ok_from && asks == written / MT_OUTFILE_WRITEBACK, "asked every MT_OUTFILE_WRITEBACK bytes, from where it last asked");
+	ok(ok_from && asks == written / MT_OUTFILE_WRITEBACK,
+	   "asked every MT_OUTFILE_WRITEBACK bytes, from where it last asked");
 	ok(mt_outfile_commit(&o, &err) == 0, "committed");
 	FILE *f = fopen(path, "r");
 	int whole = f != NULL;
@@ -79,7 +80,8 @@ int main(void)
 	int null = open("/dev/null", O_WRONLY);
 	from = 0;
 	mt_outfile_writeback(null, &from, 2 * MT_OUTFILE_WRITEBACK);
-	ok(null >= 0 && !kernel_takes(null) && from == UINT64_MAX, "/dev/null: the kernel refuses, and it is not asked again");
+	ok(null >= 0 && !kernel_takes(null) && from == UINT64_MAX,
+	   "/dev/null: the kernel refuses, and it is not asked again");
 	if (null >= 0)
 		close(null);
 	from = 5;

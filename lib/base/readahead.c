@@ -1,6 +1,9 @@
 /* readahead: one thread reads the pipe into the ring while there is room;
  * the stage takes bytes out under the same lock. head and tail count bytes
- * in and out since the start, so the ring is full when they are cap apart. */
+ * in and out since the start, so the ring is full when they are cap apart.
+ * The ring is mapped twice, back to back (one memfd, two views): bytes that
+ * wrap past its end go on in the second view, so whatever is held lies in
+ * one piece, for the thread's read(2) and for the stage's peek alike. */
 #define _GNU_SOURCE
 #include "base/readahead.h"
 
@@ -10,6 +13,7 @@
 #include <stdbool.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -19,6 +23,7 @@ struct mt_readahead {
 	int fd;
 	char *ring;
 	size_t cap;
+	bool mirrored;  /* ring is 2 * cap bytes: the second view the first's */
 	size_t head, tail;
 	bool eof;       /* the thread is done: end of input or err */
 	int err;        /* errno of the read that failed, 0: none */
@@ -40,7 +45,7 @@ static void *drain(void *arg)
 			continue;
 		}
 		size_t at = ra->head % ra->cap, room = ra->cap - (ra->head - ra->tail);
-		if (room > ra->cap - at)
+		if (!ra->mirrored && room > ra->cap - at)
 			room = ra->cap - at;
 		pthread_mutex_unlock(&ra->mu);
 		ssize_t got;
@@ -65,6 +70,36 @@ static void *drain(void *arg)
 	return NULL;
 }
 
+/* Two views of one memfd of cap bytes (a multiple of the page size), back
+ * to back; NULL where that cannot be had (then a plain ring). Its pages are
+ * 4 KiB (shared memory: no transparent huge pages by default), each
+ * faulted in once, in the first view and again in the second. */
+static char *map_mirrored(size_t cap)
+{
+	int fd = memfd_create("mt-readahead", MFD_CLOEXEC);
+	if (fd < 0)
+		return NULL;
+	char *ring = NULL;
+	void *both = mmap(NULL, 2 * cap, PROT_NONE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+	if (!ftruncate(fd, (off_t)cap) && both != MAP_FAILED &&
+	    mmap(both, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) == both &&
+	    mmap((char *)both + cap, cap, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_FIXED, fd, 0) ==
+		    (char *)both + cap)
+		ring = both;
+	else if (both != MAP_FAILED)
+		munmap(both, 2 * cap);
+	close(fd); /* the mappings keep it */
+	return ring;
+}
+
+static void free_ring(struct mt_readahead *ra)
+{
+	if (ra->mirrored)
+		munmap(ra->ring, 2 * ra->cap);
+	else
+		mt_bigmem_zfree(ra->ring, ra->cap);
+}
+
 struct mt_readahead *mt_readahead_start(int fd, size_t cap)
 {
 	struct stat st;
@@ -73,16 +108,24 @@ struct mt_readahead *mt_readahead_start(int fd, size_t cap)
 	struct mt_readahead *ra = calloc(1, sizeof *ra);
 	if (!ra)
 		return NULL;
-	ra->ring = mt_bigmem_zalloc(cap); /* in huge pages: its 8 MiB are all touched */
+	size_t page = (size_t)sysconf(_SC_PAGESIZE);
+	size_t whole = (cap + page - 1) / page * page;
+	if ((ra->ring = map_mirrored(whole))) {
+		ra->mirrored = true;
+		cap = whole;
+	} else {
+		ra->ring = mt_bigmem_zalloc(cap); /* in huge pages: its 8 MiB are all touched */
+	}
+	ra->cap = cap;
 	if (!ra->ring || pthread_mutex_init(&ra->mu, NULL)) {
-		mt_bigmem_zfree(ra->ring, cap);
+		if (ra->ring)
+			free_ring(ra);
 		free(ra);
 		return NULL;
 	}
 	pthread_cond_init(&ra->more, NULL);
 	pthread_cond_init(&ra->room, NULL);
 	ra->fd = fd;
-	ra->cap = cap;
 	/* signals are the stage's own thread's to take (SIGINT's cleanups) */
 	sigset_t all, old;
 	sigfillset(&all);
@@ -93,11 +136,44 @@ struct mt_readahead *mt_readahead_start(int fd, size_t cap)
 		pthread_cond_destroy(&ra->more);
 		pthread_cond_destroy(&ra->room);
 		pthread_mutex_destroy(&ra->mu);
-		mt_bigmem_zfree(ra->ring, cap);
+		free_ring(ra);
 		free(ra);
 		return NULL;
 	}
 	return ra;
+}
+
+size_t mt_readahead_mirrored(const struct mt_readahead *ra)
+{
+	return ra->mirrored ? ra->cap : 0;
+}
+
+ssize_t mt_readahead_peek(struct mt_readahead *ra, size_t have, const char **at)
+{
+	pthread_mutex_lock(&ra->mu);
+	while (ra->head - ra->tail <= have && ra->head - ra->tail < ra->cap && !ra->eof)
+		pthread_cond_wait(&ra->more, &ra->mu);
+	size_t held = ra->head - ra->tail;
+	int e = ra->err;
+	*at = ra->ring + ra->tail % ra->cap;
+	pthread_mutex_unlock(&ra->mu);
+	if (held <= have && held < ra->cap && e) {
+		errno = e;
+		return -1;
+	}
+	return (ssize_t)held;
+}
+
+void mt_readahead_release(struct mt_readahead *ra, size_t n)
+{
+	if (!n)
+		return;
+	pthread_mutex_lock(&ra->mu);
+	bool was_full = ra->head - ra->tail == ra->cap;
+	ra->tail += n;
+	if (was_full)
+		pthread_cond_signal(&ra->room);
+	pthread_mutex_unlock(&ra->mu);
 }
 
 ssize_t mt_readahead_read(struct mt_readahead *ra, void *dst, size_t n)
@@ -147,6 +223,6 @@ void mt_readahead_stop(struct mt_readahead *ra)
 	pthread_cond_destroy(&ra->more);
 	pthread_cond_destroy(&ra->room);
 	pthread_mutex_destroy(&ra->mu);
-	mt_bigmem_zfree(ra->ring, ra->cap);
+	free_ring(ra);
 	free(ra);
 }

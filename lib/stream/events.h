@@ -210,8 +210,11 @@ struct mt_events_reader {
 	struct mt_readahead *ra; /* a pipe: read ahead by a thread (base/readahead.h), in left unread */
 	const char *name;     /* for messages */
 	enum mt_events_format format;
-	char *buf;
-	size_t cap, start, end;
+	char *buf;            /* own, or the read-ahead's ring itself (direct) */
+	size_t start, end;
+	char *own;            /* the reader's own buffer, of cap bytes and a NUL */
+	size_t cap;
+	bool direct;          /* buf is the ring's bytes held (mt_readahead_peek) */
 	bool eof;
 	uint64_t line;        /* text: line number; binary: record number */
 	uint64_t last_time;

@@ -25,12 +25,99 @@
 #define READ_CHUNK (1u << 20)
 #define RECORD_MAX (64u << 20)
 
+/* The reader's own buffer from here on (a record longer than the ring, or
+ * the ring full at the end of the input): the bytes held in the ring
+ * copied into it and released, the rest copied from the ring as read. */
+static bool to_own_buffer(struct mt_events_reader *r, struct mt_err *err)
+{
+	size_t n = r->end - r->start, ncap = r->cap;
+	while (ncap < n + READ_CHUNK)
+		ncap = ncap ? ncap * 2 : 2 * READ_CHUNK;
+	if (ncap != r->cap) {
+		char *nb = realloc(r->own, ncap + 1);
+		if (!nb) {
+			mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
+			return false;
+		}
+		r->own = nb;
+		r->cap = ncap;
+	}
+	memcpy(r->own, r->buf + r->start, n);
+	mt_readahead_release(r->ra, r->end);
+	r->buf = r->own;
+	r->start = 0;
+	r->end = n;
+	r->direct = false;
+	return true;
+}
+
+/* fill from the ring itself, without a copy: the bytes before start are
+ * released, the view begins at start and ends where the thread has read.
+ * False: the ring cannot give want bytes in one view (then to_own_buffer). */
+static bool fill_direct(struct mt_events_reader *r, size_t want, struct mt_err *err)
+{
+	size_t ring = mt_readahead_mirrored(r->ra);
+	mt_readahead_release(r->ra, r->start);
+	r->buf += r->start; /* in the second view if need be: the same bytes */
+	r->end -= r->start;
+	r->start = 0;
+	while (r->end < want && want <= ring) {
+		const char *at;
+		ssize_t n = mt_readahead_peek(r->ra, r->end, &at);
+		if (n < 0) {
+			mt_err_set(err, MT_EIO, "%s: read: %s", r->name, strerror(errno));
+			return true;
+		}
+		r->buf = (char *)at;
+		if ((size_t)n <= r->end) {
+			if ((size_t)n == ring)
+				return false; /* full, not the end: the NUL after a last line would land on its first byte */
+			r->eof = true; /* the NUL after a last line goes to a byte no one holds */
+			return true;
+		}
+		r->end = (size_t)n;
+	}
+	return r->end >= want;
+}
+
+/* Into the own buffer, as read(2) would: from the ring no further than
+ * the end of the line or record wanted, so that the buffer is drained
+ * when it is done and the ring is read in place again (fill). */
+static ssize_t copy_from_ring(struct mt_events_reader *r, size_t want)
+{
+	const char *at;
+	ssize_t held = mt_readahead_peek(r->ra, 0, &at);
+	if (held <= 0)
+		return held;
+	size_t n = (size_t)held < r->cap - r->end ? (size_t)held : r->cap - r->end;
+	if (r->format == MT_EVENTS_BINARY) {
+		if (n > want - (r->end - r->start))
+			n = want - (r->end - r->start);
+	} else {
+		const char *nl = memchr(at, '\n', n);
+		if (nl)
+			n = (size_t)(nl + 1 - at);
+	}
+	memcpy(r->buf + r->end, at, n);
+	mt_readahead_release(r->ra, n);
+	return (ssize_t)n;
+}
+
 /* Makes at least want bytes available from start; returns how many are. */
 static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
 {
+	if (r->end - r->start < want && !r->eof && r->linememo) /* bytes move: a line's lookup begun is lost */
+		mt_linememo_forget_next(r->linememo);
+	if (r->ra && !r->direct && r->start == r->end && mt_readahead_mirrored(r->ra)) {
+		r->direct = true; /* the own buffer drained: back to the ring */
+		r->start = r->end = 0;
+	}
+	if (r->direct && r->end - r->start < want && !r->eof && !fill_direct(r, want, err) && !err->code &&
+	    !to_own_buffer(r, err))
+		return 0;
+	if (err->code)
+		return 0;
 	while (r->end - r->start < want && !r->eof) {
-		if (r->linememo) /* bytes move: a line's lookup begun is lost */
-			mt_linememo_forget_next(r->linememo);
 		if (r->start && (r->cap - r->end < READ_CHUNK || r->start == r->end)) {
 			memmove(r->buf, r->buf + r->start, r->end - r->start);
 			r->end -= r->start;
@@ -38,18 +125,19 @@ static size_t fill(struct mt_events_reader *r, size_t want, struct mt_err *err)
 		}
 		if (r->cap - r->end < READ_CHUNK) {
 			size_t ncap = r->cap ? r->cap * 2 : 2 * READ_CHUNK;
-			char *nb = realloc(r->buf, ncap + 1);
+			char *nb = realloc(r->own, ncap + 1);
 			if (!nb) {
 				mt_err_set(err, MT_ENOMEM, "%s: out of memory", r->name);
 				return 0;
 			}
-			r->buf = nb;
+			r->buf = r->own = nb;
 			r->cap = ncap;
 		}
 		size_t got;
 		bool failed;
 		if (r->ra) { /* a pipe, drained by its own thread */
-			ssize_t n = mt_readahead_read(r->ra, r->buf + r->end, r->cap - r->end);
+			ssize_t n = mt_readahead_mirrored(r->ra) ? copy_from_ring(r, want)
+								 : mt_readahead_read(r->ra, r->buf + r->end, r->cap - r->end);
 			got = n > 0 ? (size_t)n : 0;
 			failed = n < 0;
 		} else {
@@ -895,7 +983,7 @@ void mt_events_reader_close(struct mt_events_reader *r)
 	for (size_t k = 0; k < r->nstrings; k++)
 		free(r->strings[k]);
 	free(r->strings);
-	free(r->buf);
+	free(r->own);
 	free(r->arena);
 	mt_bigmem_zfree(r->extra_memo, EXTRA_MEMO * sizeof *r->extra_memo);
 	free(r->line_copy);

@@ -2,9 +2,16 @@
  * codecs, interning, value cleaning; TAP output. Each test names its oracle. */
 #define _GNU_SOURCE
 #include <inttypes.h>
+#include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include "mt-events.pb-c.h"
+#include "base/readahead.h"
+#include "stream/pbwire.h"
 
 #include "stream/events.h"
 #include "stream/linememo.h"
@@ -1254,8 +1261,161 @@ static void test_line_memo(void)
 	ok(good && events > 100000 && found > 10000 && copies > 10000 && errors > 1000, msg);
 }
 
+/* The pipe test's event i (pad: the bytes of its pad column). */
+static struct mt_event pipe_event(unsigned i, struct mt_kv *kv, char *pad)
+{
+	size_t n = (i * 37u) % 301;
+	memset(pad, 'a' + (char)(i % 26), n);
+	pad[n] = '\0';
+	kv[0] = (struct mt_kv){"pad", pad};
+	/* lines repeat (the line memo finds them) and differ in length */
+	return (struct mt_event){.pid = 1, .tid = 2, .cpu = -1, .kind = MT_EV_CALL, .from = 0x1000 + i % 1000,
+				 .to = 0x2000 + i % 777, .insn = i % 977, .offset = MT_NO_OFFSET, .extra = kv,
+				 .nextra = 1};
+}
+
+/* A child writes len bytes to fd in uneven pieces (a pipe's reader sees
+ * them arrive at any point of a line or record). */
+static pid_t write_pieces(int fd, const char *bytes, size_t len)
+{
+	fflush(stdout);
+	pid_t pid = fork();
+	if (pid)
+		return pid;
+	for (size_t at = 0, k = 0; at < len; k++) {
+		size_t n = 1 + (k * 7919u) % 70000;
+		if (n > len - at)
+			n = len - at;
+		ssize_t w = write(fd, bytes + at, n);
+		if (w <= 0)
+			_exit(1);
+		at += (size_t)w;
+	}
+	_exit(0);
+}
+
+/* Oracle: the events and lines the test wrote. A stream read from a pipe
+ * is read in the read-ahead's ring itself (no copy): tens of MiB, so the
+ * ring wraps with lines and records across its end; a line or record
+ * longer than the ring (9 MiB) goes through the reader's own buffer, and
+ * the ring is read in place again once that is drained; a text stream's
+ * last line without a newline. */
+static void test_pipe_reader(enum mt_events_format fmt)
+{
+	enum { N = 120000, TAIL_METAS = 2000000 };
+	static char pad[400];
+	struct mt_kv kv[1];
+	char *buf;
+	size_t len;
+	struct mt_events_writer w;
+	FILE *f = write_to_memory(&w, fmt, &buf, &len);
+	for (unsigned i = 0; i < N; i++) {
+		struct mt_event ev = pipe_event(i, kv, pad);
+		mt_events_write(&w, &ev);
+	}
+	struct mt_err err = {0};
+	mt_events_writer_finish(&w, &err);
+	fclose(f);
+	/* then the long meta line or record; after it the events again (text:
+	 * a stream of its own, with its own first line) or many short meta
+	 * records (binary), and (text) an event without its newline */
+	size_t big = 9u << 20;
+	char *meta = malloc(big + 1);
+	memset(meta, 'm', big);
+	meta[big] = '\0';
+	char *all = malloc(2 * len + big + 16 * (size_t)TAIL_METAS);
+	memcpy(all, buf, len);
+	size_t n = len;
+	unsigned want_metas;
+	if (fmt == MT_EVENTS_TEXT) {
+		n += (size_t)sprintf(all + n, "# ");
+		memcpy(all + n, meta, big);
+		n += big;
+		all[n++] = '\n';
+		memcpy(all + n, buf, len);
+		n += len;
+		n += (size_t)sprintf(all + n, "-\t1\t2\tcall\t0x5\t0x6");
+		want_metas = 1;
+	} else {
+		for (unsigned k = 0; k <= TAIL_METAS; k++) {
+			char small[16];
+			snprintf(small, sizeof small, "m%u", k);
+			Mt__Record rec = MT__RECORD__INIT;
+			rec.record_case = MT__RECORD__RECORD_META;
+			rec.meta = k ? small : meta;
+			size_t rl = protobuf_c_message_get_packed_size(&rec.base);
+			n = (size_t)(mt_pb_varint((uint8_t *)all + n, rl) - (uint8_t *)all);
+			n += protobuf_c_message_pack(&rec.base, (uint8_t *)all + n);
+		}
+		want_metas = 1 + TAIL_METAS;
+	}
+	int p[2];
+	if (pipe(p))
+		exit(1);
+	pid_t pid = write_pieces(p[1], all, n);
+	close(p[1]);
+	FILE *in = fdopen(p[0], "r");
+	struct mt_events_reader r;
+	mt_err_clear(&err);
+	bool good = !mt_events_reader_open(&r, in, "pipe", &err);
+	bool in_ring = good && r.direct && mt_readahead_mirrored(r.ra) >= MT_READAHEAD_SIZE, own_at_big = false,
+	     in_ring_after = false, last = fmt != MT_EVENTS_TEXT;
+	unsigned i = 0, metas = 0;
+	struct mt_event ev;
+	const char *m;
+	int rc;
+	while (good && (rc = mt_events_read(&r, &ev, &m, &err)) > 0) {
+		if (rc == MT_EVENTS_META) {
+			if (!strncmp(m, "mt-events", 9))
+				continue;
+			if (metas == 0) {
+				good = i == N && strlen(m) == big && strspn(m, "m") == big;
+				own_at_big = !r.direct;
+			} else {
+				char small[16];
+				snprintf(small, sizeof small, "m%u", metas);
+				good = !strcmp(m, small);
+				in_ring_after = r.direct;
+			}
+			metas++;
+			continue;
+		}
+		if (i == 2 * N) {
+			last = ev.from == 5 && ev.to == 6 && ev.nextra == 0;
+			i++;
+			continue;
+		}
+		if (metas)
+			in_ring_after = r.direct;
+		else
+			in_ring &= r.direct;
+		struct mt_event want = pipe_event(i % N, kv, pad);
+		good = i < 2 * N && same_event(&ev, &want);
+		i++;
+	}
+	good &= !err.code && i == (fmt == MT_EVENTS_TEXT ? 2 * N + 1 : N) && metas == want_metas && last;
+	mt_events_reader_close(&r);
+	fclose(in);
+	int status;
+	waitpid(pid, &status, 0);
+	const char *name = fmt == MT_EVENTS_TEXT ? "text" : "binary";
+	char msg[200];
+	snprintf(msg, sizeof msg, "%s from a pipe (%zu bytes): every event and line as written", name, n);
+	ok(good, msg);
+	snprintf(msg, sizeof msg,
+		 "%s from a pipe: read in the ring itself, the 9 MiB one in the reader's buffer, the ring again after",
+		 name);
+	ok(in_ring && own_at_big && in_ring_after, msg);
+	free(all);
+	free(meta);
+	free(buf);
+}
+
 int main(void)
 {
+	signal(SIGPIPE, SIG_IGN);
+	test_pipe_reader(MT_EVENTS_TEXT);
+	test_pipe_reader(MT_EVENTS_BINARY);
 	test_line_memo();
 	test_binary_fast_path();
 	test_binary_record_memo();

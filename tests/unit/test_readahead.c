@@ -86,6 +86,38 @@ static bool read_all(struct mt_readahead *ra, size_t total, bool slow_reader, ss
 	return same && seen == total;
 }
 
+/* The same without a copy: the bytes held looked at where they lie (in
+ * one piece, across the ring's end), taken in uneven amounts; now and then
+ * more than those held asked for, which must wait for them (or the ring
+ * full, or the end). */
+static bool peek_all(struct mt_readahead *ra, size_t total, ssize_t *last)
+{
+	size_t seen = 0, ring = mt_readahead_mirrored(ra);
+	bool same = ring > 0;
+	for (unsigned k = 0; same; k++) {
+		const char *at;
+		ssize_t n = mt_readahead_peek(ra, 0, &at);
+		if (n > 0 && k % 3 == 0) {
+			ssize_t more = mt_readahead_peek(ra, (size_t)n, &at);
+			same &= more > n || (size_t)more == ring || seen + (size_t)more == total;
+			n = more;
+		}
+		if (n <= 0) {
+			*last = n;
+			break;
+		}
+		same &= (size_t)n <= ring;
+		for (ssize_t i = 0; i < n; i++)
+			same &= (uint8_t)at[i] == pattern(seen + (size_t)i);
+		size_t take = 1 + (k * 104729u) % 50000;
+		if (take > (size_t)n)
+			take = (size_t)n;
+		mt_readahead_release(ra, take);
+		seen += take;
+	}
+	return same && seen == total;
+}
+
 static void one_stream(size_t total, size_t cap, bool slow_writer, bool slow_reader, const char *name)
 {
 	int p[2];
@@ -111,6 +143,23 @@ int main(void)
 	one_stream(3u << 20, 65536, false, true, "a stage that pauses: the ring fills, the writer waits, nothing lost");
 	one_stream(1u << 20, 3 * 65536 + 11, true, true, "both pausing, a ring of no round size");
 	one_stream(0, 4096, false, false, "an empty stream: 0 at once");
+	for (int slow = 0; slow < 2; slow++) {
+		int p[2];
+		if (pipe(p))
+			return 1;
+		pid_t pid = writer(p[1], 3u << 20, slow);
+		close(p[1]);
+		struct mt_readahead *ra = mt_readahead_start(p[0], 4096 + 100);
+		ssize_t last = 1;
+		bool same = ra && mt_readahead_mirrored(ra) == 8192 && peek_all(ra, 3u << 20, &last);
+		ok(same && last == 0, slow ? "peek and release, a writer that pauses: every byte in place, nothing lost"
+					   : "peek and release through a ring of two pages (asked for 4196 bytes): every "
+					     "byte in one piece across its end, in order, then 0");
+		int status;
+		waitpid(pid, &status, 0);
+		mt_readahead_stop(ra);
+		close(p[0]);
+	}
 
 	/* the writer says nothing and keeps the pipe open: stop must not hang */
 	int p[2];

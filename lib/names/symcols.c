@@ -22,6 +22,11 @@
 #define SLOTS (1u << SLOT_BITS)
 #define WAYS 2
 #define INL_MAX 240 /* longer inline chains are made each time, not kept */
+/* The group's text form, kept right after what a lookup reads: a text
+ * writer copies it from the lines the lookup brought in (the writer's own
+ * memo by id cost a cache miss a group: 16% of mt-symbolize's time on the
+ * bench's text stream, perf's samples). Longer ones go by the memo. */
+#define TEXT_MAX 320
 
 struct slot {
 	uint64_t addr;
@@ -29,6 +34,7 @@ struct slot {
 	uint32_t pid;
 	uint8_t last; /* a set's first slot: which of the set was used last */
 	struct mt_events_cols cols;
+	char text[TEXT_MAX];
 	struct mt_kv kv[6];
 	char off[20], line[12], inl[INL_MAX + 1];
 };
@@ -110,7 +116,9 @@ static bool fill(struct slot *s, const struct mt_sym_result *r, int side)
 			memcpy(s->inl, r->inlines, len + 1);
 		s->kv[n++] = (struct mt_kv){k[5], fits ? s->inl : r->inlines};
 	}
-	s->cols = (struct mt_events_cols){s->kv, n, fits ? next_id() : 0};
+	s->cols = (struct mt_events_cols){s->kv, n, fits ? next_id() : 0, NULL, 0};
+	if (fits && (s->cols.text_len = mt_events_cols_text(&s->cols, s->text, sizeof s->text)))
+		s->cols.text = s->text;
 	return fits;
 }
 

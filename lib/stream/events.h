@@ -140,7 +140,15 @@ struct mt_events_cols {
 	const struct mt_kv *kv;
 	unsigned n;
 	uint64_t id;
+	/* NULL, or the columns as the text form writes them (text_len bytes,
+	 * mt_events_cols_text), kept beside them by the filter: a text
+	 * writer copies these instead of looking the group up by its id */
+	const char *text;
+	size_t text_len;
 };
+/* The group's columns as the text form writes them ("\tKEY=VAL"...), into
+ * out; their length, or 0 when they do not fit in cap bytes. */
+size_t mt_events_cols_text(const struct mt_events_cols *g, char *out, size_t cap);
 /* Writes what mt_events_write writes for ev with cols' columns after its
  * own, in order: the same bytes. raw (may be NULL): the bytes ev was read
  * from, unchanged (a reader's r->raw), copied instead of encoding

@@ -270,7 +270,8 @@ static size_t text_size(const struct mt_event *ev, unsigned nx, uint16_t *klen, 
 	return n;
 }
 
-/* A column group's text, "\tKEY=VAL..." as write_text writes columns. */
+/* A column group's text, "\tKEY=VAL..." as write_text writes columns: the
+ * bytes it may need. */
 static size_t cols_text_size(const struct mt_events_cols *g)
 {
 	size_t n = 0;
@@ -291,6 +292,13 @@ static char *put_cols_text(char *p, const struct mt_events_cols *g)
 		}
 	}
 	return p;
+}
+
+size_t mt_events_cols_text(const struct mt_events_cols *g, char *out, size_t cap)
+{
+	if (cols_text_size(g) > cap) /* at most that: "=" counted for a key without a value */
+		return 0;
+	return (size_t)(put_cols_text(out, g) - out);
 }
 
 /* The memo slot of a group id; NULL when the writer has none (no memory). */
@@ -386,6 +394,10 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 	bool copy = raw && raw->line_ok;
 	size_t need = copy ? raw->line_len + 1 : text_size(ev, nx, klen, vlen);
 	for (unsigned g = 0; g < ncols; g++) {
+		if (cols[g].text) {
+			need += cols[g].text_len;
+			continue;
+		}
 		const struct cols_memo *m = cols_slot(w, cols[g].id);
 		need += m && m->id == cols[g].id ? m->len : cols_text_size(&cols[g]);
 	}
@@ -400,6 +412,11 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 	}
 	/* each group whole before the next: one may take another's slot */
 	for (unsigned g = 0; g < ncols; g++) {
+		if (cols[g].text) { /* the filter's own copy, beside the columns it looked up */
+			memcpy(p, cols[g].text, cols[g].text_len);
+			p += cols[g].text_len;
+			continue;
+		}
 		struct cols_memo *m = cols_slot(w, cols[g].id);
 		if (m && m->id == cols[g].id) {
 			memcpy(p, m->bytes, m->len);

@@ -331,22 +331,32 @@ static void test_write_cols(enum mt_events_format fmt)
 	struct mt_kv own[] = {{"via", fresh[2]}};
 	struct mt_kv g4[] = {{"to_sym", fresh[0]}, {"to_off", fresh[1]}};
 	unsigned rounds = fmt == MT_EVENTS_BINARY ? 400000 : 2000; /* past INTERN_MAX new strings */
+	unsigned texts = 0, long_refused = 0;
 	for (unsigned i = 0; i < rounds; i++) {
 		snprintf(fresh[0], sizeof fresh[0], "f%u", i);
 		snprintf(fresh[1], sizeof fresh[1], "0x%x", i);
 		snprintf(fresh[2], sizeof fresh[2], "v%u", i);
-		struct mt_events_cols cols[3] = {{g1, 3, 1}, {g2, 2, 2}, {g3, 1, 3}};
+		struct mt_events_cols cols[3] = {{.kv = g1, .n = 3, .id = 1}, {.kv = g2, .n = 2, .id = 2}, {.kv = g3, .n = 1, .id = 3}};
 		struct mt_event ev = {.time = 1000 + i, .has_time = i % 3 != 0, .pid = 7, .tid = 8 + i % 2,
 				      .cpu = (int32_t)(i % 4) - 1, .kind = MT_EV_CALL, .from = 0x1000 + i,
 				      .to = 0x2000, .insn = i % 5, .offset = MT_NO_OFFSET, .extra = own,
 				      .nextra = i % 4 != 0, .msg = i % 7 == 0 ? "a message" : NULL};
 		unsigned ncols = 1 + i % 3;
 		if (i % 11 == 0) {
-			cols[1] = (struct mt_events_cols){g4, 2, 100 + i}; /* new strings, a new group */
+			cols[1] = (struct mt_events_cols){.kv = g4, .n = 2, .id = 100 + i}; /* new strings, a new group */
 		}
 		if (i % 101 == 0) { /* too many columns: cut short as the plain writer cuts */
 			ev.extra = many;
 			ev.nextra = MT_EVENT_MAX_EXTRA - 1;
+		}
+		char text[3][320];
+		for (unsigned g = 0; fmt == MT_EVENTS_TEXT && i % 2 && g < ncols; g++) {
+			/* every other event, the groups with their text form kept (as
+			 * symcols keeps it): the same bytes; the long one does not fit */
+			cols[g].text_len = mt_events_cols_text(&cols[g], text[g], sizeof text[g]);
+			cols[g].text = cols[g].text_len ? text[g] : NULL;
+			texts += cols[g].text != NULL;
+			long_refused += cols[g].kv == g3 && !cols[g].text;
 		}
 		struct mt_kv all[MT_EVENT_MAX_EXTRA + 8];
 		unsigned n = 0;
@@ -387,9 +397,26 @@ static void test_write_cols(enum mt_events_format fmt)
 			fclose(in);
 		ok(resets > 0, "binary writer: the groups' test passes a string table reset");
 	}
-	ok(alen == blen && !memcmp(abuf, bbuf, alen) && alen > 0,
+	ok(alen == blen && !memcmp(abuf, bbuf, alen) && alen > 0 &&
+	   (fmt == MT_EVENTS_BINARY || (texts > 1000 && long_refused > 100)),
 	   fmt == MT_EVENTS_BINARY ? "binary writer: column groups give the bytes of the columns written each time"
-				   : "text writer: column groups give the bytes of the columns written each time");
+				   : "text writer: column groups, by id or with their text form, give the bytes of the "
+				     "columns written each time");
+	if (fmt == MT_EVENTS_TEXT) { /* and the text form is what is copied */
+		char *cbuf;
+		size_t clen;
+		struct mt_events_writer c;
+		FILE *fc = write_to_memory(&c, fmt, &cbuf, &clen);
+		struct mt_kv g[] = {{"to_sym", "real"}};
+		struct mt_events_cols col = {.kv = g, .n = 1, .id = 7, .text = "\tto_sym=kept", .text_len = 12};
+		struct mt_event ev = {.pid = 1, .tid = 1, .cpu = -1, .kind = MT_EV_CALL, .offset = MT_NO_OFFSET};
+		mt_events_write_cols(&c, &ev, NULL, &col, 1);
+		mt_events_writer_finish(&c, &err);
+		fclose(fc);
+		ok(strstr(cbuf, "\tto_sym=kept\n") && !strstr(cbuf, "real"),
+		   "text writer: a group's text form, where given, is copied as it is");
+		free(cbuf);
+	}
 	free(abuf);
 	free(bbuf);
 }
@@ -657,7 +684,7 @@ static void test_write_raw(void)
 	size_t alen, blen;
 	FILE *fa = write_to_memory(&a, MT_EVENTS_BINARY, &abuf, &alen), *fb = write_to_memory(&b, MT_EVENTS_BINARY, &bbuf, &blen);
 	struct mt_kv kv[] = {{"to_sym", "main"}};
-	struct mt_events_cols cols = {kv, 1, 77};
+	struct mt_events_cols cols = {.kv = kv, .n = 1, .id = 77};
 	FILE *rin = fmemopen(in, inlen, "r");
 	struct mt_events_reader r;
 	struct mt_err err = {0};
@@ -752,7 +779,8 @@ static void test_write_out_memo(void)
 		while (mt_events_read(&r, &ev, &meta, &err) == MT_EVENTS_EVENT) {
 			/* a record's from-group changes every third time round */
 			bool ga = n / 180 % 3 < 2;
-			struct mt_events_cols cols[2] = {{ga ? from_a : from_b, 2, ga ? 11 : 12}, {to_c, 1, 13}};
+			struct mt_events_cols cols[2] = {{.kv = ga ? from_a : from_b, .n = 2, .id = ga ? 11 : 12},
+							 {.kv = to_c, .n = 1, .id = 13}};
 			mt_events_write_cols(&a, &ev, &r.raw, cols, 2);
 			mt_events_write_cols(&b, &ev, NULL, cols, 2);
 			n++;
@@ -761,7 +789,7 @@ static void test_write_out_memo(void)
 					snprintf(vals[k], sizeof vals[k], "v%u.%u", fillers, k);
 					filler[k] = (struct mt_kv){"k", vals[k]};
 				}
-				struct mt_events_cols fc = {filler, 12, 100 + fillers++};
+				struct mt_events_cols fc = {.kv = filler, .n = 12, .id = 100 + fillers++};
 				mt_events_write_cols(&a, &ev, &r.raw, &fc, 1);
 				mt_events_write_cols(&b, &ev, NULL, &fc, 1);
 			}
@@ -820,7 +848,7 @@ static size_t read_summary(const char *buf, size_t len, bool general, char *out,
 	r.general_only = general;
 	r.keep_raw = wraw != NULL;
 	struct mt_kv kv[] = {{"to_sym", "f"}};
-	struct mt_events_cols cols = {kv, 1, 5};
+	struct mt_events_cols cols = {.kv = kv, .n = 1, .id = 5};
 	for (;;) {
 		struct mt_event ev;
 		const char *meta = NULL;

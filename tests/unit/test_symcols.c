@@ -1,5 +1,6 @@
 /* symcols: the groups it keeps are what a fresh lookup gives (the
- * symbolizer itself is the oracle: mt_sym_lookup on the same address), an
+ * symbolizer itself is the oracle: mt_sym_lookup on the same address), in
+ * columns and in their text form, an
  * id names one content, and forgetting (a mapping changed) makes new ones. */
 #define _GNU_SOURCE
 #include <inttypes.h>
@@ -28,13 +29,17 @@ static int same_as_lookup(struct mt_sym *sym, const struct mt_events_cols *g, ui
 		snprintf(want[n++], sizeof want[0], "%sdso=%s", pre, r.dso);
 	if (n != g->n)
 		return 0;
+	char text[1100] = "";
 	for (unsigned i = 0; i < n; i++) {
 		char got[256];
 		snprintf(got, sizeof got, "%s=%s", g->kv[i].key, g->kv[i].val);
 		if (strcmp(got, want[i]))
 			return 0;
+		strcat(text, "\t");
+		strcat(text, want[i]);
 	}
-	return 1;
+	/* the text form kept beside the columns: what a text writer writes */
+	return g->text && g->text_len == strlen(text) && !memcmp(g->text, text, g->text_len);
 }
 
 int main(int argc, char **argv)

@@ -216,6 +216,11 @@ int main(int argc, char **argv)
 				mt_events_write_meta(&w, meta);
 			continue;
 		}
+		/* a line whose bytes after the time came before, since the last
+		 * mapping: its time and what was written for it then */
+		uint64_t gen = mt_symcols_generation(cols);
+		if (mt_events_write_kept(&w, &ev, &io.reader.raw, gen))
+			continue;
 		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
 		struct mt_events_cols added[2];
 		unsigned nadded = 0;
@@ -229,7 +234,7 @@ int main(int argc, char **argv)
 		for (unsigned k = 0; k < n && !framed_event; k++)
 			framed_event = is_bare_frame(&ev.extra[k]);
 		if (!framed_event && n == ev.nextra) {
-			mt_events_write_cols(&w, &ev, &io.reader.raw, added, nadded);
+			mt_events_write_cols_kept(&w, &ev, &io.reader.raw, added, nadded, gen);
 			continue;
 		}
 		memcpy(kv, ev.extra, n * sizeof *kv);

@@ -85,6 +85,11 @@ void mt_symcols_forget(struct mt_symcols *c)
 	c->gen++;
 }
 
+uint64_t mt_symcols_generation(const struct mt_symcols *c)
+{
+	return c->gen;
+}
+
 static const char *const keys[2][6] = {
 	{"from_sym", "from_off", "from_dso", "from_file", "from_line", "from_inline"},
 	{"to_sym", "to_off", "to_dso", "to_file", "to_line", "to_inline"},

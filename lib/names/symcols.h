@@ -25,5 +25,8 @@ const struct mt_events_cols *mt_symcols_get(struct mt_symcols *c, uint32_t pid, 
 					    enum mt_symcols_side side);
 /* Mappings changed (an mmap line): what was kept may name other things. */
 void mt_symcols_forget(struct mt_symcols *c);
+/* Nonzero, and new at each mt_symcols_forget: while it stays, an address
+ * gets the same columns (what a filter derived from them holds). */
+uint64_t mt_symcols_generation(const struct mt_symcols *c);
 
 #endif

@@ -101,6 +101,8 @@ struct mt_events_writer {
 	struct cols_memo *cols_memo; /* column groups already encoded */
 	struct out_memo *out_memo;   /* binary: records passed on with groups, by the reader's identity */
 	uint64_t out_found;          /* ... found there (for tests) */
+	size_t last_at;       /* text: where the last event's line begins in buf */
+	bool last_ok;         /* ... and whether it was written there */
 };
 
 /* Parses "text" or "binary"; returns -1 for anything else. */
@@ -155,6 +157,17 @@ size_t mt_events_cols_text(const struct mt_events_cols *g, char *out, size_t cap
  * the fields again where they can be. */
 void mt_events_write_cols(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
 			  const struct mt_events_cols *cols, unsigned ncols);
+/* The same, and a text writer keeps what it wrote after the time column
+ * in raw->aux (when there is one and it fits), tagged with tag (nonzero):
+ * a filter whose added columns are a function of the line's bytes after
+ * the time and of the state tag names. */
+void mt_events_write_cols_kept(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			       const struct mt_events_cols *cols, unsigned ncols, uint64_t tag);
+/* A text writer writes ev's time and the bytes kept for its line with tag
+ * (what mt_events_write_cols_kept wrote for the same bytes in that state)
+ * and returns true; false, writing nothing, where none are kept. */
+bool mt_events_write_kept(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			  uint64_t tag);
 /* Flushes; returns 0 or MT_EIO with the message in err (EPIPE included). */
 int mt_events_writer_finish(struct mt_events_writer *w, struct mt_err *err);
 
@@ -194,6 +207,19 @@ int mt_events_parse_line_general(char *line, size_t n, struct mt_event *ev, stru
  * they are exactly what mt's writer writes for it (its fields, its order,
  * no string ids of the input's table). Text: line_ok when the line is
  * exactly what the writer writes for it, extra columns and all. */
+/* Text: what a filter derived from a line's bytes after its time column,
+ * kept in the reader's line memo slot for that line (mt_events_raw.aux),
+ * so that the next line with those bytes finds it where the reader found
+ * the line (mt_events_write_kept). Emptied when the slot takes another
+ * line; tag (0: empty) is the filter's, naming the state the bytes were
+ * made in. */
+#define MT_EVENTS_AUX_MAX 360
+struct mt_events_aux {
+	uint64_t tag;
+	uint16_t len;
+	char bytes[MT_EVENTS_AUX_MAX];
+};
+
 struct mt_events_raw {
 	const uint8_t *body;  /* the Event message's fields */
 	size_t len;
@@ -208,6 +234,7 @@ struct mt_events_raw {
 	bool line_ok;
 	const char *line;     /* the line, without its newline */
 	size_t line_len;
+	struct mt_events_aux *aux; /* text: the line memo's slot for the line's bytes after the time; NULL: none */
 };
 
 /* Stream reader, either form. Strings in what it returns stay valid until

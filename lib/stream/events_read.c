@@ -376,6 +376,7 @@ static bool remembered_in_place(struct mt_events_reader *r, struct mt_event *ev,
 	}
 	*n = (size_t)(tab - line) + klen;
 	remembered(st->slot, line, *n, time, has_time, time_canon, ev, copy, copied);
+	r->raw.aux = &st->slot->aux;
 	r->start += *n + 1;
 	r->line++;
 	/* the next line's slots, loading while this event is used */
@@ -411,6 +412,7 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 	if (st->how != TRY_KEEP) {
 		if (mt_linememo_lookup(lm, tab, klen, r->textmemo ? r->textmemo->epoch : 0, &e, &hash)) {
 			remembered(e, line, n, time, has_time, time_canon, ev, copy, copied);
+			r->raw.aux = &e->aux;
 			return true;
 		}
 		if (!e)
@@ -418,6 +420,7 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 	}
 	bool ok;
 	e->hash = 0;
+	e->aux.tag = 0; /* what a filter kept was for the slot's last line */
 	memcpy(e->key, tab, klen);
 	e->parsed[0] = '-';
 	memcpy(e->parsed + 1, tab, klen);
@@ -436,6 +439,7 @@ static bool parse_remembered(struct mt_events_reader *r, char *line, size_t n, s
 		e->copied = ok;
 		e->len = klen;
 		e->hash = hash;
+		r->raw.aux = &e->aux;
 	}
 	with_time(ev, line, n, time, has_time, time_canon, ok, copy, copied);
 	return true;
@@ -449,10 +453,13 @@ static __attribute__((noinline)) int read_text(struct mt_events_reader *r, struc
 	if (r->keep_raw && !r->line_copy)
 		r->raw.line = r->line_copy = malloc(MT_EVENTS_COPY_MAX);
 	char *copy = r->keep_raw ? r->line_copy : NULL;
+	if (r->linememo)
+		r->linememo->aux_used = r->keep_raw;
 	for (;;) {
 		size_t n;
 		bool copied = false;
 		struct memo_state st;
+		r->raw.aux = NULL;
 		if (remembered_in_place(r, ev, copy, &copied, &n, &st)) {
 			r->raw.line_ok = copied;
 			r->raw.line_len = n;

@@ -402,8 +402,10 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 		need += m && m->id == cols[g].id ? m->len : cols_text_size(&cols[g]);
 	}
 	char *p = reserve(w, need), *start = p;
+	w->last_ok = p != NULL;
 	if (!p)
 		return;
+	w->last_at = (size_t)(p - w->buf);
 	if (copy) {
 		memcpy(p, raw->line, raw->line_len);
 		p += raw->line_len;
@@ -433,6 +435,45 @@ static void write_text(struct mt_events_writer *w, const struct mt_event *ev, co
 	}
 	*p++ = '\n';
 	w->len += (size_t)(p - start);
+}
+
+void mt_events_write_cols_kept(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			       const struct mt_events_cols *cols, unsigned ncols, uint64_t tag)
+{
+	w->last_ok = false;
+	mt_events_write_cols(w, ev, raw, cols, ncols);
+	struct mt_events_aux *aux = raw ? raw->aux : NULL;
+	if (w->format != MT_EVENTS_TEXT || !aux || !tag || !w->last_ok || w->failed)
+		return;
+	/* the line as written: its time, then from the first TAB to the newline */
+	const char *line = w->buf + w->last_at, *end = w->buf + w->len - 1;
+	const char *tab = memchr(line, '\t', (size_t)(end - line));
+	if (!tab || (size_t)(end - tab) > MT_EVENTS_AUX_MAX)
+		return;
+	aux->len = (uint16_t)(end - tab);
+	memcpy(aux->bytes, tab, aux->len);
+	aux->tag = tag;
+}
+
+bool mt_events_write_kept(struct mt_events_writer *w, const struct mt_event *ev, const struct mt_events_raw *raw,
+			  uint64_t tag)
+{
+	const struct mt_events_aux *aux = raw ? raw->aux : NULL;
+	if (w->format != MT_EVENTS_TEXT || !aux || !tag || aux->tag != tag)
+		return false;
+	char *p = reserve(w, 24 + aux->len);
+	if (!p)
+		return true; /* failed: the writer says so at the end */
+	char *start = p;
+	if (ev->has_time)
+		p = mt_put_dec(p, ev->time);
+	else
+		*p++ = '-';
+	memcpy(p, aux->bytes, aux->len);
+	p += aux->len;
+	*p++ = '\n';
+	w->len += (size_t)(p - start);
+	return true;
 }
 
 /* Appends one length-prefixed record. */

@@ -120,6 +120,8 @@ void mt_linememo_prefetch(struct mt_linememo *m, const char *key, size_t avail)
 		for (size_t at = 0; at < f->len; at += 64)
 			__builtin_prefetch(f->key + at);
 		__builtin_prefetch(&f->ev);
+		for (size_t at = 0; m->aux_used && at < sizeof f->aux; at += 64)
+			__builtin_prefetch((const char *)&f->aux + at);
 		if (f->next)
 			__builtin_prefetch(f->next);
 		return;

@@ -32,6 +32,7 @@ struct mt_linememo_entry {
 	struct mt_kv kv[MT_LINEMEMO_KV];
 	char key[MT_LINEMEMO_MAX];        /* the line from the TAB after the time, as read */
 	char parsed[MT_LINEMEMO_MAX + 2]; /* "-", key and a NUL, parsed in place */
+	struct mt_events_aux aux;         /* a filter's, for this key (emptied with a new one) */
 };
 
 /* A line's lookup begun (mt_linememo_prefetch): its newline among the
@@ -54,6 +55,7 @@ struct mt_linememo {
 	uint64_t followed;              /* of them, hits of the slot that came next last time */
 	struct mt_linememo_probe next;  /* the next line's, begun */
 	struct mt_linememo_entry *prev; /* the slot of the line looked up last */
+	bool aux_used;                  /* a filter keeps bytes in aux: prefetched with the rest */
 };
 
 void mt_linememo_init(struct mt_linememo *m);

@@ -220,12 +220,7 @@ ssize_t mt_readahead_read(struct mt_readahead *ra, void *dst, size_t n)
 	size_t first = have < ra->cap - at ? have : ra->cap - at;
 	memcpy(dst, ra->ring + at, first);
 	memcpy((char *)dst + first, ra->ring, have - first);
-	pthread_mutex_lock(&ra->mu);
-	bool was_full = ra->head - ra->tail == ra->cap;
-	ra->tail += have;
-	if (was_full)
-		pthread_cond_signal(&ra->room);
-	pthread_mutex_unlock(&ra->mu);
+	mt_readahead_release(ra, have);
 	return (ssize_t)have;
 }
 

@@ -189,7 +189,7 @@ int main(int argc, char **argv)
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
 	static char framebuf[MT_EVENT_MAX_EXTRA][600], srcbuf[MT_EVENT_MAX_EXTRA][600];
 	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
-	struct mt_symcols *cols = mt_symcols_new(sym);
+	struct mt_symcols *cols = mt_symcols_new(sym, w.format == MT_EVENTS_TEXT);
 	if (!cols) {
 		fprintf(stderr, PROG ": out of memory\n");
 		mt_sym_free(sym);
@@ -198,6 +198,7 @@ int main(int argc, char **argv)
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
+	const bool text_out = w.format == MT_EVENTS_TEXT; /* lines kept in the reader's memo (text in, text out) */
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			if (!strncmp(meta, "bundle\t", 7) && !symfs && !bundle_open) {
@@ -218,8 +219,8 @@ int main(int argc, char **argv)
 		}
 		/* a line whose bytes after the time came before, since the last
 		 * mapping: its time and what was written for it then */
-		uint64_t gen = mt_symcols_generation(cols);
-		if (mt_events_write_kept(&w, &ev, &io.reader.raw, gen))
+		uint64_t gen = text_out ? mt_symcols_generation(cols) : 0;
+		if (text_out && mt_events_write_kept(&w, &ev, &io.reader.raw, gen))
 			continue;
 		unsigned n = ev.nextra < MT_EVENT_MAX_EXTRA - 10 ? ev.nextra : MT_EVENT_MAX_EXTRA - 10;
 		struct mt_events_cols added[2];
@@ -234,7 +235,10 @@ int main(int argc, char **argv)
 		for (unsigned k = 0; k < n && !framed_event; k++)
 			framed_event = is_bare_frame(&ev.extra[k]);
 		if (!framed_event && n == ev.nextra) {
-			mt_events_write_cols_kept(&w, &ev, &io.reader.raw, added, nadded, gen);
+			if (text_out)
+				mt_events_write_cols_kept(&w, &ev, &io.reader.raw, added, nadded, gen);
+			else
+				mt_events_write_cols(&w, &ev, &io.reader.raw, added, nadded);
 			continue;
 		}
 		memcpy(kv, ev.extra, n * sizeof *kv);

@@ -6,6 +6,7 @@
 #ifndef MT_SYMCOLS_H
 #define MT_SYMCOLS_H
 
+#include <stdbool.h>
 #include <stdint.h>
 
 #include "names/symbolize.h"
@@ -15,8 +16,10 @@ enum mt_symcols_side { MT_SYMCOLS_FROM, MT_SYMCOLS_TO };
 
 struct mt_symcols;
 
-/* Over sym, which must outlive it (the groups point at its names). */
-struct mt_symcols *mt_symcols_new(struct mt_sym *sym);
+/* Over sym, which must outlive it (the groups point at its names). text:
+ * each group kept with its text form (mt_events_cols.text), for a text
+ * writer; a binary one has no use for it. */
+struct mt_symcols *mt_symcols_new(struct mt_sym *sym, bool text);
 void mt_symcols_free(struct mt_symcols *c);
 /* The columns for addr in process pid on that side (n 0: nothing known).
  * The group stays valid until the next call for that side; its id names its columns as

@@ -141,12 +141,13 @@ void mt_events_write(struct mt_events_writer *w, const struct mt_event *ev);
 struct mt_events_cols {
 	const struct mt_kv *kv;
 	unsigned n;
+	/* text: NULL, or the columns as the text form writes them (text_len
+	 * bytes, mt_events_cols_text), kept beside them by the filter: a text
+	 * writer copies these instead of looking the group up by its id. (32
+	 * bytes in all: a filter copies a group an event.) */
+	uint32_t text_len;
 	uint64_t id;
-	/* NULL, or the columns as the text form writes them (text_len bytes,
-	 * mt_events_cols_text), kept beside them by the filter: a text
-	 * writer copies these instead of looking the group up by its id */
 	const char *text;
-	size_t text_len;
 };
 /* The group's columns as the text form writes them ("\tKEY=VAL"...), into
  * out; their length, or 0 when they do not fit in cap bytes. */

@@ -353,7 +353,7 @@ static void test_write_cols(enum mt_events_format fmt)
 		for (unsigned g = 0; fmt == MT_EVENTS_TEXT && i % 2 && g < ncols; g++) {
 			/* every other event, the groups with their text form kept (as
 			 * symcols keeps it): the same bytes; the long one does not fit */
-			cols[g].text_len = mt_events_cols_text(&cols[g], text[g], sizeof text[g]);
+			cols[g].text_len = (uint32_t)mt_events_cols_text(&cols[g], text[g], sizeof text[g]);
 			cols[g].text = cols[g].text_len ? text[g] : NULL;
 			texts += cols[g].text != NULL;
 			long_refused += cols[g].kv == g3 && !cols[g].text;

@@ -46,7 +46,7 @@ int main(int argc, char **argv)
 {
 	(void)argc;
 	struct mt_sym *sym = mt_sym_new(NULL, NULL, NULL);
-	struct mt_symcols *c = sym ? mt_symcols_new(sym) : NULL;
+	struct mt_symcols *c = sym ? mt_symcols_new(sym, true) : NULL;
 	ok(c != NULL, "made");
 	if (!c)
 		return tap_done();

@@ -28,7 +28,9 @@ SANFLAGS :=
 OPT := -O2 -g
 endif
 
-PKGS := libelf libdw libdebuginfod libarchive capstone libprotobuf-c zlib sqlite3
+# libdebuginfod is not linked: its header gives the types, the library is
+# loaded when a run asks for a server (lib/objects/debuginfod.h)
+PKGS := libelf libdw libarchive capstone libprotobuf-c zlib sqlite3
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.

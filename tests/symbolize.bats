@@ -218,6 +218,27 @@ MAP
 	[[ "$output" == *"has no function symbols"* ]]
 }
 
+# libdebuginfod is loaded only when a server is asked for (lib/objects/
+# debuginfod.h): a libdebuginfod.so.1 that is not elfutils' (zlib under its
+# name, first on LD_LIBRARY_PATH) is one warning naming what is missing, and
+# the rest of the run as without a server.
+@test "debuginfod: a library that cannot serve is one warning, the run goes on; no tool links libdebuginfod" {
+	for t in "$MT_BIN"/mt-*; do
+		[ -z "$(readelf -d "$t" | grep 'NEEDED.*libdebuginfod')" ]
+	done
+	root=$BATS_TEST_TMPDIR/root
+	mkdir -p "$root$(dirname "$MT_PROGS/flow")" "$BATS_TEST_TMPDIR/lib"
+	strip -o "$root$MT_PROGS/flow" "$MT_PROGS/flow"
+	cp "$(ldconfig -p | awk '$1 == "libz.so.1" && /x86-64/ { print $NF; exit }')" "$BATS_TEST_TMPDIR/lib/libdebuginfod.so.1"
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" > "$BATS_TEST_TMPDIR/ev"
+	DEBUGINFOD_URLS=http://127.0.0.1:9 LD_LIBRARY_PATH=$BATS_TEST_TMPDIR/lib \
+		run --separate-stderr "$SYMBOLIZE" --symfs="$root" "$BATS_TEST_TMPDIR/ev"
+	[ "$status" -eq 0 ]
+	[ "$(echo "$stderr" | grep -c 'warning: cannot start a debuginfod client (libdebuginfod.so.1 has no debuginfod_begin)')" -eq 1 ]
+	[ "$(echo "$stderr" | grep -c debuginfod)" -eq 1 ]
+	[[ "$stderr" == *"has no function symbols"* ]]
+}
+
 # --inlines against binutils' addr2line -i -f: the functions it prints
 # before the real one, innermost first.
 @test "--inlines: the inlined-function chain at each branch equals addr2line -i's" {

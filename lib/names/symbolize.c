@@ -6,7 +6,6 @@
 #include <fcntl.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/debuginfod.h>
 #include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <inttypes.h>
@@ -19,6 +18,7 @@
 
 #include "base/infile.h"
 #include "names/demangle.h"
+#include "objects/debuginfod.h"
 #include "objects/elfsyms.h"
 #include "objects/kallsyms.h"
 #include "stream/events.h"
@@ -138,7 +138,7 @@ struct mt_sym {
 	/* objects by path and build-id: open addressing, a power of two */
 	struct object **obj_index;
 	size_t obj_index_cap;
-	debuginfod_client *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
+	struct mt_debuginfod *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
 	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
 	bool vdso_tried;
 	bool dclient_failed;
@@ -167,8 +167,7 @@ void mt_sym_free(struct mt_sym *s)
 {
 	if (!s)
 		return;
-	if (s->dclient)
-		debuginfod_end(s->dclient);
+	mt_debuginfod_end(s->dclient);
 	if (s->vdso_copy) {
 		unlink(s->vdso_copy);
 		free(s->vdso_copy);
@@ -494,13 +493,14 @@ static Elf *debuginfod_debug(struct mt_sym *s, struct object *o, const char *pat
 	const char *urls = getenv("DEBUGINFOD_URLS");
 	if (!urls || !*urls || s->dclient_failed)
 		return NULL;
-	if (!s->dclient && !(s->dclient = debuginfod_begin())) {
+	struct mt_err err = {0};
+	if (!s->dclient && !(s->dclient = mt_debuginfod_begin(MT_DEBUGINFOD_SONAME, &err))) {
 		s->dclient_failed = true;
-		warnf(s, "warning: cannot start a debuginfod client%s%s", "", "");
+		warnf(s, "warning: cannot start a debuginfod client (%s)%s", err.msg, "");
 		return NULL;
 	}
 	char *dpath = NULL;
-	int fd = debuginfod_find_debuginfo(s->dclient, id, idlen, &dpath);
+	int fd = mt_debuginfod_find_debuginfo(s->dclient, id, idlen, &dpath);
 	if (fd < 0) {
 		warnf(s, "warning: no debug info from debuginfod for %s (%s)", path, strerror(-fd));
 		return NULL;

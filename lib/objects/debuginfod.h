@@ -14,8 +14,8 @@
 struct mt_debuginfod;
 
 /* A client from the library lib (MT_DEBUGINFOD_SONAME; another name for
- * tests); NULL, with err set (MT_EUNSUP), when the library or one of its
- * functions cannot be loaded or the client cannot start. */
+ * tests); NULL, with err set: MT_EUNSUP when the library or one of its
+ * functions cannot be loaded or the client cannot start, MT_ENOMEM. */
 struct mt_debuginfod *mt_debuginfod_begin(const char *lib, struct mt_err *err);
 
 /* As debuginfod_find_debuginfo(3): the separate debug info of the build-id

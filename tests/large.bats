@@ -366,3 +366,23 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 		done
 	done
 }
+
+@test "bench/pipeline-goals on small traces: every pipeline writes the same trace, a ratio for every case and goal" {
+	# a speed script checked for what it can be wrong about here: that it
+	# runs, that bench/pipeline's pipelines (text, binary, 1 job and more,
+	# each stage alone) agree byte for byte, and that the table has every
+	# case; the times themselves are for the bench, not for a test
+	run --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR" TRACE_SIZE=256K STAIRCASE_SIZE=256K DEEP_SIZE=256K \
+		SKIP_MAGIC=1 "$BATS_TEST_DIRNAME/../bench/pipeline-goals" "$MT_BIN/.." 1
+	echo "$output" "$stderr"
+	[ "$status" -eq 0 ]
+	[ -z "$stderr" ]
+	local c
+	for c in 64M staircase deep; do
+		echo "$output" | grep -q "^== $c$"
+		# text, binary, mt-toperfetto text and binary: a ratio, met or not; no magic-trace way
+		echo "$output" | grep -Eq "^$c +([0-9]+\.[0-9]+x (met|NOT met) +){4}- *$"
+	done
+	# no temporary directory left behind
+	[ -z "$(find "$BATS_TEST_TMPDIR" -maxdepth 1 -name 'mt-*' -print -quit)" ]
+}

@@ -163,13 +163,19 @@ static inline void write_pending(struct mt_cs *cs, struct thread *t, uint64_t ti
 		write_now(cs, t, time, ev);
 }
 
+/* flush of a batch of one event (most batches): no time to spread. */
+static inline void flush_one(struct mt_cs *cs, struct thread *t, uint64_t to_time)
+{
+	t->npending = 0;
+	write_pending(cs, t, t->pending_time, &t->pending[0]);
+	t->pending_time = to_time;
+}
+
 /* Spreads the time up to to_time over the batch's calls. */
 static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 {
-	if (t->npending == 1) { /* most batches: one event, no time to spread */
-		t->npending = 0;
-		write_pending(cs, t, t->pending_time, &t->pending[0]);
-		t->pending_time = to_time;
+	if (t->npending == 1) {
+		flush_one(cs, t, to_time);
 		return;
 	}
 	int64_t d = (int64_t)(to_time - t->pending_time), offset = 0;
@@ -200,8 +206,12 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
  * a fifth of mt-toperfetto's time on a call-dense trace). */
 static inline struct pev *add_event(struct mt_cs *cs, struct thread *t, uint64_t time, enum pkind k)
 {
-	if (time != t->pending_time || t->npending == MAX_BATCH)
-		flush(cs, t, time);
+	if (time != t->pending_time || t->npending == MAX_BATCH) {
+		if (t->npending == 1) /* here, not in flush: the call cost more than the work */
+			flush_one(cs, t, time);
+		else
+			flush(cs, t, time);
+	}
 	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
 		cs->oom = true;
 		return NULL;
@@ -281,8 +291,8 @@ static void ret(struct mt_cs *cs, struct thread *t, uint64_t time)
 	}
 }
 
-static inline void check_current_symbol(struct mt_cs *cs, struct thread *t, uint64_t time, uint64_t ip,
-					const char *name)
+static inline __attribute__((always_inline)) void check_current_symbol(struct mt_cs *cs, struct thread *t,
+								       uint64_t time, uint64_t ip, const char *name)
 {
 	if (!t->cur.n) {
 		/* An inferred frame: it started no later than the stack did. */
@@ -565,7 +575,7 @@ static __attribute__((noinline)) void ocaml_mode_b_caml(struct mt_cs *cs, struct
 }
 
 /* OCaml heuristic exception mode (5.11, mode B), by the top frame's name. */
-static inline void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
+static inline __attribute__((always_inline)) void ocaml_mode_b(struct mt_cs *cs, struct thread *t, uint64_t time)
 {
 	if (!t->cur.n)
 		return;
@@ -743,8 +753,8 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 
 /* A return, jump or int to an exception handler: the raise left the try
  * block; otherwise the usual symbol check. */
-static inline void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t, uint64_t time,
-					     const struct mt_event *ev)
+static inline __attribute__((always_inline)) void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t,
+									    uint64_t time, const struct mt_event *ev)
 {
 	if (cs->ntraps && mt_cs_is_entertrap(cs, ev->to)) {
 		if (t->cur.n) { /* drop the bottom (copied) frame */
@@ -758,7 +768,8 @@ static inline void check_symbol_or_entertrap(struct mt_cs *cs, struct thread *t,
 }
 
 
-static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time,
+								 const struct mt_event *ev)
 {
 	if (cs->ntraps)
 		mt_cs_trap_walk(cs, t, time, ev);
@@ -829,7 +840,13 @@ static void trace_event(struct mt_cs *cs, struct thread *t, uint64_t time, const
 	}
 }
 
+/* An event's path, from mt_cs_event to the sink, is one function: cs_event
+ * and the helpers a call or return takes are inlined by force (left to
+ * the compiler, the calls and their register saves were a tenth of
+ * mt-toperfetto's instructions on a call-dense trace, callgrind). */
 static int cs_event(struct mt_cs *cs, struct thread *t, const struct mt_event *ev, struct mt_err *err);
+static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *cs, struct thread *t,
+								     const struct mt_event *ev, struct mt_err *err);
 
 /* Entering a filter region at time: what was pending stays unwritten, and
  * every open frame begins again, inferred, at the region's start. */
@@ -918,7 +935,7 @@ int mt_cs_event(struct mt_cs *cs, const struct mt_event *ev, struct mt_err *err)
 	struct thread *t = find_thread(cs, ev->pid, ev->tid);
 	scan_cols(cs, ev);
 	if (!t || (!t->ntx && !extra(cs, C_TX) && ev->kind != MT_EV_TX_ABORT))
-		return cs_event(cs, t, ev, err);
+		return cs_event_inline(cs, t, ev, err); /* most events: one call, not two */
 	if (extra(cs, C_TX) && ev->kind != MT_EV_TX_ABORT && ev->kind != MT_EV_ERROR) {
 		if (!mt_grow((void **)&t->tx, &t->captx, t->ntx + 1, sizeof *t->tx))
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
@@ -1058,7 +1075,8 @@ static int pt_note(struct mt_cs *cs, struct thread *t, uint64_t time, const stru
 }
 
 /* One event of thread t (NULL: not seen yet), its columns scanned. */
-static int cs_event(struct mt_cs *cs, struct thread *t, const struct mt_event *ev, struct mt_err *err)
+static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *cs, struct thread *t,
+								     const struct mt_event *ev, struct mt_err *err)
 {
 	if (!cs->have_base && ev->has_time) {
 		cs->base = ev->time;
@@ -1171,6 +1189,12 @@ static int cs_event(struct mt_cs *cs, struct thread *t, const struct mt_event *e
 	if (cs->oom)
 		return mt_err_set(err, MT_ENOMEM, "out of memory rebuilding call stacks");
 	return 0;
+}
+
+/* The same, for the rarer callers (transactions, replays). */
+static int cs_event(struct mt_cs *cs, struct thread *t, const struct mt_event *ev, struct mt_err *err)
+{
+	return cs_event_inline(cs, t, ev, err);
 }
 
 /* A new snapshot begins (5.3: magic-trace's file change): every thread's

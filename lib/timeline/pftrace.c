@@ -124,8 +124,11 @@ static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, siz
 	return true;
 }
 
-static inline void begin_slice(struct mt_pftrace *pf, struct pthread *t, struct mt_cs_thread *th, uint64_t time,
-			       const struct mt_cs_frame *f)
+/* Inlined by force, as write_item below: each is most of a begin's path,
+ * which the compiler had cut into calls (callstack.c says why not). */
+static inline __attribute__((always_inline)) void begin_slice(struct mt_pftrace *pf, struct pthread *t,
+								 struct mt_cs_thread *th, uint64_t time,
+								 const struct mt_cs_frame *f)
 {
 	struct item *it = new_item_of(pf, t, IT_SLICE, time, UINT64_MAX, f->name);
 	if (!it)
@@ -174,14 +177,14 @@ static void s_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char 
 		t->nendfirst++;
 }
 
-static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+/* A begin whose end may have come first (magic-trace's inferred begins):
+ * out of line, so that the common begin below is one function. */
+static __attribute__((noinline)) void begin_after_end(struct mt_pftrace *pf, struct pthread *t,
+						       struct mt_cs_thread *th, uint64_t time,
+						       const struct mt_cs_frame *f)
 {
 	uint64_t id = f->id;
-	struct mt_pftrace *pf = ctx;
-	struct pthread *t = pthread_of(pf, th);
-	if (!t)
-		return;
-	for (size_t i = t->nendfirst ? t->nopen : 0; i-- > 0;) {
+	for (size_t i = t->nopen; i-- > 0;) {
 		if (t->open[i].id != (id | END_FIRST))
 			continue;
 		uint64_t end = (uint64_t)t->open[i].item;
@@ -195,6 +198,18 @@ static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, c
 		return;
 	}
 	begin_slice(pf, t, th, time, f);
+}
+
+static void s_begin_checked(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)
+{
+	struct mt_pftrace *pf = ctx;
+	struct pthread *t = pthread_of(pf, th);
+	if (!t)
+		return;
+	if (t->nendfirst)
+		begin_after_end(pf, t, th, time, f);
+	else
+		begin_slice(pf, t, th, time, f);
 }
 
 static void s_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint64_t end, const char *name)
@@ -586,7 +601,8 @@ static inline void close_until(struct mt_pftrace *pf, struct pthread *t, uint64_
 }
 
 /* Writes one held item at its place in time. */
-static void write_item(struct mt_pftrace *pf, struct pthread *t, const struct item *it)
+static inline __attribute__((always_inline)) void write_item(struct mt_pftrace *pf, struct pthread *t,
+								const struct item *it)
 {
 	uint64_t begin = it->begin;
 	if (begin < t->wmapped) {
@@ -672,10 +688,9 @@ static void flush_thread(struct mt_pftrace *pf, struct pthread *t, bool final)
 			i++;
 			continue;
 		}
-		if (j == nlate || (i < kept && mt_tl_cmp_item(&t->items[i], &pf->late[j]) <= 0))
-			write_item(pf, t, &t->items[i++]);
-		else
-			write_item(pf, t, &pf->late[j++]);
+		/* one call, inlined: the item written is the next in time of the two */
+		bool held = j == nlate || (i < kept && mt_tl_cmp_item(&t->items[i], &pf->late[j]) <= 0);
+		write_item(pf, t, held ? &t->items[i++] : &pf->late[j++]);
 	}
 	pf->pending -= t->nitems;
 	t->nitems = 0;

@@ -36,13 +36,6 @@ void mt_linememo_fini(struct mt_linememo *m)
 	memset(m, 0, sizeof *m);
 }
 
-bool mt_linememo_active(struct mt_linememo *m)
-{
-	if (m->failed)
-		return false;
-	return mt_aside_active(&m->aside);
-}
-
 /* The set of WAYS entries a line's first bytes go to. */
 static struct mt_linememo_entry *set_of(struct mt_linememo *m, const char *key, size_t hashed, uint64_t *hash)
 {
@@ -62,7 +55,8 @@ static inline bool epoch_ok(const struct mt_linememo_entry *e, uint64_t textmemo
 
 /* A lookup's outcome, counted: a hit in way k of set (used last now), or
  * a miss, which gets the way not used last to keep the line in. */
-static struct mt_linememo_entry *found(struct mt_linememo *m, struct mt_linememo_entry *set, int k)
+static inline __attribute__((always_inline)) struct mt_linememo_entry *found(struct mt_linememo *m,
+										   struct mt_linememo_entry *set, int k)
 {
 	bool hit = k < WAYS;
 	if (!hit)

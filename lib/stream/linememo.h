@@ -61,8 +61,11 @@ struct mt_linememo {
 void mt_linememo_init(struct mt_linememo *m);
 void mt_linememo_fini(struct mt_linememo *m);
 /* Whether lines are worth looking up now (false: standing aside; each call
- * counts a line). */
-bool mt_linememo_active(struct mt_linememo *m);
+ * counts a line). Inline: asked once a line. */
+static inline bool mt_linememo_active(struct mt_linememo *m)
+{
+	return !m->failed && mt_aside_active(&m->aside);
+}
 /* The line key[0..len) (its newline not counted): true when the memo
  * holds it (*slot: where), false when not (*slot: where to keep it, NULL
  * when out of memory); *hash: what to keep with it. Counts the lookup. */

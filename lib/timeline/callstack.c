@@ -163,21 +163,9 @@ static inline void write_pending(struct mt_cs *cs, struct thread *t, uint64_t ti
 		write_now(cs, t, time, ev);
 }
 
-/* flush of a batch of one event (most batches): no time to spread. */
-static inline void flush_one(struct mt_cs *cs, struct thread *t, uint64_t to_time)
+/* flush of a batch of none or several events, out of line. */
+static __attribute__((noinline)) void flush_batch(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 {
-	t->npending = 0;
-	write_pending(cs, t, t->pending_time, &t->pending[0]);
-	t->pending_time = to_time;
-}
-
-/* Spreads the time up to to_time over the batch's calls. */
-static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
-{
-	if (t->npending == 1) {
-		flush_one(cs, t, to_time);
-		return;
-	}
 	int64_t d = (int64_t)(to_time - t->pending_time), offset = 0;
 	int64_t count = 0, k = 0;
 	for (size_t i = 0; i < t->npending; i++)
@@ -193,6 +181,20 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
 	t->npending = 0;
 }
 
+/* Spreads the time up to to_time over the batch's calls. Inline: most
+ * batches are one event, with no time to spread, and the call cost more
+ * than that work. */
+static inline void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
+{
+	if (t->npending != 1) {
+		flush_batch(cs, t, to_time);
+		return;
+	}
+	t->npending = 0;
+	write_pending(cs, t, t->pending_time, &t->pending[0]);
+	t->pending_time = to_time;
+}
+
 /* Events of one time wait for the next time, over which their calls are
  * spread (5.6); a stream without times never moves on, so a batch this big
  * is written at its own time instead, keeping memory bounded. Timed traces
@@ -206,12 +208,8 @@ static void flush(struct mt_cs *cs, struct thread *t, uint64_t to_time)
  * a fifth of mt-toperfetto's time on a call-dense trace). */
 static inline struct pev *add_event(struct mt_cs *cs, struct thread *t, uint64_t time, enum pkind k)
 {
-	if (time != t->pending_time || t->npending == MAX_BATCH) {
-		if (t->npending == 1) /* here, not in flush: the call cost more than the work */
-			flush_one(cs, t, time);
-		else
-			flush(cs, t, time);
-	}
+	if (time != t->pending_time || t->npending == MAX_BATCH)
+		flush(cs, t, time);
 	if (!mt_grow((void **)&t->pending, &t->cappending, t->npending + 1, sizeof *t->pending)) {
 		cs->oom = true;
 		return NULL;

@@ -39,9 +39,13 @@ static void usage(FILE *f)
 "                           separated, KIND begin, end, instant or sample, in\n"
 "                           time order per thread), or folded (collapsed\n"
 "                           stacks, 'thread;caller;callee WEIGHT' a line, for\n"
-"                           flamegraph.pl, inferno and speedscope). Default: what the output's\n"
-"                           name ends in (.pftrace, .perfetto-trace, .pb, .json,\n"
-"                           .fxt, .stacks, .threads, .folded), else perfetto; a --format\n"
+"                           flamegraph.pl, inferno and speedscope), or\n"
+"                           speedscope (speedscope's own file format: per thread\n"
+"                           an evented profile at integer ns, and a sampled one\n"
+"                           of the stack samples; what mt-view shows). Default:\n"
+"                           what the output's name ends in (.pftrace,\n"
+"                           .perfetto-trace, .pb, .speedscope.json, .json, .fxt,\n"
+"                           .stacks, .threads, .folded), else perfetto; a --format\n"
 "                           the name contradicts is warned of.\n"
 "                           An output name ending in .gz is gzipped.\n"
 "      --ptwrite-track=KIND PTWRITE payloads as instants on a ptwrite track\n"
@@ -92,7 +96,7 @@ int main(int argc, char **argv)
 		{0},
 	};
 	const char *out = "-";
-	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS, FMT_FOLDED } format = FMT_PERFETTO;
+	enum { FMT_PERFETTO, FMT_JSON, FMT_FXT, FMT_STACKS, FMT_THREADS, FMT_SPEEDSCOPE, FMT_FOLDED } format = FMT_PERFETTO;
 	int weight = -1; /* folded: -1 as the stream says */
 	bool format_given = false;
 	bool annotate = true, stats = false, ptwrite_counter = false;
@@ -116,8 +120,10 @@ int main(int argc, char **argv)
 				format = FMT_THREADS;
 			else if (!strcmp(optarg, "folded"))
 				format = FMT_FOLDED;
+			else if (!strcmp(optarg, "speedscope"))
+				format = FMT_SPEEDSCOPE;
 			else {
-				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt, stacks, threads or folded\n",
+				fprintf(stderr, PROG ": bad --format '%s': expected perfetto, json, fxt, stacks, threads, folded or speedscope\n",
 					optarg);
 				return EXIT_USAGE;
 			}
@@ -172,6 +178,7 @@ int main(int argc, char **argv)
 	static const enum mt_pftrace_format formats[] = {
 		[FMT_PERFETTO] = MT_PFTRACE_PROTO, [FMT_JSON] = MT_PFTRACE_JSON, [FMT_FXT] = MT_PFTRACE_FXT,
 		[FMT_STACKS] = MT_PFTRACE_STACKS, [FMT_THREADS] = MT_PFTRACE_THREADS,
+		[FMT_SPEEDSCOPE] = MT_PFTRACE_SPEEDSCOPE,
 	};
 	enum mt_pftrace_format named;
 	size_t ol = strlen(out);

@@ -684,7 +684,8 @@ static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
  * magic-trace compares), the leaf of either sample by function (the leaf's
  * IP moves within the function from sample to sample: still one slice). A
  * frame's frame_src (mt-symbolize --lines) follows it. */
-static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev)
+static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev,
+			 uint64_t period)
 {
 	size_t nf = 0, m = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
@@ -719,7 +720,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 	 * PerfSample: its flame graph); not with --filter (its regions are
 	 * known only at their end) */
 	if (cs->sink.stack_sample && nf && !cs->filter_start)
-		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos);
+		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos, period);
 	if (t->off_cpu) { /* a sample while switched out: the switch in was lost */
 		ret(cs, t, time);
 		t->off_cpu = false;
@@ -1166,11 +1167,10 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 		break;
 	}
 	case MT_EV_SAMPLE: {
-		const char *event = extra(cs, C_EVENT);
+		const char *event = extra(cs, C_EVENT), *period = extra(cs, C_PERIOD);
 		if (extra(cs, C_FRAME)) {
-			stack_sample(cs, t, time, ev);
+			stack_sample(cs, t, time, ev, period ? strtoull(period, NULL, 10) : 1);
 		} else {
-			const char *period = extra(cs, C_PERIOD);
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)
 				return mt_err_set(err, MT_ENOMEM, "out of memory");

@@ -67,9 +67,10 @@ struct mt_cs_sink {
 			     const char *symbol, uint64_t count);
 	/* Optional: a stack sample as sampled, its n frames outermost first
 	 * (names and objects, interned: they live as long as cs), before the
-	 * slices it changes. */
+	 * slices it changes; period: the sample's (perf's period=: ns for
+	 * cpu-clock, events for a counter; 1 when not given). */
 	void (*stack_sample)(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n, const char *const *names,
-			     const char *const *dsos);
+			     const char *const *dsos, uint64_t period);
 };
 
 struct mt_cs;

@@ -273,7 +273,7 @@ static void s_sample(void *ctx, struct mt_cs_thread *th, uint64_t time, const ch
 /* A stack sample, held as one interned key (the same stack: the same
  * pointer): its frames outermost first, each NAME US DSO, RS between. */
 static void s_stack(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n, const char *const *names,
-		    const char *const *dsos)
+		    const char *const *dsos, uint64_t period)
 {
 	struct mt_pftrace *pf = ctx;
 	if (!pf->ops->stack_sample)
@@ -297,7 +297,9 @@ static void s_stack(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n,
 	if (!n)
 		return;
 	pf->keybuf[len] = '\0';
-	new_item(pf, th, IT_STACK, time, time, mt_tl_intern(pf, pf->keybuf));
+	struct item *it = new_item(pf, th, IT_STACK, time, time, mt_tl_intern(pf, pf->keybuf));
+	if (it)
+		it->u.value = (double)period;
 }
 
 /* --- arrival order: the stacks straight to the writer ------------------------ */
@@ -341,6 +343,7 @@ static const struct {
 	const char *ending;
 	enum mt_pftrace_format format;
 } format_endings[] = {
+	{".speedscope.json", MT_PFTRACE_SPEEDSCOPE},
 	{".pftrace", MT_PFTRACE_PROTO}, {".perfetto-trace", MT_PFTRACE_PROTO}, {".pb", MT_PFTRACE_PROTO},
 	{".json", MT_PFTRACE_JSON},     {".fxt", MT_PFTRACE_FXT},              {".stacks", MT_PFTRACE_STACKS},
 	{".threads", MT_PFTRACE_THREADS},
@@ -369,6 +372,7 @@ const char *mt_pftrace_format_name(enum mt_pftrace_format format)
 	case MT_PFTRACE_FXT: return "fxt";
 	case MT_PFTRACE_STACKS: return "stacks";
 	case MT_PFTRACE_THREADS: return "threads";
+	case MT_PFTRACE_SPEEDSCOPE: return "speedscope";
 	}
 	return "?";
 }
@@ -378,7 +382,7 @@ struct mt_pftrace *mt_pftrace_new(FILE *out, enum mt_pftrace_format format, bool
 	static const struct mt_tl_ops *const ops[] = {
 		[MT_PFTRACE_PROTO] = &mt_tl_perfetto, [MT_PFTRACE_JSON] = &mt_tl_json,
 		[MT_PFTRACE_FXT] = &mt_tl_fxt, [MT_PFTRACE_STACKS] = &mt_tl_stacks,
-		[MT_PFTRACE_THREADS] = &mt_tl_threads,
+		[MT_PFTRACE_THREADS] = &mt_tl_threads, [MT_PFTRACE_SPEEDSCOPE] = &mt_tl_speedscope,
 	};
 	struct mt_pftrace *pf = calloc(1, sizeof *pf);
 	if (!pf)
@@ -660,7 +664,7 @@ static inline __attribute__((always_inline)) void write_item(struct mt_pftrace *
 		pf->ops->sample(&t->w, abs, it->name, it->extra, it->ip);
 		break;
 	case IT_STACK:
-		pf->ops->stack_sample(&t->w, abs, it->name);
+		pf->ops->stack_sample(&t->w, abs, it->name, (uint64_t)it->u.value);
 		pf->st.stack_samples++;
 		break;
 	}

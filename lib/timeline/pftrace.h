@@ -50,6 +50,7 @@ enum mt_pftrace_format {
 	MT_PFTRACE_FXT,       /* Fuchsia trace format, as magic-trace's viewer reads it */
 	MT_PFTRACE_STACKS,    /* text, magic-trace's test format, in the order the stacks arrive */
 	MT_PFTRACE_THREADS,   /* text, PID TID TIME KIND NAME a line, in time order per thread */
+	MT_PFTRACE_SPEEDSCOPE, /* speedscope's file format: evented profiles (integer ns), sampled ones */
 };
 
 /* The format an output's name asks for by its ending, a .gz after it

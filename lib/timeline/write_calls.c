@@ -295,8 +295,9 @@ static void calls_counter(struct seqw *w, uint64_t time, unsigned k, double valu
 
 /* A stack sample's key (writer.h: frames outermost first, NAME US DSO,
  * RS between) split back into its frames. */
-static void calls_stack_sample(struct seqw *w, uint64_t time, const char *key)
+static void calls_stack_sample(struct seqw *w, uint64_t time, const char *key, uint64_t period)
 {
+	(void)period;
 	struct mt_tl_calls *c = w->pf->calls;
 	if (!c->sink.sample)
 		return;

@@ -12,9 +12,7 @@
 
 enum tl_kind { TL_BEGIN, TL_END, TL_INSTANT, TL_SAMPLE, TL_COUNTER };
 
-/* s as a JSON string's contents, at most about cap - 8 bytes; returns the
- * end (no NUL). */
-static char *j_str(char *out, size_t cap, const char *s)
+char *mt_tl_json_str(char *out, size_t cap, const char *s)
 {
 	static const char hex[] = "0123456789abcdef";
 	size_t o = 0;
@@ -37,7 +35,7 @@ static char *j_str(char *out, size_t cap, const char *s)
 
 static void json_str(char *out, size_t cap, const char *s)
 {
-	*j_str(out, cap, s) = '\0';
+	*mt_tl_json_str(out, cap, s) = '\0';
 }
 
 /* What goes before every JSON event: a comma after the first, a newline. */
@@ -106,13 +104,13 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 		p = j_us(p, time - w->base);
 		if (type == TL_BEGIN) {
 			p = J_LIT(p, ",\"name\":\"");
-			p = j_str(p, 2048, name ? name : "");
+			p = mt_tl_json_str(p, 2048, name ? name : "");
 			p = J_LIT(p, "\",\"cat\":\"\",\"args\":{\"address\":\"");
 			p = mt_put_hex(p, ip);
 			*p++ = '"';
 			if (w->file) {
 				p = J_LIT(p, ",\"file\":\"");
-				p = j_str(p, 1024, w->file);
+				p = mt_tl_json_str(p, 1024, w->file);
 				p = J_LIT(p, "\",\"line\":");
 				if (w->line < 0) {
 					*p++ = '-';

@@ -452,8 +452,9 @@ static uint64_t stack_frame(struct seqw *w, const char *seg, size_t n, uint8_t *
  * TracePacket 66) on the thread's sequence, its callstack interned there
  * on first use (profile_common.proto: frames outermost first), so the UI's
  * sample views and flame graph work on a sampling trace. */
-static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key)
+static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key, uint64_t period)
 {
+	(void)period;
 	struct mt_pftrace *pf = w->pf;
 	size_t klen = strlen(key), nframes = 1;
 	for (const char *q = key; *q; q++)

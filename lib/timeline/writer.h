@@ -52,7 +52,7 @@ struct item {
 	uint64_t ip;
 	union {
 		uint64_t id;     /* IT_SLICE: the frame id (its end repeats it) */
-		double value;    /* IT_COUNTER, IT_SAMPLE */
+		double value;    /* IT_COUNTER, IT_SAMPLE; IT_STACK: its period */
 	} u;
 	uint32_t seq;            /* arrival order within the thread's held items */
 	int32_t line;
@@ -193,6 +193,7 @@ struct mt_pftrace {
 	bool write_failed;
 	int write_errno;
 	struct mt_tl_calls *calls; /* the calls writer's state (write_calls.c) */
+	struct mt_tl_ss *ss;       /* speedscope's profiles until the foot (write_speedscope.c) */
 };
 
 struct mt_tl_ops {
@@ -211,14 +212,16 @@ struct mt_tl_ops {
 	void (*instant)(struct seqw *w, uint64_t time, const char *name);
 	/* an event sample on the thread's track for event k (pf->extra_names[k]) */
 	void (*sample)(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip);
-	/* optional: a stack sample (IT_STACK's key) for the format's profiler view */
-	void (*stack_sample)(struct seqw *w, uint64_t time, const char *key);
+	/* optional: a stack sample (IT_STACK's key) and its period, for the
+	 * format's profiler view */
+	void (*stack_sample)(struct seqw *w, uint64_t time, const char *key, uint64_t period);
 	/* the CPU frequency (MHz) of the thread's process */
 	void (*counter)(struct seqw *w, uint64_t time, unsigned k, double value); /* k: MT_TL_COUNTER_* */
 	void (*foot)(struct mt_pftrace *pf);
 };
 
-extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads, mt_tl_calls;
+extern const struct mt_tl_ops mt_tl_perfetto, mt_tl_json, mt_tl_fxt, mt_tl_stacks, mt_tl_threads, mt_tl_calls,
+	mt_tl_speedscope;
 
 /* The calls writer's instruction and cycle counts, kept by frame id from
  * the call stacks' begin and end (the held items have no room for them)
@@ -230,6 +233,11 @@ void mt_tl_callinfo_end(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts 
 bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts *in, bool *no_return);
 struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink);
 void mt_tl_calls_free(struct mt_tl_calls *c);
+
+/* s as a JSON string's contents (quotes, backslashes and control bytes
+ * escaped), at most about cap - 8 bytes of it; returns the end (no NUL).
+ * 6 * strlen(s) + 8 bytes hold all of it. */
+char *mt_tl_json_str(char *out, size_t cap, const char *s);
 
 /* Names live as long as the writer; out of memory makes them "". */
 const char *mt_tl_intern(struct mt_pftrace *pf, const char *s);

@@ -277,7 +277,7 @@ int main(int argc, char **argv)
 		return EXIT_DATA;
 	}
 	/* what the viewer reads: the file itself, or made from it */
-	const char *served = in, *name = "trace.json";
+	const char *served = in, *name = k == K_JSON ? "trace.json" : "trace.speedscope.json";
 	bool as_is = use_perfetto ? k == K_PERFETTO : (k == K_JSON || k == K_FOLDED);
 	if (use_perfetto)
 		name = "trace.pftrace";
@@ -297,7 +297,7 @@ int main(int argc, char **argv)
 			return EXIT_DATA;
 		}
 		fprintf(stderr, PROG ": converting %s for the viewer\n", in);
-		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "json")) {
+		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "speedscope")) {
 			fprintf(stderr, PROG ": %s: could not be converted (see above)\n", in);
 			return EXIT_DATA;
 		}

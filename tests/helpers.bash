@@ -10,6 +10,8 @@ PT2EVENTS=$MT_BIN/mt-pt2events
 SYNTH=$MT_BIN/mt-synth
 # self and total time per function of a --format=json trace (tools/slicetime.py)
 SLICETIME=$BATS_TEST_DIRNAME/tools/slicetime.py
+# Python test instruments importable (chromejson: JSON's B/E pairs as X)
+export PYTHONPATH=$BATS_TEST_DIRNAME/tools${PYTHONPATH:+:$PYTHONPATH}
 
 # Event lines without metadata and without the time column.
 events_body() { grep -v '^#' "$1" | cut -f2-; }

@@ -70,8 +70,9 @@ mt_ptw() { awk -F'\t' '$4 == "ptwrite" { for (i = 7; i <= NF; i++) if ($i ~ /^pa
 	"$MT_TESTTOOLS/pfcheck" "$BATS_TEST_TMPDIR/t.pftrace"
 	python3 - "$BATS_TEST_TMPDIR/t.json" <<-'PY'
 	import json, sys
+	from chromejson import complete
 	ev = json.load(open(sys.argv[1]))['traceEvents']
-	slices = [e for e in ev if e.get('ph') == 'X']
+	slices = complete(ev)
 	notes = [e for e in ev if e.get('ph') == 'i' and e['name'].startswith('ptwrite ')]
 	assert len(notes) == 17, len(notes)
 	for n in notes:

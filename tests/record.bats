@@ -169,6 +169,7 @@ RECORD=$MT_BIN/mt-record
 	echo "$output" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=json -o naps.json
 	python3 - <<'PY'
 import json
+from chromejson import complete
 perf = [l.split() for l in open("perf.sw")]
 want = []  # (tid, name, start_ns, end_ns)
 out = {}
@@ -179,7 +180,7 @@ for f in perf:
     elif d == "IN" and tid in out:
         s, name = out.pop(tid)
         want.append((tid, name, s, t))
-sl = [e for e in json.load(open("naps.json"))["traceEvents"] if e.get("ph") == "X"]
+sl = complete(json.load(open("naps.json"))["traceEvents"])
 ns = lambda us: round(us * 1000)
 off = sorted(((e["tid"], e["name"], ns(e["ts"]), ns(e["ts"]) + ns(e["dur"])) for e in sl
               if e["name"] in ("[off-CPU]", "[preempted]")), key=lambda o: (o[0], o[2]))
@@ -323,6 +324,7 @@ PY
 	"$MT_BIN/mt-toperfetto" --format=json -o w.json w.ev
 	python3 - <<'PY'
 import collections, json
+from chromejson import complete
 by = collections.defaultdict(list)
 for l in open("w.threads"):
     pid, tid, t, kind, name = l.rstrip("\n").split("\t")
@@ -330,7 +332,7 @@ for l in open("w.threads"):
 for tid, v in by.items():
     assert all(a[0] <= b[0] for a, b in zip(v, v[1:])), tid
 js = collections.defaultdict(list)
-for e in json.load(open("w.json"))["traceEvents"]:
+for e in complete(json.load(open("w.json"))["traceEvents"]):
     if e.get("ph") == "X":
         js[e["tid"]].append((round(e["ts"] * 1000), -e["dur"], e["name"]))
 for tid in set(by) | set(js):

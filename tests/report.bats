@@ -122,7 +122,8 @@ check_against_slices() { # STREAM
 	# to the first), as a multiset
 	python3 - t.json <<-'EOF' > slices
 	import json, sys
-	ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+	from chromejson import complete
+	ev = complete(json.load(open(sys.argv[1]))["traceEvents"])
 	t0 = min(e["ts"] for e in ev)
 	for e in ev:
 	    print("%d\t%s\t%d\t%d" % (e["tid"], e["name"], round((e["ts"] - t0) * 1000), round(e["dur"] * 1000)))
@@ -232,7 +233,8 @@ check_against_slices() { # STREAM
 	"$TP" -o t.json "$ev"
 	python3 - t.json <<-'EOF' > roots
 	import json, sys
-	ev = [e for e in json.load(open(sys.argv[1]))["traceEvents"] if e.get("ph") == "X"]
+	from chromejson import complete
+	ev = complete(json.load(open(sys.argv[1]))["traceEvents"])
 	total = 0
 	for tid in {e["tid"] for e in ev}:
 	    end = -1

@@ -574,6 +574,7 @@ PY
 	"$MT_BIN/mt-toperfetto" --format=json -o s.json s.ev
 	python3 - <<'PY'
 import json
+from chromejson import complete
 first = {}
 for line in open("s.ev"):
     if line.startswith("#"):
@@ -587,8 +588,8 @@ for line in open("s.ev"):
             first.setdefault(last, c[10:])
             last = None
 seen = {}
-for e in json.load(open("s.json"))["traceEvents"]:
-    if e.get("ph") == "X" and e["name"] in first:
+for e in complete(json.load(open("s.json"))["traceEvents"]):
+    if e["name"] in first:
         a = e["args"]
         seen.setdefault(e["name"], "%s:%d" % (a["file"], a["line"]))
 print(first, seen)

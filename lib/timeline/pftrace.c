@@ -640,8 +640,11 @@ static inline __attribute__((always_inline)) void write_item(struct mt_pftrace *
 			break;
 		}
 		t->wdepth++;
-		/* JSON and FXT write a complete event when the end is known */
-		t->w.end_known = end != UINT64_MAX && pf->ops->complete_slices;
+		/* FXT writes a complete event when the end is known; a slice
+		 * 0 ns long as a begin and an end: complete ones at one time nest
+		 * by their order only that way (Perfetto nested a 0 ns slice in
+		 * the one before it) */
+		t->w.end_known = end != UINT64_MAX && end > begin && pf->ops->complete_slices;
 		f->mode = t->w.end_known ? WF_COMPLETE : WF_BEGIN;
 		t->w.json_end = t->w.base + end;
 		t->w.file = it->file;

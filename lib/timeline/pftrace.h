@@ -20,9 +20,10 @@
  * outlive its parent ends with it. Both are counted as clamped. Traces
  * whose held items fit in the window are written exactly.
  *
- * The same slices can be written as Chrome JSON (X events when the end is
- * known at the time of writing, else B and E; microseconds with 3
- * decimals) or FXT (duration complete, else begin and end), and any of
+ * The same slices can be written as Chrome JSON (B and E events,
+ * microseconds with 3 decimals: exact in doubles) or FXT (duration
+ * complete when the end is known and later than the begin, else begin and
+ * end), and any of
  * them gzipped; or as magic-trace's stacks text (write_stacks.c), in the
  * order the stacks arrive, without the window.
  *

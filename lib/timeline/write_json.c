@@ -1,6 +1,9 @@
 /* write_json: the timeline as Chrome JSON (Trace Event Format,
- * perfetto-output.md section 8): M events naming processes and threads, X
- * events for slices whose end is known when written (else B, then E), i
+ * perfetto-output.md section 8): M events naming processes and threads, B
+ * and E events for slices (never X: its end is ts + dur, added by the reader
+ * in doubles, JavaScript's numbers in chrome://tracing and speedscope, and
+ * 898.083 + 0.0000000001 later began the next slice inside it; B and E
+ * times are read, not added, and ends at one time nest by their order), i
  * for instants, C for the CPU frequency; microseconds with 3 decimals. */
 #define _GNU_SOURCE
 #include "timeline/writer.h"
@@ -90,9 +93,6 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 		char *p = json_sep(pf, b);
 		if (type == TL_END) {
 			p = J_LIT(p, "{\"ph\":\"E\"");
-		} else if (w->end_known) { /* a complete event when the end is known, else B now and E later */
-			p = J_LIT(p, "{\"ph\":\"X\",\"dur\":");
-			p = j_us(p, w->json_end - time);
 		} else {
 			p = J_LIT(p, "{\"ph\":\"B\"");
 		}
@@ -202,7 +202,7 @@ static void json_foot(struct mt_pftrace *pf)
 }
 
 const struct mt_tl_ops mt_tl_json = {
-	.name = "json", .complete_slices = true, .head = json_head, .thread = json_thread,
+	.name = "json", .head = json_head, .thread = json_thread,
 	.slice_begin = json_slice_begin, .slice_end = json_slice_end, .instant = json_instant,
 	.sample = json_sample, .counter = json_counter, .foot = json_foot,
 };

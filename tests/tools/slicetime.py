@@ -13,6 +13,8 @@ import collections
 import json
 import sys
 
+from chromejson import complete
+
 
 def main():
     under = None
@@ -22,9 +24,8 @@ def main():
     with open(sys.argv[1]) as f:
         events = json.load(f)["traceEvents"]
     by_thread = collections.defaultdict(list)
-    for e in events:
-        if e.get("ph") == "X":
-            by_thread[(e["pid"], e["tid"])].append(e)
+    for e in complete(events):
+        by_thread[(e["pid"], e["tid"])].append(e)
     slices = collections.Counter()
     self_ns = collections.Counter()
     total_ns = collections.Counter()

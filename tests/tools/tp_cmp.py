@@ -1,0 +1,125 @@
+#!/usr/bin/env python3
+"""Hold what Perfetto's own importer reads from a trace against its slices.
+
+Usage: tp_cmp.py TRACE_PROCESSOR_SHELL TRACE THREADS [EVENTS]
+
+TRACE: a file mt-toperfetto wrote (.pftrace, Chrome JSON, .json.gz, FXT);
+THREADS: the same trace as `mt-toperfetto --format=threads`, the oracle
+(PID TID NS begin|end|instant|sample NAME); EVENTS: the event stream it was
+made from, whose comm lines name the processes and threads.
+
+Per thread, Perfetto's slices (trace_processor's slice table on the
+thread's track: ts, dur, depth, name) must be THREADS' slices to the
+nanosecond (times relative: a Perfetto trace counts from the perf clock,
+the others from the first event), the threads and processes named as the
+comm lines say, and the stats table must hold no error or data loss.
+Prints counts and the first differences; exit 0 when all agree, 1
+otherwise, 2 when trace_processor cannot run. Test instrument.
+"""
+import collections
+import csv
+import io
+import subprocess
+import sys
+
+SLICES = """select t.tid as tid, s.ts as ts, s.dur as dur, s.depth as depth, s.name as name
+from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid)
+order by t.tid, s.ts, s.depth"""
+THREADS = "select t.tid as tid, t.name as name, p.pid as pid, p.name as pname " \
+          "from thread t left join process p using (upid) where t.tid != 0"
+STATS = "select name, idx, severity, value from stats where value > 0 and severity in ('error', 'data_loss')"
+
+
+def query(tp, trace, sql):
+    r = subprocess.run([tp, "-Q", sql, trace], capture_output=True, text=True, errors="replace")
+    if r.returncode:
+        print(f"trace_processor failed ({r.returncode}): {r.stderr.strip()[-500:]}", file=sys.stderr)
+        sys.exit(2)
+    rows = list(csv.DictReader(io.StringIO(r.stdout)))
+    return rows
+
+
+def truth_of(path):
+    """tid -> [(begin, dur, depth, name)], in (begin, depth) order; and pids."""
+    out = collections.defaultdict(list)
+    stacks = collections.defaultdict(list)
+    pid = {}
+    for line in open(path, encoding="utf-8", errors="replace"):
+        f = line.rstrip("\n").split("\t")
+        if len(f) < 4:
+            continue
+        tid, t, kind = int(f[1]), int(f[2]), f[3]
+        pid[tid] = int(f[0])
+        st = stacks[tid]
+        if kind == "begin":
+            st.append(len(out[tid]))
+            out[tid].append([t, None, len(st) - 1, f[4] if len(f) > 4 else ""])
+        elif kind == "end":
+            s = out[tid][st.pop()]
+            s[1] = t - s[0]
+        elif kind == "instant":  # a 0 ns slice where it happens
+            out[tid].append([t, 0, len(st), f[4] if len(f) > 4 else ""])
+    return {k: sorted((tuple(s) for s in v), key=lambda s: (s[0], s[2])) for k, v in out.items()}, pid
+
+
+def comms_of(path):
+    names = {}
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for line in f:
+            if line.startswith("# comm\t"):
+                _, pid, tid, name = line.rstrip("\n").split("\t", 3)
+                names[int(tid)] = (int(pid), name)
+            elif not line.startswith("#"):
+                break
+    return names
+
+
+def main():
+    if len(sys.argv) not in (4, 5):
+        print(__doc__, file=sys.stderr)
+        return 2
+    tp, trace, threads = sys.argv[1:4]
+    truth, pids = truth_of(threads)
+    got = collections.defaultdict(list)
+    for r in query(tp, trace, SLICES):
+        got[int(r["tid"])].append((int(r["ts"]), int(r["dur"]), int(r["depth"]), r["name"]))
+    bad = 0
+    first_tp = min((s[0] for v in got.values() for s in v), default=0)
+    first_mt = min((s[0] for v in truth.values() for s in v), default=0)
+    shift = first_tp - first_mt
+    total = 0
+    for tid in sorted(set(truth) | set(got)):
+        want = [(b + shift, d, depth, n) for b, d, depth, n in truth.get(tid, [])]
+        have = sorted(got.get(tid, []), key=lambda s: (s[0], s[2]))
+        total += len(have)
+        if have != want:
+            bad += 1
+            i = next((i for i, (a, b) in enumerate(zip(have, want)) if a != b), min(len(have), len(want)))
+            print(f"tid {tid}: Perfetto reads {len(have)} slices, the trace has {len(want)}; first difference:")
+            print(f"  Perfetto: {have[i] if i < len(have) else None}")
+            print(f"  trace:    {want[i] if i < len(want) else None}")
+    for r in query(tp, trace, STATS):
+        print(f"stats: {r['name']}[{r['idx']}] = {r['value']} ({r['severity']})")
+        bad += 1
+    if len(sys.argv) == 5:
+        comms = comms_of(sys.argv[4])
+        for r in query(tp, trace, THREADS):
+            tid = int(r["tid"])
+            if tid not in truth:
+                continue
+            want = comms.get(tid, (pids[tid], None))[1]
+            pname = comms.get(pids[tid], (pids[tid], None))[1]
+            if want is not None and r["name"] != want:
+                print(f"tid {tid}: thread named {r['name']!r}, the stream says {want!r}")
+                bad += 1
+            # FXT names a process as magic-trace does, "NAME [pid=PID]"
+            if pname is not None and r["pname"] not in (pname, f"{pname} [pid={pids[tid]}]"):
+                print(f"tid {tid}: process named {r['pname']!r}, the stream says {pname!r}")
+                bad += 1
+    print(f"{len(truth)} threads, {total} slices read by Perfetto: "
+          f"{'all as the trace' if not bad else f'{bad} differences'}")
+    return 1 if bad else 0
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -64,6 +64,9 @@ static void usage(FILE *f)
 "                           out; 0: no bound. Default 262144 (16 MB).\n"
 "                           A slice whose inferred start reaches back past a\n"
 "                           write-out starts at the write-out instead.\n"
+"      --max-slices=N       (speedscope) write the N longest slices at most:\n"
+"                           shorter ones left out (said on stderr and in each\n"
+"                           profile's name); 0, the default: all\n"
 "      --stats              say on stderr, at the end, what was written: the\n"
 "                           output, its slices, instants, counter values and\n"
 "                           threads (one line, fields as mt-toperfetto(1) says)\n"
@@ -88,6 +91,7 @@ int main(int argc, char **argv)
 		{"no-annotate-inferred", no_argument, NULL, 'A'},
 		{"filter", required_argument, NULL, 'f'},
 		{"window", required_argument, NULL, 'w'},
+		{"max-slices", required_argument, NULL, 'M'},
 		{"stats", no_argument, NULL, 'S'},
 		{"weight", required_argument, NULL, 'W'},
 		{"ptwrite-track", required_argument, NULL, 1000},
@@ -102,6 +106,7 @@ int main(int argc, char **argv)
 	bool annotate = true, stats = false, ptwrite_counter = false;
 	char *filter = NULL, *filter_stop = NULL;
 	size_t window = MT_PFTRACE_WINDOW;
+	uint64_t max_slices = 0;
 	int c;
 	while ((c = getopt_long(argc, argv, "o:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -163,6 +168,17 @@ int main(int argc, char **argv)
 			window = (size_t)v;
 			break;
 		}
+		case 'M': {
+			char *end;
+			errno = 0;
+			unsigned long long v = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				fprintf(stderr, PROG ": bad --max-slices '%s': expected a number of slices\n", optarg);
+				return EXIT_USAGE;
+			}
+			max_slices = v;
+			break;
+		}
 		case 'h': usage(stdout); return 0;
 		case 'V': printf(PROG " (mt) " MT_VERSION "\n"); return 0;
 		default:
@@ -205,6 +221,10 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": warning: writing %s into %s, whose name says %s\n",
 				mt_pftrace_format_name(formats[format]), out, mt_pftrace_format_name(named));
 	}
+	if (max_slices && format != FMT_SPEEDSCOPE) {
+		fprintf(stderr, PROG ": --max-slices is for --format=speedscope\n");
+		return EXIT_USAGE;
+	}
 	struct mt_filterio io;
 	if (mt_filterio_open(&io, PROG, in, out))
 		return EXIT_DATA;
@@ -231,6 +251,7 @@ int main(int argc, char **argv)
 		return mt_filterio_close(&io, EXIT_DATA, true);
 	}
 	mt_pftrace_set_window(pf, window);
+	mt_pftrace_set_max_slices(pf, max_slices);
 	/* OCaml mode A: the trap notes of every mapped object (magic-trace's
 	 * environment switch turns it off, as there) */
 	struct mt_rebuild_opts ro = {
@@ -265,6 +286,10 @@ int main(int argc, char **argv)
 	}
 	struct mt_pftrace_stats st = res.st;
 	uint64_t folded_total = 0;
+	if (st.left_out)
+		fprintf(stderr, PROG ": --max-slices=%" PRIu64 ": %" PRIu64 " of %" PRIu64 " slices left out, all those "
+			"under %" PRIu64 ".%03" PRIu64 " us (Perfetto shows every one: --format=perfetto)\n", max_slices,
+			st.left_out, st.slices, st.left_out_under_ns / 1000, st.left_out_under_ns % 1000);
 	if (folded) {
 		enum mt_folded_weight w = weight >= 0 ? (enum mt_folded_weight)weight : mt_folded_default_weight(folded);
 		uint64_t total = mt_folded_write(folded, io.out.f, w);

@@ -12,6 +12,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -64,12 +65,14 @@ static void on_stop(int sig)
 }
 
 static char tmpdir[PATH_MAX];
-static char made[PATH_MAX];
+static char made[PATH_MAX], made_page[PATH_MAX];
 
 static void cleanup(void)
 {
 	if (made[0])
 		unlink(made);
+	if (made_page[0])
+		unlink(made_page);
 	if (tmpdir[0])
 		rmdir(tmpdir);
 }
@@ -113,20 +116,22 @@ static int kind_of(const char *path, enum kind *k)
 	return 0;
 }
 
-/* Runs the filters from mt's own directory: FILE into OUT. */
-static int convert(const char *bin, const char *in, const char *out, enum kind k, const char *format)
+/* Runs the filters from mt's own directory: FILE into OUT (max_slices:
+ * speedscope's --max-slices, "" none). */
+static int convert(const char *bin, const char *in, const char *out, enum kind k, const char *format,
+		   const char *max_slices)
 {
 	const char *script =
 		k == K_DECODE
 			? "set -o pipefail; \"$0/mt-pt2events\" --output-format=binary \"$1\" | "
 			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-symbolize\" | "
-			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-toperfetto\" --format=\"$3\" -o \"$2\""
-			: "\"$0/mt-toperfetto\" --format=\"$3\" -o \"$2\" \"$1\"";
+			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-toperfetto\" --format=\"$3\" ${4:+--max-slices=$4} -o \"$2\""
+			: "\"$0/mt-toperfetto\" --format=\"$3\" ${4:+--max-slices=$4} -o \"$2\" \"$1\"";
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (!pid) {
-		execl("/bin/bash", "bash", "-c", script, bin, in, out, format, (char *)NULL);
+		execl("/bin/bash", "bash", "-c", script, bin, in, out, format, max_slices, (char *)NULL);
 		_exit(127);
 	}
 	int st;
@@ -134,6 +139,109 @@ static int convert(const char *bin, const char *in, const char *out, enum kind k
 		if (errno != EINTR)
 			return -1;
 	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+}
+
+/* What a speedscope file mt-toperfetto made holds, from its bytes: any
+ * profile, stack samples, slices left out (the cut, "X.XXX us"). */
+struct shown {
+	bool empty, sampled;
+	char under[32];
+};
+
+static int describe(const char *path, struct shown *s)
+{
+	*s = (struct shown){0};
+	int fd = open(path, O_RDONLY | O_CLOEXEC);
+	struct stat st;
+	if (fd < 0 || fstat(fd, &st) || !st.st_size) {
+		if (fd >= 0)
+			close(fd);
+		return -1;
+	}
+	char *b = mmap(NULL, (size_t)st.st_size, PROT_READ, MAP_PRIVATE, fd, 0);
+	close(fd);
+	if (b == MAP_FAILED)
+		return -1;
+	size_t n = (size_t)st.st_size;
+	s->empty = memmem(b, n, "\"profiles\":[]", 13) != NULL;
+	s->sampled = memmem(b, n, "\"type\":\"sampled\"", 16) != NULL;
+	static const char cut[] = "; slices under ";
+	const char *u = memmem(b, n, cut, sizeof cut - 1);
+	if (u) {
+		u += sizeof cut - 1;
+		size_t k = 0;
+		while (k + 1 < sizeof s->under && u + k < b + n && ((u[k] >= '0' && u[k] <= '9') || u[k] == '.'))
+			k++;
+		memcpy(s->under, u, k);
+		s->under[k] = '\0';
+	}
+	munmap(b, n);
+	return 0;
+}
+
+/* s for HTML text */
+static void html_put(FILE *f, const char *s)
+{
+	for (; *s; s++) {
+		switch (*s) {
+		case '<': fputs("&lt;", f); break;
+		case '>': fputs("&gt;", f); break;
+		case '&': fputs("&amp;", f); break;
+		case '"': fputs("&quot;", f); break;
+		default: fputc(*s, f);
+		}
+	}
+}
+
+/* The viewer's page with a line at its foot saying what it shows: the
+ * file, the kind of recording, what was left out, the other views. */
+static int make_page(const char *viewer, const char *out, const char *in, const char *kind, const char *left_out)
+{
+	char src[PATH_MAX + 16];
+	snprintf(src, sizeof src, "%s/index.html", viewer);
+	FILE *f = fopen(src, "re");
+	if (!f)
+		return -1;
+	char *page = NULL;
+	size_t n = 0;
+	FILE *m = open_memstream(&page, &n);
+	if (!m) {
+		fclose(f);
+		return -1;
+	}
+	char buf[8192];
+	size_t k;
+	while ((k = fread(buf, 1, sizeof buf, f)) > 0)
+		fwrite(buf, 1, k, m);
+	fclose(f);
+	fclose(m);
+	char *body = page ? strstr(page, "</body>") : NULL;
+	size_t head = body ? (size_t)(body - page) : n;
+	FILE *o = fopen(out, "we");
+	if (!o) {
+		free(page);
+		return -1;
+	}
+	fwrite(page, 1, head, o);
+	char base[PATH_MAX];
+	snprintf(base, sizeof base, "%s", in);
+	fputs("<div id=\"mt-view\" style=\"position:fixed;left:0;right:0;bottom:0;z-index:10;padding:2px 8px;"
+	      "font:12px monospace;background:#fffbe6;color:#222;border-top:1px solid #bbb\">"
+	      "<span style=\"float:right;cursor:pointer\" title=\"close\" "
+	      "onclick=\"this.parentNode.remove()\">&#x2715;</span>mt-view: <b>", o);
+	html_put(o, basename(base));
+	fputs("</b>: ", o);
+	html_put(o, kind);
+	if (left_out && *left_out) {
+		fputs(" <b>Not drawn: slices under ", o);
+		html_put(o, left_out);
+		fputs(" us</b> (mt-view --max-slices=0 draws all).", o);
+	}
+	fputs(" Threads: the (i/n) menu above. Other views: mt-view --folded (a flame graph); Perfetto: "
+	      "mt-toperfetto -o t.pftrace, then ui.perfetto.dev (or MT_PERFETTO_DIR).</div>\n", o);
+	fwrite(page + head, 1, n - head, o);
+	free(page);
+	return fclose(o) ? -1 : 0;
 }
 
 static bool is_file(const char *p)
@@ -207,11 +315,13 @@ int main(int argc, char **argv)
 		{"port", required_argument, NULL, 'p'},
 		{"no-open", no_argument, NULL, 'n'},
 		{"folded", no_argument, NULL, 'f'},
+		{"max-slices", required_argument, NULL, 'M'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	long port = 0;
+	unsigned long long max_slices = 1000000;
 	bool open_browser = true, folded = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
@@ -222,6 +332,16 @@ int main(int argc, char **argv)
 			port = strtol(optarg, &end, 10);
 			if (errno || end == optarg || *end || port < 0 || port > 65535) {
 				fprintf(stderr, PROG ": bad --port '%s': expected 0 to 65535\n", optarg);
+				return EXIT_USAGE;
+			}
+			break;
+		}
+		case 'M': {
+			char *end;
+			errno = 0;
+			max_slices = strtoull(optarg, &end, 10);
+			if (errno || end == optarg || *end || optarg[0] == '-') {
+				fprintf(stderr, PROG ": bad --max-slices '%s': expected a number of slices (0: all)\n", optarg);
 				return EXIT_USAGE;
 			}
 			break;
@@ -283,7 +403,7 @@ int main(int argc, char **argv)
 		name = "trace.pftrace";
 	else if (k == K_FOLDED || (folded && !as_is))
 		name = "trace.folded";
-	if (!as_is) {
+	if (!as_is || !use_perfetto) { /* what is made: the trace, the page */
 		const char *t = getenv("TMPDIR");
 		snprintf(tmpdir, sizeof tmpdir, "%s/mt-view.XXXXXX", t && *t ? t : "/tmp");
 		if (!mkdtemp(tmpdir)) {
@@ -292,16 +412,50 @@ int main(int argc, char **argv)
 			return EXIT_DATA;
 		}
 		atexit(cleanup);
+	}
+	const char *kind = k == K_JSON ? "as given (Chrome JSON or a speedscope file)."
+			 : k == K_FOLDED ? "folded stacks, as given: a flame graph." : "";
+	struct shown shown = {0};
+	if (!as_is) {
 		if (snprintf(made, sizeof made, "%s/%s", tmpdir, name) >= (int)sizeof made) {
 			fprintf(stderr, PROG ": %s: path too long\n", tmpdir);
 			return EXIT_DATA;
 		}
 		fprintf(stderr, PROG ": converting %s for the viewer\n", in);
-		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "speedscope")) {
+		bool speedscope = !use_perfetto && !folded;
+		char max[32] = "";
+		if (speedscope && max_slices)
+			snprintf(max, sizeof max, "%llu", max_slices);
+		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "speedscope", max)) {
 			fprintf(stderr, PROG ": %s: could not be converted (see above)\n", in);
 			return EXIT_DATA;
 		}
 		served = made;
+		if (speedscope) {
+			if (describe(made, &shown) || shown.empty) {
+				fprintf(stderr, PROG ": %s: nothing to view: no call and no stack sample in it ('mt-report %s' "
+					"says what it holds; 'mt-toperfetto --format=threads' lists its events)\n", in, in);
+				return EXIT_DATA;
+			}
+			kind = shown.sampled
+				? "stack samples. A function's slice spans the samples that found it on the stack (times "
+				  "are estimates at the sampling period; calls shorter than it are not seen); the \"stack "
+				  "samples\" profiles weigh each sample by its period (flame graph: Left Heavy)."
+				: "an exact trace: every call, to the nanosecond.";
+			if (shown.under[0])
+				fprintf(stderr, PROG ": slices under %s us are not drawn (--max-slices=%llu; 0 draws all)\n",
+					shown.under, max_slices);
+		} else if (folded) {
+			kind = "folded stacks made from it: a flame graph (by time for an exact trace, by samples for a "
+			       "sampled one).";
+		}
+	}
+	if (!use_perfetto) {
+		if (snprintf(made_page, sizeof made_page, "%s/index.html", tmpdir) >= (int)sizeof made_page ||
+		    make_page(viewer, made_page, in, kind, shown.under)) {
+			fprintf(stderr, PROG ": %s/index.html: cannot make the viewer's page: %s\n", tmpdir, strerror(errno));
+			return EXIT_DATA;
+		}
 	}
 	struct mt_httpd h;
 	struct mt_err err = {0};
@@ -313,7 +467,9 @@ int main(int argc, char **argv)
 	snprintf(url_path, sizeof url_path, "/%s", name);
 	if (mt_httpd_set_root(&h, viewer, &err) ||
 	    mt_httpd_add_file(&h, url_path, served, k == K_FOLDED || !strcmp(name, "trace.folded")
-						       ? "text/plain; charset=utf-8" : NULL, &err)) {
+						       ? "text/plain; charset=utf-8" : NULL, &err) ||
+	    (made_page[0] && (mt_httpd_add_file(&h, "/", made_page, "text/html; charset=utf-8", &err) ||
+			      mt_httpd_add_file(&h, "/index.html", made_page, "text/html; charset=utf-8", &err)))) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return EXIT_DATA;
 	}
@@ -324,8 +480,10 @@ int main(int argc, char **argv)
 	url_encode(trace_url, enc, sizeof enc);
 	if (use_perfetto)
 		snprintf(url, sizeof url, "http://127.0.0.1:%u/#!/?url=%s", h.port, enc);
-	else
+	else if (!strcmp(name, "trace.folded")) /* one profile: named after the file */
 		snprintf(url, sizeof url, "http://127.0.0.1:%u/#profileURL=%s&title=%s", h.port, enc, title);
+	else /* no title: speedscope would give it to every profile, whose names say which thread */
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/#profileURL=%s", h.port, enc);
 	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: accept returns */
 	sigaction(SIGINT, &sa, NULL);
 	sigaction(SIGTERM, &sa, NULL);

@@ -737,6 +737,11 @@ void mt_pftrace_set_window(struct mt_pftrace *pf, size_t items)
 	pf->window = items;
 }
 
+void mt_pftrace_set_max_slices(struct mt_pftrace *pf, uint64_t slices)
+{
+	pf->max_slices = slices;
+}
+
 int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct mt_err *err)
 {
 	write_head(pf);

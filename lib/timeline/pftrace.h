@@ -73,6 +73,8 @@ void mt_pftrace_note_damage(struct mt_pftrace *pf, const char *msg);
 struct mt_pftrace_stats {
 	uint64_t packets, bytes, slices, instants, counters, depth_dropped, clamped;
 	uint64_t stack_samples; /* written as the format's own samples (Perfetto: PerfSample) */
+	uint64_t left_out;      /* speedscope: slices shorter than left_out_under_ns not written (max_slices) */
+	uint64_t left_out_under_ns;
 	uint64_t threads; /* filled by mt_pftrace_finish */
 };
 
@@ -115,6 +117,9 @@ struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink);
  * the calls writer does. */
 bool mt_pftrace_wants_counts(const struct mt_pftrace *pf);
 
+/* speedscope: at most this many slices written, the longest (0: all; see
+ * write_speedscope.c); the rest counted in the stats' left_out. */
+void mt_pftrace_set_max_slices(struct mt_pftrace *pf, uint64_t slices);
 /* Items held before every thread writes out what it holds (0: no bound;
  * default MT_PFTRACE_WINDOW). See the streaming policy above. */
 void mt_pftrace_set_window(struct mt_pftrace *pf, size_t items);

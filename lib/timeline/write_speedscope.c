@@ -15,6 +15,7 @@
 #define _GNU_SOURCE
 #include "timeline/writer.h"
 
+#include <inttypes.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -40,6 +41,9 @@ struct ss_thread {
 	uint32_t pid, tid;
 	struct ss_event *ev;
 	size_t nev, capev;
+	uint64_t *dur;           /* at the foot: each O's slice's length */
+	uint64_t marks;          /* instants (decode errors, damage): not drawn, named */
+	const char *first_mark;
 	struct ss_sample *samples;
 	size_t nsamples, capsamples;
 	uint64_t weights;        /* the samples' weights added up */
@@ -219,11 +223,15 @@ static void ss_slice_end(struct seqw *w, uint64_t time, const char *name)
 		add_event(w, time, UINT32_MAX);
 }
 
-/* Instants (decode errors, damage) and event samples have no place in a
- * speedscope profile; mt-toperfetto's count of them stands. */
+/* Instants (decode errors, damage, frames too deep) have no place in a
+ * speedscope profile: counted, and the profile's name says so. Event
+ * samples neither; mt-toperfetto's count of them stands. */
 static void ss_instant(struct seqw *w, uint64_t time, const char *name)
 {
-	(void)w, (void)time, (void)name;
+	(void)time;
+	struct ss_thread *t = w->pf->ss ? thread_of(w) : NULL;
+	if (t && !t->marks++)
+		t->first_mark = name;
 }
 
 static void ss_sample(struct seqw *w, uint64_t time, const char *name, uint32_t k, uint64_t ip)
@@ -313,13 +321,20 @@ static void out_str(struct mt_pftrace *pf, const char *s)
 		free(b);
 }
 
-static void profile_name(struct mt_pftrace *pf, const struct ss_thread *t, const char *what)
+/* "COMM (pid P, tid T)WHAT", and what is not drawn: marks, short slices */
+static void profile_name(struct mt_pftrace *pf, const struct ss_thread *t, const char *what, uint64_t under_ns)
 {
 	const char *comm = mt_tl_comm(pf, t->pid, t->tid);
-	char b[160];
+	char b[160], m[320] = "", u[96] = "";
 	snprintf(b, sizeof b, " (pid %u, tid %u)%s", t->pid, t->tid, what);
+	if (t->marks)
+		snprintf(m, sizeof m, "; %" PRIu64 " mark%s not drawn (%.200s%s)", t->marks, t->marks == 1 ? "" : "s",
+			 t->first_mark ? t->first_mark : "", t->marks > 1 ? ", ..." : "");
+	if (under_ns)
+		snprintf(u, sizeof u, "; slices under %" PRIu64 ".%03" PRIu64 " us not drawn", under_ns / 1000,
+			 under_ns % 1000);
 	char *s = NULL;
-	if (asprintf(&s, "%s%s", comm ? comm : "?", b) < 0) {
+	if (asprintf(&s, "%s%s%s%s", comm ? comm : "?", b, m, u) < 0) {
 		pf->oom = true;
 		return;
 	}
@@ -327,22 +342,45 @@ static void profile_name(struct mt_pftrace *pf, const struct ss_thread *t, const
 	free(s);
 }
 
-static void write_evented(struct mt_pftrace *pf, const struct ss_thread *t)
+/* Each O's slice's length into t->dur (the ends of the window's begins:
+ * balanced); false: out of memory. */
+static bool slice_lengths(struct ss_thread *t)
+{
+	size_t *stack = malloc((t->nev + 1) * sizeof *stack), depth = 0;
+	if (!stack || !(t->dur = calloc(t->nev + 1, sizeof *t->dur))) {
+		free(stack);
+		return false;
+	}
+	for (size_t i = 0; i < t->nev; i++) {
+		if (t->ev[i].frame != UINT32_MAX)
+			stack[depth++] = i;
+		else if (depth)
+			t->dur[stack[depth - 1]] = t->ev[i].at - t->ev[stack[depth - 1]].at, depth--;
+	}
+	free(stack);
+	return true;
+}
+
+/* The slices written: those at least min_ns long (a child is no longer
+ * than its parent: what is written still nests). */
+static void write_evented(struct mt_pftrace *pf, const struct ss_thread *t, uint64_t min_ns)
 {
 	LIT(pf, "{\"type\":\"evented\",\"name\":");
-	profile_name(pf, t, "");
+	profile_name(pf, t, "", min_ns);
 	LIT(pf, ",\"unit\":\"nanoseconds\",\"startValue\":");
 	out_dec(pf, t->ev[0].at);
 	LIT(pf, ",\"endValue\":");
 	out_dec(pf, t->ev[t->nev - 1].at);
 	LIT(pf, ",\"events\":[");
-	/* a close names the frame it closes: the one its open pushed */
+	/* a close names the frame it closes: the one its open pushed (with
+	 * UINT32_MAX: not written) */
 	uint32_t *stack = malloc((t->nev + 1) * sizeof *stack);
 	if (!stack) {
 		pf->oom = true;
 		return;
 	}
 	size_t depth = 0;
+	bool first = true;
 	for (size_t i = 0; i < t->nev; i++) {
 		const struct ss_event *e = &t->ev[i];
 		uint32_t frame;
@@ -351,11 +389,14 @@ static void write_evented(struct mt_pftrace *pf, const struct ss_thread *t)
 				continue; /* cannot happen: the window writes ends of its begins only */
 			frame = stack[--depth];
 		} else {
-			frame = stack[depth++] = e->frame;
+			frame = stack[depth++] = t->dur[i] >= min_ns ? e->frame : UINT32_MAX;
 		}
+		if (frame == UINT32_MAX)
+			continue;
 		char b[96], *p = b;
-		if (i)
+		if (!first)
 			*p++ = ',';
+		first = false;
 		p = e->frame == UINT32_MAX ? memcpy(p, "{\"type\":\"C\",\"frame\":", 20) : memcpy(p, "{\"type\":\"O\",\"frame\":", 20);
 		p = mt_put_dec(p + 20, frame);
 		memcpy(p, ",\"at\":", 6);
@@ -371,7 +412,7 @@ static void write_sampled(struct mt_pftrace *pf, const struct ss_thread *t)
 {
 	const struct mt_tl_ss *ss = pf->ss;
 	LIT(pf, "{\"type\":\"sampled\",\"name\":");
-	profile_name(pf, t, ": stack samples");
+	profile_name(pf, t, ": stack samples", 0);
 	LIT(pf, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":");
 	out_dec(pf, t->weights);
 	LIT(pf, ",\"samples\":[");
@@ -400,6 +441,7 @@ static void ss_free(struct mt_tl_ss *ss)
 {
 	for (size_t i = 0; i < ss->nth; i++) {
 		free(ss->th[i].ev);
+		free(ss->th[i].dur);
 		free(ss->th[i].samples);
 	}
 	free(ss->th);
@@ -413,6 +455,43 @@ static void ss_free(struct mt_tl_ss *ss)
 	free(ss);
 }
 
+static int cmp_desc(const void *a, const void *b)
+{
+	uint64_t x = *(const uint64_t *)a, y = *(const uint64_t *)b;
+	return x < y ? 1 : x > y ? -1 : 0;
+}
+
+/* With more slices than max_slices: the length a slice needs to be written,
+ * so that the longest max_slices at most are (ties at the cut left out
+ * together); 0: all written. */
+static uint64_t min_length(struct mt_pftrace *pf)
+{
+	struct mt_tl_ss *ss = pf->ss;
+	uint64_t n = 0;
+	for (size_t i = 0; i < ss->nth; i++)
+		n += ss->th[i].nev / 2;
+	if (!pf->max_slices || n <= pf->max_slices)
+		return 0;
+	uint64_t *all = malloc(n * sizeof *all), k = 0;
+	if (!all) {
+		pf->oom = true;
+		return 0;
+	}
+	for (size_t i = 0; i < ss->nth; i++)
+		for (size_t j = 0; j < ss->th[i].nev; j++)
+			if (ss->th[i].ev[j].frame != UINT32_MAX && k < n)
+				all[k++] = ss->th[i].dur[j];
+	qsort(all, k, sizeof *all, cmp_desc);
+	uint64_t cut = all[pf->max_slices - 1] + (all[pf->max_slices] == all[pf->max_slices - 1]);
+	uint64_t kept = 0;
+	while (kept < k && all[kept] >= cut)
+		kept++;
+	pf->st.left_out = k - kept;
+	pf->st.left_out_under_ns = cut;
+	free(all);
+	return cut;
+}
+
 /* The whole file: the profiles (a thread's evented one, then its sampled
  * one), the one with the most slices shown first, then the frames. */
 static void ss_foot(struct mt_pftrace *pf)
@@ -420,6 +499,14 @@ static void ss_foot(struct mt_pftrace *pf)
 	struct mt_tl_ss *ss = pf->ss;
 	if (!ss)
 		return;
+	for (size_t i = 0; i < ss->nth; i++)
+		if (ss->th[i].nev && !slice_lengths(&ss->th[i])) {
+			pf->oom = true;
+			ss_free(ss);
+			pf->ss = NULL;
+			return;
+		}
+	uint64_t min_ns = min_length(pf);
 	LIT(pf, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"mt-toperfetto (mt) "
 		MT_VERSION "\",\"profiles\":[");
 	size_t nprofiles = 0, active = 0, most = 0;
@@ -432,7 +519,7 @@ static void ss_foot(struct mt_pftrace *pf)
 			}
 			if (nprofiles++)
 				LIT(pf, ",\n");
-			write_evented(pf, t);
+			write_evented(pf, t, min_ns);
 		}
 		if (t->nsamples && t->weights) {
 			if (nprofiles++)

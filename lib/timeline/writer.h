@@ -194,6 +194,7 @@ struct mt_pftrace {
 	int write_errno;
 	struct mt_tl_calls *calls; /* the calls writer's state (write_calls.c) */
 	struct mt_tl_ss *ss;       /* speedscope's profiles until the foot (write_speedscope.c) */
+	uint64_t max_slices;       /* speedscope: the longest this many written, 0: all */
 };
 
 struct mt_tl_ops {

@@ -2,6 +2,7 @@
 """What speedscope made of a page's profile, read back from headless Chromium.
 
 Usage: speedscope_read.py URL EXPORT.json [SCREENSHOT.png] [TIMEOUT_S]
+EXPORT.json '-': no export, only whether (and when) a profile is shown.
 
 Drives Debian's chromium over the DevTools protocol (--remote-debugging-pipe:
 NUL-terminated JSON on fds 3 and 4, no library needed), loads URL (mt-view's
@@ -146,6 +147,7 @@ def main():
         for d in ("Page", "Runtime", "Log"):
             b.call(d + ".enable", session=s)
         b.call("Page.addScriptToEvaluateOnNewDocument", {"source": HOOK}, session=s)
+        start = time.monotonic()
         b.call("Page.navigate", {"url": url}, session=s)
 
         def evaluate(expr, by_value=True):
@@ -185,6 +187,10 @@ def main():
             if not shown:
                 if evaluate(FIND_EXPORT + " !== null").get("value"):
                     shown = True
+                    print(f"speedscope_read: profile shown after {time.monotonic() - start:.1f} s", file=sys.stderr)
+                    if out == "-":
+                        exported = "-"
+                        break
                     evaluate(FIND_EXPORT + ".click()")
                 continue
             exported = evaluate("window.__mtExported").get("value")
@@ -201,8 +207,9 @@ def main():
             if not failed:
                 print("speedscope_read: no profile shown (or exported) in time", file=sys.stderr)
             return 1
-        with open(out, "w") as f:
-            f.write(exported)
+        if out != "-":
+            with open(out, "w") as f:
+                f.write(exported)
         return 0
     except TimeoutError as e:
         print(f"speedscope_read: timed out ({e})", file=sys.stderr)

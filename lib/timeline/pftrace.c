@@ -776,6 +776,7 @@ int mt_pftrace_finish(struct mt_pftrace *pf, struct mt_pftrace_stats *st, struct
 		free(t->ws);
 		free(t->w.names.k);
 		free(t->w.names.v);
+		free(t->w.open_names);
 		struct iids *sm[] = {&t->w.fnames, &t->w.mappings, &t->w.frames, &t->w.stacks};
 		for (size_t k = 0; k < sizeof sm / sizeof *sm; k++) {
 			free(sm[k]->k);

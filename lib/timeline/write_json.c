@@ -96,12 +96,19 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 		} else {
 			p = J_LIT(p, "{\"ph\":\"B\"");
 		}
+		/* an E names its slice: speedscope ends the slice on top only
+		 * with an E of its name (else it drops the E, and warns) */
 		p = J_LIT(p, ",\"pid\":");
 		p = mt_put_dec(p, w->pid);
 		p = J_LIT(p, ",\"tid\":");
 		p = mt_put_dec(p, w->tid);
 		p = J_LIT(p, ",\"ts\":");
 		p = j_us(p, time - w->base);
+		if (type == TL_END && name) {
+			p = J_LIT(p, ",\"name\":\"");
+			p = mt_tl_json_str(p, 2048, name);
+			*p++ = '"';
+		}
 		if (type == TL_BEGIN) {
 			p = J_LIT(p, ",\"name\":\"");
 			p = mt_tl_json_str(p, 2048, name ? name : "");
@@ -171,13 +178,17 @@ static void json_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 
 static void json_slice_begin(struct seqw *w, uint64_t time, const char *name, uint64_t ip)
 {
+	if (!mt_grow((void **)&w->open_names, &w->capopen_names, w->nopen_names + 1, sizeof *w->open_names))
+		w->pf->oom = true;
+	else
+		w->open_names[w->nopen_names++] = name ? name : "";
 	emit_json(w, time, TL_BEGIN, name, ip, 0);
 }
 
 static void json_slice_end(struct seqw *w, uint64_t time, const char *name)
 {
-	(void)name;
-	emit_json(w, time, TL_END, NULL, 0, 0);
+	(void)name; /* NULL from the window: the name is the one its begin pushed */
+	emit_json(w, time, TL_END, w->nopen_names ? w->open_names[--w->nopen_names] : NULL, 0, 0);
 }
 
 static void json_instant(struct seqw *w, uint64_t time, const char *name)

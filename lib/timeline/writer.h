@@ -96,6 +96,8 @@ struct seqw {
 	struct iids names;
 	struct iids fnames, mappings, frames, stacks; /* stack samples' interning */
 	uint64_t addr_iid;   /* debug annotation names "address", "file", "line" defined */
+	const char **open_names; /* JSON: the names of the slices begun and not ended, outermost first */
+	size_t nopen_names, capopen_names;
 	/* the calls writer: the slice a begin starts has no call seen; the one
 	 * an end ends: its counts (when known), no return seen */
 	bool no_call, no_return, call_known;

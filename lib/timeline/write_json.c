@@ -166,12 +166,15 @@ static void json_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 {
 	const char *pname = mt_tl_comm(pf, t->pid, t->pid), *tname = mt_tl_comm(pf, t->pid, t->tid);
 	char nm[256];
-	if (first) {
-		json_str(nm, sizeof nm, pname ? pname : "");
+	/* no name known: no M event (Perfetto counts an empty one a parser failure) */
+	if (first && pname && *pname) {
+		json_str(nm, sizeof nm, pname);
 		json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"name\":\"process_name\",\"args\":{\"name\":\"%s\"}}",
 			   t->pid, nm);
 	}
-	json_str(nm, sizeof nm, tname ? tname : "");
+	if (!tname || !*tname)
+		return;
+	json_str(nm, sizeof nm, tname);
 	json_event(pf, "{\"ph\":\"M\",\"pid\":%u,\"tid\":%u,\"name\":\"thread_name\",\"args\":{\"name\":\"%s\"}}",
 		   t->pid, t->tid, nm);
 }

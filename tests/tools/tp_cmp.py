@@ -9,8 +9,9 @@ THREADS: the same trace as `mt-toperfetto --format=threads`, the oracle
 made from, whose comm lines name the processes and threads.
 
 Per thread, Perfetto's slices (trace_processor's slice table on the
-thread's track: ts, dur, depth, name) must be THREADS' slices to the
-nanosecond (times relative: a Perfetto trace counts from the perf clock,
+thread's track: ts, dur, depth, name; no depth for a 0 ns one, which
+Perfetto stacks on others of its time) must be THREADS' slices and
+instants to the nanosecond (times relative: a Perfetto trace counts from the perf clock,
 the others from the first event), the threads and processes named as the
 comm lines say, and the stats table must hold no error or data loss.
 Prints counts and the first differences; exit 0 when all agree, 1
@@ -22,8 +23,11 @@ import io
 import subprocess
 import sys
 
+# event samples: JSON and FXT put them on the thread's track as instants of
+# category "sample", Perfetto's own format on tracks of their own; left out
 SLICES = """select t.tid as tid, s.ts as ts, s.dur as dur, s.depth as depth, s.name as name
 from slice s join thread_track tt on s.track_id = tt.id join thread t using (utid)
+where s.category is null or s.category != 'sample'
 order by t.tid, s.ts, s.depth"""
 THREADS = "select t.tid as tid, t.name as name, p.pid as pid, p.name as pname " \
           "from thread t left join process p using (upid) where t.tid != 0"
@@ -39,8 +43,9 @@ def query(tp, trace, sql):
     return rows
 
 
-def truth_of(path):
-    """tid -> [(begin, dur, depth, name)], in (begin, depth) order; and pids."""
+def truth_of(path, samples):
+    """tid -> [(begin, dur, depth, name)], in (begin, depth) order; and pids.
+    samples: event samples are 0 ns slices on the thread too."""
     out = collections.defaultdict(list)
     stacks = collections.defaultdict(list)
     pid = {}
@@ -57,7 +62,7 @@ def truth_of(path):
         elif kind == "end":
             s = out[tid][st.pop()]
             s[1] = t - s[0]
-        elif kind == "instant":  # a 0 ns slice where it happens
+        elif kind == "instant" or (kind == "sample" and samples):  # a 0 ns slice where it happens
             out[tid].append([t, 0, len(st), f[4] if len(f) > 4 else ""])
     return {k: sorted((tuple(s) for s in v), key=lambda s: (s[0], s[2])) for k, v in out.items()}, pid
 
@@ -79,7 +84,9 @@ def main():
         print(__doc__, file=sys.stderr)
         return 2
     tp, trace, threads = sys.argv[1:4]
-    truth, pids = truth_of(threads)
+    # FXT (magic-trace's viewer format) draws event samples as 0 ns events
+    # on the thread, uncategorized
+    truth, pids = truth_of(threads, trace.endswith((".fxt", ".fxt.gz")))
     got = collections.defaultdict(list)
     for r in query(tp, trace, SLICES):
         got[int(r["tid"])].append((int(r["ts"]), int(r["dur"]), int(r["depth"]), r["name"]))
@@ -89,8 +96,16 @@ def main():
     shift = first_tp - first_mt
     total = 0
     for tid in sorted(set(truth) | set(got)):
-        want = [(b + shift, d, depth, n) for b, d, depth, n in truth.get(tid, [])]
-        have = sorted(got.get(tid, []), key=lambda s: (s[0], s[2]))
+        # Perfetto stacks instants and 0 ns slices of one time on each other
+        # (each starts inside the one before): their depth is its layout,
+        # not the trace's; held without it, in name order
+        def key(s):
+            return (s[0], s[2] if s[1] else -1, s[3])
+
+        def flat(s):
+            return s if s[1] else (s[0], 0, None, s[3])
+        want = sorted((flat((b + shift, d, depth, n)) for b, d, depth, n in truth.get(tid, [])), key=key)
+        have = sorted((flat(s) for s in got.get(tid, [])), key=key)
         total += len(have)
         if have != want:
             bad += 1

@@ -3,9 +3,10 @@
  * an instant and a counter value are given to each format; oracles: the
  * Perfetto trace decoded with protobuf-c from proto/perfetto_trace.proto
  * (every event's type, name and absolute time, slices nested as given);
- * the JSON parsed by python3's json module and its X/i/C events compared
+ * the JSON parsed by python3's json module and its B/E/i/C events compared
  * with the times given (perfetto-output.md section 8: microseconds with
- * 3 decimals); FXT's records walked by their size fields to the end of the
+ * 3 decimals); speedscope's file parsed by python3 and its profiles,
+ * events, samples and frames compared with what was given, by hand; FXT's records walked by their size fields to the end of the
  * file (section 7), its string and event records counted; the stacks text
  * line for line as magic-trace's test format writes it (times as Core's
  * Time_ns.Span.to_string_hum: ns, us, ms, s, at most 3 decimals). */
@@ -143,15 +144,124 @@ static void test_json(void)
 	unlink(path);
 	const char *want = "M - - process_name app\n"
 			   "M - - thread_name worker\n"
-			   "X 0.0 0.05 main -\n"
+			   "B 0.0 - main -\n"
 			   "C 0.005 - CPU 2000\n"
-			   "X 0.01 0.02 work -\n"
-			   "i 0.035 - err -\n";
-	ok(rc == 0 && !strcmp(got, want), "Chrome JSON: valid, X events with their durations, i and C, in microseconds");
+			   "B 0.01 - work -\n"
+			   "E 0.03 - work -\n"
+			   "i 0.035 - err -\n"
+			   "E 0.05 - main -\n";
+	ok(rc == 0 && !strcmp(got, want),
+	   "Chrome JSON: valid, B and E events (each E named as its B), i and C, in microseconds");
 	if (strcmp(got, want))
 		printf("# got:\n%s", got);
-	ok(buf && strstr(buf, "\"ts\":0.010,") && strstr(buf, "\"dur\":0.020,"), "JSON times keep the nanoseconds: 3 decimals");
+	ok(buf && strstr(buf, "\"ts\":0.010,") && strstr(buf, "\"ts\":0.030,\"name\":\"work\"}"),
+	   "JSON times keep the nanoseconds: 3 decimals");
+	ok(buf && !strstr(buf, "\"X\""), "JSON: no X event (ts + dur is added in doubles by its readers)");
 	free(buf);
+}
+
+/* python3's reading of a speedscope file: each profile's type and name,
+ * then its events (O/C FRAME-NAME AT) or samples (FRAME-NAMES WEIGHT),
+ * then each frame as "name file line". */
+static void speedscope_read(const char *buf, size_t len, char *got, size_t cap)
+{
+	char path[] = "/tmp/mt-test-ss.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (f) {
+		fwrite(buf, 1, len, f);
+		fclose(f);
+	}
+	char cmd[900];
+	snprintf(cmd, sizeof cmd,
+		 "python3 -c 'import json,sys\n"
+		 "t=json.load(open(sys.argv[1]))\n"
+		 "fr=t[\"shared\"][\"frames\"]\n"
+		 "print(t[\"activeProfileIndex\"])\n"
+		 "for p in t[\"profiles\"]:\n"
+		 " print(p[\"type\"], p[\"name\"], p[\"unit\"], p[\"startValue\"], p[\"endValue\"])\n"
+		 " for e in p.get(\"events\", []): print(e[\"type\"], fr[e[\"frame\"]][\"name\"], e[\"at\"])\n"
+		 " for s, w in zip(p.get(\"samples\", []), p.get(\"weights\", [])): "
+		 "print(\";\".join(fr[i][\"name\"] for i in s), w)\n"
+		 "for x in fr: print(x[\"name\"], x.get(\"file\", \"-\"), x.get(\"line\", \"-\"))' %s",
+		 path);
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	got[0] = '\0';
+	while (p && fgets(line, sizeof line, p))
+		strncat(got, line, cap - strlen(got) - 1);
+	if (p && pclose(p))
+		snprintf(got, cap, "python3 could not read it\n");
+	unlink(path);
+}
+
+static void test_speedscope(void)
+{
+	size_t len;
+	char *buf = write_format(MT_PFTRACE_SPEEDSCOPE, &len), got[2048];
+	speedscope_read(buf ? buf : "", buf ? len : 0, got, sizeof got);
+	const char *want = "0\n"
+			   "evented worker (pid 1, tid 2); 1 mark not drawn (err) nanoseconds 0 50\n"
+			   "O main 0\nO work 10\nC work 30\nC main 50\n"
+			   "main - -\nwork - -\n";
+	ok(buf && !strcmp(got, want), "speedscope: an evented profile per thread at integer ns, the instant named");
+	if (strcmp(got, want))
+		printf("# got:\n%s", got);
+	free(buf);
+
+	/* a[0,100) holds b[10,20) and c[20,60), c holds d[30,31); b again
+	 * [60,70) (one frame for both calls), e [100,100); two stack samples;
+	 * then the same with --max-slices=2 */
+	for (int max = 0; max <= 2; max += 2) {
+		struct memtrace m;
+		memtrace_open(&m, MT_PFTRACE_SPEEDSCOPE);
+		mt_pftrace_set_max_slices(m.pf, (uint64_t)max);
+		mt_pftrace_meta(m.pf, "comm\t7\t7\tapp");
+		struct mt_cs_sink s = m.s;
+		struct mt_cs_thread th = {.pid = 7, .tid = 7, .base = BASE};
+		struct mt_cs_frame fa = {.name = "a", .id = 1, .file = "a.c", .line = 3}, fb = {.name = "b", .id = 2},
+				   fc = {.name = "c", .id = 3}, fd = {.name = "d", .id = 4}, fb2 = {.name = "b", .id = 5},
+				   fe = {.name = "e", .id = 6};
+		const char *names[] = {"a", "c"}, *dsos[] = {"/bin/app", "/bin/app"};
+		s.begin(s.ctx, &th, 0, &fa);
+		s.begin(s.ctx, &th, 10, &fb);
+		s.end(s.ctx, &th, 20, "b", 2);
+		s.begin(s.ctx, &th, 20, &fc);
+		s.stack_sample(s.ctx, &th, 25, 2, names, dsos, 100000);
+		s.begin(s.ctx, &th, 30, &fd);
+		s.end(s.ctx, &th, 31, "d", 4);
+		s.end(s.ctx, &th, 60, "c", 3);
+		s.begin(s.ctx, &th, 60, &fb2);
+		s.end(s.ctx, &th, 70, "b", 5);
+		s.stack_sample(s.ctx, &th, 80, 1, names, dsos, 250000);
+		s.end(s.ctx, &th, 100, "a", 1);
+		s.begin(s.ctx, &th, 100, &fe);
+		s.end(s.ctx, &th, 100, "e", 6);
+		struct mt_pftrace_stats st;
+		int rc = memtrace_close(&m, &st);
+		speedscope_read(m.buf ? m.buf : "", m.len, got, sizeof got);
+		const char *all = "0\n"
+				  "evented app (pid 7, tid 7) nanoseconds 0 100\n"
+				  "O a 0\nO b 10\nC b 20\nO c 20\nO d 30\nC d 31\nC c 60\nO b 60\nC b 70\nC a 100\n"
+				  "O e 100\nC e 100\n"
+				  "sampled app (pid 7, tid 7): stack samples none 0 350000\n"
+				  "a;c 100000\na 250000\n"
+				  "a a.c 3\nb - -\nc - -\nd - -\ne - -\n";
+		const char *cut = "0\n"
+				  "evented app (pid 7, tid 7); slices under 0.040 us not drawn nanoseconds 0 100\n"
+				  "O a 0\nO c 20\nC c 60\nC a 100\n"
+				  "sampled app (pid 7, tid 7): stack samples none 0 350000\n"
+				  "a;c 100000\na 250000\n"
+				  "a a.c 3\nb - -\nc - -\nd - -\ne - -\n";
+		const char *w = max ? cut : all;
+		ok(!rc && !strcmp(got, w) && st.left_out == (max ? 4u : 0u) && st.left_out_under_ns == (max ? 40u : 0u),
+		   max ? "speedscope --max-slices=2: the 2 longest slices, nested; the cut in the name and the stats"
+		       : "speedscope: one frame per function (two calls of b), a file and line where known, 0 ns "
+			 "slices, stack samples weighed by their periods");
+		if (strcmp(got, w) || st.left_out != (max ? 4u : 0u))
+			printf("# got (left out %" PRIu64 " under %" PRIu64 "):\n%s", st.left_out, st.left_out_under_ns, got);
+		free(m.buf);
+	}
 }
 
 /* Walks an FXT file's records after the magic number: rec(ctx, header,
@@ -429,6 +539,7 @@ int main(void)
 	test_perfetto();
 	test_perfetto_packets();
 	test_json();
+	test_speedscope();
 	test_fxt();
 	test_stacks();
 	return tap_done();

@@ -66,7 +66,8 @@ static void usage(FILE *f)
 "                           write-out starts at the write-out instead.\n"
 "      --max-slices=N       (speedscope) write the N longest slices at most:\n"
 "                           shorter ones left out (said on stderr and in each\n"
-"                           profile's name); 0, the default: all\n"
+"                           profile's name); stack samples past 20 frames a\n"
+"                           slice one per distinct stack; 0, the default: all\n"
 "      --stats              say on stderr, at the end, what was written: the\n"
 "                           output, its slices, instants, counter values and\n"
 "                           threads (one line, fields as mt-toperfetto(1) says)\n"
@@ -290,6 +291,9 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --max-slices=%" PRIu64 ": %" PRIu64 " of %" PRIu64 " slices left out, all those "
 			"under %" PRIu64 ".%03" PRIu64 " us (Perfetto shows every one: --format=perfetto)\n", max_slices,
 			st.left_out, st.slices, st.left_out_under_ns / 1000, st.left_out_under_ns % 1000);
+	if (st.samples_grouped)
+		fprintf(stderr, PROG ": --max-slices=%" PRIu64 ": stack samples written one per distinct stack of a thread, "
+			"their weights added (their time order is in the slices)\n", max_slices);
 	if (folded) {
 		enum mt_folded_weight w = weight >= 0 ? (enum mt_folded_weight)weight : mt_folded_default_weight(folded);
 		uint64_t total = mt_folded_write(folded, io.out.f, w);

@@ -75,6 +75,7 @@ struct mt_pftrace_stats {
 	uint64_t stack_samples; /* written as the format's own samples (Perfetto: PerfSample) */
 	uint64_t left_out;      /* speedscope: slices shorter than left_out_under_ns not written (max_slices) */
 	uint64_t left_out_under_ns;
+	bool samples_grouped;   /* speedscope: stack samples one per distinct stack (max_slices) */
 	uint64_t threads; /* filled by mt_pftrace_finish */
 };
 

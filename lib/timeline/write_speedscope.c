@@ -408,11 +408,11 @@ static void write_evented(struct mt_pftrace *pf, const struct ss_thread *t, uint
 	LIT(pf, "]}");
 }
 
-static void write_sampled(struct mt_pftrace *pf, const struct ss_thread *t)
+static void write_sampled(struct mt_pftrace *pf, const struct ss_thread *t, bool grouped)
 {
 	const struct mt_tl_ss *ss = pf->ss;
 	LIT(pf, "{\"type\":\"sampled\",\"name\":");
-	profile_name(pf, t, ": stack samples", 0);
+	profile_name(pf, t, grouped ? ": stack samples, one per stack (time order not kept)" : ": stack samples", 0);
 	LIT(pf, ",\"unit\":\"none\",\"startValue\":0,\"endValue\":");
 	out_dec(pf, t->weights);
 	LIT(pf, ",\"samples\":[");
@@ -453,6 +453,45 @@ static void ss_free(struct mt_tl_ss *ss)
 	free(ss->stack_pool);
 	free(ss->path);
 	free(ss);
+}
+
+static int cmp_stack(const void *a, const void *b)
+{
+	uint32_t x = ((const struct ss_sample *)a)->stack, y = ((const struct ss_sample *)b)->stack;
+	return x < y ? -1 : x > y;
+}
+
+/* Samples in a row with one stack made one, their weights added (what
+ * speedscope does as it reads them); then, past MT_SS_SAMPLE_FRAMES frame
+ * entries a max_slice (all threads together: the file a browser must
+ * read), one sample per distinct stack of each thread. Returns whether it
+ * came to that. */
+#define MT_SS_SAMPLE_FRAMES 20
+static bool merge_samples(struct mt_pftrace *pf)
+{
+	struct mt_tl_ss *ss = pf->ss;
+	uint64_t entries = 0;
+	for (int pass = 0; pass < 2; pass++) {
+		for (size_t i = 0; i < ss->nth; i++) {
+			struct ss_thread *t = &ss->th[i];
+			if (pass)
+				qsort(t->samples, t->nsamples, sizeof *t->samples, cmp_stack);
+			size_t n = 0;
+			for (size_t j = 0; j < t->nsamples; j++) {
+				if (n && t->samples[n - 1].stack == t->samples[j].stack)
+					t->samples[n - 1].weight += t->samples[j].weight;
+				else
+					t->samples[n++] = t->samples[j];
+			}
+			t->nsamples = n;
+			for (size_t j = 0; j < n; j++)
+				entries += ss->stack_pool[t->samples[j].stack];
+		}
+		if (pass || !pf->max_slices || entries <= MT_SS_SAMPLE_FRAMES * pf->max_slices)
+			return pass;
+		entries = 0;
+	}
+	return true;
 }
 
 static int cmp_desc(const void *a, const void *b)
@@ -507,6 +546,8 @@ static void ss_foot(struct mt_pftrace *pf)
 			return;
 		}
 	uint64_t min_ns = min_length(pf);
+	bool grouped = merge_samples(pf);
+	pf->st.samples_grouped = grouped;
 	LIT(pf, "{\"$schema\":\"https://www.speedscope.app/file-format-schema.json\",\"exporter\":\"mt-toperfetto (mt) "
 		MT_VERSION "\",\"profiles\":[");
 	size_t nprofiles = 0, active = 0, most = 0;
@@ -524,7 +565,7 @@ static void ss_foot(struct mt_pftrace *pf)
 		if (t->nsamples && t->weights) {
 			if (nprofiles++)
 				LIT(pf, ",\n");
-			write_sampled(pf, t);
+			write_sampled(pf, t, grouped);
 		}
 	}
 	LIT(pf, "],\n\"activeProfileIndex\":");

@@ -117,31 +117,40 @@ static void test_perfetto(void)
 	free(buf);
 }
 
-static void test_json(void)
+/* What python3 prints running script (a python3 -c program, the file as
+ * its argv[1]) on buf written to a temporary file; its exit status. */
+static int python_reads(const char *buf, size_t len, const char *script, char *got, size_t cap)
 {
-	size_t len;
-	char *buf = write_format(MT_PFTRACE_JSON, &len);
-	char path[] = "/tmp/mt-test-json.XXXXXX";
+	char path[] = "/tmp/mt-test-writer.XXXXXX";
 	int fd = mkstemp(path);
 	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
 	if (f) {
-		fwrite(buf, 1, len, f);
+		fwrite(buf ? buf : "", 1, buf ? len : 0, f);
 		fclose(f);
 	}
-	char cmd[600];
-	snprintf(cmd, sizeof cmd,
-		 "python3 -c 'import json,sys\n"
-		 "t=json.load(open(sys.argv[1]))\n"
-		 "for e in t[\"traceEvents\"]:\n"
-		 " print(e[\"ph\"], e.get(\"ts\",\"-\"), e.get(\"dur\",\"-\"), e.get(\"name\",\"-\"), "
-		 "e.get(\"args\",{}).get(\"name\", e.get(\"args\",{}).get(\"freq (MHz)\",\"-\")))' %s",
-		 path);
+	char cmd[1024];
+	snprintf(cmd, sizeof cmd, "python3 -c '%s' %s", script, path);
 	FILE *p = popen(cmd, "r");
-	char got[1024] = "", line[256];
+	char line[512];
+	got[0] = '\0';
 	while (p && fgets(line, sizeof line, p))
-		strncat(got, line, sizeof got - strlen(got) - 1);
+		strncat(got, line, cap - strlen(got) - 1);
 	int rc = p ? pclose(p) : -1;
 	unlink(path);
+	return rc;
+}
+
+static void test_json(void)
+{
+	size_t len;
+	char *buf = write_format(MT_PFTRACE_JSON, &len), got[1024];
+	int rc = python_reads(buf, len,
+			      "import json,sys\n"
+			      "t=json.load(open(sys.argv[1]))\n"
+			      "for e in t[\"traceEvents\"]:\n"
+			      " print(e[\"ph\"], e.get(\"ts\",\"-\"), e.get(\"dur\",\"-\"), e.get(\"name\",\"-\"), "
+			      "e.get(\"args\",{}).get(\"name\", e.get(\"args\",{}).get(\"freq (MHz)\",\"-\")))",
+			      got, sizeof got);
 	const char *want = "M - - process_name app\n"
 			   "M - - thread_name worker\n"
 			   "B 0.0 - main -\n"
@@ -160,39 +169,24 @@ static void test_json(void)
 	free(buf);
 }
 
-/* python3's reading of a speedscope file: each profile's type and name,
- * then its events (O/C FRAME-NAME AT) or samples (FRAME-NAMES WEIGHT),
- * then each frame as "name file line". */
+/* python3's reading of a speedscope file: the profile shown first, each
+ * profile's type, name, unit and values, then its events (O/C FRAME-NAME
+ * AT) or samples (FRAME-NAMES WEIGHT), then each frame as "name file line". */
 static void speedscope_read(const char *buf, size_t len, char *got, size_t cap)
 {
-	char path[] = "/tmp/mt-test-ss.XXXXXX";
-	int fd = mkstemp(path);
-	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
-	if (f) {
-		fwrite(buf, 1, len, f);
-		fclose(f);
-	}
-	char cmd[900];
-	snprintf(cmd, sizeof cmd,
-		 "python3 -c 'import json,sys\n"
-		 "t=json.load(open(sys.argv[1]))\n"
-		 "fr=t[\"shared\"][\"frames\"]\n"
-		 "print(t[\"activeProfileIndex\"])\n"
-		 "for p in t[\"profiles\"]:\n"
-		 " print(p[\"type\"], p[\"name\"], p[\"unit\"], p[\"startValue\"], p[\"endValue\"])\n"
-		 " for e in p.get(\"events\", []): print(e[\"type\"], fr[e[\"frame\"]][\"name\"], e[\"at\"])\n"
-		 " for s, w in zip(p.get(\"samples\", []), p.get(\"weights\", [])): "
-		 "print(\";\".join(fr[i][\"name\"] for i in s), w)\n"
-		 "for x in fr: print(x[\"name\"], x.get(\"file\", \"-\"), x.get(\"line\", \"-\"))' %s",
-		 path);
-	FILE *p = popen(cmd, "r");
-	char line[512];
-	got[0] = '\0';
-	while (p && fgets(line, sizeof line, p))
-		strncat(got, line, cap - strlen(got) - 1);
-	if (p && pclose(p))
+	if (python_reads(buf, len,
+			 "import json,sys\n"
+			 "t=json.load(open(sys.argv[1]))\n"
+			 "fr=t[\"shared\"][\"frames\"]\n"
+			 "print(t[\"activeProfileIndex\"])\n"
+			 "for p in t[\"profiles\"]:\n"
+			 " print(p[\"type\"], p[\"name\"], p[\"unit\"], p[\"startValue\"], p[\"endValue\"])\n"
+			 " for e in p.get(\"events\", []): print(e[\"type\"], fr[e[\"frame\"]][\"name\"], e[\"at\"])\n"
+			 " for s, w in zip(p.get(\"samples\", []), p.get(\"weights\", [])): "
+			 "print(\";\".join(fr[i][\"name\"] for i in s), w)\n"
+			 "for x in fr: print(x[\"name\"], x.get(\"file\", \"-\"), x.get(\"line\", \"-\"))",
+			 got, cap))
 		snprintf(got, cap, "python3 could not read it\n");
-	unlink(path);
 }
 
 static void test_speedscope(void)
@@ -260,6 +254,36 @@ static void test_speedscope(void)
 			 "slices, stack samples weighed by their periods");
 		if (strcmp(got, w) || st.left_out != (max ? 4u : 0u))
 			printf("# got (left out %" PRIu64 " under %" PRIu64 "):\n%s", st.left_out, st.left_out_under_ns, got);
+		free(m.buf);
+	}
+
+	/* 30 samples taking turns between two stacks (45 frame entries): with
+	 * --max-slices=2 (40 entries at most) one sample per stack; with 3, as
+	 * they came, but runs of one stack made one */
+	for (int max = 2; max <= 3; max++) {
+		struct memtrace m;
+		memtrace_open(&m, MT_PFTRACE_SPEEDSCOPE);
+		mt_pftrace_set_max_slices(m.pf, (uint64_t)max);
+		mt_pftrace_meta(m.pf, "comm\t7\t7\tapp");
+		struct mt_cs_sink s = m.s;
+		struct mt_cs_thread th = {.pid = 7, .tid = 7, .base = BASE};
+		const char *names[] = {"a", "c"}, *dsos[] = {"/bin/app", "/bin/app"};
+		for (int i = 0; i < 30; i++)
+			s.stack_sample(s.ctx, &th, (uint64_t)i, i % 2 ? 1 : 2, names, dsos, 100);
+		s.stack_sample(s.ctx, &th, 30, 1, names, dsos, 100);
+		struct mt_pftrace_stats st;
+		int rc = memtrace_close(&m, &st);
+		speedscope_read(m.buf ? m.buf : "", m.len, got, sizeof got);
+		bool grouped = !strcmp(got, "0\nsampled app (pid 7, tid 7): stack samples, one per stack (time order not kept) "
+					    "none 0 3100\na;c 1500\na 1600\na - -\nc - -\n");
+		const char *head = "0\nsampled app (pid 7, tid 7): stack samples none 0 3100\na;c 100\na 100\n";
+		bool kept = !strncmp(got, head, strlen(head)) &&
+			    strstr(got, "\na;c 100\na 200\na - -\nc - -\n") && !strstr(got, "grouped");
+		ok(!rc && (max == 2 ? grouped && st.samples_grouped : kept && !st.samples_grouped),
+		   max == 2 ? "speedscope --max-slices=2: 45 frame entries of samples past 40: one sample per stack, said"
+			    : "speedscope --max-slices=3: samples in time order, a run of one stack made one");
+		if (max == 2 ? !grouped : !kept)
+			printf("# got:\n%s", got);
 		free(m.buf);
 	}
 }

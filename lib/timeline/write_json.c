@@ -1,10 +1,11 @@
 /* write_json: the timeline as Chrome JSON (Trace Event Format,
  * perfetto-output.md section 8): M events naming processes and threads, B
- * and E events for slices (never X: its end is ts + dur, added by the reader
- * in doubles, JavaScript's numbers in chrome://tracing and speedscope, and
- * 898.083 + 0.0000000001 later began the next slice inside it; B and E
- * times are read, not added, and ends at one time nest by their order), i
- * for instants, C for the CPU frequency; microseconds with 3 decimals. */
+ * and E events for slices, i for instants, C for the CPU frequency;
+ * microseconds with 3 decimals. Never X: its end is ts + dur, added by the
+ * reader in doubles (JavaScript's numbers in chrome://tracing and
+ * speedscope), and 897.003 + 0.008 is 897.0110000000001 there, so the
+ * slice beginning at 897.011 was drawn inside it; B and E times are read,
+ * not added, and ends at one time nest in the order written. */
 #define _GNU_SOURCE
 #include "timeline/writer.h"
 
@@ -96,14 +97,14 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 		} else {
 			p = J_LIT(p, "{\"ph\":\"B\"");
 		}
-		/* an E names its slice: speedscope ends the slice on top only
-		 * with an E of its name (else it drops the E, and warns) */
 		p = J_LIT(p, ",\"pid\":");
 		p = mt_put_dec(p, w->pid);
 		p = J_LIT(p, ",\"tid\":");
 		p = mt_put_dec(p, w->tid);
 		p = J_LIT(p, ",\"ts\":");
 		p = j_us(p, time - w->base);
+		/* an E names its slice: speedscope ends the slice on top only
+		 * with an E of its name (else it drops the E, and warns) */
 		if (type == TL_END && name) {
 			p = J_LIT(p, ",\"name\":\"");
 			p = mt_tl_json_str(p, 2048, name);

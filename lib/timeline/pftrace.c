@@ -302,6 +302,46 @@ static void s_stack(void *ctx, struct mt_cs_thread *th, uint64_t time, size_t n,
 		it->u.value = (double)period;
 }
 
+bool mt_tl_stack_split(struct mt_tl_stack *s, const char *key)
+{
+	size_t len = strlen(key), n = 1;
+	for (const char *p = key; *p; p++)
+		n += *p == MT_TL_FRAME_SEP;
+	if (!mt_grow((void **)&s->copy, &s->capcopy, len + 1, 1))
+		return false;
+	if (n > s->cap) {
+		const char **a = realloc(s->names, 2 * n * sizeof *a);
+		if (a)
+			s->names = a;
+		const char **b = a ? realloc(s->dsos, 2 * n * sizeof *b) : NULL;
+		if (!b)
+			return false;
+		s->dsos = b;
+		s->cap = 2 * n;
+	}
+	memcpy(s->copy, key, len + 1);
+	s->n = 0;
+	for (char *p = s->copy; p && s->n < n; s->n++) {
+		char *next = strchr(p, MT_TL_FRAME_SEP);
+		if (next)
+			*next++ = '\0';
+		char *dso = strchr(p, MT_TL_DSO_SEP);
+		if (dso)
+			*dso++ = '\0';
+		s->names[s->n] = p;
+		s->dsos[s->n] = dso ? dso : "";
+		p = next;
+	}
+	return true;
+}
+
+void mt_tl_stack_free(struct mt_tl_stack *s)
+{
+	free(s->copy);
+	free(s->names);
+	free(s->dsos);
+}
+
 /* --- arrival order: the stacks straight to the writer ------------------------ */
 
 static void a_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const struct mt_cs_frame *f)

@@ -49,10 +49,7 @@ struct mt_tl_calls {
 	size_t nci, capci;
 	struct cpath *cp;
 	size_t ncp, capcp;
-	const char **snames, **sdsos; /* a stack sample's frames */
-	size_t capsample;
-	char *keycopy;
-	size_t capkey;
+	struct mt_tl_stack sample; /* a stack sample's frames */
 };
 
 struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink)
@@ -75,9 +72,7 @@ void mt_tl_calls_free(struct mt_tl_calls *c)
 	free(c->cp);
 	free(c->th);
 	free(c->ci);
-	free(c->snames);
-	free(c->sdsos);
-	free(c->keycopy);
+	mt_tl_stack_free(&c->sample);
 	free(c);
 }
 
@@ -293,47 +288,18 @@ static void calls_counter(struct seqw *w, uint64_t time, unsigned k, double valu
 	(void)value;
 }
 
-/* A stack sample's key (writer.h: frames outermost first, NAME US DSO,
- * RS between) split back into its frames. */
+/* A stack sample, its key split back into its frames. */
 static void calls_stack_sample(struct seqw *w, uint64_t time, const char *key, uint64_t period)
 {
 	(void)period;
 	struct mt_tl_calls *c = w->pf->calls;
 	if (!c->sink.sample)
 		return;
-	size_t len = strlen(key), n = 1;
-	for (const char *p = key; *p; p++)
-		n += *p == MT_TL_FRAME_SEP;
-	if (!mt_grow((void **)&c->keycopy, &c->capkey, len + 1, 1)) {
+	if (!mt_tl_stack_split(&c->sample, key)) {
 		w->pf->oom = true;
 		return;
 	}
-	if (n > c->capsample) {
-		const char **a = realloc(c->snames, 2 * n * sizeof *a);
-		if (a)
-			c->snames = a;
-		const char **b = a ? realloc(c->sdsos, 2 * n * sizeof *b) : NULL;
-		if (!b) {
-			w->pf->oom = true;
-			return;
-		}
-		c->sdsos = b;
-		c->capsample = 2 * n;
-	}
-	memcpy(c->keycopy, key, len + 1);
-	size_t i = 0;
-	for (char *p = c->keycopy; p && i < n; i++) {
-		char *next = strchr(p, MT_TL_FRAME_SEP);
-		if (next)
-			*next++ = '\0';
-		char *dso = strchr(p, MT_TL_DSO_SEP);
-		if (dso)
-			*dso++ = '\0';
-		c->snames[i] = p;
-		c->sdsos[i] = dso ? dso : "";
-		p = next;
-	}
-	c->sink.sample(c->sink.ctx, w->pid, w->tid, time, i, c->snames, c->sdsos);
+	c->sink.sample(c->sink.ctx, w->pid, w->tid, time, c->sample.n, c->sample.names, c->sample.dsos);
 }
 
 const struct mt_tl_ops mt_tl_calls = {

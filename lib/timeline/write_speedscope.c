@@ -64,7 +64,8 @@ struct mt_tl_ss {
 	size_t npool, cappool;
 	struct ss_thread *th;    /* by the pthread's index */
 	size_t nth, capth;
-	uint32_t *path;          /* a stack being parsed */
+	struct mt_tl_stack split; /* a stack sample's key split */
+	uint32_t *path;          /* its frames */
 	size_t cappath;
 };
 
@@ -244,8 +245,8 @@ static void ss_counter(struct seqw *w, uint64_t time, unsigned k, double value)
 	(void)w, (void)time, (void)k, (void)value;
 }
 
-/* A stack sample: its key (writer.h: NAME US DSO a frame, outermost first,
- * RS between) parsed once into frames, the sample kept with its period. */
+/* A stack sample: its key split once into frames, the sample kept with
+ * its period. */
 static void ss_stack_sample(struct seqw *w, uint64_t time, const char *key, uint64_t period)
 {
 	(void)time;
@@ -261,24 +262,15 @@ static void ss_stack_sample(struct seqw *w, uint64_t time, const char *key, uint
 		return;
 	}
 	if (!found) {
-		size_t n = 0;
-		char name[4096];
-		for (const char *p = key; *p;) {
-			const char *end = p + strcspn(p, "\x1e"), *dso = memchr(p, MT_TL_DSO_SEP, (size_t)(end - p));
-			size_t len = (size_t)((dso ? dso : end) - p);
-			if (len >= sizeof name)
-				len = sizeof name - 1;
-			memcpy(name, p, len);
-			name[len] = '\0';
-			if (!mt_grow((void **)&ss->path, &ss->cappath, n + 1, sizeof *ss->path)) {
-				pf->oom = true;
-				return;
-			}
-			ss->path[n++] = frame_of(pf, mt_tl_intern(pf, name));
-			if (pf->oom)
-				return;
-			p = *end ? end + 1 : end;
+		/* once per distinct stack: its frames, whole names interned */
+		if (!mt_tl_stack_split(&ss->split, key) ||
+		    !mt_grow((void **)&ss->path, &ss->cappath, ss->split.n + 1, sizeof *ss->path)) {
+			pf->oom = true;
+			return;
 		}
+		size_t n = ss->split.n;
+		for (size_t i = 0; i < n && !pf->oom; i++)
+			ss->path[i] = frame_of(pf, mt_tl_intern(pf, ss->split.names[i]));
 		if (pf->oom || !mt_grow((void **)&ss->stack_pool, &ss->cappool, ss->npool + n + 1, sizeof *ss->stack_pool)) {
 			pf->oom = true;
 			return;
@@ -452,6 +444,7 @@ static void ss_free(struct mt_tl_ss *ss)
 	free(ss->by_stack.v);
 	free(ss->stack_pool);
 	free(ss->path);
+	mt_tl_stack_free(&ss->split);
 	free(ss);
 }
 

@@ -237,6 +237,19 @@ bool mt_tl_callinfo_take(struct mt_pftrace *pf, uint64_t id, struct mt_cs_counts
 struct mt_tl_calls *mt_tl_calls_new(const struct mt_tl_calls_sink *sink);
 void mt_tl_calls_free(struct mt_tl_calls *c);
 
+/* A stack sample's key (IT_STACK's name) split back into its frames:
+ * names[i] and dsos[i] for i < n, outermost first, pointing into copy;
+ * valid until the next split. */
+struct mt_tl_stack {
+	char *copy;
+	size_t capcopy;
+	const char **names, **dsos;
+	size_t n, cap;
+};
+/* false: out of memory */
+bool mt_tl_stack_split(struct mt_tl_stack *s, const char *key);
+void mt_tl_stack_free(struct mt_tl_stack *s);
+
 /* s as a JSON string's contents (quotes, backslashes and control bytes
  * escaped), at most about cap - 8 bytes of it; returns the end (no NUL).
  * 6 * strlen(s) + 8 bytes hold all of it. */

@@ -189,6 +189,15 @@ static void speedscope_read(const char *buf, size_t len, char *got, size_t cap)
 		snprintf(got, cap, "python3 could not read it\n");
 }
 
+/* A speedscope trace of thread 7 ("app") with --max-slices=max; its sink. */
+static struct mt_cs_sink speedscope_open(struct memtrace *m, uint64_t max)
+{
+	memtrace_open(m, MT_PFTRACE_SPEEDSCOPE);
+	mt_pftrace_set_max_slices(m->pf, max);
+	mt_pftrace_meta(m->pf, "comm\t7\t7\tapp");
+	return m->s;
+}
+
 static void test_speedscope(void)
 {
 	size_t len;
@@ -208,10 +217,7 @@ static void test_speedscope(void)
 	 * then the same with --max-slices=2 */
 	for (int max = 0; max <= 2; max += 2) {
 		struct memtrace m;
-		memtrace_open(&m, MT_PFTRACE_SPEEDSCOPE);
-		mt_pftrace_set_max_slices(m.pf, (uint64_t)max);
-		mt_pftrace_meta(m.pf, "comm\t7\t7\tapp");
-		struct mt_cs_sink s = m.s;
+		struct mt_cs_sink s = speedscope_open(&m, (uint64_t)max);
 		struct mt_cs_thread th = {.pid = 7, .tid = 7, .base = BASE};
 		struct mt_cs_frame fa = {.name = "a", .id = 1, .file = "a.c", .line = 3}, fb = {.name = "b", .id = 2},
 				   fc = {.name = "c", .id = 3}, fd = {.name = "d", .id = 4}, fb2 = {.name = "b", .id = 5},
@@ -262,10 +268,7 @@ static void test_speedscope(void)
 	 * they came, but runs of one stack made one */
 	for (int max = 2; max <= 3; max++) {
 		struct memtrace m;
-		memtrace_open(&m, MT_PFTRACE_SPEEDSCOPE);
-		mt_pftrace_set_max_slices(m.pf, (uint64_t)max);
-		mt_pftrace_meta(m.pf, "comm\t7\t7\tapp");
-		struct mt_cs_sink s = m.s;
+		struct mt_cs_sink s = speedscope_open(&m, (uint64_t)max);
 		struct mt_cs_thread th = {.pid = 7, .tid = 7, .base = BASE};
 		const char *names[] = {"a", "c"}, *dsos[] = {"/bin/app", "/bin/app"};
 		for (int i = 0; i < 30; i++)

@@ -12,22 +12,62 @@ TOPERFETTO=$MT_BIN/mt-toperfetto
 PFCHECK=$MT_TESTTOOLS/pfcheck
 MT_GOLD=$MT_REAL/magic-trace
 
-golden() { # NAME
-	"$PT2EVENTS" "$MT_GOLD/$1.perf" > "$BATS_TEST_TMPDIR/ev"
-	"$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/stacks" 2> "$BATS_TEST_TMPDIR/err"
-	cmp "$MT_GOLD/$1.expected" "$BATS_TEST_TMPDIR/stacks"
+# magic-trace's expected text, with one change: it prints a kernel address
+# as a negative OCaml integer ("[unknown @ -0x50ffef00 ([unknown])]" for
+# 0xffffffffaf001100), its printing quirk, not a rule: the address is held.
+gold_expected() { # NAME
+	python3 - "$MT_GOLD/$1.expected" > "$BATS_TEST_TMPDIR/expected" <<'PY'
+import re, sys
+text = open(sys.argv[1]).read()
+sys.stdout.write(re.sub(r"\[unknown @ -0x([0-9a-f]+)",
+                        lambda m: "[unknown @ 0x%x" % ((1 << 64) - int(m.group(1), 16)), text))
+PY
 }
 
-@test "magic-trace golden: hello_world_userspace reproduces byte for byte" { golden hello_world_userspace; }
-@test "magic-trace golden: memmove_decode_error reproduces byte for byte (+1 ns rule, inferred frames)" {
+golden() { # NAME
+	gold_expected "$1"
+	"$PT2EVENTS" --input=perf-script "$MT_GOLD/$1.perf" > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/stacks" 2> "$BATS_TEST_TMPDIR/err"
+	diff "$BATS_TEST_TMPDIR/expected" "$BATS_TEST_TMPDIR/stacks"
+	# the binary stream carries the same
+	"$PT2EVENTS" --input=perf-script --output-format=binary "$MT_GOLD/$1.perf" |
+		"$TOPERFETTO" --format=stacks > "$BATS_TEST_TMPDIR/stacks.bin"
+	cmp "$BATS_TEST_TMPDIR/stacks" "$BATS_TEST_TMPDIR/stacks.bin"
+}
+
+# All ten of magic-trace's call-stack expect tests (its test/ folder, see
+# shared/testdata/real/README.md section 3), each byte for byte.
+@test "magic-trace golden: hello_world_userspace (ld.so start-up, [untraced], [syscall], inferred frames)" { golden hello_world_userspace; }
+@test "magic-trace golden: memmove_decode_error (+1 ns rule, inferred frames)" {
 	golden memmove_decode_error
 	grep -q "decode errors in the trace, e.g. 'Overflow packet'" "$BATS_TEST_TMPDIR/err"
 }
+@test "magic-trace golden: btree_rebalance_decode_error" { golden btree_rebalance_decode_error; }
+@test "magic-trace golden: page_fault (user and kernel, iret with no saved stack)" { golden page_fault; }
+@test "magic-trace golden: simple_gogo (Go's gogo rule)" { golden simple_gogo; }
+@test "magic-trace golden: c_demo_sampling (stack samples by IP, spread to the next change, a kernel address)" {
+	golden c_demo_sampling
+	grep -q 'unknown @ 0xffffffffaf001100 (\[unknown\])' "$BATS_TEST_TMPDIR/stacks"
+}
+@test "magic-trace golden: ocaml_demo_sampling (an unchanged sample does not end the spreading)" { golden ocaml_demo_sampling; }
+@test "magic-trace golden: demo_with_branch_misses ([unknown @ ADDR (DSO)] in Intel PT mode)" {
+	golden demo_with_branch_misses
+	grep -q ' BEGIN \[unknown @ 0x7fca993839a0 (/usr/lib64/libc-2.28.so)\]$' "$BATS_TEST_TMPDIR/stacks"
+}
+@test "magic-trace golden: demo_with_branch_misses_and_cache_misses" { golden demo_with_branch_misses_and_cache_misses; }
+@test "magic-trace golden: demo_sampling_with_branch_misses_and_cache_misses (miss samples are marks, not stacks)" {
+	golden demo_sampling_with_branch_misses_and_cache_misses
+}
 
-@test "the binary event stream gives the same stacks as the text one" {
-	"$PT2EVENTS" --output-format=binary "$MT_GOLD/hello_world_userspace.perf" |
-		"$TOPERFETTO" --format=stacks > "$BATS_TEST_TMPDIR/stacks"
-	cmp "$MT_GOLD/hello_world_userspace.expected" "$BATS_TEST_TMPDIR/stacks"
+@test "the timeline holds a sampled leaf by function; the stacks format diffs it by IP as magic-trace does" {
+	# c_demo_sampling's second sample finds _dl_open again at another IP:
+	# magic-trace (stacks) ends and restarts it, the timeline holds it
+	"$PT2EVENTS" --input=perf-script "$MT_GOLD/c_demo_sampling.perf" > "$BATS_TEST_TMPDIR/ev"
+	"$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/stacks"
+	"$TOPERFETTO" --format=threads "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/threads"
+	grep -q '^247.203us END   _dl_open$' "$BATS_TEST_TMPDIR/stacks"
+	[ "$(awk -F'\t' '$4 == "begin" && $5 == "_dl_open"' "$BATS_TEST_TMPDIR/threads" | wc -l)" -lt \
+	  "$(grep -c ' BEGIN _dl_open$' "$BATS_TEST_TMPDIR/stacks")" ]
 }
 
 rule() { # CASE [OPTION]
@@ -49,18 +89,18 @@ rule() { # CASE [OPTION]
 # samples: main, f, g at 100 spread over the 10 ns to the next sample (0,
 # 3, 6); at 110 g is sampled at another IP: one slice still (the leaf is held
 # by function, issue 26); at 120 k replaces f and g.
-@test "rule 5.9: stack samples keep the common prefix by IP, the leaf by function" { rule samples; }
+@test "rule 5.9: stack samples keep the common prefix by IP, the leaf by function" { rule samples --sample-leaf=function; }
 # samples2: main, f at 0 (f at 5, spread to the next sample); f then calls g
 # (kept: f was the leaf); at 120 f's call site moves (0x24 -> 0x28): f and
 # g end and begin again, spread 20, 25; at 130 g ends; at 140 the leaf has
 # no symbol: [unknown @ 0x40 (/x)], as magic-trace names it.
-@test "stack samples: a leaf that calls on stays, a caller at another call site reopens, unknown frames say where" { rule samples2; }
+@test "stack samples: a leaf that calls on stays, a caller at another call site reopens, unknown frames say where" { rule samples2 --sample-leaf=function; }
 # offcpu: main, f at 0 (f at 5); the switch-out at 10 ends both and begins
 # [off-CPU] to 50; the sample at 60 shares main and f (f by name, the
 # leaf) with the stack that ended: both begin again at 50, spread to the
 # sample (50, 55); the preempted switch at 70-75 likewise, but the sample
 # at 80 shares main only: main from 75, g from 80.
-@test "off-CPU: a switch-out ends the frames, [off-CPU] or [preempted] until the switch-in, shared frames resume there" { rule offcpu; }
+@test "off-CPU: a switch-out ends the frames, [off-CPU] or [preempted] until the switch-in, shared frames resume there" { rule offcpu --sample-leaf=function; }
 @test "rule 5.11: Go's gogo pops through runtime.mcall and one more" { rule go; }
 @test "rule 5.5: a return on an empty stack is an [unknown] slice, not lost at the end" { rule unk2; }
 @test "rule 5.10: an aborted TSX transaction's events are dropped" { rule tx; }
@@ -283,7 +323,9 @@ PY
 	diff "$BATS_TEST_TMPDIR/pf" "$BATS_TEST_TMPDIR/fxt"
 	# branch-miss samples ride along as zero-length events
 	"$PT2EVENTS" "$MT_GOLD/demo_with_branch_misses.perf" | "$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/b.fxt" 2>/dev/null
-	[ "$(python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/b.fxt" | wc -l)" -eq $((1378 + 1723)) ]
+	# (the slices: magic-trace's own for this input, its .expected's BEGINs)
+	[ "$(python3 "$BATS_TEST_DIRNAME/tools/fxtread.py" "$BATS_TEST_TMPDIR/b.fxt" | wc -l)" -eq \
+	  $(( $(grep -c ' BEGIN ' "$MT_GOLD/demo_with_branch_misses.expected") + $(grep -c 'branch-misses' "$MT_GOLD/demo_with_branch_misses.perf") )) ]
 }
 
 @test "FXT: more than 32767 distinct names (magic-trace's 'ran out of FTF string IDs') still load" {

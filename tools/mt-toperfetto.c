@@ -55,6 +55,13 @@ static void usage(FILE *f)
 "                           time in ns), samples (stack samples there),\n"
 "                           instructions or cycles (each call's own).\n"
 "                           Default: samples for a sampled stream, else time\n"
+"      --sample-leaf=HOW    stack samples: function (a leaf's slice lasts while\n"
+"                           samples keep finding its function; a change's calls\n"
+"                           spread up to the next sample) or ip (magic-trace's\n"
+"                           rule: diffed by IP down to the leaf, a change's\n"
+"                           calls spread up to the next change). Default: ip\n"
+"                           for stacks (magic-trace's test format), else\n"
+"                           function\n"
 "      --filter=START,STOP  write only what runs from each call to START up to\n"
 "                           the next call to STOP (one pass; unpaired calls\n"
 "                           write nothing)\n"
@@ -96,6 +103,7 @@ int main(int argc, char **argv)
 		{"stats", no_argument, NULL, 'S'},
 		{"weight", required_argument, NULL, 'W'},
 		{"ptwrite-track", required_argument, NULL, 1000},
+		{"sample-leaf", required_argument, NULL, 1001},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
@@ -105,6 +113,7 @@ int main(int argc, char **argv)
 	int weight = -1; /* folded: -1 as the stream says */
 	bool format_given = false;
 	bool annotate = true, stats = false, ptwrite_counter = false;
+	int leaf_by_ip = -1; /* -1: by the format (stacks: magic-trace's ip) */
 	char *filter = NULL, *filter_stop = NULL;
 	size_t window = MT_PFTRACE_WINDOW;
 	uint64_t max_slices = 0;
@@ -141,6 +150,13 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			ptwrite_counter = !strcmp(optarg, "counter");
+			break;
+		case 1001:
+			if (strcmp(optarg, "ip") && strcmp(optarg, "function")) {
+				fprintf(stderr, PROG ": bad --sample-leaf '%s': expected ip or function\n", optarg);
+				return EXIT_USAGE;
+			}
+			leaf_by_ip = !strcmp(optarg, "ip");
 			break;
 		case 'S': stats = true; break;
 		case 'W':
@@ -258,7 +274,7 @@ int main(int argc, char **argv)
 	struct mt_rebuild_opts ro = {
 		.prog = PROG, .filter_start = filter, .filter_stop = filter_stop,
 		.annotate_inferred = annotate && format == FMT_STACKS, .arrival_order = format == FMT_STACKS,
-		.ptwrite_counter = ptwrite_counter,
+		.ptwrite_counter = ptwrite_counter, .magic_trace_samples = leaf_by_ip < 0 ? format == FMT_STACKS : leaf_by_ip,
 		.ocaml_notes = !getenv("MT_NO_OCAML_EXCEPTION_DEBUG_INFO") &&
 			       !getenv("MAGIC_TRACE_NO_OCAML_EXCEPTION_DEBUG_INFO"),
 	};

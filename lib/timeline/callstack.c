@@ -443,7 +443,8 @@ static int col_of_key(const char *k)
 	switch (k[0]) {
 	case 't':
 		c = k[1] == 'x' ? C_TX : k[1] == 'o' && k[2] == '_' ?
-		    (k[3] == 's' ? C_TO_SYM : k[3] == 'f' ? C_TO_FILE : k[3] == 'l' ? C_TO_LINE : C_TO_OFF) : -1;
+		    (k[3] == 's' ? C_TO_SYM : k[3] == 'f' ? C_TO_FILE : k[3] == 'l' ? C_TO_LINE :
+					    k[3] == 'd' ? C_TO_DSO : C_TO_OFF) : -1;
 		break;
 	case 'f': c = k[1] == 'r' && k[2] == 'o' ? C_FROM_SYM : C_FRAME; break;
 	case 'v': c = C_VIA; break;
@@ -544,6 +545,20 @@ static inline const char *sym_name_of(struct mt_cs *cs, enum col key)
 	return sym_intern(cs, s, slot);
 }
 
+/* An address no symbol covers in a known object: magic-trace's name
+ * "[unknown @ 0xIP (DSO)]" (its perf_decode.ml), one per address. */
+static __attribute__((noinline)) const char *unknown_at(struct mt_cs *cs, uint64_t ip, const char *dso)
+{
+	char *name = NULL;
+	if (asprintf(&name, "[unknown @ 0x%" PRIx64 " (%s)]", ip, dso) < 0)
+		name = NULL;
+	const char *n = name ? mt_strtab_intern(&cs->names, name) : NULL;
+	free(name);
+	if (!n)
+		cs->oom = true;
+	return n ? n : cs->n_unknown;
+}
+
 /* The interned name in column key; to_sym's is kept with the event's
  * scanned columns (most events are calls and returns: asked for it). */
 static inline const char *sym_name(struct mt_cs *cs, enum col key)
@@ -553,6 +568,15 @@ static inline const char *sym_name(struct mt_cs *cs, enum col key)
 	if (!cs->scan->to_name)
 		cs->scan->to_name = sym_name_of(cs, key);
 	return cs->scan->to_name;
+}
+
+/* The name of an event's destination: its symbol, else where it is. */
+static inline const char *to_name(struct mt_cs *cs, const struct mt_event *ev)
+{
+	const char *n = sym_name(cs, C_TO_SYM);
+	if (n == cs->n_unknown && extra(cs, C_TO_DSO) && *extra(cs, C_TO_DSO))
+		return unknown_at(cs, ev->to, extra(cs, C_TO_DSO));
+	return n;
 }
 
 /* ocaml_mode_b's frames named caml_* (out of line: rare). */
@@ -592,15 +616,17 @@ void mt_cs_warn_once(struct mt_cs *cs, unsigned bit, const char *msg)
 }
 
 /* A sample frame "0xIP NAME+0xOFF (DSO)": its name without +0xOFF and (DSO),
- * or magic-trace's "[unknown @ 0xIP (DSO)]" when no symbol covers it. */
+ * or magic-trace's "[unknown @ 0xIP (DSO)]" when no symbol covers it. Any
+ * length: a C++ name cut would merge functions. */
 static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, const char **dso_out)
 {
 	char *e;
 	*ip = strtoull(v, &e, 16);
 	while (*e == ' ')
 		e++;
-	char name[1024];
-	snprintf(name, sizeof name, "%s", e);
+	char *name = strdup(e);
+	if (!name)
+		return NULL;
 	/* the object: inside " (...)", "[unknown]" when there is none */
 	char *dso = strstr(name, " (");
 	*dso_out = cs->n_unknown_dso;
@@ -613,30 +639,33 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, con
 		if (dl)
 			*dso_out = mt_strtab_intern(&cs->names, d);
 	}
-	if (!*dso_out)
-		return NULL;
-	if (!*name || !strcmp(name, "[unknown]")) {
-		char unk[1100];
-		snprintf(unk, sizeof unk, "[unknown @ 0x%" PRIx64 " (%s)]", *ip, *dso_out);
-		return mt_strtab_intern(&cs->names, unk);
+	const char *r = NULL;
+	if (!*dso_out) {
+		/* out of memory */
+	} else if (!*name || !strcmp(name, "[unknown]")) {
+		r = unknown_at(cs, *ip, *dso_out);
+	} else {
+		char *off = strstr(name, "+0x");
+		for (char *q = off; q; q = strstr(q + 1, "+0x"))
+			off = q;
+		if (off)
+			*off = '\0';
+		r = mt_strtab_intern(&cs->names, name);
 	}
-	char *off = strstr(name, "+0x");
-	for (char *q = off; q; q = strstr(q + 1, "+0x"))
-		off = q;
-	if (off)
-		*off = '\0';
-	return mt_strtab_intern(&cs->names, name);
+	free(name);
+	return r;
 }
 
 /* How many frames of s a sample (ips, names, outermost first) continues:
  * callers by IP, the leaf of either by function (stack_sample). The ones
  * kept take the sample's IPs, the next sample is held against them. */
-static size_t common_frames(struct stack *s, const uint64_t *ips, const char *const *names, size_t nf)
+static size_t common_frames(struct stack *s, const uint64_t *ips, const char *const *names, size_t nf,
+			    bool leaf_by_ip)
 {
 	size_t m = 0;
 	while (m < nf && m < s->n) {
 		struct frame *f = &s->v[m];
-		bool leaf = m + 1 == nf || m + 1 == s->n;
+		bool leaf = !leaf_by_ip && (m + 1 == nf || m + 1 == s->n);
 		if (f->ip != ips[m] && !(leaf && f->name == names[m]))
 			break;
 		f->ip = ips[m];
@@ -730,15 +759,15 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		 * this sample shares with the stack that ended ran from the
 		 * switch in */
 		t->resumed = false;
-		size_t h = common_frames(&t->held, ips, names, nf);
+		size_t h = common_frames(&t->held, ips, names, nf, cs->opts.magic_trace_samples);
 		for (size_t i = 0; i < h; i++)
 			call(cs, t, t->resume_time, t->held.v[i].ip, t->held.v[i].name);
 	}
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
-	if (t->npending && t->pending_time != time)
+	if (t->npending && t->pending_time != time && !cs->opts.magic_trace_samples)
 		flush(cs, t, time);
-	m = common_frames(&t->cur, ips, names, nf);
+	m = common_frames(&t->cur, ips, names, nf, cs->opts.magic_trace_samples);
 	for (size_t i = t->cur.n; i > m; i--)
 		ret(cs, t, time);
 	for (size_t i = m; i < nf; i++) {
@@ -748,6 +777,35 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		call(cs, t, time, ips[i], names[i]);
 	}
 	cs->src_ip = 0;
+}
+
+/* Whether a sample's callchain is the thread's stack: the samples of the
+ * first event that brings one (magic-trace's cycles), never those of
+ * branch-misses or cache-misses (magic-trace's extra events, marks where
+ * they hit); another event's are marks too, so that stacks sampled on two
+ * clocks do not fight over one timeline. */
+static bool is_stack_event(struct mt_cs *cs, const char *event)
+{
+	if (!event)
+		return true;
+	if (!strncmp(event, "branch-misses", 13) || !strncmp(event, "cache-misses", 12))
+		return false;
+	if (!cs->stack_event) {
+		cs->stack_event = mt_strtab_intern(&cs->names, event);
+		return true;
+	}
+	return !strcmp(cs->stack_event, event);
+}
+
+/* A mark's place, when it came with a callchain: its innermost frame
+ * (magic-trace: the first callchain line). */
+static const char *leaf_frame_name(struct mt_cs *cs, const struct mt_event *ev, uint64_t *ip)
+{
+	const char *leaf = NULL, *dso;
+	for (unsigned i = 0; i < ev->nextra; i++)
+		if (ev->extra[i].val && !strcmp(ev->extra[i].key, "frame"))
+			leaf = ev->extra[i].val;
+	return frame_name(cs, leaf, ip, &dso);
 }
 
 /* A return, jump or int to an exception handler: the raise left the try
@@ -763,7 +821,7 @@ static inline __attribute__((always_inline)) void check_symbol_or_entertrap(stru
 		mt_cs_clear_trap_stack(cs, t, time);
 		return;
 	}
-	check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+	check_current_symbol(cs, t, time, ev->to, to_name(cs, ev));
 }
 
 
@@ -774,7 +832,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 		mt_cs_trap_walk(cs, t, time, ev);
 	switch (ev->kind) {
 	case MT_EV_CALL:
-		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		call(cs, t, time, ev->to, to_name(cs, ev));
 		break;
 	case MT_EV_RETURN:
 		if (!cs->ntraps)
@@ -786,7 +844,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 		check_symbol_or_entertrap(cs, t, time, ev);
 		break;
 	case MT_EV_TX_ABORT:
-		check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		check_current_symbol(cs, t, time, ev->to, to_name(cs, ev));
 		break;
 	case MT_EV_SYSCALL:
 	case MT_EV_INTERRUPT:
@@ -797,7 +855,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 		}
 		mt_cs_push_inactive(cs, t);
 		set_callstack(t, is_kernel_addr(ev->to), time);
-		call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+		call(cs, t, time, ev->to, to_name(cs, ev));
 		break;
 	case MT_EV_SYSRET:
 	case MT_EV_IRET:
@@ -806,7 +864,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 			mt_cs_pop_inactive(t);
 		} else {
 			set_callstack(t, is_kernel_addr(ev->to), time);
-			check_current_symbol(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+			check_current_symbol(cs, t, time, ev->to, to_name(cs, ev));
 		}
 		break;
 	case MT_EV_TRACE_END: {
@@ -814,7 +872,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 		if (!via) {
 			call(cs, t, time, 0, cs->n_untraced);
 		} else if (!strcmp(via, "call")) {
-			call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+			call(cs, t, time, ev->to, to_name(cs, ev));
 		} else if (!strcmp(via, "return")) {
 			call(cs, t, time, 0, cs->n_returned);
 		} else if (!strcmp(via, "syscall")) {
@@ -827,7 +885,7 @@ static inline __attribute__((always_inline)) void trace_event(struct mt_cs *cs, 
 	}
 	case MT_EV_TRACE_START:
 		if (!t->cur.n) {
-			call(cs, t, time, ev->to, sym_name(cs, C_TO_SYM));
+			call(cs, t, time, ev->to, to_name(cs, ev));
 		} else {
 			if (!cs->ntraps)
 				ocaml_mode_b(cs, t, time);
@@ -1168,14 +1226,18 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 	}
 	case MT_EV_SAMPLE: {
 		const char *event = extra(cs, C_EVENT), *period = extra(cs, C_PERIOD);
-		if (extra(cs, C_FRAME)) {
+		if (extra(cs, C_FRAME) && is_stack_event(cs, event)) {
 			stack_sample(cs, t, time, ev, period ? strtoull(period, NULL, 10) : 1);
 		} else {
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)
 				return mt_err_set(err, MT_ENOMEM, "out of memory");
-			out(cs, &(struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = sym_name(cs, C_FROM_SYM),
-						.name2 = ename, .ip = ev->from,
+			uint64_t ip = ev->from;
+			const char *where = extra(cs, C_FRAME) ? leaf_frame_name(cs, ev, &ip) : sym_name(cs, C_FROM_SYM);
+			if (!where)
+				return mt_err_set(err, MT_ENOMEM, "out of memory");
+			out(cs, &(struct logrec){.k = L_SAMPLE, .t = t, .time = time, .name = where,
+						.name2 = ename, .ip = ip,
 						.value = period ? (double)strtoull(period, NULL, 10) : 1});
 		}
 		break;

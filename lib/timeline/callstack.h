@@ -88,6 +88,13 @@ struct mt_cs_opts {
 	bool counts;
 	/* PTWRITE payloads as the process's ptwrite counter, not instants */
 	bool ptwrite_counter;
+	/* Stack samples as magic-trace takes them (its expect tests): diffed
+	 * by IP down to the leaf, so the leaf's slice ends and begins again at
+	 * every sample that finds it at another instruction, and the calls of
+	 * a change spread up to the next change. Without, the leaf is held by
+	 * function (one slice while samples keep finding it) and the calls of
+	 * a change spread up to the next sample at most. */
+	bool magic_trace_samples;
 	/* Warnings (decode errors, unusual input), at most once per kind. */
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;

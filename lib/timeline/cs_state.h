@@ -78,9 +78,9 @@ struct txev {
  * extra columns (a lookup by name per use cost a tenth of the time). The
  * first of a repeated key counts. */
 enum col { C_TO_SYM, C_FROM_SYM, C_VIA, C_TX, C_TO_FILE, C_TO_LINE, C_TO_OFF, C_MHZ, C_EVENT, C_FRAME, C_PERIOD,
-	   C_PREEMPT, C_COUNT };
+	   C_PREEMPT, C_TO_DSO, C_COUNT };
 static const char *const col_names[C_COUNT] = {"to_sym", "from_sym", "via", "tx", "to_file", "to_line", "to_off",
-						"mhz", "event", "frame", "period", "preempt"};
+						"mhz", "event", "frame", "period", "preempt", "to_dso"};
 
 /* Caches by string pointer while the input's strings are stable (a
  * binary stream's table, events.h strings_epoch): column keys and symbol
@@ -132,6 +132,7 @@ struct mt_cs {
 	 * written only once a call to stop closes it; until then its output
 	 * waits in log */
 	const char *filter_start, *filter_stop;
+	const char *stack_event; /* the event whose samples' callchains are stacks (is_stack_event) */
 	bool in_region, tentative;
 	bool ending_stacks;       /* end_of_thread is ending the stacks: returns not seen */
 	uint64_t filter_starts, filter_regions; /* calls to start; regions a stop closed */

@@ -44,7 +44,8 @@ int mt_rebuild(struct mt_events_reader *r, struct mt_pftrace *pf, const struct m
 	mt_pftrace_sink(pf, &sink);
 	struct mt_cs_opts co = {.annotate_inferred = opts->annotate_inferred, .warn = warn, .warn_ctx = &wctx,
 				.starts_when_known = !opts->arrival_order, .counts = mt_pftrace_wants_counts(pf),
-				.ptwrite_counter = opts->ptwrite_counter};
+				.ptwrite_counter = opts->ptwrite_counter,
+				.magic_trace_samples = opts->magic_trace_samples};
 	struct mt_cs *cs = mt_cs_new(&sink, &co);
 	if (!cs) {
 		res->read_rc = mt_err_set(err, MT_ENOMEM, "out of memory");

@@ -21,6 +21,7 @@ struct mt_rebuild_opts {
 	bool arrival_order;       /* the writer takes magic-trace's order (stacks) */
 	bool ocaml_notes;         /* OCaml mode A from the objects' trap notes */
 	bool ptwrite_counter;     /* mt_cs_opts.ptwrite_counter */
+	bool magic_trace_samples;   /* mt_cs_opts.magic_trace_samples */
 };
 
 struct mt_rebuild_result {

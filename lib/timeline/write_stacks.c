@@ -8,12 +8,21 @@
 #define _GNU_SOURCE
 #include "timeline/writer.h"
 
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
 /* Core's Time_ns.Span.to_string_hum: ns, us, ms or s, at most 3 decimals,
  * trailing zeros dropped. Written by hand (printf was most of the time);
  * returns the end (no NUL). */
+static __attribute__((noinline)) uint64_t tie_milli(uint64_t ns, uint64_t div)
+{
+	char buf[64];
+	snprintf(buf, sizeof buf, "%.3f", (double)ns / (double)div);
+	char *dot = strchr(buf, '.');
+	return strtoull(buf, NULL, 10) * 1000 + (dot ? strtoull(dot + 1, NULL, 10) : 0);
+}
+
 static char *fmt_time(char *p, uint64_t ns)
 {
 	static const struct { uint64_t div; char unit[3]; } u[] = {
@@ -22,8 +31,12 @@ static char *fmt_time(char *p, uint64_t ns)
 	for (size_t i = 0; i < 3; i++) {
 		if (ns < u[i].div)
 			continue;
-		/* value in thousandths of the unit, rounded to nearest */
+		/* value in thousandths of the unit, rounded to nearest; a tie
+		 * as Core rounds it: printf's %.3f of the double ns / unit
+		 * (40636500 ns is 40.63649999... ms: 40.636ms) */
 		uint64_t milli = (ns * 1000 + u[i].div / 2) / u[i].div;
+		if (ns * 1000 % u[i].div == u[i].div / 2)
+			milli = tie_milli(ns, u[i].div);
 		p = mt_put_dec(p, milli / 1000);
 		unsigned frac = (unsigned)(milli % 1000);
 		if (frac) {

@@ -95,12 +95,12 @@ rule() { # CASE [OPTION]
 # g end and begin again, spread 20, 25; at 130 g ends; at 140 the leaf has
 # no symbol: [unknown @ 0x40 (/x)], as magic-trace names it.
 @test "stack samples: a leaf that calls on stays, a caller at another call site reopens, unknown frames say where" { rule samples2 --sample-leaf=function; }
-# offcpu: main, f at 0 (f at 5); the switch-out at 10 ends both and begins
-# [off-CPU] to 50; the sample at 60 shares main and f (f by name, the
-# leaf) with the stack that ended: both begin again at 50, spread to the
-# sample (50, 55); the preempted switch at 70-75 likewise, but the sample
-# at 80 shares main only: main from 75, g from 80.
-@test "off-CPU: a switch-out ends the frames, [off-CPU] or [preempted] until the switch-in, shared frames resume there" { rule offcpu --sample-leaf=function; }
+# offcpu: main, f at 0 (f at 5, spread to the switch-out); the switch-out
+# at 10 begins [off-CPU] on top of f, to the switch-in at 50: the thread
+# keeps its frames; the sample at 60 finds f again (by name, the leaf):
+# nothing changes; the preempted switch at 70-75 likewise; the sample at
+# 80 ends f and begins g; main is one slice, 0 to the end (80).
+@test "off-CPU: a switch-out puts [off-CPU] or [preempted] on top of the stack until the switch-in; the frames go on" { rule offcpu --sample-leaf=function; }
 @test "rule 5.11: Go's gogo pops through runtime.mcall and one more" { rule go; }
 @test "rule 5.5: a return on an empty stack is an [unknown] slice, not lost at the end" { rule unk2; }
 @test "rule 5.10: an aborted TSX transaction's events are dropped" { rule tx; }

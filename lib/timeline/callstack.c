@@ -674,38 +674,27 @@ static size_t common_frames(struct stack *s, const uint64_t *ips, const char *co
 	return m;
 }
 
-/* A thread switched out (sampling with perf's --switch-events): its frames
- * end, an [off-CPU] slice begins ([preempted] when it was still runnable),
- * and the stack is held for the sample after it comes back. */
+/* A thread switched out (sampling with perf's --switch-events): an
+ * [off-CPU] slice ([preempted] when it was still runnable) begins on top
+ * of its stack, where it stopped, and ends when it comes back: the thread
+ * resumes with its frames, one main for the whole run. */
 static void switch_out(struct mt_cs *cs, struct thread *t, uint64_t time, bool preempt)
 {
 	if (t->off_cpu)
 		return; /* out twice: the first counts */
-	if (t->cur.n) {
-		if (!mt_grow((void **)&t->held.v, &t->held.cap, t->cur.n, sizeof *t->held.v)) {
-			cs->oom = true;
-			return;
-		}
-		memcpy(t->held.v, t->cur.v, t->cur.n * sizeof *t->cur.v);
-		t->held.n = t->cur.n;
-	} else if (!t->resumed) {
-		t->held.n = 0; /* no stack known yet */
-	} /* else nothing was sampled since it came back: the stack held still holds */
-	t->resumed = false;
-	for (size_t i = t->cur.n; i > 0; i--)
-		ret(cs, t, time);
 	call(cs, t, time, 0, preempt ? cs->n_preempted : cs->n_off_cpu);
 	t->off_cpu = true;
 }
 
+/* Back on CPU (or a sample says so: the switch in was lost). */
 static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
 {
 	if (!t->off_cpu)
 		return; /* in with no out before it: the recording began with it off CPU */
-	ret(cs, t, time);
 	t->off_cpu = false;
-	t->resumed = t->held.n > 0;
-	t->resume_time = time;
+	const char *top = t->cur.n ? t->cur.v[t->cur.n - 1].name : NULL;
+	if (top == cs->n_off_cpu || top == cs->n_preempted)
+		ret(cs, t, time); /* else a decode error or snapshot ended it already */
 }
 
 /* Stack sample (outermost first): keep the common prefix, callers compared
@@ -750,19 +739,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 	 * known only at their end) */
 	if (cs->sink.stack_sample && nf && !cs->filter_start)
 		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos, period);
-	if (t->off_cpu) { /* a sample while switched out: the switch in was lost */
-		ret(cs, t, time);
-		t->off_cpu = false;
-	}
-	if (t->resumed) {
-		/* back on CPU: a thread resumes where it stopped, so the frames
-		 * this sample shares with the stack that ended ran from the
-		 * switch in */
-		t->resumed = false;
-		size_t h = common_frames(&t->held, ips, names, nf, cs->opts.magic_trace_samples);
-		for (size_t i = 0; i < h; i++)
-			call(cs, t, t->resume_time, t->held.v[i].ip, t->held.v[i].name);
-	}
+	switch_in(cs, t, time);
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
 	if (t->npending && t->pending_time != time && !cs->opts.magic_trace_samples)
@@ -1333,7 +1310,6 @@ void mt_cs_free(struct mt_cs *cs)
 	for (size_t i = 0; i < cs->nthreads; i++) {
 		struct thread *t = cs->threads[i];
 		free(t->cur.v);
-		free(t->held.v);
 		for (size_t k = 0; k < t->ninactive; k++)
 			free(t->inactive[k].v);
 		free(t->inactive);

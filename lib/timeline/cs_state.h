@@ -59,11 +59,8 @@ struct thread {
 	int ocaml_frames;
 	uint64_t last_known_ip;   /* OCaml mode A: where the trap walk resumes (UINT64_MAX: not yet) */
 	/* off CPU (sampling with switch events): an [off-CPU] or [preempted]
-	 * frame is open; the stack it ended, held against the first sample
-	 * after the thread came back (resumed at resume_time) */
-	bool off_cpu, resumed;
-	struct stack held;
-	uint64_t resume_time;
+	 * frame is open on top of the stack */
+	bool off_cpu;
 	/* TSX (5.10): events inside a transaction wait for its outcome */
 	struct txev *tx;
 	size_t ntx, captx;

@@ -89,12 +89,13 @@ rule() { # CASE [OPTION]
 # samples: main, f, g at 100 spread over the 10 ns to the next sample (0,
 # 3, 6); at 110 g is sampled at another IP: one slice still (the leaf is held
 # by function, issue 26); at 120 k replaces f and g.
-@test "rule 5.9: stack samples keep the common prefix by IP, the leaf by function" { rule samples --sample-leaf=function; }
+@test "stack samples: a frame goes on while the same function is called from the same site" { rule samples --sample-leaf=function; }
 # samples2: main, f at 0 (f at 5, spread to the next sample); f then calls g
-# (kept: f was the leaf); at 120 f's call site moves (0x24 -> 0x28): f and
-# g end and begin again, spread 20, 25; at 130 g ends; at 140 the leaf has
-# no symbol: [unknown @ 0x40 (/x)], as magic-trace names it.
-@test "stack samples: a leaf that calls on stays, a caller at another call site reopens, unknown frames say where" { rule samples2 --sample-leaf=function; }
+# (kept: f was the leaf); at 120 f's call site moves (0x24 -> 0x28): f goes
+# on (same function, same caller site), g, called from another site, ends
+# and begins again at 20; at 130 g ends; at 140 the leaf has no symbol:
+# [unknown @ 0x40 (/x)], as magic-trace names it.
+@test "stack samples: a leaf that calls on stays, a callee from another call site reopens, unknown frames say where" { rule samples2 --sample-leaf=function; }
 # offcpu: main, f at 0 (f at 5, spread to the switch-out); the switch-out
 # at 10 begins [off-CPU] on top of f, to the switch-in at 50: the thread
 # keeps its frames; the sample at 60 finds f again (by name, the leaf):

@@ -161,6 +161,7 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 	int status = 0;
 	mt_rebuild(&io.reader, pf, rbo, &run->res);
 	run->events = io.reader.line;
+	mt_report_set_sample_event(run->report, run->res.stack_event);
 	if (run->res.read_rc < 0) {
 		fprintf(stderr, PROG ": %s\n", run->res.read_err.msg);
 		note_damage(run, run->res.read_err.msg);

@@ -20,7 +20,7 @@ static const char schema[] =
 	" total_ns INTEGER, self_ns INTEGER, avg_ns INTEGER, min_ns INTEGER, max_ns INTEGER, p50_ns INTEGER,"
 	" p90_ns INTEGER, p99_ns INTEGER, insn INTEGER, self_insn INTEGER, cycles INTEGER, self_cycles INTEGER,"
 	" samples_self INTEGER,"
-	" samples_children INTEGER);"
+	" samples_children INTEGER, period_self INTEGER, period_children INTEGER);"
 	"CREATE TABLE calls (id INTEGER PRIMARY KEY, trace_id INTEGER, thread_id INTEGER, pid INTEGER,"
 	" tid INTEGER, function_id INTEGER, parent_id INTEGER, depth INTEGER, call_time INTEGER,"
 	" return_time INTEGER, insn_count INTEGER, cyc_count INTEGER, flags INTEGER);"
@@ -238,21 +238,24 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 {
 	sqlite3_stmt *up = NULL, *tr = NULL;
 	uint64_t span = UINT64_MAX, calls = 0;
+	bool sampled = mt_report_samples(r) > 0, ns = mt_report_period_is_ns(r);
 	if (!db->failed)
 		write_threads(db, r, &span, &calls);
 	if (!db->failed &&
-	    (sqlite3_prepare_v2(db->db, "INSERT INTO functions VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &up,
+	    (sqlite3_prepare_v2(db->db, "INSERT INTO functions VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &up,
 				NULL) != SQLITE_OK ||
 	     sqlite3_prepare_v2(db->db, "INSERT INTO traces VALUES (1,?,?,?,?,?)", -1, &tr, NULL) != SQLITE_OK))
 		fail(db, "writing the functions");
 	for (size_t i = 0; !db->failed && i < mt_report_nfuncs(r); i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
-		bool c = f->calls > 0;
+		/* sampled: times are the samples' periods (perf report -F
+		 * period), when those are ns; the slices' are estimates */
+		bool c = f->calls > 0 && !sampled;
 		sqlite3_bind_int64(up, 1, f->id);
 		sqlite3_bind_text(up, 2, f->name, -1, SQLITE_STATIC);
 		sqlite3_bind_int64(up, 3, (int64_t)f->calls);
-		sqlite3_bind_int64(up, 4, (int64_t)f->total);
-		sqlite3_bind_int64(up, 5, (int64_t)f->self);
+		bind_u64_or_null(up, 4, !sampled || ns, sampled ? f->period_children : f->total);
+		bind_u64_or_null(up, 5, !sampled || ns, sampled ? f->period_self : f->self);
 		bind_u64_or_null(up, 6, c, c ? f->total / f->calls : 0);
 		bind_u64_or_null(up, 7, c, f->hist.min);
 		bind_u64_or_null(up, 8, c, f->hist.max);
@@ -265,6 +268,8 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 		bind_u64_or_null(up, 15, f->cyc_calls > 0, f->self_cyc);
 		sqlite3_bind_int64(up, 16, (int64_t)f->samples_self);
 		sqlite3_bind_int64(up, 17, (int64_t)f->samples_children);
+		bind_u64_or_null(up, 18, sampled, f->period_self);
+		bind_u64_or_null(up, 19, sampled, f->period_children);
 		if (sqlite3_step(up) != SQLITE_DONE)
 			fail(db, "writing the functions");
 		sqlite3_reset(up);
@@ -323,7 +328,8 @@ int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_c
 			" tid, comm, process_comm FROM part.threads;"
 			"INSERT INTO main.functions SELECT id + (SELECT fn FROM off), trace_id + (SELECT tr FROM off),"
 			" name, calls, total_ns, self_ns, avg_ns, min_ns, max_ns, p50_ns, p90_ns, p99_ns, insn,"
-			" self_insn, cycles, self_cycles, samples_self, samples_children FROM part.functions;"
+			" self_insn, cycles, self_cycles, samples_self, samples_children, period_self, period_children"
+			" FROM part.functions;"
 			"%s"
 			"DROP TABLE temp.off;"
 			"COMMIT; DETACH part; BEGIN;",

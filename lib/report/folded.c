@@ -209,10 +209,11 @@ static void fo_call(void *ctx, const struct mt_report_call *rc)
 }
 
 static void fo_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
-		      const char *const *dsos)
+		      const char *const *dsos, uint64_t period)
 {
 	(void)time;
 	(void)dsos;
+	(void)period;
 	struct mt_folded *f = ctx;
 	uint32_t node = root_of(f, pid, tid);
 	for (size_t i = 0; i < n && i < MT_FOLDED_MAX_DEPTH && node; i++)

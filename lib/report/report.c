@@ -35,7 +35,10 @@ struct mt_report {
 	struct rthread_state *ts;
 	size_t nth, capth, capts;
 	size_t last_th;       /* the thread found last */
-	uint64_t samples;
+	uint64_t samples, period;
+	char *sample_event;
+	bool period_ns;
+	uint64_t off_cpu_ns, preempted_ns;
 	const char **seen;    /* a sample's distinct functions */
 	size_t capseen;
 };
@@ -211,6 +214,11 @@ static bool count_call(struct mt_report *r, struct mt_report_call *rc)
 	rc->thread = &r->th[ti];
 	if (!f)
 		return true;
+	/* off CPU: always a leaf (a thread calls nothing while off CPU) */
+	if (!strcmp(name, "[off-CPU]"))
+		r->off_cpu_ns += dur;
+	else if (!strcmp(name, "[preempted]"))
+		r->preempted_ns += dur;
 	f->calls++;
 	f->total += dur;
 	f->self += *self_ns;
@@ -242,15 +250,18 @@ static void rp_call(void *ctx, const struct mt_tl_call *c)
 }
 
 static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
-		      const char *const *dsos)
+		      const char *const *dsos, uint64_t period)
 {
 	struct mt_report *r = ctx;
 	if (!n || !selected(r, pid, tid))
 		return;
 	size_t ti = thread_index(r, pid, tid);
-	if (ti != SIZE_MAX)
+	if (ti != SIZE_MAX) {
 		r->th[ti].samples++;
+		r->th[ti].period += period;
+	}
 	r->samples++;
+	r->period += period;
 	if (!mt_grow((void **)&r->seen, &r->capseen, n, sizeof *r->seen)) {
 		r->oom = true;
 		return;
@@ -261,8 +272,10 @@ static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size
 		struct mt_fstat *f = name ? fstat_of(r, name, pid, tid) : NULL;
 		if (!f)
 			continue;
-		if (i == n - 1)
+		if (i == n - 1) {
 			f->samples_self++;
+			f->period_self += period;
+		}
 		/* once per sample however often it recurs (perf report --children) */
 		bool again = false;
 		for (size_t k = 0; k < nseen && !again; k++)
@@ -270,10 +283,11 @@ static void rp_sample(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size
 		if (!again) {
 			r->seen[nseen++] = name;
 			f->samples_children++;
+			f->period_children += period;
 		}
 	}
 	if (r->next.sample)
-		r->next.sample(r->next.ctx, pid, tid, time, n, names, dsos);
+		r->next.sample(r->next.ctx, pid, tid, time, n, names, dsos, period);
 }
 
 void mt_report_sink(struct mt_report *r, struct mt_tl_calls_sink *sink, const struct mt_report_next *next)
@@ -292,11 +306,13 @@ int mt_report_sort_parse(const char *s)
 	return -1;
 }
 
+static bool sort_sampled;
+
 static uint64_t sort_value(const struct mt_fstat *f, enum mt_report_sort key)
 {
 	switch (key) {
-	case MT_SORT_TOTAL: return f->total;
-	case MT_SORT_SELF: return f->self;
+	case MT_SORT_TOTAL: return sort_sampled ? f->period_children : f->total;
+	case MT_SORT_SELF: return sort_sampled ? f->period_self : f->self;
 	case MT_SORT_CALLS: return f->calls;
 	case MT_SORT_MAX: return f->hist.max;
 	case MT_SORT_P99: return mt_durhist_quantile(&f->hist, 0.99);
@@ -336,6 +352,7 @@ void mt_report_sort(struct mt_report *r, enum mt_report_sort key)
 		order[i] = i;
 	sort_key = key;
 	sort_rows = r->f;
+	sort_sampled = r->samples > 0;
 	qsort(order, r->nf, sizeof *order, cmp_fstat);
 }
 
@@ -365,6 +382,37 @@ uint64_t mt_report_samples(const struct mt_report *r)
 	return r->samples;
 }
 
+uint64_t mt_report_period(const struct mt_report *r)
+{
+	return r->period;
+}
+
+void mt_report_set_sample_event(struct mt_report *r, const char *event)
+{
+	free(r->sample_event);
+	r->sample_event = event && *event ? strdup(event) : NULL;
+	if (event && *event && !r->sample_event)
+		r->oom = true;
+	/* perf's software clocks count ns: "cpu-clock", "task-clock:u", ... */
+	r->period_ns = r->sample_event && (!strncmp(event, "cpu-clock", 9) || !strncmp(event, "task-clock", 10));
+}
+
+const char *mt_report_sample_event(const struct mt_report *r)
+{
+	return r->sample_event;
+}
+
+bool mt_report_period_is_ns(const struct mt_report *r)
+{
+	return r->period_ns;
+}
+
+void mt_report_off_cpu(const struct mt_report *r, uint64_t *off_cpu_ns, uint64_t *preempted_ns)
+{
+	*off_cpu_ns = r->off_cpu_ns;
+	*preempted_ns = r->preempted_ns;
+}
+
 const struct mt_report_opts *mt_report_options(const struct mt_report *r)
 {
 	return &r->opts;
@@ -385,6 +433,7 @@ void mt_report_free(struct mt_report *r)
 	free(r->th);
 	free(r->ts);
 	free(r->seen);
+	free(r->sample_event);
 	mt_strtab_free(&r->names);
 	free(r);
 }

@@ -7,8 +7,9 @@
  * Total time is the sum of a function's call durations: a recursive
  * function's nested calls count again. Self time is a call's duration less
  * its children's, so the self times of a thread add up to its root calls'
- * durations. Memory grows with the functions and threads and the stack
- * depth, not with the calls. */
+ * durations. From stack samples, the figures are perf report's (periods,
+ * mt_report_samples). Memory grows with the functions and threads and the
+ * stack depth, not with the calls. */
 #ifndef MT_REPORT_H
 #define MT_REPORT_H
 
@@ -39,6 +40,7 @@ struct mt_fstat {
 	uint64_t cyc, self_cyc;   /* core cycles likewise (cyc_calls) */
 	uint64_t cyc_calls;
 	uint64_t samples_self, samples_children; /* stack samples with it on top / anywhere */
+	uint64_t period_self, period_children;   /* those samples' periods summed (perf report -F period) */
 	uint64_t no_call, no_return;             /* calls with an inferred start / a forced end */
 	struct mt_durhist hist;
 };
@@ -47,7 +49,7 @@ struct mt_rthread {
 	uint32_t id;              /* 1, 2, ... in order of first appearance: mt_report_thread(r, id - 1) */
 	uint32_t pid, tid;
 	const char *comm, *process_comm; /* interned; NULL: none */
-	uint64_t calls, samples;
+	uint64_t calls, samples, period;
 	uint64_t first, last;     /* the earliest call start and latest end (perf-clock ns) */
 	uint64_t root_total;      /* its root calls' durations */
 };
@@ -73,7 +75,7 @@ struct mt_report_next {
 	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
 	void (*call)(void *ctx, const struct mt_report_call *rc);
 	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
-		       const char *const *dsos);
+		       const char *const *dsos, uint64_t period);
 };
 /* The sink to give mt_pftrace_new_calls; next may be NULL. */
 void mt_report_sink(struct mt_report *r, struct mt_tl_calls_sink *sink, const struct mt_report_next *next);
@@ -90,8 +92,23 @@ size_t mt_report_nfuncs(const struct mt_report *r);
 const struct mt_fstat *mt_report_func(const struct mt_report *r, size_t i);
 size_t mt_report_nthreads(const struct mt_report *r);
 const struct mt_rthread *mt_report_thread(const struct mt_report *r, size_t i);
-/* The stack samples seen (0: not a sampling stream). */
+/* The stack samples seen (0: not a sampling stream). A sampled report's
+ * figures are perf's: a function's total is the sum of the periods of
+ * the samples that found it, its self those where it is the leaf; its
+ * rows' calls and durations count the timeline's slices, which are
+ * estimates, and are not shown as calls. */
 uint64_t mt_report_samples(const struct mt_report *r);
+/* Their periods summed. */
+uint64_t mt_report_period(const struct mt_report *r);
+/* The sampled event (the stream's, e.g. cpu-clock; NULL: not known), and
+ * whether its period is time in ns (cpu-clock, task-clock): only then are
+ * the periods times. */
+void mt_report_set_sample_event(struct mt_report *r, const char *event);
+const char *mt_report_sample_event(const struct mt_report *r);
+bool mt_report_period_is_ns(const struct mt_report *r);
+/* Time the threads spent off CPU by the switch events ([off-CPU] and
+ * [preempted] slices, outermost only), exact, not sampled. */
+void mt_report_off_cpu(const struct mt_report *r, uint64_t *off_cpu_ns, uint64_t *preempted_ns);
 const struct mt_report_opts *mt_report_options(const struct mt_report *r);
 void mt_report_free(struct mt_report *r);
 

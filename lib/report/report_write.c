@@ -82,17 +82,27 @@ static const char *comm_of(const struct mt_report *r, uint32_t pid, uint32_t tid
 
 static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 {
-	bool per_thread = mt_report_options(r)->per_thread;
-	fputs("function\tcalls\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\tp50_ns\tp90_ns\tp99_ns\tinsn\tself_insn"
-	      "\tcycles\tself_cycles\tipc\tinsn_calls\tsamples_self\tsamples_children\tno_call\tno_return",
+	bool per_thread = mt_report_options(r)->per_thread, sampled = mt_report_samples(r) > 0;
+	bool ns = mt_report_period_is_ns(r);
+	/* sampled: the slices are not calls, and the times are the periods */
+	fputs(sampled ? "function\tslices" : "function\tcalls", out);
+	fputs("\ttotal_ns\tself_ns\tavg_ns\tmin_ns\tmax_ns\tp50_ns\tp90_ns\tp99_ns\tinsn\tself_insn"
+	      "\tcycles\tself_cycles\tipc\tinsn_calls\tsamples_self\tsamples_children\tno_call\tno_return"
+	      "\tperiod_self\tperiod_children",
 	      out);
 	fputs(per_thread ? "\tpid\ttid\tcomm\n" : "\n", out);
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
 		struct figures g = figures_of(f);
 		put_tsv_str(out, f->name);
-		fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->calls, f->total, f->self);
-		if (f->calls)
+		if (!sampled)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->calls, f->total, f->self);
+		else if (ns)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->calls, f->period_children,
+				f->period_self);
+		else
+			fprintf(out, "\t%" PRIu64 "\t\t", f->calls);
+		if (f->calls && !sampled)
 			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64,
 				g.avg, g.min, g.max, g.p50, g.p90, g.p99);
 		else
@@ -111,6 +121,10 @@ static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 			fputs("\t", out);
 		fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->insn_calls,
 			f->samples_self, f->samples_children, f->no_call, f->no_return);
+		if (sampled)
+			fprintf(out, "\t%" PRIu64 "\t%" PRIu64, f->period_self, f->period_children);
+		else
+			fputs("\t\t", out);
 		if (per_thread) {
 			fprintf(out, "\t%" PRIu32 "\t%" PRIu32 "\t", f->pid, f->tid);
 			put_tsv_str(out, comm_of(r, f->pid, f->tid));
@@ -123,8 +137,20 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 {
 	bool per_thread = mt_report_options(r)->per_thread;
 	uint64_t samples = mt_report_samples(r);
-	fprintf(out, "{\"version\":1,\"samples\":%" PRIu64 ",\"estimated\":%s,\"threads\":[", samples,
-		samples ? "true" : "false");
+	bool sampled = samples > 0, ns = mt_report_period_is_ns(r);
+	fprintf(out, "{\"version\":1,\"samples\":%" PRIu64 ",\"estimated\":%s,", samples, sampled ? "true" : "false");
+	if (sampled) {
+		fprintf(out, "\"period\":%" PRIu64 ",\"period_unit\":\"%s\",\"sample_event\":", mt_report_period(r),
+			ns ? "ns" : "events");
+		if (mt_report_sample_event(r))
+			put_json_str(out, mt_report_sample_event(r));
+		else
+			fputs("null", out);
+		uint64_t off, pre;
+		mt_report_off_cpu(r, &off, &pre);
+		fprintf(out, ",\"off_cpu_ns\":%" PRIu64 ",\"preempted_ns\":%" PRIu64 ",", off, pre);
+	}
+	fputs("\"threads\":[", out);
 	for (size_t i = 0; i < mt_report_nthreads(r); i++) {
 		const struct mt_rthread *t = mt_report_thread(r, i);
 		fprintf(out, "%s{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", i ? "," : "", t->pid, t->tid);
@@ -132,8 +158,12 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 			put_json_str(out, t->comm);
 		else
 			fputs("null", out);
-		fprintf(out, ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"root_total_ns\":%" PRIu64 "}", t->calls,
-			t->samples, t->root_total);
+		if (sampled)
+			fprintf(out, ",\"slices\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"period\":%" PRIu64 "}", t->calls,
+				t->samples, t->period);
+		else
+			fprintf(out, ",\"calls\":%" PRIu64 ",\"samples\":%" PRIu64 ",\"root_total_ns\":%" PRIu64 "}",
+				t->calls, t->samples, t->root_total);
 	}
 	fputs("],\"functions\":[", out);
 	for (size_t i = 0; i < n; i++) {
@@ -141,9 +171,15 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 		struct figures g = figures_of(f);
 		fputs(i ? ",\n{\"function\":" : "\n{\"function\":", out);
 		put_json_str(out, f->name);
-		fprintf(out, ",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, f->calls, f->total,
-			f->self);
-		if (f->calls)
+		if (!sampled)
+			fprintf(out, ",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, f->calls,
+				f->total, f->self);
+		else
+			fprintf(out, ",\"slices\":%" PRIu64 ",\"period_children\":%" PRIu64 ",\"period_self\":%" PRIu64,
+				f->calls, f->period_children, f->period_self);
+		if (sampled && ns)
+			fprintf(out, ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, f->period_children, f->period_self);
+		if (f->calls && !sampled)
 			fprintf(out, ",\"avg_ns\":%" PRIu64 ",\"min_ns\":%" PRIu64 ",\"max_ns\":%" PRIu64 ",\"p50_ns\":%" PRIu64
 				",\"p90_ns\":%" PRIu64 ",\"p99_ns\":%" PRIu64, g.avg, g.min, g.max, g.p50, g.p90, g.p99);
 		if (f->insn_calls)
@@ -171,10 +207,20 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 		cycles = mt_report_func(r, i)->cyc_calls > 0;
 	uint64_t samples = mt_report_samples(r);
 	char b[9][32];
+	bool ns = mt_report_period_is_ns(r);
+	const char *ev = mt_report_sample_event(r) ? mt_report_sample_event(r) : "an event";
+	if (samples && ns) {
+		fprintf(out, "# %" PRIu64 " samples of %s, %s in all; Total and Self: the time of the samples that found"
+			" a function, anywhere and on top (perf report -F period)\n", samples, ev,
+			human_ns(b[0], sizeof b[0], mt_report_period(r)));
+	} else if (samples) {
+		fprintf(out, "# %" PRIu64 " samples of %s, a period of %" PRIu64 " events in all; Total and Self: the"
+			" periods of the samples that found a function, anywhere and on top (perf report -F period)\n",
+			samples, ev, mt_report_period(r));
+	}
 	if (samples) {
-		fprintf(out, "# %" PRIu64 " samples; times are estimates from the samples' timeline\n", samples);
-		fprintf(out, "%9s %9s %9s %12s %12s %10s  %s%s\n", "Children", "Self", "Samples", "~Total", "~Self",
-			"Calls", per_thread ? "PID/TID  " : "", "Function");
+		fprintf(out, "%9s %9s %9s %12s %12s  %s%s\n", "Children", "Self", "Samples", "Total", "Self",
+			per_thread ? "PID/TID  " : "", "Function");
 	} else {
 		fprintf(out, "%12s %12s %10s %12s %12s %12s %12s %12s %14s", "Total time", "Self time", "Calls",
 			"Avg", "Min", "Max", "p90", "p99", "Instructions");
@@ -186,10 +232,16 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 		const struct mt_fstat *f = mt_report_func(r, i);
 		struct figures g = figures_of(f);
 		if (samples) {
-			fprintf(out, "%8.2f%% %8.2f%% %9" PRIu64 " %12s %12s %10" PRIu64 "  ",
+			if (ns) {
+				human_ns(b[0], sizeof b[0], f->period_children);
+				human_ns(b[1], sizeof b[1], f->period_self);
+			} else {
+				snprintf(b[0], sizeof b[0], "%" PRIu64, f->period_children);
+				snprintf(b[1], sizeof b[1], "%" PRIu64, f->period_self);
+			}
+			fprintf(out, "%8.2f%% %8.2f%% %9" PRIu64 " %12s %12s  ",
 				100.0 * (double)f->samples_children / (double)samples,
-				100.0 * (double)f->samples_self / (double)samples, f->samples_self,
-				human_ns(b[0], sizeof b[0], f->total), human_ns(b[1], sizeof b[1], f->self), f->calls);
+				100.0 * (double)f->samples_self / (double)samples, f->samples_self, b[0], b[1]);
 		} else {
 			char insn[32] = "-";
 			if (f->insn_calls)
@@ -215,6 +267,11 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);
 		fprintf(out, "%s\n", f->name);
 	}
+	uint64_t off, pre;
+	mt_report_off_cpu(r, &off, &pre);
+	if (samples && (off || pre))
+		fprintf(out, "# off CPU, from the switch events (exact, not sampled): %s [off-CPU], %s [preempted]\n",
+			human_ns(b[0], sizeof b[0], off), human_ns(b[1], sizeof b[1], pre));
 }
 
 void mt_report_write(const struct mt_report *r, FILE *out, enum mt_report_format fmt, size_t top)

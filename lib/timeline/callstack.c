@@ -656,18 +656,24 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, con
 	return r;
 }
 
-/* How many frames of s a sample (ips, names, outermost first) continues:
- * callers by IP, the leaf of either by function (stack_sample). The ones
- * kept take the sample's IPs, the next sample is held against them. */
+/* How many frames of s a sample (ips, names, outermost first) continues.
+ * A frame is one call of a function from one call site: it goes on while
+ * the sample has the same function there, called from the same site (its
+ * caller's IP); its own IP may move (the leaf runs on, a caller calls
+ * something else). leaf_by_ip, magic-trace's rule: every frame by its own
+ * IP, so a function found at another instruction ends and begins again.
+ * The ones kept take the sample's IPs, the next sample is held against
+ * them. */
 static size_t common_frames(struct stack *s, const uint64_t *ips, const char *const *names, size_t nf,
 			    bool leaf_by_ip)
 {
 	size_t m = 0;
+	uint64_t caller_ip = 0;
 	while (m < nf && m < s->n) {
 		struct frame *f = &s->v[m];
-		bool leaf = !leaf_by_ip && (m + 1 == nf || m + 1 == s->n);
-		if (f->ip != ips[m] && !(leaf && f->name == names[m]))
+		if (leaf_by_ip ? f->ip != ips[m] : f->name != names[m] || (m && caller_ip != ips[m - 1]))
 			break;
+		caller_ip = f->ip;
 		f->ip = ips[m];
 		m++;
 	}
@@ -1329,6 +1335,11 @@ void mt_cs_free(struct mt_cs *cs)
 uint64_t mt_cs_base_time(const struct mt_cs *cs)
 {
 	return cs->base;
+}
+
+const char *mt_cs_stack_event(const struct mt_cs *cs)
+{
+	return cs->stack_event;
 }
 
 size_t mt_cs_nthreads(const struct mt_cs *cs)

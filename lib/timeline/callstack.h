@@ -128,6 +128,9 @@ void mt_cs_finish(struct mt_cs *cs);
 void mt_cs_free(struct mt_cs *cs);
 /* The perf time that mapped time 0 stands for (the first event's time). */
 uint64_t mt_cs_base_time(const struct mt_cs *cs);
+/* The event whose samples' callchains were taken as the stacks (NULL:
+ * none yet); the other events' samples are marks. */
+const char *mt_cs_stack_event(const struct mt_cs *cs);
 /* Threads in order of first appearance. */
 size_t mt_cs_nthreads(const struct mt_cs *cs);
 struct mt_cs_thread *mt_cs_thread_at(struct mt_cs *cs, size_t i);

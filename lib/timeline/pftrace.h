@@ -109,9 +109,9 @@ struct mt_tl_calls_sink {
 	void (*thread)(void *ctx, uint32_t pid, uint32_t tid, const char *comm, const char *process_comm);
 	void (*call)(void *ctx, const struct mt_tl_call *c);
 	/* optional: a stack sample, its n frames outermost first (names and
-	 * objects, valid during the call) */
+	 * objects, valid during the call), and its period (perf's period=) */
 	void (*sample)(void *ctx, uint32_t pid, uint32_t tid, uint64_t time, size_t n, const char *const *names,
-		       const char *const *dsos);
+		       const char *const *dsos, uint64_t period);
 };
 struct mt_pftrace *mt_pftrace_new_calls(const struct mt_tl_calls_sink *sink);
 /* Whether the writer reads the call stacks' counts (mt_cs_opts.counts):

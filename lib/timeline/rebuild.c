@@ -86,6 +86,8 @@ int mt_rebuild(struct mt_events_reader *r, struct mt_pftrace *pf, const struct m
 	}
 	mt_cs_finish(cs);
 	mt_cs_late_counts(cs, &res->late, &res->late_max_ns);
+	if (mt_cs_stack_event(cs))
+		snprintf(res->stack_event, sizeof res->stack_event, "%s", mt_cs_stack_event(cs));
 	if (opts->filter_start)
 		mt_cs_filter_counts(cs, &res->filter_starts, &res->filter_regions);
 	res->write_rc = mt_pftrace_finish(pf, &res->st, &res->write_err);

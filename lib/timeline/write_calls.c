@@ -299,7 +299,7 @@ static void calls_stack_sample(struct seqw *w, uint64_t time, const char *key, u
 		w->pf->oom = true;
 		return;
 	}
-	c->sink.sample(c->sink.ctx, w->pid, w->tid, time, c->sample.n, c->sample.names, c->sample.dsos);
+	c->sink.sample(c->sink.ctx, w->pid, w->tid, time, c->sample.n, c->sample.names, c->sample.dsos, period);
 }
 
 const struct mt_tl_ops mt_tl_calls = {

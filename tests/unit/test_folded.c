@@ -36,9 +36,9 @@ int main(void)
 	c.depth = 0;
 	k.call(k.ctx, &(struct mt_report_call){.c = &c, .self_ns = 7, .self = {1, 10}});
 	const char *ss[] = {"main", "a;b"}, *ds[] = {"x", "x"};
-	k.sample(k.ctx, 1, 1, 0, 2, ss, ds);
-	k.sample(k.ctx, 1, 1, 1, 2, ss, ds);
-	k.sample(k.ctx, 1, 2, 2, 1, ss, ds); /* a thread never named */
+	k.sample(k.ctx, 1, 1, 0, 2, ss, ds, 1);
+	k.sample(k.ctx, 1, 1, 1, 2, ss, ds, 1);
+	k.sample(k.ctx, 1, 2, 2, 1, ss, ds, 1); /* a thread never named */
 	uint64_t total;
 	char *t = written(f, MT_WEIGHT_TIME, &total);
 	ok(!strcmp(t, "app;main 7\napp;main;a:b 25\napp;main;a:b;leaf 10\n") && total == 42,

@@ -106,11 +106,22 @@ int main(void)
 	r = mt_report_new(NULL);
 	mt_report_sink(r, &k, NULL);
 	const char *s1[] = {"main", "f", "f"}, *s2[] = {"main", "g"}, *d[] = {"x", "x", "x"};
-	k.sample(k.ctx, 1, 1, 0, 3, s1, d);
-	k.sample(k.ctx, 1, 1, 1, 2, s2, d);
+	k.sample(k.ctx, 1, 1, 0, 3, s1, d, 100);
+	k.sample(k.ctx, 1, 1, 1, 2, s2, d, 250);
 	ok(mt_report_samples(r) == 2 && find(r, "f")->samples_children == 1 && find(r, "f")->samples_self == 1 &&
 		   find(r, "main")->samples_children == 2 && find(r, "main")->samples_self == 0,
 	   "samples: self on top, children once per sample however often it recurs");
+	ok(mt_report_period(r) == 350 && find(r, "f")->period_children == 100 && find(r, "f")->period_self == 100 &&
+		   find(r, "main")->period_children == 350 && find(r, "main")->period_self == 0 &&
+		   find(r, "g")->period_self == 250,
+	   "periods: a sample's period to its leaf's self, once to each function's total");
+	mt_report_set_sample_event(r, "cpu-clock:u");
+	ok(mt_report_period_is_ns(r) && !strcmp(mt_report_sample_event(r), "cpu-clock:u"), "cpu-clock periods are ns");
+	mt_report_set_sample_event(r, "cycles");
+	ok(!mt_report_period_is_ns(r), "cycles periods are not time");
+	mt_report_sort(r, MT_SORT_SELF);
+	ok(!strcmp(mt_report_func(r, 0)->name, "g") && !strcmp(mt_report_func(r, 1)->name, "f"),
+	   "a sampled report sorts by the periods");
 	mt_report_free(r);
 	ok(mt_report_sort_parse("p99") == MT_SORT_P99 && mt_report_sort_parse("x") < 0, "sort keys parsed");
 	return tap_done();

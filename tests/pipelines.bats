@@ -90,6 +90,44 @@ teardown() {
 	cmp t3.fxt t3again.fxt
 }
 
+# issue 48: a run that records nothing (a mistyped command, a bad option)
+# said it decoded the previous recording again and rewrote the trace.
+# Now: exit 1 (2 for usage), said, and every file of the earlier run as it
+# was (checksums and times); the format follows -o's name for folded
+# stacks and speedscope too, and the last line says how to open the file.
+@test "mt-trace keeps its promises: nothing recorded leaves every earlier file untouched; -o's name picks any format" {
+	cd "$BATS_TEST_TMPDIR"
+	"$PIPES/mt-trace" run -- "$MT_PROGS/hot" 100 > /dev/null 2>&1
+	[ -s trace.pftrace ] && [ -s trace.tar.zst ]
+	stat -c '%n %s %Y' trace.pftrace trace.tar.zst > before
+	md5sum trace.pftrace trace.tar.zst >> before
+	sleep 1
+	run --separate-stderr "$PIPES/mt-trace" run -- ./no-such-program
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-record: ./no-such-program: no such executable"* ]]
+	[[ "$stderr" == *"mt-trace: nothing recorded (mt-record exit status 1); no file was written or changed" ]]
+	[[ "$stderr" != *"decoding"* && "$stderr" != *"complete"* ]]
+	run --separate-stderr "$PIPES/mt-trace" run --timer-resolution=bogus -- "$MT_PROGS/hot" 100
+	[ "$status" -eq 2 ]
+	diff before <(stat -c '%n %s %Y' trace.pftrace trace.tar.zst; md5sum trace.pftrace trace.tar.zst)
+	[ "$(ls -A | grep -v "^separate-stderr-" | sort | tr "\n" " ")" = "before trace.pftrace trace.tar.zst " ] # (and bats's own files)
+	# folded stacks and speedscope by the name, each read back
+	run --separate-stderr "$PIPES/mt-trace" decode -o t.folded trace.tar.zst
+	[ "$status" -eq 0 ]
+	"$MT_BIN/mt-toperfetto" --format=folded <("$PT2EVENTS" trace.tar.zst 2> /dev/null | "$MT_BIN/mt-symbolize") | cmp - t.folded
+	[[ "${stderr##*$'\n'}" == "mt-trace: view it: flamegraph.pl $PWD/t.folded > flame.svg, or drop it on https://www.speedscope.app" ]]
+	[[ "$stderr" != *"ui.perfetto.dev"* ]]
+	run --separate-stderr "$PIPES/mt-trace" decode -o t.speedscope.json trace.tar.zst
+	[ "$status" -eq 0 ]
+	python3 -c 'import json, sys; d = json.load(open("t.speedscope.json")); assert d["$schema"].startswith("https://www.speedscope.app/")'
+	[[ "${stderr##*$'\n'}" == *"speedscope.app"* ]]
+	run --separate-stderr "$PIPES/mt-trace" run -o t2.folded -- "$MT_PROGS/hot" 100
+	[ "$status" -eq 0 ]
+	[ -s t2.folded ] && [ -s t2.tar.zst ]
+	grep -q ';hot_loop [0-9]*$' t2.folded
+	[[ "${stderr##*$'\n'}" == *"flamegraph.pl"* ]]
+}
+
 @test "mt-trace run -trigger .: the recording ends at the hit, the trace holds the time before it only" {
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr "$PIPES/mt-trace" run -trigger . -- "$MT_PROGS/trigger" 1 800

@@ -365,6 +365,17 @@ PY
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"/nonexistent/prog: no such executable"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/x.data" ]
+	# where the recording cannot go: mt's message with the path given, before
+	# anything runs (issue 48: perf's "failed to open", a temporary name of ours)
+	run --separate-stderr "$RECORD" -o /nonexistent/d/x.data -- true
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-record: /nonexistent/d/x.data: no directory /nonexistent/d" ]
+	run --separate-stderr "$RECORD" --bundle /nonexistent/x.tar.zst -- true
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-record: /nonexistent/x.tar.zst: no directory /nonexistent" ]
+	run --separate-stderr "$RECORD" -o "$BATS_TEST_TMPDIR" -- true
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-record: $BATS_TEST_TMPDIR: is a directory" ]
 	printf '#!/bin/sh\nif [ "$1" = --version ]; then echo "perf version 6.1.0"; exit 0; fi\necho "perf: simulated failure" >&2\nexit 3\n' > "$BATS_TEST_TMPDIR/perf"
 	chmod +x "$BATS_TEST_TMPDIR/perf"
 	run "$RECORD" --perf="$BATS_TEST_TMPDIR/perf" -o "$BATS_TEST_TMPDIR/x.data" -- true

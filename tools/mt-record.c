@@ -18,6 +18,7 @@
 #include <sys/wait.h>
 #include <unistd.h>
 
+#include "base/outfile.h"
 #include "bundle/bundle.h"
 #include "record/caps.h"
 #include "record/perfargs.h"
@@ -404,6 +405,13 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			return 2;
 		}
+	}
+	/* where the recording goes can be written, said with the path given
+	 * (not perf's message, nor a temporary name of ours) */
+	const char *target = bundle ? bundle : out;
+	if (!dry && target && mt_outfile_check(target, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
 	}
 	/* bundle: a perf.data recorded beside it first */
 	char tmpdir[4200] = "", tmpdata[4300];

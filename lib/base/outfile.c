@@ -23,6 +23,26 @@ static void forget_tmp(struct mt_outfile *o)
 	o->sigslot = 0;
 }
 
+int mt_outfile_check(const char *path, struct mt_err *err)
+{
+	if (!strcmp(path, "-"))
+		return 0;
+	struct stat st;
+	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
+		return mt_err_set(err, MT_EUSAGE, "%s: is a directory", path);
+	const char *slash = strrchr(path, '/');
+	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	if (!dir)
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	int rc = 0;
+	if (stat(dir, &st) != 0 || !S_ISDIR(st.st_mode))
+		rc = mt_err_set(err, MT_EIO, "%s: no directory %s", path, dir);
+	else if (access(dir, W_OK | X_OK) != 0)
+		rc = mt_err_set(err, MT_EIO, "%s: cannot write in %s", path, dir);
+	free(dir);
+	return rc;
+}
+
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 {
 	memset(o, 0, sizeof *o);

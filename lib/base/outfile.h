@@ -26,6 +26,12 @@ struct mt_outfile {
 };
 
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);
+/* Whether path could be written, before anything is run to make it (a
+ * program traced for minutes is not lost to a typo): its directory exists
+ * and can be written, and path is no directory. The error names the path
+ * as given: "PATH: no directory DIR", "PATH: is a directory", "PATH:
+ * cannot write in DIR". "-" passes. */
+int mt_outfile_check(const char *path, struct mt_err *err);
 /* Flushes, syncs and renames; on failure removes the temporary file. */
 int mt_outfile_commit(struct mt_outfile *o, struct mt_err *err);
 void mt_outfile_abort(struct mt_outfile *o);

@@ -88,6 +88,13 @@ int main(void)
 	mt_outfile_writeback(-1, &from, 4);
 	ok(from == 5, "a position before where it last asked: nothing asked");
 
+	struct mt_err ce = {0};
+	ok(!mt_outfile_check("-", &ce) && !mt_outfile_check(path, &ce), "a path in a directory there passes");
+	ok(mt_outfile_check("/nonexistent-mt/d/x.data", &ce) &&
+		   !strcmp(ce.msg, "/nonexistent-mt/d/x.data: no directory /nonexistent-mt/d"),
+	   "a missing directory, named as given");
+	mt_err_clear(&ce);
+	ok(mt_outfile_check(dir, &ce) && strstr(ce.msg, ": is a directory"), "a directory is no output file");
 	unlink(path);
 	rmdir(dir);
 	return tap_done();

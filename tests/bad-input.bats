@@ -466,3 +466,36 @@ assert list(names.values()) == [sys.argv[1]], names' "$(tail -1 perf.names)"
 	[[ "$stderr" == *"mt-pt2events: zero.data: "* ]]
 	[ ! -e t3.pftrace ]
 }
+
+# issue 48: a recording given to a filter that reads streams said "a NUL
+# byte in a text line"; a filter with no file on a terminal waited
+# silently. Now: what it is and the command that decodes it, exit 1; no
+# file on a terminal (a real pty, script(1)): mt-pt2events reads
+# ./perf.data as perf script does, the others say what they read, exit 2.
+@test "filters given a recording say which command decodes it; with no file on a terminal they do not wait" {
+	cd "$BATS_TEST_TMPDIR"
+	cp "$MT_FIXTURES/flow/plain.data" perf.data
+	"$MT_BIN/mt-bundle" create -o b.tar.zst perf.data 2> /dev/null
+	for p in mt-symbolize mt-toperfetto mt-report mt-events; do
+		run --separate-stderr "$MT_BIN/$p" perf.data
+		[ "$status" -eq 1 ]
+		want="mt-pt2events perf.data | $p"
+		[ "$p" = mt-toperfetto ] || [ "$p" = mt-report ] && want="mt-pt2events perf.data | mt-symbolize | $p"
+		[[ "${stderr%%$'\n'*}" == "$p: perf.data is a perf.data recording, not an mt event stream; decode it first: $want"* ]]
+		[[ "$stderr" != *"NUL byte"* ]]
+	done
+	run --separate-stderr "$MT_BIN/mt-report" - < b.tar.zst
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-report: standard input is an mt bundle or another zstd-compressed archive, not an mt event stream; decode it first: mt-pt2events FILE | mt-symbolize | mt-report" ]
+	# the command said works
+	"$PT2EVENTS" perf.data | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-report" --format=tsv > r.tsv
+	[ "$(wc -l < r.tsv)" -gt 2 ]
+	# no file, a terminal on stdin
+	for p in mt-symbolize mt-toperfetto mt-report mt-events; do
+		run timeout 10 script -qec "$MT_BIN/$p" /dev/null
+		[ "$status" -eq 2 ]
+		[[ "$output" == *"$p: no FILE, and standard input is a terminal"* ]]
+	done
+	timeout 30 script -qec "$PT2EVENTS > tty.ev" /dev/null
+	"$PT2EVENTS" perf.data | cmp - tty.ev
+}

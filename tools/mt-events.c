@@ -72,8 +72,9 @@ int main(int argc, char **argv)
 	}
 	const char *in = optind < argc ? argv[optind] : "-";
 	struct mt_filterio io;
-	if (mt_filterio_open(&io, PROG, in, out))
-		return EXIT_DATA;
+	int open_rc = mt_filterio_open(&io, PROG, in, out);
+	if (open_rc)
+		return open_rc;
 	struct mt_events_writer w;
 	if (mt_events_writer_init_format(&w, io.out.f, (enum mt_events_format)format)) {
 		fprintf(stderr, PROG ": out of memory\n");

@@ -491,7 +491,8 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
 		return EXIT_USAGE;
 	}
-	const char *in = optind < argc ? argv[optind] : "-";
+	/* no FILE and a terminal on stdin: ./perf.data, as perf script reads it */
+	const char *in = optind < argc ? argv[optind] : ptpath || !isatty(0) ? "-" : "perf.data";
 	po.symfs = symfs;
 	/* perf record --kcore writes a directory: DIR/data and DIR/kcore_dir */
 	char data_path[4096], kcore_path[4096];

@@ -143,8 +143,9 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 	memset(run, 0, sizeof *run);
 	run->db = db;
 	struct mt_filterio io;
-	if (mt_filterio_open(&io, PROG, in, "-"))
-		return EXIT_DATA;
+	int open_rc = mt_filterio_open(&io, PROG, in, "-");
+	if (open_rc)
+		return open_rc;
 	run->report = mt_report_new(ro);
 	struct mt_report_next next;
 	if (db)
@@ -367,7 +368,7 @@ int main(int argc, char **argv)
 			mt_calldb_abort(db);
 			if (i)
 				mt_report_free(runs[0].report);
-			return EXIT_DATA;
+			return st == EXIT_USAGE ? EXIT_USAGE : EXIT_DATA;
 		}
 		if (!mt_report_nfuncs(runs[i].report) && !runs[i].damaged) {
 			fprintf(stderr, PROG ": %s: no calls or samples in the stream: nothing to report\n",

@@ -158,8 +158,9 @@ int main(int argc, char **argv)
 		kallsyms = "/proc/kallsyms";
 	const char *in = optind < argc ? argv[optind] : "-";
 	struct mt_filterio io;
-	if (mt_filterio_open(&io, PROG, in, out))
-		return EXIT_DATA;
+	int open_rc = mt_filterio_open(&io, PROG, in, out);
+	if (open_rc)
+		return open_rc;
 	struct mt_err err = {0};
 	struct mt_events_writer w;
 	struct mt_sym *sym = mt_sym_new(symfs_bundle ? NULL : symfs, warn, NULL);

@@ -243,8 +243,9 @@ int main(int argc, char **argv)
 		return EXIT_USAGE;
 	}
 	struct mt_filterio io;
-	if (mt_filterio_open(&io, PROG, in, out))
-		return EXIT_DATA;
+	int open_rc = mt_filterio_open(&io, PROG, in, out);
+	if (open_rc)
+		return open_rc;
 	struct mt_pftrace *pf = NULL;
 	bool gz = format != FMT_STACKS && format != FMT_FOLDED && ol > 3 && !strcmp(out + ol - 3, ".gz");
 	/* folded: the calls counted as mt-report counts them, into stacks */

@@ -273,6 +273,10 @@ struct mt_events_reader {
 	/* an "# error" line seen: the writer's own input stopped short there */
 	bool upstream_error;
 	bool empty; /* opening failed: not one byte (a writer that failed first) */
+	/* opening failed: the input is a recording, not a stream (what
+	 * decodes it: mt-pt2events): "a perf.data recording", "an mt bundle
+	 * or another compressed archive"; NULL otherwise */
+	const char *recording;
 	char upstream_msg[256];
 };
 

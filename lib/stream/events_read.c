@@ -256,6 +256,18 @@ static int reader_open(struct mt_events_reader *r, FILE *in, const char *name, s
 			mt_recmemo_init(r->recmemo);
 		return 0;
 	}
+	/* a recording given where its decoded stream belongs */
+	static const struct { const char *magic; size_t len; const char *what; } recordings[] = {
+		{"PERFILE2", 8, "a perf.data recording"},
+		{"\x28\xb5\x2f\xfd", 4, "an mt bundle or another zstd-compressed archive"},
+		{"\x1f\x8b", 2, "an mt bundle or another gzip-compressed archive"},
+		{"\xfd" "7zXZ", 5, "an mt bundle or another xz-compressed archive"},
+	};
+	for (size_t i = 0; i < sizeof recordings / sizeof *recordings; i++)
+		if (have >= recordings[i].len && !memcmp(r->buf, recordings[i].magic, recordings[i].len)) {
+			r->recording = recordings[i].what;
+			return mt_err_set(err, MT_EFORMAT, "%s: %s, not an mt event stream", name, recordings[i].what);
+		}
 	r->format = MT_EVENTS_TEXT;
 	struct mt_textmemo *memo = malloc(sizeof *memo);
 	if (memo && mt_textmemo_init(memo, 0))
@@ -287,8 +299,10 @@ int mt_events_reader_open(struct mt_events_reader *r, FILE *in, const char *name
 	int rc = reader_open(r, in, name, err);
 	if (rc) {
 		bool empty = r->empty;
+		const char *recording = r->recording;
 		mt_events_reader_close(r);
 		r->empty = empty;
+		r->recording = recording;
 	}
 	return rc;
 }

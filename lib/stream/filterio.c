@@ -5,6 +5,7 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "base/batchsched.h"
 
@@ -19,11 +20,31 @@ static bool upstream_reported(void)
 	return e && *e;
 }
 
+/* A recording where a stream belongs: what it is, and the command that
+ * makes the stream prog reads from it. */
+static void say_recording(const char *prog, const char *in_path, const char *what)
+{
+	const char *file = strcmp(in_path, "-") ? in_path : "FILE";
+	/* mt-toperfetto and mt-report read names: mt-symbolize first */
+	bool names = !strcmp(prog, "mt-toperfetto") || !strcmp(prog, "mt-report");
+	fprintf(stderr, "%s: %s is %s, not an mt event stream; decode it first: mt-pt2events %s%s | %s%s\n", prog,
+		strcmp(in_path, "-") ? in_path : "standard input", what, file, names ? " | mt-symbolize" : "", prog,
+		!strcmp(prog, "mt-toperfetto") ? " -o trace.pftrace" : "");
+	if (!strcmp(prog, "mt-toperfetto"))
+		fprintf(stderr, "%s: (or in one command: mt-trace decode %s)\n", prog, file);
+}
+
 int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_path, const char *out_path)
 {
 	memset(io, 0, sizeof *io);
 	io->prog = prog;
 	io->out_name = out_path;
+	if (!strcmp(in_path, "-") && isatty(0)) {
+		/* waiting silently for a stream typed in helps nobody */
+		fprintf(stderr, "%s: no FILE, and standard input is a terminal: give an event stream (mt-pt2events"
+			" FILE | %s)\nTry '%s --help' for more information.\n", prog, prog, prog);
+		return 2;
+	}
 	io->in = strcmp(in_path, "-") ? fopen(in_path, "rb") : stdin;
 	if (!io->in) {
 		fprintf(stderr, "%s: %s: %s\n", prog, in_path, strerror(errno));
@@ -35,7 +56,9 @@ int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_pa
 	io->have_reader = true;
 	io->in_name = strcmp(in_path, "-") ? in_path : "standard input";
 	if (mt_events_reader_open(&io->reader, io->in, io->in_name, &err)) {
-		if (!(upstream_reported() && io->reader.empty))
+		if (io->reader.recording)
+			say_recording(prog, in_path, io->reader.recording);
+		else if (!(upstream_reported() && io->reader.empty))
 			fprintf(stderr, "%s: %s\n", prog, err.msg);
 		mt_filterio_close(io, 1, true);
 		return 1;

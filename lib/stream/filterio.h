@@ -21,7 +21,10 @@ struct mt_filterio {
 	bool have_reader, have_out;
 };
 
-/* Opens both ends. Returns 0, or 1 (the data exit status) after printing why. */
+/* Opens both ends. Returns 0, or 1 (the data exit status) after printing
+ * why, or 2 (usage) when there is no input file and stdin is a terminal; given a recording (perf.data, a bundle), the command that decodes
+ * it into what prog reads, e.g. "mt-pt2events FILE | mt-symbolize |
+ * mt-report". */
 int mt_filterio_open(struct mt_filterio *io, const char *prog, const char *in_path, const char *out_path);
 /* Commits the output (or removes it when failed is set), closes the input.
  * Returns status, or 1 if committing failed or the input said it is

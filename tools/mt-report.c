@@ -163,6 +163,7 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 	mt_rebuild(&io.reader, pf, rbo, &run->res);
 	run->events = io.reader.line;
 	mt_report_set_sample_event(run->report, run->res.stack_event);
+	mt_report_set_lost(run->report, run->res.lost);
 	if (run->res.read_rc < 0) {
 		fprintf(stderr, PROG ": %s\n", run->res.read_err.msg);
 		note_damage(run, run->res.read_err.msg);

@@ -36,7 +36,7 @@ struct mt_report {
 	size_t nth, capth, capts;
 	size_t last_th;       /* the thread found last */
 	uint64_t samples, period;
-	char *sample_event;
+	char *sample_event, *lost;
 	bool period_ns;
 	uint64_t off_cpu_ns, preempted_ns;
 	const char **seen;    /* a sample's distinct functions */
@@ -397,6 +397,19 @@ void mt_report_set_sample_event(struct mt_report *r, const char *event)
 	r->period_ns = r->sample_event && (!strncmp(event, "cpu-clock", 9) || !strncmp(event, "task-clock", 10));
 }
 
+void mt_report_set_lost(struct mt_report *r, const char *lost)
+{
+	free(r->lost);
+	r->lost = lost && *lost ? strdup(lost) : NULL;
+	if (lost && *lost && !r->lost)
+		r->oom = true;
+}
+
+const char *mt_report_lost(const struct mt_report *r)
+{
+	return r->lost;
+}
+
 const char *mt_report_sample_event(const struct mt_report *r)
 {
 	return r->sample_event;
@@ -434,6 +447,7 @@ void mt_report_free(struct mt_report *r)
 	free(r->ts);
 	free(r->seen);
 	free(r->sample_event);
+	free(r->lost);
 	mt_strtab_free(&r->names);
 	free(r);
 }

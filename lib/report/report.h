@@ -105,6 +105,10 @@ uint64_t mt_report_period(const struct mt_report *r);
  * the periods times. */
 void mt_report_set_sample_event(struct mt_report *r, const char *event);
 const char *mt_report_sample_event(const struct mt_report *r);
+/* What the recording lost, as the stream says it (NULL: nothing): said
+ * with the figures, which are short of it. */
+void mt_report_set_lost(struct mt_report *r, const char *lost);
+const char *mt_report_lost(const struct mt_report *r);
 bool mt_report_period_is_ns(const struct mt_report *r);
 /* Time the threads spent off CPU by the switch events ([off-CPU] and
  * [preempted] slices, outermost only), exact, not sampled. */

@@ -150,6 +150,11 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 		mt_report_off_cpu(r, &off, &pre);
 		fprintf(out, ",\"off_cpu_ns\":%" PRIu64 ",\"preempted_ns\":%" PRIu64 ",", off, pre);
 	}
+	if (mt_report_lost(r)) {
+		fputs("\"lost\":", out);
+		put_json_str(out, mt_report_lost(r));
+		fputc(',', out);
+	}
 	fputs("\"threads\":[", out);
 	for (size_t i = 0; i < mt_report_nthreads(r); i++) {
 		const struct mt_rthread *t = mt_report_thread(r, i);
@@ -267,6 +272,8 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);
 		fprintf(out, "%s\n", f->name);
 	}
+	if (mt_report_lost(r))
+		fprintf(out, "# lost while recording: %s: the figures are short of them\n", mt_report_lost(r));
 	uint64_t off, pre;
 	mt_report_off_cpu(r, &off, &pre);
 	if (samples && (off || pre))

@@ -63,6 +63,8 @@ int mt_rebuild(struct mt_events_reader *r, struct mt_pftrace *pf, const struct m
 	while ((rc = mt_events_read(r, &ev, &meta, err)) > 0) {
 		if (rc == MT_EVENTS_META) {
 			mt_pftrace_meta(pf, meta);
+			if (!strncmp(meta, "fact\tlost\t", 10))
+				snprintf(res->lost, sizeof res->lost, "%s", meta + 10);
 			if (r->upstream_error && !strncmp(meta, "error", 5))
 				mt_pftrace_note_damage(pf, r->upstream_msg);
 			if (opts->ocaml_notes)

@@ -28,6 +28,7 @@ struct mt_rebuild_result {
 	uint64_t late, late_max_ns;   /* mt_cs_late_counts */
 	uint64_t filter_starts, filter_regions;
 	char stack_event[128];        /* mt_cs_stack_event ("": none) */
+	char lost[512];               /* the stream's "lost" fact: what the recording lost ("": nothing) */
 	/* the input stopped short (0: read to its end): what came before is
 	 * rebuilt and written, and the damage noted in the output */
 	int read_rc;

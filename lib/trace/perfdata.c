@@ -228,6 +228,7 @@ static int parse_file_header(struct mt_perfdata *pd, struct mt_err *err)
 				  pd->name, (unsigned long long)data_off, pd->len);
 	}
 	/* A crashed `perf record` leaves data.size 0: walk to the end of file. */
+	pd->data_declared = data_size;
 	if (data_size == 0 || data_size > pd->len - data_off) {
 		if (data_size > pd->len - data_off)
 			pd->truncated = true;
@@ -429,6 +430,12 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 	if (st & MT_SAMPLE_STREAM_ID) { TAKE(8); p += 8; }
 	if (st & MT_SAMPLE_CPU) { TAKE(8); s->has_cpu = true; s->cpu = mt_rd32(p); p += 8; }
 	if (st & MT_SAMPLE_PERIOD) { TAKE(8); s->has_period = true; s->period = mt_rd64(p); p += 8; }
+	else if (!(pd->attrs[ai].flags & MT_ATTR_FREQ) && pd->attrs[ai].sample_period) {
+		/* a fixed period (perf record -c N) is the event's, not the
+		 * sample's: perf script gives it to every sample */
+		s->has_period = true;
+		s->period = pd->attrs[ai].sample_period;
+	}
 	if (st & MT_SAMPLE_READ)
 		return; /* its size depends on read_format: callchains after it are not read */
 	if (st & MT_SAMPLE_CALLCHAIN) {

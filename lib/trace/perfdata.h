@@ -127,6 +127,7 @@ struct mt_perfdata {
 	bool mapped, pipe_mode;
 	bool borrowed;        /* base belongs to the caller (mt_perfdata_open_mem) */
 	uint64_t data_off, data_end, pos;
+	uint64_t data_declared;    /* the header's data size (0: not said, a crashed perf record) */
 	uint8_t features[32];
 	struct mt_perf_evattr attrs[64];
 	size_t nattrs;

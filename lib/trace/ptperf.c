@@ -48,6 +48,10 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 		mt_events_write_fact(w, "off-cpu", "%s", s->switch_events
 				     ? "switch-out and switch-in events: a thread's time off CPU is known"
 				     : "unknown: recorded without context-switch events (perf record --switch-events)");
+	char lost[400];
+	mt_side_losses(s, lost, sizeof lost);
+	if (lost[0])
+		mt_events_write_fact(w, "lost", "%s", lost);
 	for (size_t i = 0; i < s->comms.n; i++)
 		mt_events_write_comm(w, s->comms.v[i].pid, s->comms.v[i].tid, s->comms.v[i].name);
 	for (size_t i = 0; i < s->maps.n; i++) {
@@ -390,10 +394,12 @@ static void report_damage(const struct decode *d)
 			o->warn(o->warn_ctx, msg);
 		}
 	}
-	if (s->aux_truncated && o->warn) {
-		char msg[128];
-		snprintf(msg, sizeof msg, "warning: %" PRIu64 " AUX records flagged TRUNCATED: trace data was lost while recording",
-			 s->aux_truncated);
+	char lost[400];
+	mt_side_losses(s, lost, sizeof lost);
+	if (lost[0] && o->warn) {
+		char msg[1000];
+		snprintf(msg, sizeof msg, "warning: %s: lost while recording: %s; each loss is an error event at its "
+			 "time", d->pd->name, lost);
 		o->warn(o->warn_ctx, msg);
 	}
 }

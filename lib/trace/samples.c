@@ -227,7 +227,7 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 /* What waits for its turn: a sample, a thread's switch or a trigger hit.
  * At one time a switch in comes first (it ran to be sampled), then a hit,
  * then samples, a switch out last; then file order. */
-enum { OI_SWITCH_IN, OI_HIT, OI_SAMPLE, OI_SWITCH_OUT };
+enum { OI_SWITCH_IN, OI_HIT, OI_SAMPLE, OI_SWITCH_OUT, OI_LOSS };
 struct oitem {
 	uint64_t time, seq;
 	uint8_t rank;
@@ -235,8 +235,20 @@ struct oitem {
 		struct psample ps;
 		struct tsw sw;
 		struct mt_ptperf_hit hit;
+		struct tloss loss;
 	} u;
 };
+
+/* A loss, as an error event at its time on its thread. */
+static void write_loss(struct mt_events_writer *w, const struct tloss *l, struct mt_ptdec_stats *stats)
+{
+	struct mt_event ev = {.time = l->time, .has_time = l->has_time, .pid = l->pid, .tid = l->tid,
+			      .cpu = l->has_cpu ? (int32_t)l->cpu : -1, .kind = MT_EV_ERROR, .offset = MT_NO_OFFSET,
+			      .msg = l->msg};
+	mt_events_write(w, &ev);
+	stats->by_kind[MT_EV_ERROR]++;
+	stats->errors++;
+}
 
 struct oheap {
 	struct oitem *v;
@@ -304,6 +316,8 @@ static void oh_flush(struct oheap *h, uint64_t limit, struct stream_ctx *c)
 			emit_stack(&c->ec, &it.u.ps, c->primary, c->unw, c->uc);
 		else if (it.rank == OI_HIT)
 			write_hit(c->ec.w, &it.u.hit, c->ec.stats);
+		else if (it.rank == OI_LOSS)
+			write_loss(c->ec.w, &it.u.loss, c->ec.stats);
 		else
 			write_switch(c->ec.w, &it.u.sw, c->ec.stats);
 	}
@@ -344,6 +358,11 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 		} else if (mt_side_switch_of(&r, &it.u.sw)) {
 			it.rank = it.u.sw.out ? OI_SWITCH_OUT : OI_SWITCH_IN;
 			it.time = it.u.sw.time;
+		} else if (mt_side_loss_of(&r, &it.u.loss) && (r.type != MT_REC_LOST_SAMPLES || it.u.loss.time)) {
+			/* (perf record writes the kernel's count of lost samples
+			 * at its end, untimed: that total is said, not placed) */
+			it.rank = OI_LOSS;
+			it.time = it.u.loss.has_time ? it.u.loss.time : 0;
 		} else {
 			continue;
 		}

@@ -239,12 +239,19 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				uint64_t fl = mt_rd64(b + 16);
 				s->aux_truncated += (fl & 1) != 0;
 				s->aux_overwrite += (fl & 2) != 0;
+				s->aux_partial += (fl & 4) != 0;
 				s->aux_collision += (fl & 8) != 0;
 			}
 			break;
 		case MT_REC_LOST:
-			if (bs >= 16)
+			if (bs >= 16) {
 				s->lost += mt_rd64(b + 8);
+				s->lost_records++;
+			}
+			break;
+		case MT_REC_LOST_SAMPLES:
+			if (bs >= 8)
+				s->lost_samples += mt_rd64(b);
 			break;
 		case MT_REC_ITRACE_START:
 			if (bs >= 8 && r.sid.has_cpu)
@@ -278,6 +285,14 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	if (rc < 0) {
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);
+	} else if (pd->truncated && pd->data_declared > pd->data_end - pd->data_off) {
+		/* cut at a record's end: every record read whole, and yet the
+		 * rest of the data section is missing */
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err,
+			 "%s: the file is cut: its data section ends at %" PRIu64 " of the %" PRIu64 " bytes its "
+			 "header declares; what was recorded after that is lost", pd->name, pd->data_end - pd->data_off,
+			 pd->data_declared);
 	} else if (s->counts[MT_REC_COMPRESSED]) {
 		/* Their records (PT buffers among them) are lost to us: say so. */
 		s->walk_damaged = true;
@@ -286,6 +301,47 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			 "record without -z", s->counts[MT_REC_COMPRESSED]);
 	}
 	return 0;
+}
+
+bool mt_side_loss_of(const struct mt_perf_record *r, struct tloss *l)
+{
+	const uint8_t *b = r->body;
+	size_t bs = r->body_size;
+	*l = (struct tloss){.pid = r->sid.pid, .tid = r->sid.tid, .cpu = r->sid.cpu, .time = r->sid.time,
+			    .has_time = r->sid.has_time, .has_cpu = r->sid.has_cpu};
+	if (r->type == MT_REC_LOST && bs >= 16) {
+		uint64_t n = mt_rd64(b + 8);
+		snprintf(l->msg, sizeof l->msg, "perf lost %" PRIu64 " event%s: its ring buffer was full", n,
+			 n == 1 ? "" : "s");
+	} else if (r->type == MT_REC_LOST_SAMPLES && bs >= 8) {
+		uint64_t n = mt_rd64(b);
+		snprintf(l->msg, sizeof l->msg, "the kernel lost %" PRIu64 " sample%s", n, n == 1 ? "" : "s");
+	} else if (r->type == MT_REC_AUX && bs >= 24 && (mt_rd64(b + 16) & 5)) {
+		uint64_t fl = mt_rd64(b + 16), size = mt_rd64(b + 8);
+		snprintf(l->msg, sizeof l->msg, "trace data lost: an AUX buffer of %" PRIu64 " bytes %s", size,
+			 fl & 1 ? "truncated (it was full)" : "partial");
+	} else {
+		return false;
+	}
+	return true;
+}
+
+void mt_side_losses(const struct side *s, char *out, size_t n)
+{
+	size_t k = 0;
+	out[0] = '\0';
+	if (s->lost_records && k < n)
+		k += (size_t)snprintf(out + k, n - k, "%" PRIu64 " events (%" PRIu64 " LOST records: perf's ring buffer "
+				      "was full; a larger -m or a lower rate keeps them)", s->lost, s->lost_records);
+	if (s->lost_samples && k < n)
+		k += (size_t)snprintf(out + k, n - k, "%s%" PRIu64 " samples (LOST_SAMPLES)", k ? ", " : "",
+				      s->lost_samples);
+	if (s->aux_truncated && k < n)
+		k += (size_t)snprintf(out + k, n - k, "%s%" PRIu64 " AUX buffers truncated (trace data lost)",
+				      k ? ", " : "", s->aux_truncated);
+	if (s->aux_partial && k < n)
+		k += (size_t)snprintf(out + k, n - k, "%s%" PRIu64 " AUX buffers partial", k ? ", " : "",
+				      s->aux_partial);
 }
 
 bool mt_side_timed(const struct mt_perfdata *pd, const struct side *s)

@@ -83,7 +83,9 @@ struct side {
 	struct { uint64_t n; bool any_time, any_stack; int primary; } seen;
 	bool switch_events;         /* an event was recorded with context_switch */
 	uint64_t counts[128];
-	uint64_t aux_truncated, aux_collision, aux_overwrite, lost;
+	uint64_t aux_truncated, aux_collision, aux_overwrite, aux_partial;
+	uint64_t lost, lost_records;  /* LOST records: the events perf dropped (its ring buffer full) */
+	uint64_t lost_samples;        /* LOST_SAMPLES records: the samples the kernel dropped */
 	uint64_t tmin, tmax;
 	bool have_time;
 	char walk_err[512];
@@ -103,6 +105,14 @@ int mt_side_collect_samples(struct mt_perfdata *pd, struct side *s, struct mt_er
 bool mt_side_sample_of(const struct mt_perf_record *r, struct psample *ps);
 /* A SWITCH record as a thread's switch; false without thread or time. */
 bool mt_side_switch_of(const struct mt_perf_record *r, struct tsw *sw);
+/* A record that says data was lost (LOST, LOST_SAMPLES, an AUX record
+ * flagged truncated or partial): where and when, and what it says, as an
+ * error event's message ("perf lost 5 events: its ring buffer was full").
+ * False for any other record. */
+struct tloss { uint32_t pid, tid, cpu; uint64_t time; bool has_time, has_cpu; char msg[120]; };
+bool mt_side_loss_of(const struct mt_perf_record *r, struct tloss *l);
+/* One line of what the recording lost, or "" (nothing lost). */
+void mt_side_losses(const struct side *s, char *out, size_t n);
 /* magic-trace's primary sampling event: the first one (lowest attr index)
  * with samples that is not a breakpoint (a trigger's); -1 none yet. */
 int mt_side_primary_of(const struct mt_perfdata *pd, int primary, int attr);

@@ -3,6 +3,7 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -63,6 +64,34 @@ static void warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, PROG ": %s\n", msg);
+}
+
+/* A text of any length in a buffer that grows to fit it (and stays). */
+struct textbuf {
+	char *s;
+	size_t cap;
+};
+
+__attribute__((format(printf, 2, 3))) static const char *textbuf_put(struct textbuf *b, const char *fmt, ...)
+{
+	va_list ap;
+	va_start(ap, fmt);
+	int n = vsnprintf(b->s, b->cap, fmt, ap);
+	va_end(ap);
+	if (n < 0)
+		return NULL;
+	if ((size_t)n >= b->cap) {
+		size_t cap = (size_t)n + 1 > 2 * b->cap ? (size_t)n + 1 : 2 * b->cap;
+		char *s = realloc(b->s, cap);
+		if (!s)
+			return NULL;
+		b->s = s;
+		b->cap = cap;
+		va_start(ap, fmt);
+		vsnprintf(b->s, b->cap, fmt, ap);
+		va_end(ap);
+	}
+	return b->s;
 }
 
 /* A callchain frame as mt-pt2events writes it: "0xIP", nothing more. */
@@ -188,7 +217,9 @@ int main(int argc, char **argv)
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
-	static char framebuf[MT_EVENT_MAX_EXTRA][600], srcbuf[MT_EVENT_MAX_EXTRA][600];
+	/* a frame's text, whole (a C++ name of thousands of bytes cut would
+	 * merge functions): each slot grows to the longest it held */
+	static struct textbuf framebuf[MT_EVENT_MAX_EXTRA], srcbuf[MT_EVENT_MAX_EXTRA];
 	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
 	struct mt_symcols *cols = mt_symcols_new(sym, w.format == MT_EVENTS_TEXT);
 	if (!cols) {
@@ -263,13 +294,15 @@ int main(int argc, char **argv)
 				uint64_t ip = strtoull(kv[k].val, NULL, 16);
 				struct mt_sym_result fr;
 				mt_sym_lookup(sym, ev.pid, ip, &fr);
-				char *buf = framebuf[k];
-				if (fr.name)
-					snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip, fr.name,
-						 fr.off, fr.dso ? fr.dso : "[unknown]");
-				else
-					snprintf(buf, sizeof framebuf[0], "0x%" PRIx64 " [unknown] (%s)", ip,
-						 fr.dso ? fr.dso : "[unknown]");
+				const char *buf = fr.name ? textbuf_put(&framebuf[k], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip,
+									fr.name, fr.off, fr.dso ? fr.dso : "[unknown]")
+							  : textbuf_put(&framebuf[k], "0x%" PRIx64 " [unknown] (%s)", ip,
+									fr.dso ? fr.dso : "[unknown]");
+				if (!buf) {
+					fprintf(stderr, PROG ": out of memory\n");
+					status = EXIT_DATA;
+					break;
+				}
 				framed[m - 1].val = buf;
 				if (!lines || m + (n - k) >= MT_EVENT_MAX_EXTRA)
 					continue;
@@ -277,10 +310,9 @@ int main(int argc, char **argv)
 				 * begin the next line: its line is the call's (ip - 1) */
 				if (k != last_frame && ip)
 					mt_sym_lookup(sym, ev.pid, ip - 1, &fr);
-				if (fr.file && fr.line > 0) {
-					snprintf(srcbuf[k], sizeof srcbuf[0], "%s:%d", fr.file, fr.line);
-					framed[m++] = (struct mt_kv){"frame_src", srcbuf[k]};
-				}
+				const char *src = fr.file && fr.line > 0 ? textbuf_put(&srcbuf[k], "%s:%d", fr.file, fr.line) : NULL;
+				if (src)
+					framed[m++] = (struct mt_kv){"frame_src", src};
 			}
 			n = m;
 		}

@@ -83,6 +83,25 @@ static char *j_us(char *p, uint64_t ns)
 
 #define J_LIT(p, lit) (memcpy((p), (lit), sizeof(lit) - 1), (p) + sizeof(lit) - 1)
 
+/* A JSON string's text (no quotes) into b at p, whole whatever its length:
+ * a long one (a C++ name of thousands of bytes) is written out with what
+ * came before it in b, in pieces; returns where b goes on. */
+static char *json_text(struct mt_pftrace *pf, char *b, char *p, const char *s)
+{
+	size_t n = strlen(s);
+	if (n < 1024)
+		return mt_tl_json_str(p, 1024 * 6 + 8, s);
+	mt_tl_out(pf, b, (size_t)(p - b));
+	char piece[256 * 6 + 8], src[257];
+	for (size_t i = 0; i < n; i += 256) {
+		size_t k = n - i < 256 ? n - i : 256;
+		memcpy(src, s + i, k);
+		src[k] = '\0';
+		mt_tl_out(pf, piece, (size_t)(mt_tl_json_str(piece, sizeof piece, src) - piece));
+	}
+	return b;
+}
+
 /* One event of a thread: slices written by hand (most of the file), the
  * rest through json_event. */
 static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const char *name, uint64_t ip, double value)
@@ -90,7 +109,7 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 	struct mt_pftrace *pf = w->pf;
 	if (type == TL_BEGIN || type == TL_END) {
 		/* most of the file: written by hand, as json_event would */
-		char b[2048 + 1024 + 512]; /* name, file and under 300 bytes more */
+		char b[2 * 1024 * 6 + 512]; /* name, file (escaped, each under 1024 bytes: else written apart) and under 300 bytes more */
 		char *p = json_sep(pf, b);
 		if (type == TL_END) {
 			p = J_LIT(p, "{\"ph\":\"E\"");
@@ -107,18 +126,18 @@ static void emit_json(struct seqw *w, uint64_t time, enum tl_kind type, const ch
 		 * with an E of its name (else it drops the E, and warns) */
 		if (type == TL_END && name) {
 			p = J_LIT(p, ",\"name\":\"");
-			p = mt_tl_json_str(p, 2048, name);
+			p = json_text(pf, b, p, name);
 			*p++ = '"';
 		}
 		if (type == TL_BEGIN) {
 			p = J_LIT(p, ",\"name\":\"");
-			p = mt_tl_json_str(p, 2048, name ? name : "");
+			p = json_text(pf, b, p, name ? name : "");
 			p = J_LIT(p, "\",\"cat\":\"\",\"args\":{\"address\":\"");
 			p = mt_put_hex(p, ip);
 			*p++ = '"';
 			if (w->file) {
 				p = J_LIT(p, ",\"file\":\"");
-				p = mt_tl_json_str(p, 1024, w->file);
+				p = json_text(pf, b, p, w->file);
 				p = J_LIT(p, "\",\"line\":");
 				if (w->line < 0) {
 					*p++ = '-';

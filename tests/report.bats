@@ -524,3 +524,28 @@ assert want <= names, [len(n) for n in names if n.startswith("long_name_")]'
 		echo "# ../shared/tools/perfetto absent: the Perfetto file not read back by trace_processor" >&3
 	fi
 }
+
+# A child forked without exec (issue 48): perf writes no MMAP and no COMM
+# for it, so its samples were [unknown @ ADDR] and it went unnamed. It
+# runs its parent's code under its parent's name, as perf shows it.
+# Oracle: perf report --sort pid,sym -F period on the same perf.data, and
+# perf script's comm of each thread.
+@test "a child forked without exec: its samples are named and it is named, as perf names them" {
+	cd "$BATS_TEST_TMPDIR"
+	"$MT_BIN/mt-record" -o fk.data -- "$MT_PROGS/forks" > /dev/null 2>&1
+	"$PT2EVENTS" fk.data 2> /dev/null | "$SYM" > fk.ev
+	perf report -i fk.data --no-children --stdio -g none --sort pid,sym -F period,pid,sym -q 2> /dev/null |
+		awk '$4 ~ /_spin$/ { split($2, p, ":"); print p[1] "\t" $4 "\t" $1 }' | sort > perf.rows
+	[ "$(wc -l < perf.rows)" -eq 2 ]
+	"$REPORT" --format=tsv --per-thread fk.ev | awk -F'\t' 'NR > 1 && $1 ~ /_spin$/ { print $23 "\t" $1 "\t" $21 }' | sort > mt.rows
+	diff perf.rows mt.rows
+	[ "$(cut -f1 mt.rows | sort -u | wc -l)" -eq 2 ] # parent and child
+	# named as perf names them
+	perf script -i fk.data -F pid,comm 2> /dev/null | awk '{ print $2 "\t" $1 }' | sort -u > perf.comms
+	"$REPORT" --format=json --per-thread fk.ev | python3 -c '
+import json, sys
+d = json.load(sys.stdin)
+for t in sorted(d["threads"], key=lambda t: t["pid"]):
+    print("%d\t%s" % (t["pid"], t["comm"]))' | sort -u > mt.comms
+	diff perf.comms mt.comms
+}

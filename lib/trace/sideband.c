@@ -212,6 +212,17 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				uint64_t t = r.sid.has_time ? r.sid.time : 0;
 				if (name && !has_comm(s, pid, tid, name, t))
 					e = PUSH(s->comms, pid, tid, name, t, 0);
+				/* a new process (fork without exec) has its parent's
+				 * code mapped where the parent had it, and perf writes
+				 * no MMAP for it: the parent's mappings so far are its
+				 * own (an exec's MMAPs come later and replace them) */
+				uint32_t ppid = mt_rd32(b + 4);
+				for (size_t i = 0, n = s->maps.n; !e && pid != ppid && i < n; i++)
+					if (s->maps.v[i].pid == ppid) {
+						struct map m = s->maps.v[i];
+						m.pid = pid;
+						e = mt_vec_push((void **)&s->maps.v, &s->maps.n, &s->maps.cap, sizeof m, &m);
+					}
 			}
 			break;
 		case MT_REC_MMAP:

@@ -596,3 +596,59 @@ print(first, seen)
 assert first and seen == first
 PY
 }
+
+# Inlined frames in sampled stacks (issue 48): --inlines added nothing to
+# sample frames and looked each frame up again (~120x slower). Now each
+# address is looked up once, and each function inlined there is a frame
+# of its own, outermost first, named as perf names them, "mix (inlined)".
+# Oracle: binutils' addr2line -f -i (its own DWARF reader) on each sampled
+# leaf address: the chain of functions, innermost first.
+@test "--inlines on sampled stacks: each inlined function a frame, as addr2line -i gives the chain; rows in the report" {
+	cd "$BATS_TEST_TMPDIR"
+	prog=$MT_PROGS/inline_hot
+	"$MT_BIN/mt-record" -o ih.data -- "$prog" > /dev/null 2>&1
+	"$PT2EVENTS" ih.data 2> /dev/null | "$MT_BIN/mt-symbolize" --inlines > ih.ev
+	# mt's chain per distinct leaf in the program: innermost first
+	python3 - "$prog" > mt.chains <<'PY'
+import sys, subprocess
+prog = sys.argv[1]
+syms = {}
+for l in subprocess.run(["nm", prog], capture_output=True, text=True).stdout.split("\n"):
+    f = l.split()
+    if len(f) == 3:
+        syms[f[2]] = int(f[0], 16)
+seen = {}
+for line in open("ih.ev"):
+    f = line.rstrip("\n").split("\t")
+    if len(f) < 4 or f[3] != "sample":
+        continue
+    frames = [c[6:] for c in f[6:] if c.startswith("frame=")]
+    leafs = [x for x in frames if x.endswith("(" + prog + ")")]
+    if not frames or not frames[-1].endswith("(" + prog + ")"):
+        continue
+    ip = frames[-1].split()[0]
+    chain = []
+    for x in reversed(frames):
+        if x.split()[0] != ip:
+            break
+        name = x.split(" ", 1)[1].rsplit(" (", 1)[0]
+        chain.append(name)
+    outer = chain[-1]  # "work+0xOFF"
+    fn, off = outer.rsplit("+0x", 1)
+    addr = syms[fn] + int(off, 16)
+    inl = [c[:-len(" (inlined)")] for c in chain[:-1]]
+    seen[addr] = inl + [fn]
+for a, c in sorted(seen.items()):
+    print("%x\t%s" % (a, " ".join(c)))
+PY
+	[ "$(wc -l < mt.chains)" -ge 3 ]
+	cut -f1 mt.chains | while read -r a; do
+		printf '%s\t%s\n' "$a" "$(addr2line -f -i -e "$prog" "0x$a" | awk 'NR % 2 == 1' | tr '\n' ' ' | sed 's/ $//')"
+	done > a2l.chains
+	diff a2l.chains mt.chains
+	grep -q $'\tmix step work$' mt.chains
+	# the report's rows, as perf would name them
+	"$MT_BIN/mt-report" --format=tsv ih.ev | awk -F'\t' 'NR > 1 { print $1 }' > rows
+	grep -qx 'mix (inlined)' rows
+	grep -qx 'step (inlined)' rows
+}

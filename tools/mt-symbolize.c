@@ -14,6 +14,7 @@
 #include "stream/filterio.h"
 #include "base/strtab.h"
 #include "names/symbolize.h"
+#include "names/framecols.h"
 #include "names/symcols.h"
 #include "base/version.h"
 
@@ -42,7 +43,9 @@ static void usage(FILE *f)
 "      --perf-map-dir=DIR         look for perf-PID.map files in DIR (default /tmp)\n"
 "      --no-demangle              keep C++, Rust and OCaml names mangled\n"
 "      --inlines                  also from_inline/to_inline: the inlined functions\n"
-"                                 at the address, innermost first, ';'-separated\n"
+"                                 at the address, innermost first, ';'-separated;\n"
+"                                 in a stack sample a frame of its own for each,\n"
+"                                 as perf names it: 0xIP NAME (inlined) (DSO)\n"
 "      --lines                    also from_file/from_line and to_file/to_line,\n"
 "                                 and after each sample frame its frame_src=FILE:LINE\n"
 "                                 (DWARF line tables, separate debug info too)\n"
@@ -64,34 +67,6 @@ static void warn(void *ctx, const char *msg)
 {
 	(void)ctx;
 	fprintf(stderr, PROG ": %s\n", msg);
-}
-
-/* A text of any length in a buffer that grows to fit it (and stays). */
-struct textbuf {
-	char *s;
-	size_t cap;
-};
-
-__attribute__((format(printf, 2, 3))) static const char *textbuf_put(struct textbuf *b, const char *fmt, ...)
-{
-	va_list ap;
-	va_start(ap, fmt);
-	int n = vsnprintf(b->s, b->cap, fmt, ap);
-	va_end(ap);
-	if (n < 0)
-		return NULL;
-	if ((size_t)n >= b->cap) {
-		size_t cap = (size_t)n + 1 > 2 * b->cap ? (size_t)n + 1 : 2 * b->cap;
-		char *s = realloc(b->s, cap);
-		if (!s)
-			return NULL;
-		b->s = s;
-		b->cap = cap;
-		va_start(ap, fmt);
-		vsnprintf(b->s, b->cap, fmt, ap);
-		va_end(ap);
-	}
-	return b->s;
 }
 
 /* A callchain frame as mt-pt2events writes it: "0xIP", nothing more. */
@@ -217,12 +192,13 @@ int main(int argc, char **argv)
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
-	/* a frame's text, whole (a C++ name of thousands of bytes cut would
-	 * merge functions): each slot grows to the longest it held */
-	static struct textbuf framebuf[MT_EVENT_MAX_EXTRA], srcbuf[MT_EVENT_MAX_EXTRA];
+
 	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
 	struct mt_symcols *cols = mt_symcols_new(sym, w.format == MT_EVENTS_TEXT);
-	if (!cols) {
+	struct mt_framecols *fcols = mt_framecols_new(sym, inlines, lines);
+	if (!cols || !fcols) {
+		mt_symcols_free(cols);
+		mt_framecols_free(fcols);
 		fprintf(stderr, PROG ": out of memory\n");
 		mt_sym_free(sym);
 		return mt_filterio_close(&io, EXIT_DATA, true);
@@ -245,6 +221,7 @@ int main(int argc, char **argv)
 			}
 			mt_sym_add_mmap_meta(sym, meta);
 			mt_symcols_forget(cols); /* what an address names may have changed */
+			mt_framecols_forget(fcols);
 			if (strncmp(meta, "mt-events ", 10)) /* the writer wrote its own version line */
 				mt_events_write_meta(&w, meta);
 			continue;
@@ -286,33 +263,25 @@ int main(int argc, char **argv)
 				last_frame = k;
 			}
 		if (nframes) {
+			/* each frame as perf prints it, with the functions inlined
+			 * there (--inlines) and its line (--lines): made once per
+			 * address (mt_framecols) */
 			unsigned m = 0;
-			for (unsigned k = 0; k < n; k++) {
-				framed[m++] = kv[k];
-				if (k >= ev.nextra || !is_bare_frame(&kv[k]))
+			for (unsigned k = 0; k < n && m < MT_EVENT_MAX_EXTRA; k++) {
+				if (k >= ev.nextra || !is_bare_frame(&kv[k])) {
+					framed[m++] = kv[k];
 					continue;
-				uint64_t ip = strtoull(kv[k].val, NULL, 16);
-				struct mt_sym_result fr;
-				mt_sym_lookup(sym, ev.pid, ip, &fr);
-				const char *buf = fr.name ? textbuf_put(&framebuf[k], "0x%" PRIx64 " %s+0x%" PRIx64 " (%s)", ip,
-									fr.name, fr.off, fr.dso ? fr.dso : "[unknown]")
-							  : textbuf_put(&framebuf[k], "0x%" PRIx64 " [unknown] (%s)", ip,
-									fr.dso ? fr.dso : "[unknown]");
-				if (!buf) {
+				}
+				unsigned nc;
+				const struct mt_kv *fc = mt_framecols_get(fcols, ev.pid, strtoull(kv[k].val, NULL, 16),
+									  k != last_frame, &nc);
+				if (!fc) {
 					fprintf(stderr, PROG ": out of memory\n");
 					status = EXIT_DATA;
 					break;
 				}
-				framed[m - 1].val = buf;
-				if (!lines || m + (n - k) >= MT_EVENT_MAX_EXTRA)
-					continue;
-				/* a caller's frame holds its return address, which may
-				 * begin the next line: its line is the call's (ip - 1) */
-				if (k != last_frame && ip)
-					mt_sym_lookup(sym, ev.pid, ip - 1, &fr);
-				const char *src = fr.file && fr.line > 0 ? textbuf_put(&srcbuf[k], "%s:%d", fr.file, fr.line) : NULL;
-				if (src)
-					framed[m++] = (struct mt_kv){"frame_src", src};
+				for (unsigned i = 0; i < nc && m < MT_EVENT_MAX_EXTRA - (n - k - 1); i++)
+					framed[m++] = fc[i];
 			}
 			n = m;
 		}
@@ -334,6 +303,7 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 	}
 	mt_symcols_free(cols);
+	mt_framecols_free(fcols);
 	mt_sym_free(sym);
 	if (bundle_open)
 		mt_bundle_close(&bundle);

@@ -627,8 +627,11 @@ static const char *frame_name(struct mt_cs *cs, const char *v, uint64_t *ip, con
 	char *name = strdup(e);
 	if (!name)
 		return NULL;
-	/* the object: inside " (...)", "[unknown]" when there is none */
-	char *dso = strstr(name, " (");
+	/* the object: inside the last " (...)" ("NAME (inlined) (DSO)"),
+	 * "[unknown]" when there is none */
+	char *dso = NULL;
+	for (char *q = strstr(name, " ("); q; q = strstr(q + 1, " ("))
+		dso = q;
 	*dso_out = cs->n_unknown_dso;
 	if (dso) {
 		*dso = '\0';

@@ -267,6 +267,7 @@ int main(int argc, char **argv)
 			 * there (--inlines) and its line (--lines): made once per
 			 * address (mt_framecols) */
 			unsigned m = 0;
+			mt_framecols_next_event(fcols);
 			for (unsigned k = 0; k < n && m < MT_EVENT_MAX_EXTRA; k++) {
 				if (k >= ev.nextra || !is_bare_frame(&kv[k])) {
 					framed[m++] = kv[k];

@@ -13,6 +13,7 @@
 
 struct entry {
 	uint64_t ip, gen;   /* gen 0: empty */
+	uint64_t event;     /* the event that last asked for it: held until the next one */
 	uint32_t pid;
 	bool caller;
 	unsigned n;
@@ -23,8 +24,12 @@ struct entry {
 struct mt_framecols {
 	struct mt_sym *sym;
 	bool inlines, lines;
-	uint64_t gen;
+	uint64_t gen, event;
 	struct entry *slots;
+	/* frames of this event whose slot another of its frames holds:
+	 * looked up into these, not kept */
+	struct entry spare[MT_EVENT_MAX_EXTRA];
+	size_t nspare;
 	struct mt_sym_result res;
 };
 
@@ -40,6 +45,7 @@ struct mt_framecols *mt_framecols_new(struct mt_sym *sym, bool inlines, bool lin
 		c->inlines = inlines;
 		c->lines = lines;
 		c->gen = 1;
+		c->event = 1;
 	}
 	return c;
 }
@@ -50,6 +56,8 @@ void mt_framecols_free(struct mt_framecols *c)
 		return;
 	for (size_t i = 0; i < SLOTS; i++)
 		free(c->slots[i].text);
+	for (size_t i = 0; i < MT_EVENT_MAX_EXTRA; i++)
+		free(c->spare[i].text);
 	free(c->slots);
 	free(c);
 }
@@ -57,6 +65,12 @@ void mt_framecols_free(struct mt_framecols *c)
 void mt_framecols_forget(struct mt_framecols *c)
 {
 	c->gen++;
+}
+
+void mt_framecols_next_event(struct mt_framecols *c)
+{
+	c->event++;
+	c->nspare = 0;
 }
 
 /* Appends one value to the entry's texts (a memstream's buffer): its
@@ -137,6 +151,12 @@ const struct mt_kv *mt_framecols_get(struct mt_framecols *c, uint32_t pid, uint6
 	uint64_t h = (ip ^ (uint64_t)pid << 40 ^ (uint64_t)caller << 63) * 0x9e3779b97f4a7c15ULL;
 	struct entry *e = &c->slots[h >> (64 - 12)];
 	if (e->gen != c->gen || e->ip != ip || e->pid != pid || e->caller != caller) {
+		if (e->gen && e->event == c->event) {
+			/* this event holds the slot: a spare, not kept */
+			if (c->nspare == MT_EVENT_MAX_EXTRA)
+				return NULL;
+			e = &c->spare[c->nspare++];
+		}
 		e->gen = 0;
 		e->ip = ip;
 		e->pid = pid;
@@ -145,6 +165,7 @@ const struct mt_kv *mt_framecols_get(struct mt_framecols *c, uint32_t pid, uint6
 			return NULL;
 		e->gen = c->gen;
 	}
+	e->event = c->event;
 	*n = e->n;
 	return e->kv;
 }

@@ -21,9 +21,13 @@ struct mt_framecols;
 /* Over sym (which must outlive it); inlines and lines as sym was set. */
 struct mt_framecols *mt_framecols_new(struct mt_sym *sym, bool inlines, bool lines);
 void mt_framecols_free(struct mt_framecols *c);
+/* A new event's frames are coming: what mt_framecols_get gave for the
+ * last one may go. */
+void mt_framecols_next_event(struct mt_framecols *c);
 /* The columns of the frame at ip in process pid; caller: a caller's frame
  * (its return address: its line is the call's, ip - 1). *n of them, valid
- * until the next call; NULL: out of memory. */
+ * until mt_framecols_next_event (every frame of one event at once, two
+ * of them in one slot of the table too); NULL: out of memory. */
 const struct mt_kv *mt_framecols_get(struct mt_framecols *c, uint32_t pid, uint64_t ip, bool caller, unsigned *n);
 /* Mappings changed: what was kept may name other things. */
 void mt_framecols_forget(struct mt_framecols *c);

@@ -20,6 +20,7 @@
 
 #include "base/outfile.h"
 #include "bundle/bundle.h"
+#include "objects/fpcheck.h"
 #include "record/caps.h"
 #include "record/perfargs.h"
 #include "record/perfctl.h"
@@ -114,22 +115,48 @@ static void shell_quote(FILE *f, const char *s)
 }
 
 /* Can exec find it (a path, or a name on PATH)? */
-static bool find_program(const char *name)
+/* The program a command runs, as execvp finds it, into found (size n). */
+static bool find_program(const char *name, char *found, size_t n)
 {
-	if (strchr(name, '/'))
+	if (strchr(name, '/')) {
+		snprintf(found, n, "%s", name);
 		return access(name, X_OK) == 0;
+	}
 	const char *path = getenv("PATH");
 	if (!path)
 		path = "/usr/bin:/bin";
-	char dir[4096];
 	for (const char *p = path; *p;) {
 		size_t l = strcspn(p, ":");
-		snprintf(dir, sizeof dir, "%.*s/%s", (int)l, p, name);
-		if (access(dir, X_OK) == 0)
+		snprintf(found, n, "%.*s/%s", (int)l, p, name);
+		if (access(found, X_OK) == 0)
 			return true;
 		p += l + (p[l] == ':');
 	}
 	return false;
+}
+
+/* Sampling with no --callgraph given: frame pointers where the program
+ * was built with them (cheap), else DWARF unwinding (perf copies each
+ * sample's stack: stacks whole where frame pointers would stop after a
+ * frame or two); which, and why, said. */
+static enum mt_callgraph choose_callgraph(const char *program)
+{
+	size_t with, all;
+	struct mt_err err = {0};
+	if (mt_fpcheck_file(program, &with, &all, &err) || !all) {
+		fprintf(stderr, PROG ": %s: %s: --callgraph=fp (give --callgraph=dwarf if stacks stop short)\n", program,
+			err.code ? "not an x86-64 program to read" : "no function symbols to tell its build by");
+		return MT_CG_FP;
+	}
+	if (with * 2 >= all) {
+		fprintf(stderr, PROG ": %s: built with frame pointers (%zu of %zu functions set one up): --callgraph=fp\n",
+			program, with, all);
+		return MT_CG_FP;
+	}
+	fprintf(stderr, PROG ": %s: built without frame pointers (%zu of %zu functions set one up): "
+		"--callgraph=dwarf (perf copies each sample's stack to unwind; --callgraph=fp to choose otherwise)\n",
+		program, with, all);
+	return MT_CG_DWARF;
 }
 
 static void warn(void *ctx, const char *msg)
@@ -323,6 +350,7 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 2;
 	}
+	char program[4096] = ""; /* the program COMMAND runs */
 	pid_t pids[MT_RECORD_MAX_PIDS];
 	size_t npids = 0;
 	if (o.pids) {
@@ -346,7 +374,7 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": bad --pid '%s': expected PID[,PID...]\n", o.pids);
 			return 2;
 		}
-	} else if (!find_program(argv[optind])) {
+	} else if (!find_program(argv[optind], program, sizeof program)) {
 		/* magic-trace: "Can't find executable for %s"; perf would leave a stub file */
 		fprintf(stderr, PROG ": %s: no such executable (searched PATH)\n", argv[optind]);
 		return 1;
@@ -372,6 +400,15 @@ int main(int argc, char **argv)
 	bool sampling = o.sampling || !has_pt || strcmp(has_pt, "1");
 	if (!sampling && !callgraph_given)
 		o.callgraph = MT_CG_DEFAULT;
+	if (sampling && !callgraph_given && !dry) {
+		if (o.pids) { /* the first process's program */
+			char exe[64];
+			snprintf(exe, sizeof exe, "/proc/%d/exe", atoi(o.pids));
+			ssize_t l = readlink(exe, program, sizeof program - 1);
+			snprintf(program + (l > 0 ? l : 0), sizeof program - (size_t)(l > 0 ? l : 0), "%s", l > 0 ? "" : exe);
+		}
+		o.callgraph = choose_callgraph(program);
+	}
 	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
 	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
 	if (sampling) {

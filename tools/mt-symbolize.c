@@ -69,6 +69,24 @@ static void warn(void *ctx, const char *msg)
 	fprintf(stderr, PROG ": %s\n", msg);
 }
 
+/* Whether a stack's outermost frame is where a thread begins ("0xIP
+ * NAME+0xOFF (DSO)"): a stack that does not reach one was cut short. */
+static bool is_root_frame(const char *frame)
+{
+	static const char *const roots[] = {"_start", "__libc_start_main", "__libc_start_call_main", "start_thread",
+					    "clone", "clone3", "__clone", "__clone3", "__GI___clone3",
+					    "_dl_start_user", "_dl_start", "thread_start", "runtime.goexit",
+					    "runtime.rt0_go", "ret_from_fork", "ret_from_fork_asm"};
+	const char *name = strchr(frame, ' ');
+	if (!name++)
+		return false;
+	size_t l = strcspn(name, "+ ");
+	for (size_t i = 0; i < sizeof roots / sizeof *roots; i++)
+		if (strlen(roots[i]) == l && !strncmp(name, roots[i], l))
+			return true;
+	return false;
+}
+
 /* A callchain frame as mt-pt2events writes it: "0xIP", nothing more. */
 static bool is_bare_frame(const struct mt_kv *kv)
 {
@@ -206,6 +224,11 @@ int main(int argc, char **argv)
 	struct mt_event ev;
 	const char *meta;
 	int rc, status = 0;
+	/* stacks from perf's frame-pointer walk that stop short of where a
+	 * thread begins: most of them, and the program was built without
+	 * frame pointers (said once, at the end) */
+	bool fp_callchains = false;
+	uint64_t stacks = 0, short_stacks = 0, at_zero = 0;
 	const bool text_out = w.format == MT_EVENTS_TEXT; /* lines kept in the reader's memo (text in, text out) */
 	while ((rc = mt_events_read(&io.reader, &ev, &meta, &err)) > 0) {
 		if (rc == MT_EVENTS_META) {
@@ -219,6 +242,8 @@ int main(int argc, char **argv)
 				}
 				bundle_open = true;
 			}
+			if (!strncmp(meta, "fact\tcallchains\tfp:", 19))
+				fp_callchains = true;
 			mt_sym_add_mmap_meta(sym, meta);
 			mt_symcols_forget(cols); /* what an address names may have changed */
 			mt_framecols_forget(fcols);
@@ -256,10 +281,11 @@ int main(int argc, char **argv)
 				kv[n++] = added[g].kv[i];
 		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as
 		 * perf prints them; with --lines each followed by its frame_src */
-		unsigned nframes = 0, last_frame = 0;
+		unsigned nframes = 0, last_frame = 0, first_frame = 0;
 		for (unsigned k = 0; k < ev.nextra && k < n; k++) /* the input's columns: ours are no frames */
 			if (is_bare_frame(&kv[k])) {
-				nframes++;
+				if (!nframes++)
+					first_frame = k;
 				last_frame = k;
 			}
 		if (nframes) {
@@ -281,6 +307,13 @@ int main(int argc, char **argv)
 					status = EXIT_DATA;
 					break;
 				}
+				if (k == first_frame) {
+					stacks++;
+					if (!is_root_frame(fc[0].val)) {
+						short_stacks++;
+						at_zero += strncmp(fc[0].val, "0x0 ", 4) == 0 || strstr(fc[0].val, " [unknown] (");
+					}
+				}
 				for (unsigned i = 0; i < nc && m < MT_EVENT_MAX_EXTRA - (n - k - 1); i++)
 					framed[m++] = fc[i];
 			}
@@ -297,6 +330,12 @@ int main(int argc, char **argv)
 		status = EXIT_DATA;
 		mt_events_write_error(&w, err.msg); /* the output says it stops short */
 	}
+	if (fp_callchains && stacks >= 20 && short_stacks * 2 > stacks)
+		fprintf(stderr, PROG ": warning: %" PRIu64 " of %" PRIu64 " stacks (%.0f%%) stop short of where a thread "
+			"begins (%" PRIu64 " at address 0 or in unknown code): perf's frame-pointer walk (--call-graph=fp) "
+			"cannot follow code built without frame pointers; record with mt-record --callgraph=dwarf "
+			"(perf record --call-graph=dwarf)\n", short_stacks, stacks,
+			100.0 * (double)short_stacks / (double)stacks, at_zero);
 	struct mt_err werr = {0};
 	bool wfail = mt_events_writer_finish(&w, &werr) != 0;
 	if (wfail) {

@@ -52,6 +52,18 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 	mt_side_losses(s, lost, sizeof lost);
 	if (lost[0])
 		mt_events_write_fact(w, "lost", "%s", lost);
+	if (!s->have_info && s->seen.n) {
+		/* how the samples' stacks were taken: what can cut them short */
+		uint64_t st = 0;
+		for (size_t i = 0; i < pd->nattrs; i++)
+			st |= pd->attrs[i].sample_type;
+		if (st & MT_SAMPLE_STACK_USER)
+			mt_events_write_fact(w, "callchains", "dwarf: each sample's stack copy unwound from the CFI");
+		else if (st & MT_SAMPLE_BRANCH_STACK)
+			mt_events_write_fact(w, "callchains", "lbr: the last branch records");
+		else if (st & MT_SAMPLE_CALLCHAIN)
+			mt_events_write_fact(w, "callchains", "fp: perf's frame-pointer walk");
+	}
 	for (size_t i = 0; i < s->comms.n; i++)
 		mt_events_write_comm(w, s->comms.v[i].pid, s->comms.v[i].tid, s->comms.v[i].name);
 	for (size_t i = 0; i < s->maps.n; i++) {

@@ -548,4 +548,10 @@ d = json.load(sys.stdin)
 for t in sorted(d["threads"], key=lambda t: t["pid"]):
     print("%d\t%s" % (t["pid"], t["comm"]))' | sort -u > mt.comms
 	diff perf.comms mt.comms
+	# the text table names each row's thread too (issue 48: pid/tid only)
+	"$REPORT" --format=text --per-thread fk.ev > text
+	head -2 text | tail -1 | grep -q 'PID/TID  Thread  '
+	while read -r pid comm; do
+		grep -q "  $pid/$pid  $comm  *[a-z_]*_spin$" text
+	done < <(tr '\t' ' ' < perf.comms)
 }

@@ -690,3 +690,17 @@ PY
 	[ "$(wc -l < "$BATS_TEST_TMPDIR/samples")" -eq 2 ]
 	[ "$(cut -f2 "$BATS_TEST_TMPDIR/samples" | sort -u)" = "$want" ]
 }
+
+# --stats said "0 slices" for the stacks format after writing thousands
+# (issue 48): it counts what that format writes too. Oracle: the written
+# text itself (a slice or an instant is a BEGIN line; an instant's END
+# has no time).
+@test "--stats counts what the stacks format wrote" {
+	"$PT2EVENTS" --input=perf-script "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
+	run --separate-stderr "$TOPERFETTO" --stats --format=stacks -o "$BATS_TEST_TMPDIR/s" "$BATS_TEST_TMPDIR/ev"
+	[ "$status" -eq 0 ]
+	instants=$(grep -c '^END   ' "$BATS_TEST_TMPDIR/s")
+	slices=$(( $(grep -c ' BEGIN ' "$BATS_TEST_TMPDIR/s") - instants ))
+	[ "$instants" -ge 1 ] && [ "$slices" -ge 4 ]
+	[[ "$stderr" == *"stacks, $slices slices, $instants instants, "* ]]
+}

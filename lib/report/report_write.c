@@ -225,13 +225,13 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 	}
 	if (samples) {
 		fprintf(out, "%9s %9s %9s %12s %12s  %s%s\n", "Children", "Self", "Samples", "Total", "Self",
-			per_thread ? "PID/TID  " : "", "Function");
+			per_thread ? "PID/TID  Thread           " : "", "Function");
 	} else {
 		fprintf(out, "%12s %12s %10s %12s %12s %12s %12s %12s %14s", "Total time", "Self time", "Calls",
 			"Avg", "Min", "Max", "p90", "p99", "Instructions");
 		if (cycles)
 			fprintf(out, " %14s %6s", "Cycles", "IPC");
-		fprintf(out, "  %s%s\n", per_thread ? "PID/TID  " : "", "Function");
+		fprintf(out, "  %s%s\n", per_thread ? "PID/TID  Thread           " : "", "Function");
 	}
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
@@ -268,8 +268,8 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 			}
 			fputs("  ", out);
 		}
-		if (per_thread)
-			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);
+		if (per_thread) /* the thread by its name too, as perf report --sort comm shows it */
+			fprintf(out, "%" PRIu32 "/%" PRIu32 "  %-15s  ", f->pid, f->tid, comm_of(r, f->pid, f->tid));
 		fprintf(out, "%s\n", f->name);
 	}
 	if (mt_report_lost(r))

@@ -348,8 +348,10 @@ static void a_begin(void *ctx, struct mt_cs_thread *th, uint64_t time, const str
 {
 	struct mt_pftrace *pf = ctx;
 	struct pthread *t = pthread_of(pf, th);
-	if (t)
+	if (t) {
 		pf->ops->slice_begin(&t->w, time, f->name, f->ip);
+		pf->st.slices++;
+	}
 }
 
 static void a_end(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name, uint64_t id)
@@ -369,14 +371,17 @@ static void a_complete(void *ctx, struct mt_cs_thread *th, uint64_t start, uint6
 		return;
 	pf->ops->slice_begin(&t->w, start, name, 0);
 	pf->ops->slice_end(&t->w, end, name);
+	pf->st.slices++;
 }
 
 static void a_instant(void *ctx, struct mt_cs_thread *th, uint64_t time, const char *name)
 {
 	struct mt_pftrace *pf = ctx;
 	struct pthread *t = pthread_of(pf, th);
-	if (t)
+	if (t) {
 		pf->ops->instant(&t->w, time, name);
+		pf->st.instants++;
+	}
 }
 
 static const struct {

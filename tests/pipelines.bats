@@ -315,6 +315,14 @@ make_inputs() { # DIR
 	[ "$status" -eq 1 ]
 	[ "$(wc -l < out/joblog)" -eq "$nlog" ]
 	[ "$(awk -F'\t' '$2=="ok"' out/summary.tsv | wc -l)" -eq 18 ]
+	# the summary and the database say the same of each input (issue 48:
+	# the database counted lines and the calls' span): events, and the
+	# span from the first event to the last
+	"$PIPES/mt-batch" -d out2 --db b.db in/in3.data in/b17.tar.zst > /dev/null 2>&1
+	awk -F'\t' 'NR > 1 { print $1 "\t" $3 "\t" $5 }' out2/summary.tsv | sort > sum.rows
+	sqlite3 -separator $'\t' b.db "SELECT input, events, CASE WHEN span_ns IS NULL THEN '-' ELSE printf('%.3f', span_ns / 1e6) END FROM traces" | sort > db.rows
+	[ "$(wc -l < sum.rows)" -eq 2 ]
+	diff sum.rows db.rows
 }
 
 @test "mt-batch: --sshlogin passes through to GNU parallel (':' is this machine); usage errors" {

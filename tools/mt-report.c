@@ -122,7 +122,6 @@ static bool ends_with(const char *s, const char *e)
 struct run {
 	struct mt_report *report;
 	struct mt_calldb *db;
-	uint64_t events;
 	struct mt_rebuild_result res;
 	bool damaged;
 	char damage[300];
@@ -161,7 +160,6 @@ static int read_input(const char *in, const struct mt_report_opts *ro, const str
 	}
 	int status = 0;
 	mt_rebuild(&io.reader, pf, rbo, &run->res);
-	run->events = io.reader.line;
 	mt_report_set_sample_event(run->report, run->res.stack_event);
 	mt_report_set_lost(run->report, run->res.lost);
 	if (run->res.read_rc < 0) {
@@ -385,7 +383,9 @@ int main(int argc, char **argv)
 			mt_calldb_abort(db); /* no database that holds nothing */
 		} else if (mt_calldb_finish(db, runs[0].report,
 					    trace_name ? trace_name : strcmp(ins[0], "-") ? ins[0] : "standard input",
-					    runs[0].damaged ? runs[0].damage : "ok", runs[0].events, &err)) {
+					    runs[0].damaged ? runs[0].damage : "ok", runs[0].res.events,
+					    runs[0].res.time_events ? runs[0].res.last_time - runs[0].res.first_time : UINT64_MAX,
+					    &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;
 		}

@@ -234,13 +234,13 @@ static void write_threads(struct mt_calldb *db, const struct mt_report *r, uint6
 }
 
 int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char *input, const char *status,
-		     uint64_t events, struct mt_err *err)
+		     uint64_t events, uint64_t span, struct mt_err *err)
 {
 	sqlite3_stmt *up = NULL, *tr = NULL;
-	uint64_t span = UINT64_MAX, calls = 0;
+	uint64_t calls_span = UINT64_MAX, calls = 0;
 	bool sampled = mt_report_samples(r) > 0, ns = mt_report_period_is_ns(r);
 	if (!db->failed)
-		write_threads(db, r, &span, &calls);
+		write_threads(db, r, &calls_span, &calls);
 	if (!db->failed &&
 	    (sqlite3_prepare_v2(db->db, "INSERT INTO functions VALUES (?,1,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?,?)", -1, &up,
 				NULL) != SQLITE_OK ||

@@ -26,10 +26,12 @@ struct mt_calldb *mt_calldb_open(const char *path, enum mt_calldb_level level, s
 void mt_calldb_sink(struct mt_calldb *db, struct mt_report_next *sink);
 /* Ends the trace's rows: its threads and functions from r (the report
  * the calls came through, not per thread), its traces row (input, status
- * "ok" or the damage, span, events), commits and renames. Returns 0 or an error (nothing left under path's name);
- * frees db either way. */
+ * "ok" or the damage, span, events: the stream's events and the time from
+ * its first to its last, as mt-events --stats and mt-batch's summary say
+ * them; span UINT64_MAX: none timed, NULL), commits and renames. Returns 0
+ * or an error (nothing left under path's name); frees db either way. */
 int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char *input, const char *status,
-		     uint64_t events, struct mt_err *err);
+		     uint64_t events, uint64_t span, struct mt_err *err);
 /* Frees db, leaving nothing under its name. */
 void mt_calldb_abort(struct mt_calldb *db);
 /* Copies every trace of the databases ins[0..n) into a new database at

@@ -71,6 +71,13 @@ int mt_rebuild(struct mt_events_reader *r, struct mt_pftrace *pf, const struct m
 				add_ocaml_traps(opts->prog, cs, &traps, meta);
 			continue;
 		}
+		res->events++;
+		if (ev.has_time) {
+			if (!res->time_events++ || ev.time < res->first_time)
+				res->first_time = ev.time;
+			if (ev.time > res->last_time)
+				res->last_time = ev.time;
+		}
 		seen_time |= ev.has_time;
 		if (!seen_time) {
 			insn_clock += ev.insn;

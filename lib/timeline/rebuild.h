@@ -29,6 +29,10 @@ struct mt_rebuild_result {
 	uint64_t filter_starts, filter_regions;
 	char stack_event[128];        /* mt_cs_stack_event ("": none) */
 	char lost[512];               /* the stream's "lost" fact: what the recording lost ("": nothing) */
+	/* the stream's events (metadata not counted), and the first and last
+	 * time among them (time_events 0: none timed), as mt-events --stats
+	 * counts them */
+	uint64_t events, time_events, first_time, last_time;
 	/* the input stopped short (0: read to its end): what came before is
 	 * rebuilt and written, and the damage noted in the output */
 	int read_rc;

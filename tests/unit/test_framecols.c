@@ -11,6 +11,7 @@
 #include <string.h>
 
 #include "names/framecols.h"
+#include "selfmap.h"
 #include "tap.h"
 
 __attribute__((noinline)) static int probe(int x)
@@ -40,21 +41,7 @@ int main(int argc, char **argv)
 	ok(c != NULL, "made");
 	if (!c)
 		return tap_done();
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[4096], meta[4096];
-	while (maps && fgets(line, sizeof line, maps)) {
-		uint64_t lo, hi, pgoff;
-		char perm[8], path[2048] = "";
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2047s", &lo, &hi, perm, &pgoff, path) < 4)
-			continue;
-		if (perm[2] != 'x' || !strstr(path, "test_framecols"))
-			continue;
-		snprintf(meta, sizeof meta, "mmap\t%d\t0x%" PRIx64 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t-\t%s", 42, lo,
-			 hi - lo, pgoff, path);
-		mt_sym_add_mmap_meta(sym, meta);
-	}
-	if (maps)
-		fclose(maps);
+	selfmap_add(sym, "test_framecols", 42);
 	uint64_t addr = (uint64_t)(uintptr_t)&probe + 2;
 	char want[4200];
 	want_frame(sym, addr, want, sizeof want);

@@ -10,6 +10,7 @@
 
 #include "base/strtab.h"
 #include "names/symcols.h"
+#include "selfmap.h"
 #include "tap.h"
 
 /* The columns the old per-event code made from one lookup. */
@@ -52,24 +53,7 @@ int main(int argc, char **argv)
 		return tap_done();
 	/* this test program itself, mapped as the kernel maps it: its
 	 * symbols are the ones the lookup must find */
-	char meta[4096];
-	FILE *maps = fopen("/proc/self/maps", "r");
-	char line[4096];
-	uint64_t text_lo = 0;
-	while (maps && fgets(line, sizeof line, maps)) {
-		uint64_t lo, hi, pgoff;
-		char perm[8], path[2048] = "";
-		if (sscanf(line, "%" SCNx64 "-%" SCNx64 " %7s %" SCNx64 " %*s %*s %2047s", &lo, &hi, perm, &pgoff, path) < 4)
-			continue;
-		if (perm[2] != 'x' || !strstr(path, "test_symcols"))
-			continue;
-		snprintf(meta, sizeof meta, "mmap\t%d\t0x%" PRIx64 "\t0x%" PRIx64 "\t0x%" PRIx64 "\t-\t%s", 42, lo,
-			 hi - lo, pgoff, path);
-		mt_sym_add_mmap_meta(sym, meta);
-		text_lo = lo;
-	}
-	if (maps)
-		fclose(maps);
+	uint64_t text_lo = selfmap_add(sym, "test_symcols", 42);
 	(void)argv;
 	uint64_t addr = (uint64_t)(uintptr_t)&same_as_lookup + 3;
 	ok(text_lo != 0, "the program's code is mapped");

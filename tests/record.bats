@@ -533,7 +533,7 @@ PY
 		head -c "$cut" hot.data > cut.data
 		run --separate-stderr "$PT2EVENTS" cut.data
 		[ "$status" -eq 1 ]
-		[[ "$stderr" == *"cut.data"*"truncated"* || "$stderr" == *"cut.data: the file is cut: its data section ends at"* ]]
+		[[ "$stderr" == *"cut.data"*"truncated"* ]]
 		[[ "$output" == *$'\tsample\t'* ]] # what came before is there
 	done
 }

@@ -296,12 +296,12 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 	if (rc < 0) {
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err, "%s", werr.msg);
-	} else if (pd->truncated && pd->data_declared > pd->data_end - pd->data_off) {
+	} else if (!s->walk_damaged && pd->truncated && pd->data_declared > pd->data_end - pd->data_off) {
 		/* cut at a record's end: every record read whole, and yet the
 		 * rest of the data section is missing */
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err,
-			 "%s: the file is cut: its data section ends at %" PRIu64 " of the %" PRIu64 " bytes its "
+			 "%s: the file is truncated: its data section ends at %" PRIu64 " of the %" PRIu64 " bytes its "
 			 "header declares; what was recorded after that is lost", pd->name, pd->data_end - pd->data_off,
 			 pd->data_declared);
 	} else if (s->counts[MT_REC_COMPRESSED]) {

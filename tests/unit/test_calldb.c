@@ -45,7 +45,7 @@ static int write_db(const char *path, const char *status)
 	c = (struct mt_tl_call){.pid = 10, .tid = 11, .name = "main", .start = 0, .end = 10, .id = 1, .depth = 0,
 				.stack = stk, .no_call = true, .no_return = true};
 	k.call(k.ctx, &c);
-	int rc = mt_calldb_finish(db, r, "in.ev", status, 7, UINT64_MAX, &err);
+	int rc = mt_calldb_finish(db, r, "in.ev", status, 7, 10, &err); /* the stream's span, given */
 	mt_report_free(r);
 	return rc;
 }

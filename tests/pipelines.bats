@@ -98,7 +98,8 @@ teardown() {
 @test "mt-trace keeps its promises: nothing recorded leaves every earlier file untouched; -o's name picks any format" {
 	cd "$BATS_TEST_TMPDIR"
 	"$PIPES/mt-trace" run -- "$MT_PROGS/hot" 100 > /dev/null 2>&1
-	[ -s trace.pftrace ] && [ -s trace.tar.zst ]
+	[ -s trace.pftrace ]
+	[ -s trace.tar.zst ]
 	stat -c '%n %s %Y' trace.pftrace trace.tar.zst > before
 	md5sum trace.pftrace trace.tar.zst >> before
 	sleep 1
@@ -123,7 +124,8 @@ teardown() {
 	[[ "${stderr##*$'\n'}" == *"speedscope.app"* ]]
 	run --separate-stderr "$PIPES/mt-trace" run -o t2.folded -- "$MT_PROGS/hot" 100
 	[ "$status" -eq 0 ]
-	[ -s t2.folded ] && [ -s t2.tar.zst ]
+	[ -s t2.folded ]
+	[ -s t2.tar.zst ]
 	grep -q ';hot_loop [0-9]*$' t2.folded
 	[[ "${stderr##*$'\n'}" == *"flamegraph.pl"* ]]
 }

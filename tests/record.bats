@@ -503,7 +503,7 @@ PY
 	[ "$(awk -F'\t' '$4 == "sample"' lost.ev | grep -c "period=$c	")" -eq "$(perf script -i lost.data -F period 2> /dev/null | awk -v c="$c" '$1 == c' | wc -l)" ]
 	# the timeline marks each, its name saying lost and how much
 	"$MT_BIN/mt-symbolize" < lost.ev > lost.sym
-	"$MT_BIN/mt-toperfetto" --format=threads lost.sym 2> /dev/null | awk -F'\t' '$4 == "instant" && $5 ~ /^\[decode error: perf lost [0-9]+ events/' > marks
+	"$MT_BIN/mt-toperfetto" --format=threads lost.sym 2> /dev/null | awk -F'\t' '$4 == "instant" && $5 ~ /^\[decode error: perf lost [0-9]+ events?:/' > marks
 	[ "$(wc -l < marks)" -eq "$(wc -l < perf.lost)" ]
 	# the report says it
 	"$MT_BIN/mt-report" --format=text lost.sym 2> /dev/null | grep -q "^# lost while recording: $events events"
@@ -554,13 +554,14 @@ PY
 	run --separate-stderr "$RECORD" -o fp.data -- "$MT_PROGS/hot" 5
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"mt-record: $MT_PROGS/hot: built with frame pointers ("*"): --callgraph=fp"* ]]
-	! perf evlist -v -i fp.data 2> /dev/null | grep -q 'STACK_USER'
+	! perf evlist -v -i fp.data 2> /dev/null | grep -q 'STACK_USER' || false
 	# the stacks are whole: every sample in hot_loop reaches main, in perf's
 	# unwinding and in mt's
 	perf script -i nofp.data -F ip,sym 2> /dev/null | awk 'NF == 0 { if (leaf) { n++; m += main } leaf = 0; main = 0; first = 1; next }
 		first { leaf = ($2 == "hot_loop"); first = 0 } $2 == "main" { main = 1 } END { print n, m }' > perf.counts
 	read -r n m < perf.counts
-	[ "$n" -gt 20 ] && [ "$m" -eq "$n" ]
+	[ "$n" -gt 20 ]
+	[ "$m" -eq "$n" ]
 	"$PT2EVENTS" nofp.data 2> /dev/null | "$MT_BIN/mt-symbolize" | awk -F'\t' '$4 == "sample" {
 		leaf = ""; main = 0
 		for (i = 7; i <= NF; i++) if ($i ~ /^frame=/) { leaf = $i; if ($i ~ / main\+0x/) main = 1 }
@@ -573,7 +574,8 @@ PY
 	perf script -i given.data -F ip,sym 2> /dev/null | awk 'NF == 0 { if (leaf) { n++; m += main } leaf = 0; main = 0; first = 1; next }
 		first { leaf = ($2 == "hot_loop"); first = 0 } $2 == "main" { main = 1 } END { print n, m }' > perf.fp
 	read -r n m < perf.fp
-	[ "$n" -gt 20 ] && [ "$((m * 2))" -lt "$n" ]
+	[ "$n" -gt 20 ]
+	[ "$((m * 2))" -lt "$n" ]
 	"$PT2EVENTS" given.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> warn > /dev/null
 	[ "$(grep -c warning warn)" -eq 1 ]
 	grep -q "^mt-symbolize: warning: [0-9]* of [0-9]* stacks ([0-9]*%) stop short of where a thread begins .*record with mt-record --callgraph=dwarf" warn

@@ -701,6 +701,7 @@ PY
 	[ "$status" -eq 0 ]
 	instants=$(grep -c '^END   ' "$BATS_TEST_TMPDIR/s")
 	slices=$(( $(grep -c ' BEGIN ' "$BATS_TEST_TMPDIR/s") - instants ))
-	[ "$instants" -ge 1 ] && [ "$slices" -ge 4 ]
+	[ "$instants" -ge 1 ]
+	[ "$slices" -ge 4 ]
 	[[ "$stderr" == *"stacks, $slices slices, $instants instants, "* ]]
 }

@@ -400,15 +400,6 @@ int main(int argc, char **argv)
 	bool sampling = o.sampling || !has_pt || strcmp(has_pt, "1");
 	if (!sampling && !callgraph_given)
 		o.callgraph = MT_CG_DEFAULT;
-	if (sampling && !callgraph_given && !dry) {
-		if (o.pids) { /* the first process's program */
-			char exe[64];
-			snprintf(exe, sizeof exe, "/proc/%d/exe", atoi(o.pids));
-			ssize_t l = readlink(exe, program, sizeof program - 1);
-			snprintf(program + (l > 0 ? l : 0), sizeof program - (size_t)(l > 0 ? l : 0), "%s", l > 0 ? "" : exe);
-		}
-		o.callgraph = choose_callgraph(program);
-	}
 	const char *rate = mt_caps_get(&caps, "perf_event_max_sample_rate");
 	o.max_sample_rate = rate && *rate ? (unsigned)strtoul(rate, NULL, 10) : 100000;
 	if (sampling) {
@@ -449,6 +440,15 @@ int main(int argc, char **argv)
 	if (!dry && target && mt_outfile_check(target, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 1;
+	}
+	if (sampling && !callgraph_given && !dry) {
+		if (o.pids) { /* the first process's program */
+			char exe[64];
+			snprintf(exe, sizeof exe, "/proc/%d/exe", atoi(o.pids));
+			ssize_t l = readlink(exe, program, sizeof program - 1);
+			snprintf(program + (l > 0 ? l : 0), sizeof program - (size_t)(l > 0 ? l : 0), "%s", l > 0 ? "" : exe);
+		}
+		o.callgraph = choose_callgraph(program);
 	}
 	/* bundle: a perf.data recorded beside it first */
 	char tmpdir[4200] = "", tmpdata[4300];

@@ -549,11 +549,13 @@ static inline const char *sym_name_of(struct mt_cs *cs, enum col key)
  * "[unknown @ 0xIP (DSO)]" (its perf_decode.ml), one per address. */
 static __attribute__((noinline)) const char *unknown_at(struct mt_cs *cs, uint64_t ip, const char *dso)
 {
-	char *name = NULL;
-	if (asprintf(&name, "[unknown @ 0x%" PRIx64 " (%s)]", ip, dso) < 0)
+	char buf[512], *name = buf; /* no allocation but for a path longer than a few hundred bytes */
+	int len = snprintf(buf, sizeof buf, "[unknown @ 0x%" PRIx64 " (%s)]", ip, dso);
+	if (len >= (int)sizeof buf && asprintf(&name, "[unknown @ 0x%" PRIx64 " (%s)]", ip, dso) < 0)
 		name = NULL;
-	const char *n = name ? mt_strtab_intern(&cs->names, name) : NULL;
-	free(name);
+	const char *n = len >= 0 && name ? mt_strtab_intern(&cs->names, name) : NULL;
+	if (name != buf)
+		free(name);
 	if (!n)
 		cs->oom = true;
 	return n ? n : cs->n_unknown;

@@ -793,7 +793,7 @@ static const char *leaf_frame_name(struct mt_cs *cs, const struct mt_event *ev, 
 	for (unsigned i = 0; i < ev->nextra; i++)
 		if (ev->extra[i].val && !strcmp(ev->extra[i].key, "frame"))
 			leaf = ev->extra[i].val;
-	return frame_name(cs, leaf, ip, &dso);
+	return leaf ? frame_name(cs, leaf, ip, &dso) : cs->n_unknown; /* "frame" with no value */
 }
 
 /* A return, jump or int to an exception handler: the raise left the try

@@ -217,7 +217,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				 * no MMAP for it: the parent's mappings so far are its
 				 * own (an exec's MMAPs come later and replace them) */
 				uint32_t ppid = mt_rd32(b + 4);
-				for (size_t i = 0, n = s->maps.n; !e && pid != ppid && i < n; i++)
+				/* (bounded: a crafted file of many forks of a process of
+				 * many maps asks for their product) */
+				for (size_t i = 0, n = s->maps.n; !e && pid != ppid && i < n && s->maps.n < (1u << 22); i++)
 					if (s->maps.v[i].pid == ppid) {
 						struct map m = s->maps.v[i];
 						m.pid = pid;

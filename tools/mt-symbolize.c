@@ -3,7 +3,6 @@
 #include <errno.h>
 #include <getopt.h>
 #include <inttypes.h>
-#include <stdarg.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,7 +209,6 @@ int main(int argc, char **argv)
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
-
 	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
 	struct mt_symcols *cols = mt_symcols_new(sym, w.format == MT_EVENTS_TEXT);
 	struct mt_framecols *fcols = mt_framecols_new(sym, inlines, lines);

@@ -5,7 +5,9 @@
  * stack (and the +1 ns rule after them), kernel stacks suspending user
  * stacks across syscalls and interrupts, TSX transactions, OCaml exceptions
  * (from the programs' trap notes, else by heuristics), the Go gogo rule,
- * and stack samples diffed by IP.
+ * and stack samples diffed frame by frame (a function called from one call
+ * site, or magic-trace's IP rule), a thread's frames kept while it is off
+ * CPU.
  *
  * Output goes to a sink as slices per thread; times are mapped (ns since
  * the first event). Memory grows with stack depth and thread count only. */

@@ -38,7 +38,6 @@ struct mt_report {
 	uint64_t samples, period;
 	char *sample_event, *lost;
 	bool period_ns;
-	uint64_t off_cpu_ns, preempted_ns;
 	const char **seen;    /* a sample's distinct functions */
 	size_t capseen;
 };
@@ -214,11 +213,6 @@ static bool count_call(struct mt_report *r, struct mt_report_call *rc)
 	rc->thread = &r->th[ti];
 	if (!f)
 		return true;
-	/* off CPU: always a leaf (a thread calls nothing while off CPU) */
-	if (!strcmp(name, "[off-CPU]"))
-		r->off_cpu_ns += dur;
-	else if (!strcmp(name, "[preempted]"))
-		r->preempted_ns += dur;
 	f->calls++;
 	f->total += dur;
 	f->self += *self_ns;
@@ -422,8 +416,15 @@ bool mt_report_period_is_ns(const struct mt_report *r)
 
 void mt_report_off_cpu(const struct mt_report *r, uint64_t *off_cpu_ns, uint64_t *preempted_ns)
 {
-	*off_cpu_ns = r->off_cpu_ns;
-	*preempted_ns = r->preempted_ns;
+	/* their rows' totals: always leaves (a thread calls nothing while off
+	 * CPU), so never counted twice */
+	*off_cpu_ns = *preempted_ns = 0;
+	for (size_t i = 0; i < r->nf; i++) {
+		if (!strcmp(r->f[i].name, "[off-CPU]"))
+			*off_cpu_ns += r->f[i].total;
+		else if (!strcmp(r->f[i].name, "[preempted]"))
+			*preempted_ns += r->f[i].total;
+	}
 }
 
 const struct mt_report_opts *mt_report_options(const struct mt_report *r)

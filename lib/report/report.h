@@ -111,7 +111,7 @@ void mt_report_set_lost(struct mt_report *r, const char *lost);
 const char *mt_report_lost(const struct mt_report *r);
 bool mt_report_period_is_ns(const struct mt_report *r);
 /* Time the threads spent off CPU by the switch events ([off-CPU] and
- * [preempted] slices, outermost only), exact, not sampled. */
+ * [preempted] rows' totals), exact, not sampled. */
 void mt_report_off_cpu(const struct mt_report *r, uint64_t *off_cpu_ns, uint64_t *preempted_ns);
 const struct mt_report_opts *mt_report_options(const struct mt_report *r);
 void mt_report_free(struct mt_report *r);

@@ -25,7 +25,10 @@ start_view() {
 	done
 	URL=$(head -1 "$BATS_TEST_TMPDIR/url")
 	PORT=$(sed -n 's,^http://127\.0\.0\.1:\([0-9]*\)/.*,\1,p' <<< "$URL")
+	TOKEN=$(sed -n 's,^http://127\.0\.0\.1:[0-9]*/\([0-9a-f]\{32\}\)/.*,\1,p' <<< "$URL")
+	BASE=http://127.0.0.1:$PORT/$TOKEN
 	[ -n "$PORT" ] || { cat "$BATS_TEST_TMPDIR/view.err"; false; }
+	[ -n "$TOKEN" ] || { echo "no token in $URL"; false; }
 }
 
 stop_view() {
@@ -49,19 +52,19 @@ read_page() { # EXPORT SHOT-NAME
 }
 
 # the speedscope file the server gives the page
-served() { curl -s -o "$1" "http://127.0.0.1:$PORT/trace.speedscope.json"; }
+served() { curl -s -o "$1" "$BASE/trace.speedscope.json"; }
 
 @test "speedscope in Chromium draws every slice of exact traces as it is: begin, end, depth to the ns, a frame per function" {
 	cd "$BATS_TEST_TMPDIR"
 	"$PT2EVENTS" "$MT_FIXTURES/flow/tsc.data" | "$MT_BIN/mt-symbolize" > flow.ev
 	"$MT_BIN/mt-toperfetto" --format=threads -o flow.threads flow.ev
 	start_view flow.ev
-	[[ "$URL" == "http://127.0.0.1:$PORT/#profileURL=http%3A%2F%2F127.0.0.1%3A$PORT%2Ftrace.speedscope.json" ]]
+	[[ "$URL" == "$BASE/#profileURL=http%3A%2F%2F127.0.0.1%3A$PORT%2F$TOKEN%2Ftrace.speedscope.json" ]]
 	served served.json
 	read_page export.json view-flow
 	python3 "$BATS_TEST_DIRNAME/tools/speedscope_cmp.py" export.json served.json flow.threads
 	# the page says what it shows
-	curl -s "http://127.0.0.1:$PORT/" | grep -q 'mt-view: <b>flow.ev</b>: an exact trace: every call'
+	curl -s "$BASE/" | grep -q 'mt-view: <b>flow.ev</b>: an exact trace: every call'
 	stop_view
 	grep -q 'stopped ([1-9][0-9]* files served' view.err # the page, its scripts, the trace
 	# a perf.data of several threads, decoded on the way: a profile each
@@ -96,7 +99,7 @@ served() { curl -s -o "$1" "http://127.0.0.1:$PORT/trace.speedscope.json"; }
 	served served.json
 	read_page export.json view-naps
 	python3 "$BATS_TEST_DIRNAME/tools/speedscope_cmp.py" export.json served.json naps.threads
-	curl -s "http://127.0.0.1:$PORT/" | grep -q 'mt-view: <b>naps.data</b>: stack samples'
+	curl -s "$BASE/" | grep -q 'mt-view: <b>naps.data</b>: stack samples'
 	stop_view
 	perf script -i naps.data -F tid,period 2> /dev/null > perf.periods
 	python3 - <<-'PY'
@@ -207,7 +210,7 @@ served() { curl -s -o "$1" "http://127.0.0.1:$PORT/trace.speedscope.json"; }
 	start_view flow.ev --max-slices=20
 	grep -q "^mt-toperfetto: --max-slices=20: [0-9]* of $total slices left out, all those under [0-9]*\.[0-9]* us" view.err
 	grep -q '^mt-view: slices under [0-9]*\.[0-9]* us are not drawn (--max-slices=20; 0 draws all)$' view.err
-	curl -s "http://127.0.0.1:$PORT/" | grep -q '<b>Not drawn: slices under [0-9]*\.[0-9]* us</b>'
+	curl -s "$BASE/" | grep -q '<b>Not drawn: slices under [0-9]*\.[0-9]* us</b>'
 	served served.json
 	read_page export.json view-max-slices
 	python3 "$BATS_TEST_DIRNAME/tools/speedscope_cmp.py" export.json served.json flow.threads | tee cmp
@@ -243,30 +246,119 @@ served() { curl -s -o "$1" "http://127.0.0.1:$PORT/trace.speedscope.json"; }
 	ln -s "$PWD/secret.txt" www/out.txt
 	mkdir tmp
 	TMPDIR=$PWD/tmp MT_SPEEDSCOPE_DIR=$PWD/www start_view flow.ev
-	[ "$(ls tmp/* | wc -l)" -eq 2 ] # the trace made for the viewer, its page
+	# what was made for the viewer is open, and gone from TMPDIR already
+	[ -z "$(ls -A tmp)" ]
 	ss -Hltn "sport = :$PORT" > sockets
 	cat sockets
 	[ "$(wc -l < sockets)" -eq 1 ]
 	grep -q "127.0.0.1:$PORT" sockets
 	code() { curl -s --path-as-is -o /dev/null -w '%{http_code}' "$@"; }
-	[ "$(code "http://127.0.0.1:$PORT/")" = 200 ]
+	[ "$(code "$BASE/")" = 200 ]
 	# the viewer's page, with mt-view's line saying what it shows before its end
-	curl -s "http://127.0.0.1:$PORT/" > page
+	curl -s "$BASE/" > page
 	[[ "$(cat page)" == '<html><body>viewer<div id="mt-view" '*'mt-view: <b>flow.ev</b>: an exact trace'*'</div>'$'\n''</body></html>' ]]
-	cmp page "$(ls tmp/*/index.html)"
-	[ "$(curl -s "http://127.0.0.1:$PORT/index.html")" = "$(cat page)" ]
-	[ "$(code "http://127.0.0.1:$PORT/sub/app.js")" = 200 ]
-	[ "$(code "http://127.0.0.1:$PORT/trace.speedscope.json")" = 200 ]
-	curl -s "http://127.0.0.1:$PORT/trace.speedscope.json" | python3 -c 'import json, sys; assert json.load(sys.stdin)["profiles"]'
+	[ "$(curl -s "$BASE/index.html")" = "$(cat page)" ]
+	[ "$(code "$BASE/sub/app.js")" = 200 ]
+	[ "$(code "$BASE/trace.speedscope.json")" = 200 ]
+	curl -s "$BASE/trace.speedscope.json" | python3 -c 'import json, sys; assert json.load(sys.stdin)["profiles"]'
 	for p in /../secret.txt /sub/../../secret.txt /%2e%2e/secret.txt /out.txt /sub/ /sub //etc/passwd /etc/passwd \
 		"/$(basename "$PWD")/flow.ev" /flow.ev; do
-		[ "$(code "http://127.0.0.1:$PORT$p")" = 404 ] || { echo "served $p"; false; }
+		[ "$(code "$BASE$p")" = 404 ] || { echo "served $p"; false; }
 	done
-	[ "$(code -X POST "http://127.0.0.1:$PORT/")" = 405 ]
-	[ "$(code -I "http://127.0.0.1:$PORT/trace.speedscope.json")" = 200 ]
+	# only under the secret: none of it without, or with another
+	for p in / /index.html /trace.speedscope.json /sub/app.js "/$TOKEN" "/${TOKEN%?}0/" "/x/../$TOKEN/"; do
+		[ "$(code "http://127.0.0.1:$PORT$p")" = 403 ] || { echo "served $p without the token"; false; }
+	done
+	# only to a Host that is this server: a DNS-rebinding page's requests
+	# carry its own name
+	[ "$(code -H 'Host: attacker.example' "$BASE/trace.speedscope.json")" = 421 ]
+	[ "$(code -H "Host: attacker.example:$PORT" "$BASE/trace.speedscope.json")" = 421 ]
+	[ "$(code -H "Host: localhost:$PORT" "$BASE/trace.speedscope.json")" = 200 ]
+	[ "$(code -X POST "$BASE/")" = 405 ]
+	[ "$(code -I "$BASE/trace.speedscope.json")" = 200 ]
+	# files swapped for symlinks to the secret once serving began: what was
+	# opened at the start is what is served
+	rm www/sub/app.js
+	ln -s "$PWD/secret.txt" www/sub/app.js
+	[ "$(curl -s "$BASE/sub/app.js")" = js ]
 	stop_view
-	# ... a temporary file: gone with ^C
+	grep -q 'stopped (9 files served, 20 requests refused)' view.err # the requests above
 	[ -z "$(ls -A tmp)" ]
+	# a Chrome JSON file served as it is, swapped the same way
+	"$MT_BIN/mt-toperfetto" --format=json -o given.json flow.ev
+	cp given.json want.json
+	start_view given.json
+	rm given.json
+	ln -s "$PWD/secret.txt" given.json
+	curl -s -o got.json "$BASE/trace.json"
+	cmp got.json want.json
+	stop_view
+}
+
+# One client that stalls (half a request head; a big file asked for and
+# never read) must not keep the others waiting, nor ^C from ending the
+# server at once; the old server answered one connection at a time and
+# sat in send() while its client did not read.
+@test "mt-view is a real server: stalled clients block no one, heads have a deadline, ^C ends it at once" {
+	cd "$BATS_TEST_TMPDIR"
+	# 64 MB of Chrome JSON, served as it is: more than loopback's buffers hold
+	{ printf '{"traceEvents":[],"pad":"'; head -c 64M /dev/zero | tr '\0' a; printf '"}'; } > big.json
+	start_view big.json --timeout=2
+	exec 5<> "/dev/tcp/127.0.0.1/$PORT"
+	printf 'GET /%s/trace.json HTTP/1.1\r\nHost: 127.0.0.1:%s\r\n\r\n' "$TOKEN" "$PORT" >&5 # never read
+	exec 6<> "/dev/tcp/127.0.0.1/$PORT"
+	printf 'GET / HTTP/1.1\r\nHo' >&6 # half a head, then nothing
+	sleep 0.5
+	# others are answered meanwhile, in full
+	for _ in 1 2 3; do
+		[ "$(curl -s --max-time 5 -o /dev/null -w '%{http_code}' "$BASE/")" = 200 ]
+	done
+	[ "$(curl -s --max-time 20 "$BASE/trace.json" | wc -c)" -eq "$(stat -c %s big.json)" ]
+	# the half head: 408 and closed at the deadline (2 s), not held
+	timeout 5 cat <&6 > half.txt
+	grep -q '^HTTP/1.1 408' half.txt
+	# ^C while the first client still reads nothing: mt-view ends at once
+	kill -INT "$VIEW_PID"
+	for _ in $(seq 30); do
+		kill -0 "$VIEW_PID" 2> /dev/null || break
+		sleep 0.1
+	done
+	! kill -0 "$VIEW_PID" 2> /dev/null || { echo "still serving 3 s after ^C"; false; }
+	wait "$VIEW_PID"
+	exec 5>&- 6>&-
+	grep -q '^mt-view: stopped' view.err
+	run "$VIEW" --timeout=0 big.json
+	[ "$status" -eq 2 ]
+}
+
+# ^C while mt-view converts the trace: the filters it started are ended
+# and waited for, and nothing stays in TMPDIR.
+@test "^C during the conversion before serving: the filters end, TMPDIR is left empty, mt-view ends by the signal" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir tmp
+	mkfifo slow.ev
+	# an event stream that never goes on: its first line is there for
+	# mt-view to see what it is, then the conversion waits on it (the FIFO
+	# held open for reading and writing here, so nothing blocks or breaks)
+	exec 7<> slow.ev
+	printf '# mt-events 1\n' >&7
+	TMPDIR=$PWD/tmp "$VIEW" --no-open slow.ev > url 2> err &
+	pid=$!
+	for _ in $(seq 100); do
+		grep -q 'converting' err && [ -n "$(ls -A tmp)" ] && break
+		sleep 0.1
+	done
+	grep -q 'converting' err
+	sleep 0.5
+	kill -INT "$pid"
+	status=0
+	wait "$pid" || status=$?
+	exec 7>&-
+	[ "$status" -eq 130 ]
+	[ ! -s url ]
+	[ -z "$(ls -A tmp)" ] || { ls -laR tmp; false; }
+	# no filter of it left running
+	! pgrep -f "mt-toperfetto --format=speedscope.*$PWD/tmp" || false
 }
 
 @test "MT_PERFETTO_DIR: that UI is served with a Perfetto trace of the file" {
@@ -274,15 +366,15 @@ served() { curl -s -o "$1" "http://127.0.0.1:$PORT/trace.speedscope.json"; }
 	"$PT2EVENTS" "$MT_FIXTURES/flow/tsc.data" | "$MT_BIN/mt-symbolize" > flow.ev
 	mkdir ui && echo '<html>perfetto</html>' > ui/index.html
 	MT_PERFETTO_DIR=$PWD/ui start_view flow.ev
-	[[ "$URL" == "http://127.0.0.1:$PORT/#!/?url=http%3A%2F%2F127.0.0.1%3A$PORT%2Ftrace.pftrace" ]]
-	[ "$(curl -s "http://127.0.0.1:$PORT/")" = '<html>perfetto</html>' ]
-	curl -s -o got.pftrace "http://127.0.0.1:$PORT/trace.pftrace"
+	[[ "$URL" == "$BASE/#!/?url=http%3A%2F%2F127.0.0.1%3A$PORT%2F$TOKEN%2Ftrace.pftrace" ]]
+	[ "$(curl -s "$BASE/")" = '<html>perfetto</html>' ]
+	curl -s -o got.pftrace "$BASE/trace.pftrace"
 	"$MT_BIN/mt-toperfetto" -o want.pftrace flow.ev
 	cmp got.pftrace want.pftrace
 	stop_view
 	# a .pftrace as it is
 	MT_PERFETTO_DIR=$PWD/ui start_view want.pftrace
-	curl -s -o again.pftrace "http://127.0.0.1:$PORT/trace.pftrace"
+	curl -s -o again.pftrace "$BASE/trace.pftrace"
 	cmp again.pftrace want.pftrace
 	stop_view
 }

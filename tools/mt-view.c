@@ -3,6 +3,7 @@
  * perf.data, bundle or event stream is turned into what the viewer reads
  * on the way, by mt's own filters. */
 #define _GNU_SOURCE
+#include <dirent.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <getopt.h>
@@ -13,6 +14,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
+#include <sys/prctl.h>
 #include <sys/stat.h>
 #include <sys/wait.h>
 #include <unistd.h>
@@ -32,7 +34,9 @@ static void usage(FILE *f)
 "Usage: " PROG " [OPTION]... FILE\n"
 "View a trace in a browser on this machine: serve a viewer and FILE on\n"
 "127.0.0.1 (a free port), print the URL, open it, and serve until ^C.\n"
-"Nothing leaves the host; nothing but the viewer's files and the trace is served.\n"
+"Nothing leaves the host; nothing but the viewer's files and the trace is served,\n"
+"and only under the URL's secret (a random path of 32 hex digits) and to a\n"
+"Host header of 127.0.0.1, localhost or [::1] with the port.\n"
 "\n"
 "FILE is a perf.data or bundle (decoded on the way: mt-pt2events | mt-symbolize),\n"
 "an mt event stream (text or binary), Chrome JSON, folded stacks, or (with a\n"
@@ -52,6 +56,9 @@ static void usage(FILE *f)
 "      --max-slices=N       draw the N longest slices at most (what is left\n"
 "                           out is said); 0: all. Default 1000000 (speedscope\n"
 "                           took 10 s for them here; see mt-view(1), LIMITS)\n"
+"      --timeout=SECONDS    a request's whole head must come within SECONDS,\n"
+"                           and a client that reads nothing for SECONDS is\n"
+"                           dropped (default 10)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -62,24 +69,34 @@ static void usage(FILE *f)
 "nothing to draw, no viewer installed, or the port taken; 2 usage.\n");
 }
 
-static volatile int stop;
+static volatile sig_atomic_t stop, stop_sig;
+static volatile pid_t converting; /* the conversion's process group, while it runs */
 static void on_stop(int sig)
 {
-	(void)sig;
 	stop = 1;
+	stop_sig = sig;
+	if (converting > 0)
+		kill(-converting, SIGTERM);
 }
 
-static char tmpdir[PATH_MAX];
-static char made[PATH_MAX], made_page[PATH_MAX];
+static char tmpdir[PATH_MAX], made[PATH_MAX], made_page[PATH_MAX];
 
+/* What mt-view made, gone: the directory and whatever a filter stopped
+ * by a signal may have left in it. */
 static void cleanup(void)
 {
-	if (made[0])
-		unlink(made);
-	if (made_page[0])
-		unlink(made_page);
-	if (tmpdir[0])
-		rmdir(tmpdir);
+	if (!tmpdir[0])
+		return;
+	DIR *d = opendir(tmpdir);
+	if (d) {
+		struct dirent *e;
+		while ((e = readdir(d)))
+			if (strcmp(e->d_name, ".") && strcmp(e->d_name, ".."))
+				unlinkat(dirfd(d), e->d_name, 0);
+		closedir(d);
+	}
+	rmdir(tmpdir);
+	tmpdir[0] = '\0';
 }
 
 enum kind { K_DECODE, K_STREAM, K_JSON, K_FOLDED, K_PERFETTO };
@@ -132,18 +149,32 @@ static int convert(const char *bin, const char *in, const char *out, enum kind k
 			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-symbolize\" | "
 			  "MT_UPSTREAM_REPORTED=1 \"$0/mt-toperfetto\" --format=\"$3\" ${4:+--max-slices=$4} -o \"$2\""
 			: "\"$0/mt-toperfetto\" --format=\"$3\" ${4:+--max-slices=$4} -o \"$2\" \"$1\"";
+	/* its own process group, which a signal to mt-view ends (^C reaches
+	 * only mt-view, the foreground group); mt-view its subreaper, so that
+	 * every filter is waited for before what they wrote is removed */
+	prctl(PR_SET_CHILD_SUBREAPER, 1);
 	pid_t pid = fork();
 	if (pid < 0)
 		return -1;
 	if (!pid) {
+		setpgid(0, 0);
 		execl("/bin/bash", "bash", "-c", script, bin, in, out, format, max_slices, (char *)NULL);
 		_exit(127);
 	}
-	int st;
-	while (waitpid(pid, &st, 0) < 0)
-		if (errno != EINTR)
-			return -1;
-	return WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
+	setpgid(pid, pid);
+	converting = pid;
+	if (stop) /* a signal before the group was known */
+		kill(-pid, SIGTERM);
+	int st = 0;
+	while (waitpid(pid, &st, 0) < 0 && errno == EINTR)
+		;
+	converting = 0;
+	if (stop)
+		kill(-pid, SIGTERM);
+	while (wait(NULL) > 0 || errno == EINTR) /* the group's last filters */
+		;
+	prctl(PR_SET_CHILD_SUBREAPER, 0);
+	return !stop && WIFEXITED(st) && !WEXITSTATUS(st) ? 0 : -1;
 }
 
 /* What a speedscope file mt-toperfetto made holds, from its bytes: any
@@ -321,12 +352,14 @@ int main(int argc, char **argv)
 		{"no-open", no_argument, NULL, 'n'},
 		{"folded", no_argument, NULL, 'f'},
 		{"max-slices", required_argument, NULL, 'M'},
+		{"timeout", required_argument, NULL, 't'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
 	long port = 0;
 	unsigned long long max_slices = 1000000;
+	unsigned timeout_ms = 10000;
 	bool open_browser = true, folded = false;
 	int c;
 	while ((c = getopt_long(argc, argv, "hV", opts, NULL)) != -1) {
@@ -349,6 +382,17 @@ int main(int argc, char **argv)
 				fprintf(stderr, PROG ": bad --max-slices '%s': expected a number of slices (0: all)\n", optarg);
 				return EXIT_USAGE;
 			}
+			break;
+		}
+		case 't': {
+			char *end;
+			errno = 0;
+			double t = strtod(optarg, &end);
+			if (errno || end == optarg || *end || !(t >= 0.001 && t <= 3600)) {
+				fprintf(stderr, PROG ": bad --timeout '%s': expected seconds, 0.001 to 3600\n", optarg);
+				return EXIT_USAGE;
+			}
+			timeout_ms = (unsigned)(t * 1000 + 0.5);
 			break;
 		}
 		case 'n': open_browser = false; break;
@@ -408,6 +452,13 @@ int main(int argc, char **argv)
 		name = "trace.pftrace";
 	else if (k == K_FOLDED || (folded && !as_is))
 		name = "trace.folded";
+	/* from here a signal ends mt-view by the same signal once what it
+	 * made is gone (a conversion under way is stopped first) */
+	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: waits return */
+	sigaction(SIGINT, &sa, NULL);
+	sigaction(SIGTERM, &sa, NULL);
+	sigaction(SIGHUP, &sa, NULL);
+	signal(SIGPIPE, SIG_IGN);
 	if (!as_is || !use_perfetto) { /* what is made: the trace, the page */
 		const char *t = getenv("TMPDIR");
 		snprintf(tmpdir, sizeof tmpdir, "%s/mt-view.XXXXXX", t && *t ? t : "/tmp");
@@ -432,6 +483,11 @@ int main(int argc, char **argv)
 		if (speedscope && max_slices)
 			snprintf(max, sizeof max, "%llu", max_slices);
 		if (convert(bin, in, made, k, use_perfetto ? "perfetto" : folded ? "folded" : "speedscope", max)) {
+			if (stop) {
+				cleanup();
+				signal(stop_sig, SIG_DFL);
+				raise(stop_sig);
+			}
 			fprintf(stderr, PROG ": %s: could not be converted (see above)\n", in);
 			return EXIT_DATA;
 		}
@@ -468,9 +524,10 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return EXIT_DATA;
 	}
+	h.timeout_ms = timeout_ms;
 	char url_path[64];
 	snprintf(url_path, sizeof url_path, "/%s", name);
-	if (mt_httpd_set_root(&h, viewer, &err) ||
+	if (mt_httpd_add_dir(&h, viewer, &err) ||
 	    mt_httpd_add_file(&h, url_path, served, k == K_FOLDED || !strcmp(name, "trace.folded")
 						       ? "text/plain; charset=utf-8" : NULL, &err) ||
 	    (made_page[0] && (mt_httpd_add_file(&h, "/", made_page, "text/html; charset=utf-8", &err) ||
@@ -478,22 +535,20 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return EXIT_DATA;
 	}
+	/* every file is open: what was made can go now (nothing is left
+	 * behind however mt-view ends, SIGKILL included) */
+	cleanup();
 	char base[PATH_MAX], title[3 * PATH_MAX], trace_url[256], enc[768], url[4 * PATH_MAX];
 	snprintf(base, sizeof base, "%s", in);
 	url_encode(basename(base), title, sizeof title);
-	snprintf(trace_url, sizeof trace_url, "http://127.0.0.1:%u%s", h.port, url_path);
+	snprintf(trace_url, sizeof trace_url, "http://127.0.0.1:%u/%s%s", h.port, h.token, url_path);
 	url_encode(trace_url, enc, sizeof enc);
 	if (use_perfetto)
-		snprintf(url, sizeof url, "http://127.0.0.1:%u/#!/?url=%s", h.port, enc);
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/%s/#!/?url=%s", h.port, h.token, enc);
 	else if (!strcmp(name, "trace.folded")) /* one profile: named after the file */
-		snprintf(url, sizeof url, "http://127.0.0.1:%u/#profileURL=%s&title=%s", h.port, enc, title);
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/%s/#profileURL=%s&title=%s", h.port, h.token, enc, title);
 	else /* no title: speedscope would give it to every profile, whose names say which thread */
-		snprintf(url, sizeof url, "http://127.0.0.1:%u/#profileURL=%s", h.port, enc);
-	struct sigaction sa = {.sa_handler = on_stop}; /* no SA_RESTART: accept returns */
-	sigaction(SIGINT, &sa, NULL);
-	sigaction(SIGTERM, &sa, NULL);
-	sigaction(SIGHUP, &sa, NULL);
-	signal(SIGPIPE, SIG_IGN);
+		snprintf(url, sizeof url, "http://127.0.0.1:%u/%s/#profileURL=%s", h.port, h.token, enc);
 	printf("%s\n", url);
 	fflush(stdout);
 	fprintf(stderr, PROG ": serving %s with %s on 127.0.0.1:%u only; ^C to stop\n", in,

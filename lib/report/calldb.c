@@ -10,6 +10,7 @@
 #include <sqlite3.h>
 
 #include "base/outfile.h"
+#include "base/utf8.h"
 
 static const char schema[] =
 	"CREATE TABLE traces (id INTEGER PRIMARY KEY, input TEXT, status TEXT, span_ns INTEGER, events INTEGER,"
@@ -195,12 +196,24 @@ static void bind_u64_or_null(sqlite3_stmt *s, int i, bool known, uint64_t v)
 		sqlite3_bind_null(s, i);
 }
 
+/* TEXT is UTF-8: a name's bad bytes become U+FFFD (base/utf8.h), in a
+ * copy SQLite keeps */
 static void bind_text_or_null(sqlite3_stmt *s, int i, const char *v)
 {
-	if (v)
+	if (!v) {
+		sqlite3_bind_null(s, i);
+		return;
+	}
+	char *buf = NULL;
+	size_t cap = 0;
+	const char *t = mt_utf8_fixed(v, &buf, &cap);
+	if (t == v)
 		sqlite3_bind_text(s, i, v, -1, SQLITE_STATIC);
+	else if (t)
+		sqlite3_bind_text(s, i, t, -1, SQLITE_TRANSIENT);
 	else
 		sqlite3_bind_null(s, i);
+	free(buf);
 }
 
 /* The threads table, and the trace's span and calls, from the report's threads. */
@@ -252,7 +265,7 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 		 * period), when those are ns; the slices' are estimates */
 		bool c = f->calls > 0 && !sampled;
 		sqlite3_bind_int64(up, 1, f->id);
-		sqlite3_bind_text(up, 2, f->name, -1, SQLITE_STATIC);
+		bind_text_or_null(up, 2, f->name);
 		sqlite3_bind_int64(up, 3, (int64_t)f->calls);
 		bind_u64_or_null(up, 4, !sampled || ns, sampled ? f->period_children : f->total);
 		bind_u64_or_null(up, 5, !sampled || ns, sampled ? f->period_self : f->self);
@@ -275,8 +288,8 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 		sqlite3_reset(up);
 	}
 	if (!db->failed) {
-		sqlite3_bind_text(tr, 1, input, -1, SQLITE_STATIC);
-		sqlite3_bind_text(tr, 2, status, -1, SQLITE_STATIC);
+		bind_text_or_null(tr, 1, input);
+		bind_text_or_null(tr, 2, status);
 		bind_u64_or_null(tr, 3, span != UINT64_MAX, span);
 		sqlite3_bind_int64(tr, 4, (int64_t)events);
 		sqlite3_bind_int64(tr, 5, (int64_t)calls);

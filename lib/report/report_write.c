@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 int mt_report_format_parse(const char *s)
 {
 	if (!strcmp(s, "text"))
@@ -31,25 +33,15 @@ static const char *human_ns(char *b, size_t n, uint64_t ns)
 	return b;
 }
 
-/* A string for TSV (TAB and newline would break the row) or JSON. */
+/* A string for TSV or JSON, whatever its bytes (base/utf8.h). */
 static void put_tsv_str(FILE *out, const char *s)
 {
-	for (; *s; s++)
-		fputc(*s == '\t' || *s == '\n' ? ' ' : *s, out);
+	mt_utf8_put_escaped(out, s);
 }
 
 static void put_json_str(FILE *out, const char *s)
 {
-	fputc('"', out);
-	for (const unsigned char *p = (const unsigned char *)s; *p; p++) {
-		if (*p == '"' || *p == '\\')
-			fprintf(out, "\\%c", *p);
-		else if (*p < 0x20)
-			fprintf(out, "\\u%04x", *p);
-		else
-			fputc(*p, out);
-	}
-	fputc('"', out);
+	mt_utf8_put_json(out, s);
 }
 
 struct figures {
@@ -269,8 +261,15 @@ static void write_text(const struct mt_report *r, FILE *out, size_t n)
 			fputs("  ", out);
 		}
 		if (per_thread) /* the thread by its name too, as perf report --sort comm shows it */
-			fprintf(out, "%" PRIu32 "/%" PRIu32 "  %-15s  ", f->pid, f->tid, comm_of(r, f->pid, f->tid));
-		fprintf(out, "%s\n", f->name);
+		{
+			fprintf(out, "%" PRIu32 "/%" PRIu32 "  ", f->pid, f->tid);
+			for (size_t w = mt_utf8_put_escaped(out, comm_of(r, f->pid, f->tid)); w < 15; w++)
+				fputc(' ', out);
+			fputs("  ", out);
+		}
+		/* no byte of a traced program's names reaches a terminal as a control */
+		mt_utf8_put_escaped(out, f->name);
+		fputc('\n', out);
 	}
 	if (mt_report_lost(r))
 		fprintf(out, "# lost while recording: %s: the figures are short of them\n", mt_report_lost(r));
@@ -403,8 +402,9 @@ int mt_report_diff_write(const struct mt_report *old_r, const struct mt_report *
 			fprintf(out, " %12s %12s", human_ns(b[2], sizeof b[2], d->self[0]),
 				human_ns(b[3], sizeof b[3], d->self[1]));
 			put_change_pct(out, d->self[0], d->self[1], " ");
-			fprintf(out, " %10" PRIu64 " %10" PRIu64 " %+9" PRId64 "  %s\n", d->calls[0], d->calls[1], dc,
-				d->name);
+			fprintf(out, " %10" PRIu64 " %10" PRIu64 " %+9" PRId64 "  ", d->calls[0], d->calls[1], dc);
+			mt_utf8_put_escaped(out, d->name);
+			fputc('\n', out);
 		}
 	}
 	if (fmt == MT_REPORT_JSON)

@@ -15,6 +15,7 @@
 
 #include "base/bigmem.h"
 #include "base/strtab.h"
+#include "base/utf8.h"
 #include "timeline/order.h"
 #include "timeline/writer.h"
 
@@ -124,6 +125,22 @@ static bool push_open(struct mt_pftrace *pf, struct pthread *t, uint64_t id, siz
 	return true;
 }
 
+/* A slice's source file as every format's reader takes it (UTF-8:
+ * base/utf8.h), interned; the last one kept, as slices of one file follow
+ * each other. */
+static const char *file_name(struct mt_pftrace *pf, const char *file)
+{
+	if (file == pf->file_in)
+		return pf->file_out;
+	char *fixed = NULL;
+	size_t cap = 0;
+	const char *t = mt_utf8_fixed(file, &fixed, &cap);
+	pf->file_in = file;
+	pf->file_out = mt_tl_intern(pf, t ? t : "");
+	free(fixed);
+	return pf->file_out;
+}
+
 /* Inlined by force, as write_item below: each is most of a begin's path,
  * which the compiler had cut into calls (callstack.c says why not). */
 static inline __attribute__((always_inline)) void begin_slice(struct mt_pftrace *pf, struct pthread *t,
@@ -137,7 +154,7 @@ static inline __attribute__((always_inline)) void begin_slice(struct mt_pftrace 
 	it->ip = f->ip;
 	it->inferred = f->inferred;
 	if (f->file) {
-		it->file = mt_tl_intern(pf, f->file);
+		it->file = file_name(pf, f->file);
 		it->line = f->line;
 	}
 	if (pf->calls)

@@ -11,6 +11,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
+
 #define FXT_MAGIC 0x0016547846040010ULL
 #define FXT_STRINGS 32767
 #define FXT_STRING_MAX 31999
@@ -89,12 +91,23 @@ static uint16_t fxt_string(struct mt_pftrace *pf, const char *s)
 	pf->fxt_str[idx] = s;
 	pf->fxt_map.k[j] = s;
 	pf->fxt_map.v[j] = idx;
-	size_t len = strlen(s);
-	if (len > FXT_STRING_MAX)
+	/* FXT strings are UTF-8: a bad byte becomes U+FFFD, a cut never
+	 * splits a sequence */
+	char *fixed = NULL;
+	size_t cap = 0;
+	const char *t = mt_utf8_fixed(s, &fixed, &cap);
+	if (!t)
+		t = "";
+	size_t len = strlen(t);
+	if (len > FXT_STRING_MAX) {
 		len = FXT_STRING_MAX;
+		while (len && ((unsigned char)t[len] & 0xc0) == 0x80)
+			len--;
+	}
 	uint64_t h = 2 | ((uint64_t)(1 + (len + 7) / 8) << 4) | ((uint64_t)idx << 16) | ((uint64_t)len << 32);
 	fxt_words(pf, &h, 1);
-	fxt_padded(pf, s, len);
+	fxt_padded(pf, t, len);
+	free(fixed);
 	return idx;
 }
 

@@ -14,32 +14,13 @@
 #include <stdio.h>
 #include <string.h>
 
-enum tl_kind { TL_BEGIN, TL_END, TL_INSTANT, TL_SAMPLE, TL_COUNTER };
+#include "base/utf8.h"
 
-char *mt_tl_json_str(char *out, size_t cap, const char *s)
-{
-	static const char hex[] = "0123456789abcdef";
-	size_t o = 0;
-	for (; *s && o + 7 < cap; s++) {
-		unsigned char c = (unsigned char)*s;
-		if (c == '"' || c == '\\') {
-			out[o++] = '\\';
-			out[o++] = (char)c;
-		} else if (c < 0x20) {
-			memcpy(out + o, "\\u00", 4);
-			out[o + 4] = hex[c >> 4];
-			out[o + 5] = hex[c & 15];
-			o += 6;
-		} else {
-			out[o++] = (char)c;
-		}
-	}
-	return out + o;
-}
+enum tl_kind { TL_BEGIN, TL_END, TL_INSTANT, TL_SAMPLE, TL_COUNTER };
 
 static void json_str(char *out, size_t cap, const char *s)
 {
-	*mt_tl_json_str(out, cap, s) = '\0';
+	*mt_utf8_json(out, cap, s) = '\0';
 }
 
 /* What goes before every JSON event: a comma after the first, a newline. */
@@ -90,14 +71,16 @@ static char *json_text(struct mt_pftrace *pf, char *b, char *p, const char *s)
 {
 	size_t n = strlen(s);
 	if (n < 1024)
-		return mt_tl_json_str(p, 1024 * 6 + 8, s);
+		return mt_utf8_json(p, 1024 * 6 + 8, s);
 	mt_tl_out(pf, b, (size_t)(p - b));
 	char piece[256 * 6 + 8], src[257];
-	for (size_t i = 0; i < n; i += 256) {
-		size_t k = n - i < 256 ? n - i : 256;
+	for (size_t i = 0, k; i < n; i += k) {
+		k = n - i < 256 ? n - i : 256;
+		while (k == 256 && k > 253 && ((unsigned char)s[i + k] & 0xc0) == 0x80)
+			k--; /* a UTF-8 sequence is not cut */
 		memcpy(src, s + i, k);
 		src[k] = '\0';
-		mt_tl_out(pf, piece, (size_t)(mt_tl_json_str(piece, sizeof piece, src) - piece));
+		mt_tl_out(pf, piece, (size_t)(mt_utf8_json(piece, sizeof piece, src) - piece));
 	}
 	return b;
 }

@@ -9,6 +9,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "perfetto_trace.pb-c.h"
 #include "stream/pbwire.h"
 
@@ -44,6 +45,10 @@ static void proto_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 {
 	uint64_t t0 = t->w.base;
 	const char *pname = mt_tl_comm(pf, t->pid, t->pid), *tname = mt_tl_comm(pf, t->pid, t->tid);
+	char *pfixed = NULL, *tfixed = NULL; /* names as UTF-8 (pb_iid_name) */
+	size_t pcap = 0, tcap = 0;
+	pname = pname ? mt_utf8_fixed(pname, &pfixed, &pcap) : NULL;
+	tname = tname ? mt_utf8_fixed(tname, &tfixed, &tcap) : NULL;
 	if (first) {
 		Perfetto__Protos__TrackDescriptor td = PERFETTO__PROTOS__TRACK_DESCRIPTOR__INIT;
 		Perfetto__Protos__ProcessDescriptor pd = PERFETTO__PROTOS__PROCESS_DESCRIPTOR__INIT;
@@ -65,6 +70,8 @@ static void proto_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 	thd.tid = t->tid;
 	thd.thread_name = (char *)(tname ? tname : "");
 	track_packet(pf, t0, &td);
+	free(pfixed);
+	free(tfixed);
 
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	Perfetto__Protos__TracePacketDefaults d = PERFETTO__PROTOS__TRACE_PACKET_DEFAULTS__INIT;
@@ -167,6 +174,14 @@ static uint64_t iid_of(struct mt_pftrace *pf, struct iids *m, const char *name, 
 /* An interned name: { iid = 1, name = 2 } */
 static uint8_t *pb_iid_name(uint8_t *p, unsigned field, uint64_t iid, const char *name)
 {
+	/* a string field is UTF-8 (trace_processor refuses others): a bad
+	 * byte becomes U+FFFD, at most 3 bytes for 1 (callers' bounds allow
+	 * 4), once per name */
+	char *fixed = NULL;
+	size_t cap = 0;
+	name = mt_utf8_fixed(name, &fixed, &cap);
+	if (!name)
+		name = "";
 	size_t n = strlen(name);
 	uint8_t head[32], *h = mt_pb_uint(head, 1, iid);
 	h = mt_pb_varint(mt_pb_tag(h, 2, MT_PB_LEN), n);
@@ -174,6 +189,7 @@ static uint8_t *pb_iid_name(uint8_t *p, unsigned field, uint64_t iid, const char
 	memcpy(p, head, (size_t)(h - head));
 	p += h - head;
 	memcpy(p, name, n);
+	free(fixed);
 	return p + n;
 }
 
@@ -187,7 +203,7 @@ static void emit_proto(struct seqw *w, uint64_t time, Perfetto__Protos__TrackEve
 {
 	struct mt_pftrace *pf = w->pf;
 	size_t nlen = name ? strlen(name) : 0, flen = w->file ? strlen(w->file) : 0;
-	size_t bound = 2 * (nlen + flen) + 256;
+	size_t bound = 4 * nlen + 2 * flen + 256;
 	if (!mt_grow((void **)&pf->buf, &pf->bufcap, 3 * bound, 1)) {
 		pf->oom = true;
 		return;
@@ -462,7 +478,7 @@ static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key, u
 	/* a frame's entries take at most 116 bytes beside its name and object,
 	 * its callstack entry 11: room for all of it, the callstack's scratch
 	 * copy, then the packet */
-	size_t bound = 2 * klen + 140 * nframes + 256;
+	size_t bound = 4 * klen + 140 * nframes + 256;
 	uint64_t *fids = malloc(nframes * sizeof *fids);
 	if (!fids || !mt_grow((void **)&pf->buf, &pf->bufcap, 2 * bound, 1)) {
 		free(fids);

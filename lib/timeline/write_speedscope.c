@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "base/utf8.h"
 #include "base/version.h"
 
 struct ss_frame {
@@ -306,7 +307,7 @@ static void out_str(struct mt_pftrace *pf, const char *s)
 		return;
 	}
 	b[0] = '"';
-	char *e = mt_tl_json_str(b + 1, cap - 1, s);
+	char *e = mt_utf8_json(b + 1, cap - 1, s);
 	*e++ = '"';
 	mt_tl_out(pf, b, (size_t)(e - b));
 	if (b != small)

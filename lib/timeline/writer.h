@@ -165,6 +165,7 @@ struct mt_pftrace {
 	uint32_t fxt_thread_slot[256]; /* slot -> thread index + 1 */
 	uint16_t fxt_next_thread;
 	struct mt_strtab names;
+	const char *file_in, *file_out; /* the last source file, and it as UTF-8, interned */
 	/* FXT's fixed strings, interned once (per event they cost a hash each) */
 	const char *fx_empty, *fx_address, *fx_freq, *fx_value, *fx_file, *fx_line, *fx_cpu;
 	struct pthread **threads;
@@ -250,10 +251,6 @@ struct mt_tl_stack {
 bool mt_tl_stack_split(struct mt_tl_stack *s, const char *key);
 void mt_tl_stack_free(struct mt_tl_stack *s);
 
-/* s as a JSON string's contents (quotes, backslashes and control bytes
- * escaped), at most about cap - 8 bytes of it; returns the end (no NUL).
- * 6 * strlen(s) + 8 bytes hold all of it. */
-char *mt_tl_json_str(char *out, size_t cap, const char *s);
 
 /* Names live as long as the writer; out of memory makes them "". */
 const char *mt_tl_intern(struct mt_pftrace *pf, const char *s);

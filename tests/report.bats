@@ -168,6 +168,58 @@ check_against_slices() { # STREAM
 	[ "$(sqlite3 all.db 'SELECT COUNT(*) FROM calls c JOIN calls p ON p.id = c.parent_id WHERE p.trace_id != c.trace_id OR p.tid != c.tid')" -eq 0 ]
 }
 
+# Crafted databases (issue 49): --merge's inputs (and mt-batch --db's
+# parts) are untrusted. Each is opened read only (mode=ro: never created,
+# never written), defensive and with trusted_schema off, and only mt's own
+# tables are read: a view or trigger of its own is refused before any of
+# it runs (a view that never ends would hang the merge).
+@test "--merge: crafted databases are refused before anything runs; inputs are never created nor changed" {
+	cd "$BATS_TEST_TMPDIR"
+	"$REPORT" -o a.db "$BATS_FILE_TMPDIR/c50.ev"
+	sum=$(sha256sum a.db)
+	# a missing input: said, and not created (plain ATTACH creates it)
+	run "$REPORT" --merge -o m.db a.db missing.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"missing.db: No such file or directory"* ]]
+	[ ! -e missing.db ]
+	[ ! -e m.db ]
+	# a FIFO: refused at once, never opened
+	mkfifo fifo.db
+	run timeout 10 "$REPORT" --merge -o m.db a.db fifo.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fifo.db: not a regular file"* ]]
+	# "traces" as a view that never ends, a trigger, a table of its own
+	cp a.db view.db
+	sqlite3 view.db "DROP TABLE traces; CREATE VIEW traces AS WITH RECURSIVE r(id) AS (SELECT 1 UNION ALL SELECT id + 1 FROM r) SELECT id, '' AS input, '' AS status, 0 AS span_ns, 0 AS events, 0 AS calls FROM r"
+	run timeout 20 "$REPORT" --merge -o m.db a.db view.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"view.db: not an mt calls database: it has view 'traces' of its own"* ]]
+	cp a.db trigger.db
+	sqlite3 trigger.db "CREATE TRIGGER t AFTER INSERT ON traces BEGIN DELETE FROM functions; END"
+	run "$REPORT" --merge -o m.db trigger.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"trigger.db: not an mt calls database: it has trigger 't' of its own"* ]]
+	cp a.db extra.db
+	sqlite3 extra.db "CREATE TABLE notes (x)"
+	run "$REPORT" --merge -o m.db extra.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"it has table 'notes' of its own"* ]]
+	echo 'not a database' > junk.db
+	run "$REPORT" --merge -o m.db junk.db
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"junk.db: "* ]]
+	[ ! -e m.db ]
+	# a good merge leaves its input as it was: no journal beside it, the same bytes
+	"$REPORT" --merge -o m.db a.db
+	[ "$(sha256sum a.db)" = "$sum" ]
+	[ "$(ls a.db* | wc -l)" -eq 1 ]
+	[ "$(sqlite3 m.db 'SELECT COUNT(*) FROM calls')" -eq "$(sqlite3 a.db 'SELECT COUNT(*) FROM calls')" ]
+	# a name with URI characters is the file of that name
+	cp a.db 'odd?mode=rwc#x%41.db'
+	"$REPORT" --merge -o m2.db 'odd?mode=rwc#x%41.db'
+	[ "$(sqlite3 m2.db 'SELECT COUNT(*) FROM traces')" -eq 1 ]
+}
+
 @test "--diff: the change in calls per function is uftrace's change between the two runs" {
 	cd "$BATS_TEST_TMPDIR"
 	"$REPORT" --diff --format=tsv "$BATS_FILE_TMPDIR/c50.ev" "$BATS_FILE_TMPDIR/c100.ev" > diff.tsv

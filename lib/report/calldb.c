@@ -6,6 +6,7 @@
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 
 #include <sqlite3.h>
 
@@ -90,7 +91,11 @@ static sqlite3 *open_tmp(struct mt_outfile *of, const char *path, struct mt_err 
 		return NULL;
 	}
 	sqlite3 *s = NULL;
-	if (sqlite3_open(of->tmp, &s) != SQLITE_OK ||
+	/* URI names: --merge's inputs are attached read-only (part_uri);
+	 * defensive, and no function or virtual table run from any schema */
+	if (sqlite3_open_v2(of->tmp, &s, SQLITE_OPEN_READWRITE | SQLITE_OPEN_CREATE | SQLITE_OPEN_URI, NULL) != SQLITE_OK ||
+	    sqlite3_db_config(s, SQLITE_DBCONFIG_DEFENSIVE, 1, NULL) != SQLITE_OK ||
+	    sqlite3_db_config(s, SQLITE_DBCONFIG_TRUSTED_SCHEMA, 0, NULL) != SQLITE_OK ||
 	    sqlite3_exec(s, "PRAGMA journal_mode=OFF; PRAGMA synchronous=OFF; BEGIN", NULL, NULL, NULL) != SQLITE_OK) {
 		mt_err_set(err, MT_EIO, "%s: %s", path, s ? sqlite3_errmsg(s) : "out of memory");
 		sqlite3_close(s);
@@ -316,6 +321,100 @@ int mt_calldb_finish(struct mt_calldb *db, const struct mt_report *r, const char
 
 /* --- merging ------------------------------------------------------------------ */
 
+/* "file:PATH?mode=ro" for ATTACH: read only, never created; every byte of
+ * the path but unreserved ones and '/' %-encoded. NULL when out of memory. */
+static char *part_uri(const char *path)
+{
+	size_t n = strlen(path);
+	char *u = malloc(3 * n + 32), *o = u;
+	if (!u)
+		return NULL;
+	o += sprintf(o, "file:");
+	for (const unsigned char *p = (const unsigned char *)path; *p; p++) {
+		if ((*p >= 'a' && *p <= 'z') || (*p >= 'A' && *p <= 'Z') || (*p >= '0' && *p <= '9') ||
+		    strchr("-._~/", *p))
+			*o++ = (char)*p;
+		else
+			o += sprintf(o, "%%%02X", *p);
+	}
+	strcpy(o, "?mode=ro");
+	return u;
+}
+
+/* Whether the attached part holds mt's schema and nothing else: its four
+ * tables and its view, each as mt's own CREATE statement wrote it (the
+ * text SQLite keeps); no other table, no other view, no trigger, no
+ * index. A crafted database's "traces" as a view (a query that never
+ * ends) or a trigger is refused before anything of it is read. Fills why. */
+static bool part_is_mt(sqlite3 *s, char *why, size_t cap)
+{
+	sqlite3_stmt *q = NULL;
+	if (sqlite3_prepare_v2(s, "SELECT type, name, sql FROM part.sqlite_schema", -1, &q, NULL) != SQLITE_OK) {
+		snprintf(why, cap, "%s", sqlite3_errmsg(s));
+		return false;
+	}
+	size_t seen = 0, wanted = 0;
+	bool ok = true;
+	for (const char *c = schema; *c; c++)
+		wanted += *c == ';';
+	int rc;
+	while (ok && (rc = sqlite3_step(q)) == SQLITE_ROW) {
+		const char *type = (const char *)sqlite3_column_text(q, 0), *name = (const char *)sqlite3_column_text(q, 1),
+			   *sql = (const char *)sqlite3_column_text(q, 2);
+		/* the statement in mt's schema that makes it: the same text */
+		bool found = false;
+		for (const char *st = schema; sql && *st && !found;) {
+			const char *end = strchr(st, ';');
+			size_t len = (size_t)(end - st);
+			found = strlen(sql) == len && !memcmp(sql, st, len);
+			st = end + 1;
+		}
+		if (!found) {
+			snprintf(why, cap, "not an mt calls database: it has %s '%s' of its own (only mt's tables are read)",
+				 type ? type : "?", name ? name : "?");
+			ok = false;
+		}
+		seen++;
+	}
+	if (ok && rc != SQLITE_DONE) {
+		snprintf(why, cap, "%s", sqlite3_errmsg(s));
+		ok = false;
+	}
+	sqlite3_finalize(q);
+	if (ok && seen != wanted) {
+		snprintf(why, cap, "not an mt calls database (%zu of mt's %zu tables and views)", seen, wanted);
+		ok = false;
+	}
+	return ok;
+}
+
+/* Attaches one input as "part", read only, and checks it. */
+static int attach_part(sqlite3 *s, const char *in, struct mt_err *err)
+{
+	struct stat st;
+	if (stat(in, &st))
+		return mt_err_set(err, MT_EIO, "%s: %s", in, strerror(errno));
+	if (!S_ISREG(st.st_mode)) /* a FIFO is never opened: no blocking */
+		return mt_err_set(err, MT_EFORMAT, "%s: not a regular file", in);
+	char *uri = part_uri(in), *sql = uri ? sqlite3_mprintf("COMMIT; ATTACH %Q AS part; BEGIN;", uri) : NULL;
+	free(uri);
+	if (!sql)
+		return mt_err_set(err, MT_ENOMEM, "out of memory");
+	char *e = NULL, why[512];
+	int rc = sqlite3_exec(s, sql, NULL, NULL, &e);
+	sqlite3_free(sql);
+	if (rc != SQLITE_OK) {
+		mt_err_set(err, MT_EFORMAT, "%s: %s", in, e ? e : sqlite3_errmsg(s));
+		sqlite3_free(e);
+		return err->code;
+	}
+	if (!part_is_mt(s, why, sizeof why)) {
+		sqlite3_exec(s, "COMMIT; DETACH part; BEGIN", NULL, NULL, NULL);
+		return mt_err_set(err, MT_EFORMAT, "%s: %s", in, why);
+	}
+	return 0;
+}
+
 int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_calldb_level level,
 		    struct mt_err *err)
 {
@@ -328,8 +427,12 @@ int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_c
 		goto bad;
 	for (size_t i = 0; i < n; i++) {
 		/* every id of the input moves past the ids already there */
+		if (attach_part(s, ins[i], err)) {
+			sqlite3_close(s);
+			mt_outfile_abort(&of);
+			return err->code;
+		}
 		char *sql = sqlite3_mprintf(
-			"COMMIT; ATTACH %Q AS part; BEGIN;"
 			"CREATE TEMP TABLE off AS SELECT"
 			" (SELECT IFNULL(MAX(id),0) FROM main.traces) AS tr,"
 			" (SELECT IFNULL(MAX(id),0) FROM main.threads) AS th,"
@@ -346,7 +449,6 @@ int mt_calldb_merge(const char *out, const char *const *ins, size_t n, enum mt_c
 			"%s"
 			"DROP TABLE temp.off;"
 			"COMMIT; DETACH part; BEGIN;",
-			ins[i],
 			level == MT_CALLDB_CALLS
 				? "INSERT INTO main.calls SELECT id + (SELECT ca FROM off), trace_id + (SELECT tr FROM off),"
 				  " thread_id + (SELECT th FROM off), pid, tid, function_id + (SELECT fn FROM off),"

@@ -499,3 +499,50 @@ assert list(names.values()) == [sys.argv[1]], names' "$(tail -1 perf.names)"
 	timeout 30 script -qec "$PT2EVENTS > tty.ev" /dev/null
 	"$PT2EVENTS" perf.data | cmp - tty.ev
 }
+
+# Outputs (issue 49): one rule in every tool and script. A FIFO, a device
+# (but /dev/null) or a directory as -o/--db/--bundle is refused before
+# anything is opened (an open of a FIFO for writing blocks: each command
+# runs under timeout, so a wait fails the test); a symlink to a file is
+# written through (the link kept), one to a missing file is refused and
+# stays a link.
+@test "outputs: FIFOs, devices and directories refused before any open; symlinks written through or refused, never replaced" {
+	cd "$BATS_TEST_TMPDIR"
+	ev=$MT_FIXTURES/flow/plain.data
+	"$PT2EVENTS" "$ev" | "$MT_BIN/mt-symbolize" > flow.ev
+	mkfifo fifo
+	mkdir dir
+	ln -s "$PWD/missing" dangling
+	echo old > target
+	ln -s "$PWD/target" link
+	# each tool: CMD... with OUT where the output goes
+	tools=(
+		"$PT2EVENTS -o OUT $ev"
+		"$MT_BIN/mt-symbolize -o OUT flow.ev"
+		"$MT_BIN/mt-toperfetto -o OUT flow.ev"
+		"$MT_BIN/mt-events -o OUT flow.ev"
+		"$MT_BIN/mt-report --format=tsv -o OUT flow.ev"
+		"$MT_BIN/mt-report --format=sqlite -o OUT flow.ev"
+		"$MT_BIN/mt-bundle create -o OUT $ev"
+		"$MT_BIN/mt-record -o OUT -- /bin/true"
+		"$BATS_TEST_DIRNAME/../pipelines/mt-trace decode -o OUT $ev"
+		"$BATS_TEST_DIRNAME/../pipelines/mt-batch --db=OUT -d batch $ev"
+	)
+	for t in "${tools[@]}"; do
+		for out in fifo /dev/zero dir dangling; do
+			status=0
+			PATH=$MT_BIN:$PATH timeout 20 ${t//OUT/$out} > o.txt 2>&1 || status=$?
+			{ [ "$status" -ne 0 ] && [ "$status" -ne 124 ]; } || { echo "$t: $out: status $status"; cat o.txt; false; }
+			grep -Eq "$out: (is a FIFO|is a character device|is a directory|is not a regular file|a symbolic link to a missing file)" o.txt ||
+				{ echo "$t: $out:"; cat o.txt; false; }
+		done
+		[ -L dangling ]
+		[ ! -e missing ]
+		# through the link to a file: the file replaced, the link kept
+		echo old > target
+		PATH=$MT_BIN:$PATH timeout 60 ${t//OUT/link} > o.txt 2>&1 || { echo "$t: link:"; cat o.txt; false; }
+		[ -L link ] || { echo "$t: the link was replaced"; false; }
+		[ "$(cat target)" != old ] || { echo "$t: the target was not written"; false; }
+		rm -rf batch trace.tar.zst
+	done
+}

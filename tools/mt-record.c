@@ -441,6 +441,12 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return 1;
 	}
+	/* a link to a file: perf writes the file, and the link stays (perf
+	 * moves an old perf.data to .old: given the link, it moved the link) */
+	struct stat lst;
+	char *real_out = NULL;
+	if (!dry && out && !bundle && !lstat(out, &lst) && S_ISLNK(lst.st_mode) && (real_out = realpath(out, NULL)))
+		out = real_out;
 	if (sampling && !callgraph_given && !dry) {
 		if (o.pids) { /* the first process's program */
 			char exe[64];

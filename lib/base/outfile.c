@@ -6,6 +6,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <sys/stat.h>
+#include <sys/sysmacros.h>
 #include <unistd.h>
 
 #include "base/onsignal.h"
@@ -23,15 +24,57 @@ static void forget_tmp(struct mt_outfile *o)
 	o->sigslot = 0;
 }
 
+static const char *kind_of(mode_t m)
+{
+	return S_ISDIR(m) ? "a directory" : S_ISFIFO(m) ? "a FIFO" : S_ISCHR(m) ? "a character device"
+	       : S_ISBLK(m) ? "a block device" : S_ISSOCK(m) ? "a socket" : "not a regular file";
+}
+
+static bool is_dev_null(const struct stat *st)
+{
+	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
+}
+
+/* The rule, before anything is opened (a FIFO's open would block): a
+ * regular file or none; a symlink is followed to an existing target,
+ * never replaced; /dev/null is taken (output thrown away on purpose).
+ * *st and *exists say what is there (through links). */
+static int check_target(const char *path, struct stat *st, bool *exists, struct mt_err *err)
+{
+	struct stat lst;
+	*exists = false;
+	if (lstat(path, &lst) != 0)
+		return errno == ENOENT ? 0 : mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	if (stat(path, st) != 0) {
+		if (S_ISLNK(lst.st_mode))
+			return mt_err_set(err, MT_EUSAGE,
+					  "%s: a symbolic link to a missing file: not written through, not replaced", path);
+		return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
+	}
+	*exists = true;
+	if (S_ISREG(st->st_mode) || is_dev_null(st))
+		return 0;
+	if (S_ISDIR(st->st_mode))
+		return mt_err_set(err, MT_EUSAGE, "%s: is a directory", path);
+	return mt_err_set(err, MT_EUSAGE, "%s: is %s: an output must be a regular file (or -, standard output)", path,
+			  kind_of(st->st_mode));
+}
+
 int mt_outfile_check(const char *path, struct mt_err *err)
 {
 	if (!strcmp(path, "-"))
 		return 0;
 	struct stat st;
-	if (stat(path, &st) == 0 && S_ISDIR(st.st_mode))
-		return mt_err_set(err, MT_EUSAGE, "%s: is a directory", path);
-	const char *slash = strrchr(path, '/');
-	char *dir = slash ? strndup(path, slash == path ? 1 : (size_t)(slash - path)) : strdup(".");
+	bool exists;
+	if (check_target(path, &st, &exists, err))
+		return err->code;
+	if (exists && is_dev_null(&st))
+		return 0;
+	/* the directory the file is made in: the link's target's */
+	char *real = exists ? realpath(path, NULL) : NULL;
+	const char *p = real ? real : path, *slash = strrchr(p, '/');
+	char *dir = slash ? strndup(p, slash == p ? 1 : (size_t)(slash - p)) : strdup(".");
+	free(real);
 	if (!dir)
 		return mt_err_set(err, MT_ENOMEM, "out of memory");
 	int rc = 0;
@@ -51,12 +94,10 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 		return 0;
 	}
 	struct stat st;
-	bool exists = stat(path, &st) == 0;
-	if (exists && !S_ISREG(st.st_mode)) {
-		/* a device, pipe or /dev/stdout: written in place (renaming a
-		 * file over it would replace the device node itself) */
-		if (S_ISDIR(st.st_mode))
-			return mt_err_set(err, MT_EIO, "%s: is a directory", path);
+	bool exists;
+	if (check_target(path, &st, &exists, err))
+		return err->code;
+	if (exists && !S_ISREG(st.st_mode)) { /* /dev/null: written in place */
 		o->f = fopen(path, "w");
 		if (!o->f)
 			return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
@@ -65,7 +106,7 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 	}
 	o->replaced = exists;
 	/* a symlink to a file: the file is replaced, the link stays */
-	char *real = realpath(path, NULL);
+	char *real = exists ? realpath(path, NULL) : NULL;
 	o->path = real ? real : strdup(path);
 	if (!o->path || asprintf(&o->tmp, "%s.tmp.XXXXXX", o->path) < 0) {
 		free(o->path);

@@ -1,8 +1,11 @@
 /* outfile: atomic output files. Data goes to a temporary file beside the
  * target and is renamed over it only when complete, so a failed run never
- * leaves a partial file under the final name. "-" means stdout; a path that
- * is not a regular file (a device, a fifo, /dev/stdout) is written in place,
- * and a symlink's target is replaced, not the link. A file replaced keeps
+ * leaves a partial file under the final name. "-" means stdout. An output
+ * must be a regular file or none: a directory, FIFO, device or socket is
+ * refused before anything is opened (a FIFO's open would block), but
+ * /dev/null, written in place; a symlink to a file is written through (the
+ * file replaced, the link kept), one to a missing file refused (never
+ * replaced by a regular file). The same rule holds in mt's scripts. A file replaced keeps
  * its mode; a new one is 0600, as perf makes perf.data (a trace shows what
  * a program did). A signal that ends the process (SIGINT, SIGTERM, SIGHUP,
  * SIGPIPE) removes the temporary file. A file that was there is replaced,
@@ -27,9 +30,9 @@ struct mt_outfile {
 
 int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err);
 /* Whether path could be written, before anything is run to make it (a
- * program traced for minutes is not lost to a typo): its directory exists
- * and can be written, and path is no directory. The error names the path
- * as given: "PATH: no directory DIR", "PATH: is a directory", "PATH:
+ * program traced for minutes is not lost to a typo): the rule above, and
+ * its directory exists and can be written. The error names the path as
+ * given: "PATH: no directory DIR", "PATH: is a directory: ...", "PATH:
  * cannot write in DIR". "-" passes. */
 int mt_outfile_check(const char *path, struct mt_err *err);
 /* Flushes, syncs and renames; on failure removes the temporary file. */

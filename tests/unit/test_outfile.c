@@ -5,10 +5,12 @@
  * back whole under its name. */
 #define _GNU_SOURCE
 #include <fcntl.h>
+#include <limits.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "base/outfile.h"
@@ -95,6 +97,53 @@ int main(void)
 	   "a missing directory, named as given");
 	mt_err_clear(&ce);
 	ok(mt_outfile_check(dir, &ce) && strstr(ce.msg, ": is a directory"), "a directory is no output file");
+	/* a FIFO is refused, never opened (an open for writing would block
+	 * with no reader: this test would hang) */
+	char fifo[PATH_MAX + 16], link[PATH_MAX + 16], target[PATH_MAX + 16];
+	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
+	mkfifo(fifo, 0600);
+	struct mt_outfile fo;
+	mt_err_clear(&ce);
+	bool refused = mt_outfile_check(fifo, &ce) && strstr(ce.msg, ": is a FIFO");
+	mt_err_clear(&ce);
+	refused = refused && mt_outfile_open(&fo, fifo, &ce) && strstr(ce.msg, ": is a FIFO");
+	mt_err_clear(&ce);
+	refused = refused && mt_outfile_check("/dev/zero", &ce) && strstr(ce.msg, "is a character device");
+	ok(refused, "a FIFO and a device are refused, before any open");
+	mt_err_clear(&ce);
+	ok(!mt_outfile_check("/dev/null", &ce), "/dev/null is taken");
+	/* a link to a missing file: refused, and left a link */
+	snprintf(link, sizeof link, "%s/link", dir);
+	snprintf(target, sizeof target, "%s/target", dir);
+	if (symlink(target, link))
+		return 1;
+	struct stat lst;
+	mt_err_clear(&ce);
+	ok(mt_outfile_open(&fo, link, &ce) && strstr(ce.msg, "a symbolic link to a missing file") && !lstat(link, &lst) &&
+		   S_ISLNK(lst.st_mode),
+	   "a link to a missing file: refused, still a link");
+	/* a link to a file: written through, the link kept */
+	FILE *t = fopen(target, "w");
+	if (t)
+		fclose(t);
+	mt_err_clear(&ce);
+	bool through = !mt_outfile_open(&fo, link, &ce);
+	if (through) {
+		fputs("through", fo.f);
+		through = !mt_outfile_commit(&fo, &ce);
+	}
+	char got[16] = "";
+	t = fopen(target, "r");
+	if (t) {
+		if (!fgets(got, sizeof got, t))
+			got[0] = '\0';
+		fclose(t);
+	}
+	ok(through && !strcmp(got, "through") && !lstat(link, &lst) && S_ISLNK(lst.st_mode),
+	   "a link to a file: the file written, the link kept");
+	unlink(link);
+	unlink(target);
+	unlink(fifo);
 	unlink(path);
 	rmdir(dir);
 	return tap_done();

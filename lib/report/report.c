@@ -35,6 +35,8 @@ struct mt_report {
 	struct rthread_state *ts;
 	size_t nth, capth, capts;
 	size_t last_th;       /* the thread found last */
+	uint32_t *thslots;    /* open addressing by (pid, tid): th index + 1 */
+	size_t capthslots;
 	uint64_t samples, period;
 	char *sample_event, *lost;
 	bool period_ns;
@@ -90,13 +92,43 @@ static const char *intern_cached(struct mt_report *r, const char *s)
 	return v;
 }
 
+static size_t thread_home(uint32_t pid, uint32_t tid, size_t cap)
+{
+	uint64_t h = (((uint64_t)pid << 32) | tid) * 0x9e3779b97f4a7c15u;
+	return (size_t)(h >> 17) & (cap - 1);
+}
+
+/* The thread's index, by a hash of (pid, tid): a stream of 200,000 threads
+ * costs no scan per event */
 static size_t thread_index(struct mt_report *r, uint32_t pid, uint32_t tid)
 {
 	if (r->last_th < r->nth && r->th[r->last_th].pid == pid && r->th[r->last_th].tid == tid)
 		return r->last_th;
-	for (size_t i = 0; i < r->nth; i++)
-		if (r->th[i].pid == pid && r->th[i].tid == tid)
-			return r->last_th = i;
+	size_t mask = r->capthslots - 1, j = r->capthslots ? thread_home(pid, tid, r->capthslots) : 0;
+	for (; r->capthslots && r->thslots[j]; j = (j + 1) & mask) {
+		const struct mt_rthread *t = &r->th[r->thslots[j] - 1];
+		if (t->pid == pid && t->tid == tid)
+			return r->last_th = r->thslots[j] - 1;
+	}
+	if (2 * (r->nth + 1) > r->capthslots) { /* at most half full: grown, every thread placed again */
+		size_t cap = r->capthslots ? 2 * r->capthslots : 64;
+		uint32_t *ns = calloc(cap, sizeof *ns);
+		if (!ns) {
+			r->oom = true;
+			return SIZE_MAX;
+		}
+		for (size_t i = 0; i < r->nth; i++) {
+			size_t k = thread_home(r->th[i].pid, r->th[i].tid, cap);
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)i + 1;
+		}
+		free(r->thslots);
+		r->thslots = ns;
+		r->capthslots = cap;
+		for (j = thread_home(pid, tid, cap); ns[j]; j = (j + 1) & (cap - 1))
+			;
+	}
 	size_t capts = r->capts;
 	if (!mt_grow((void **)&r->th, &r->capth, r->nth + 1, sizeof *r->th) ||
 	    !mt_grow((void **)&r->ts, &capts, r->nth + 1, sizeof *r->ts)) {
@@ -106,6 +138,7 @@ static size_t thread_index(struct mt_report *r, uint32_t pid, uint32_t tid)
 	r->capts = capts;
 	r->th[r->nth] = (struct mt_rthread){.id = (uint32_t)r->nth + 1, .pid = pid, .tid = tid, .first = UINT64_MAX};
 	r->ts[r->nth] = (struct rthread_state){0};
+	r->thslots[j] = (uint32_t)r->nth + 1;
 	return r->last_th = r->nth++;
 }
 
@@ -371,6 +404,18 @@ const struct mt_rthread *mt_report_thread(const struct mt_report *r, size_t i)
 	return &r->th[i];
 }
 
+const struct mt_rthread *mt_report_find_thread(const struct mt_report *r, uint32_t pid, uint32_t tid)
+{
+	if (!r->capthslots)
+		return NULL;
+	for (size_t j = thread_home(pid, tid, r->capthslots); r->thslots[j]; j = (j + 1) & (r->capthslots - 1)) {
+		const struct mt_rthread *t = &r->th[r->thslots[j] - 1];
+		if (t->pid == pid && t->tid == tid)
+			return t;
+	}
+	return NULL;
+}
+
 uint64_t mt_report_samples(const struct mt_report *r)
 {
 	return r->samples;
@@ -444,6 +489,7 @@ void mt_report_free(struct mt_report *r)
 	free(r->f);
 	free(r->order);
 	free(r->slots);
+	free(r->thslots);
 	free(r->th);
 	free(r->ts);
 	free(r->seen);

@@ -92,6 +92,8 @@ size_t mt_report_nfuncs(const struct mt_report *r);
 const struct mt_fstat *mt_report_func(const struct mt_report *r, size_t i);
 size_t mt_report_nthreads(const struct mt_report *r);
 const struct mt_rthread *mt_report_thread(const struct mt_report *r, size_t i);
+/* The thread (pid, tid), by a hash; NULL when the report has none. */
+const struct mt_rthread *mt_report_find_thread(const struct mt_report *r, uint32_t pid, uint32_t tid);
 /* The stack samples seen (0: not a sampling stream). A sampled report's
  * figures are perf's: a function's total is the sum of the periods of
  * the samples that found it, its self those where it is the leaf; its

@@ -64,12 +64,8 @@ static struct figures figures_of(const struct mt_fstat *f)
 
 static const char *comm_of(const struct mt_report *r, uint32_t pid, uint32_t tid)
 {
-	for (size_t i = 0; i < mt_report_nthreads(r); i++) {
-		const struct mt_rthread *t = mt_report_thread(r, i);
-		if (t->pid == pid && t->tid == tid)
-			return t->comm ? t->comm : "";
-	}
-	return "";
+	const struct mt_rthread *t = mt_report_find_thread(r, pid, tid);
+	return t && t->comm ? t->comm : "";
 }
 
 static void write_tsv(const struct mt_report *r, FILE *out, size_t n)

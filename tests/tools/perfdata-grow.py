@@ -9,6 +9,8 @@
 #   mmap2obj K: K more MMAP2 records after the first, each of the first's
 #     own file (there: its code is read) at its own address, where no
 #     code runs;
+#   forks K: after the first COMM, K new threads of its process, each a
+#     FORK (from the COMM's thread) and a COMM naming it, 1 ns apart;
 #   renames A B: after the first COMM, three more of its thread, in file
 #     order A at its time + 3 ns, B at + 2, A at + 1 (in time order: A, B,
 #     A: the thread's latest name is A).
@@ -55,6 +57,28 @@ if mode == 'renames':
         struct.pack_into('<IHH', body, 0, 3, misc & ~0x2000, len(body))  # not COMM_EXEC
         struct.pack_into('<Q', body, 16 + len(nm) + (8 if sample_type & (1 << 1) else 0), t0 + dt)
         out.append(bytes(body))
+    ins = b''.join(out)
+elif mode == 'forks':
+    p, misc, size = first_record(3)
+    rec = bytes(b[p:p + size])
+    sample_type, = struct.unpack_from('<Q', b, attrs_off + 24)
+    assert sample_type & (1 << 1) and sample_type & (1 << 2), 'no tid or time in sample_id'
+    sizes = [(1 << 1, 8), (1 << 2, 8), (1 << 6, 8), (1 << 9, 8), (1 << 7, 8), (1 << 16, 8)]
+    trailer = rec[size - sum(n for bit, n in sizes if sample_type & bit):]
+    pid, tid = struct.unpack_from('<II', rec, 8)
+    t0, = struct.unpack_from('<Q', trailer, 8)
+    out = []
+    for i in range(k):
+        ntid = 1000000 + i
+        tr = bytearray(trailer)
+        struct.pack_into('<IIQ', tr, 0, pid, ntid, t0 + 1 + i)
+        fork = struct.pack('<IHHIIIIQ', 7, 0, 0, pid, pid, ntid, tid, t0 + 1 + i) + bytes(tr)
+        fork = fork[:6] + struct.pack('<H', len(fork)) + fork[8:]
+        nm = b'w%d\0' % i
+        nm += b'\0' * ((-(16 + len(nm))) % 8)
+        comm = struct.pack('<IHHII', 3, 0, 0, pid, ntid) + nm + bytes(tr)
+        comm = comm[:6] + struct.pack('<H', len(comm)) + comm[8:]
+        out += [fork, comm]
     ins = b''.join(out)
 elif mode == 'comm':
     p, misc, size = first_record(3)

@@ -561,6 +561,58 @@ settle() { touch -d '1 minute ago' "$@"; }
 	[ -z "$(ls tmp)" ] # its list of names went with it
 }
 
+# Batch and watcher (issue 49): an input named "-" was read from standard
+# input; a stage killed by a signal was reported as a timeout (SIGKILL's
+# 137) or under the writer that SIGPIPE stopped after it; two watchers on
+# one inbox converted each bundle twice; a bundle gone from the inbox left
+# the watcher's summary. Oracle: the stages run by hand; a stage made to
+# die by SIGKILL (a wrapper in a bin directory of mt's tools).
+@test "mt-batch: a file named -, a stage killed by a signal named with its signal, not as a timeout nor by the writer before it" {
+	cd "$BATS_TEST_TMPDIR"
+	cp "$MT_FIXTURES/flow/plain.data" ./-
+	"$PIPES/mt-batch" --no-bar -d out -- - < /dev/null > /dev/null
+	grep -q '^-	ok	' out/summary.tsv
+	"$MT_BIN/mt-pt2events" "$MT_FIXTURES/flow/plain.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o byhand.pftrace
+	cmp byhand.pftrace out/-.pftrace
+	# mt-symbolize killed by SIGKILL (as the OOM killer does) mid-stream
+	mkdir bin
+	for t in "$MT_BIN"/*; do ln -s "$t" bin/; done
+	rm bin/mt-symbolize
+	printf '#!/bin/sh\nhead -c 100 > /dev/null\nkill -KILL $$\n' > bin/mt-symbolize
+	chmod +x bin/mt-symbolize
+	cp "$MT_FIXTURES/libc/plain.data" big.data
+	run env MT_BIN=$PWD/bin "$PIPES/mt-batch" --no-bar --timeout=100 -d out2 big.data
+	[ "$status" -eq 1 ]
+	cat out2/summary.tsv
+	grep -q '	mt-symbolize killed by SIGKILL$' out2/summary.tsv
+}
+
+@test "mt-archive-watch: a second watcher on an inbox is refused; the summary keeps every bundle ever converted" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir inbox
+	"$MT_BIN/mt-bundle" create -o inbox/a.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	settle inbox/a.tar.zst
+	"$PIPES/mt-archive-watch" --interval=1 inbox archive 2> w1.err &
+	local w1=$!
+	for _ in $(seq 100); do [ -s archive/a.pftrace ] && break; sleep 0.1; done
+	run "$PIPES/mt-archive-watch" --once inbox archive2
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"inbox: another mt-archive-watch is converting this inbox; nothing done"* ]]
+	[ ! -e archive2/summary.tsv ]
+	kill "$w1"
+	wait "$w1" || true
+	# a gone, b come: both in the summary
+	rm inbox/a.tar.zst
+	"$MT_BIN/mt-bundle" create -o inbox/b.tar.zst "$MT_FIXTURES/flow/plain.data" 2>/dev/null
+	settle inbox/b.tar.zst
+	"$PIPES/mt-archive-watch" --once inbox archive 2> /dev/null
+	cat archive/summary.tsv
+	grep -q '^inbox/a.tar.zst	ok	' archive/summary.tsv
+	grep -q '^inbox/b.tar.zst	ok	' archive/summary.tsv
+	[ "$(wc -l < archive/summary.tsv)" -eq 3 ]
+	[ "$(awk -F'\t' 'NR > 1 && $7 == 0' archive/joblog | wc -l)" -eq 2 ]
+}
+
 # 1,000 small bundles in the inbox (issue 25): each converted once, and the
 # memory of the pass flat (the largest process of the pass, against the
 # same pass over 100: names go to mt-batch in a file, not held per bundle).

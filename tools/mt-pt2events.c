@@ -23,6 +23,7 @@
 #include "trace/ptdecode.h"
 #include "trace/ptperf.h"
 #include "base/strtab.h"
+#include "base/utf8.h"
 #include "base/version.h"
 
 #define PROG "mt-pt2events"
@@ -286,17 +287,58 @@ static int cmp_hit_time(const void *a, const void *b)
 	return x->time < y->time ? -1 : x->time > y->time;
 }
 
+/* One unsigned number of a hit line at *p, whole: digits only (no sign,
+ * no space before), base 16 after "0x" when hex, at most max; *p moves past
+ * it. False when it is not that. */
+static bool hit_field(const char **p, bool hex, uint64_t max, uint64_t *v)
+{
+	const char *s = *p;
+	if (hex) {
+		if (strncmp(s, "0x", 2))
+			return false;
+		s += 2;
+	}
+	if (!(hex ? isxdigit((unsigned char)*s) : isdigit((unsigned char)*s)))
+		return false;
+	char *end;
+	errno = 0;
+	unsigned long long x = strtoull(s, &end, hex ? 16 : 10);
+	if (errno || x > max)
+		return false;
+	*v = x;
+	*p = end;
+	return true;
+}
+
 /* A bundle's trigger hits (mt-bundle(5): trigger-hit=TIME PID TID 0xIP),
- * in time order. Nonzero out of memory. */
+ * in time order; a line that does not parse whole (a sign, an overflow,
+ * a field missing, anything after) is skipped, with a warning. Nonzero
+ * out of memory. */
 static int manifest_hits(const char *manifest, struct mt_ptperf_opts *po)
 {
 	static struct mt_ptperf_hit *hits;
-	size_t n = 0, cap = 0;
+	size_t n = 0, cap = 0, lineno = 0;
 	for (const char *l = manifest; l && *l; l = strchr(l, '\n') ? strchr(l, '\n') + 1 : NULL) {
-		struct mt_ptperf_hit h;
-		if (strncmp(l, "trigger-hit=", 12) ||
-		    sscanf(l + 12, "%" SCNu64 " %" SCNu32 " %" SCNu32 " %" SCNx64, &h.time, &h.pid, &h.tid, &h.ip) != 4)
+		lineno++;
+		if (strncmp(l, "trigger-hit=", 12))
 			continue;
+		struct mt_ptperf_hit h;
+		uint64_t pid = 0, tid = 0;
+		const char *p = l + 12;
+		bool whole = hit_field(&p, false, UINT64_MAX, &h.time) && *p++ == ' ' &&
+			     hit_field(&p, false, UINT32_MAX, &pid) && *p++ == ' ' && hit_field(&p, false, UINT32_MAX, &tid) &&
+			     *p++ == ' ' && hit_field(&p, true, UINT64_MAX, &h.ip) && (*p == '\n' || !*p);
+		if (!whole) {
+			char line[201];
+			size_t len = strcspn(l, "\n");
+			snprintf(line, sizeof line, "%.*s", (int)(len < 200 ? len : 200), l);
+			fprintf(stderr, PROG ": warning: the bundle's manifest, line %zu: '", lineno);
+			mt_utf8_put_escaped(stderr, line); /* its bytes as they are, no control reaching a terminal */
+			fprintf(stderr, "' is not trigger-hit=TIME PID TID 0xIP: that trigger hit is skipped\n");
+			continue;
+		}
+		h.pid = (uint32_t)pid;
+		h.tid = (uint32_t)tid;
 		if (!mt_grow((void **)&hits, &cap, n + 1, sizeof *hits)) {
 			fprintf(stderr, PROG ": out of memory\n");
 			return 1;

@@ -2,6 +2,7 @@
 #include "objects/objfind.h"
 
 #include <elfutils/libdwelf.h>
+#include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -16,6 +17,17 @@ static bool is_file(const char *p)
 {
 	struct stat st;
 	return stat(p, &st) == 0 && S_ISREG(st.st_mode);
+}
+
+bool mt_obj_under(const char *root, const char *p)
+{
+	char r[PATH_MAX], f[PATH_MAX];
+	if (!realpath(root, r) || !realpath(p, f))
+		return false;
+	size_t n = strlen(r);
+	if (n == 1) /* root "/": everything is under it */
+		return true;
+	return !strncmp(f, r, n) && f[n] == '/';
 }
 
 int mt_obj_find(const char *path, const uint8_t *build_id, unsigned build_id_size, const char *symfs,
@@ -36,8 +48,10 @@ int mt_obj_find(const char *path, const uint8_t *build_id, unsigned build_id_siz
 			return 0;
 	}
 	if (symfs && *symfs) {
+		/* normalized, then checked: a trace's "../../etc/x" or a link in
+		 * the root that leads out is not found */
 		snprintf(out, outsz, "%s/%s", symfs, path);
-		if (is_file(out))
+		if (is_file(out) && mt_obj_under(symfs, out))
 			return 0;
 		return MT_EIO;
 	}
@@ -48,8 +62,8 @@ int mt_obj_find(const char *path, const uint8_t *build_id, unsigned build_id_siz
 bool mt_obj_vdso_cached(const char *buildid_dir, const char *bid, char *out, size_t outsz)
 {
 	const char *home = getenv("HOME");
-	if (!bid[0] || (!home && !buildid_dir))
-		return false;
+	if (!bid[0] || (!home && !buildid_dir) || strspn(bid, "0123456789abcdef") != strlen(bid))
+		return false; /* a build-id is hex: no "/.." from a trace */
 	if (buildid_dir)
 		snprintf(out, outsz, "%s/[vdso]/%s/vdso", buildid_dir, bid);
 	else
@@ -82,6 +96,15 @@ int mt_obj_debug_candidates(Elf *elf, const char *path, const char *orig_path, c
 		snprintf(cand[ncand++], MT_OBJ_PATH_MAX, "%s/%s", dir, link);
 		snprintf(cand[ncand++], MT_OBJ_PATH_MAX, "%s/.debug/%s", dir, link);
 		snprintf(cand[ncand++], MT_OBJ_PATH_MAX, "%s/usr/lib/debug%.*s/%s", root, (int)odl, orig_path, link);
+	}
+	/* under a --symfs root, each must lie inside it once normalized (the
+	 * trace's own path and debuglink name are in them) */
+	if (symfs && *symfs) {
+		int kept = 0;
+		for (int i = 0; i < ncand; i++)
+			if (access(cand[i], F_OK) || mt_obj_under(symfs, cand[i]))
+				memmove(cand[kept++], cand[i], MT_OBJ_PATH_MAX);
+		ncand = kept;
 	}
 	return ncand;
 }

@@ -13,10 +13,16 @@
 
 /* A traced object's file: by build-id in perf's cache
  * (buildid_dir/.build-id/xx/rest/elf; buildid_dir NULL = ~/.debug), then
- * symfs + path, then -- only without a symfs -- path itself. Writes the
+ * symfs + path (inside symfs once normalized), then -- only without a
+ * symfs -- path itself. Writes the
  * path found to out; 0, or MT_EIO when there is none (a regular file). */
 int mt_obj_find(const char *path, const uint8_t *build_id, unsigned build_id_size, const char *symfs,
 		const char *buildid_dir, char *out, size_t outsz);
+
+/* Whether p, normalized (.., symlinks), lies under root, normalized: a
+ * trace's paths never lead out of a --symfs root or a bundle. False when
+ * either cannot be resolved. */
+bool mt_obj_under(const char *root, const char *p);
 
 /* The vDSO of build-id bid (hex) in perf's cache: buildid_dir/[vdso]/ID/vdso,
  * buildid_dir NULL = ~/.debug. True with the path in out when readable. */

@@ -454,7 +454,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			o->warn(o->warn_ctx, msg);
 		}
 		struct mt_unwind *unw = NULL;
-		struct mt_unwind_counts uc = {0};
+		struct mt_samples_counts uc = {0};
 		if (s->seen.any_stack && !(unw = mt_build_unwind(pd, s, o, &d.wd))) {
 			rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 			goto out;
@@ -468,6 +468,20 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " of %" PRIu64 " stacks (--call-graph=dwarf) "
 				 "unwound only part way; the first: %s", pd->name, uc.partial, uc.with_stack,
 				 uc.first_why);
+			o->warn(o->warn_ctx, msg);
+		}
+		if (uc.cut && o->warn) {
+			char msg[800];
+			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " sample%s call chains were longer than %d frames "
+				 "(the longest %" PRIu64 "%s): cut to their innermost %d, the frames left out counted in "
+				 "each (frames_cut=N)", pd->name, uc.cut, uc.cut == 1 ? "'s" : "s'", MT_SAMPLES_MAX_FRAMES,
+				 uc.longest, uc.longest > 4096 ? " or more" : "", MT_SAMPLES_MAX_FRAMES);
+			o->warn(o->warn_ctx, msg);
+		}
+		if (uc.late && o->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " sample%s out of time order: written after later "
+				 "ones (perf: out of order events)", pd->name, uc.late, uc.late == 1 ? "" : "s");
 			o->warn(o->warn_ctx, msg);
 		}
 	} else {

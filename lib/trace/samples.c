@@ -143,7 +143,7 @@ static void write_switch(struct mt_events_writer *w, const struct tsw *sw, struc
 /* A dwarf sample's user frames, innermost first, after its kernel ones in
  * ips[0..n); returns the new count. */
 static unsigned unwind_user(const struct psample *ps, struct mt_unwind *unw, uint64_t *ips, unsigned n,
-			    unsigned max, struct mt_unwind_counts *uc)
+			    unsigned max, struct mt_samples_counts *uc)
 {
 	uint64_t regs[MT_PREG_COUNT] = {0}, mask = 0;
 	unsigned k = 0;
@@ -183,7 +183,7 @@ static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h,
  * primary event's only (magic-trace's rule: the extra events' samples are
  * events at their IP, on their own tracks downstream, cutting no frames). */
 static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primary, struct mt_unwind *unw,
-		       struct mt_unwind_counts *uc)
+		       struct mt_samples_counts *uc)
 {
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static char vals[MT_EVENT_MAX_EXTRA][24];
@@ -197,21 +197,39 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 	unsigned n = 0;
 	kv[n++] = (struct mt_kv){"event", ename};
 	kv[n++] = (struct mt_kv){"period", period};
-	/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096 */
-	uint64_t ips[MT_EVENT_MAX_EXTRA];
+	/* perf's context markers (PERF_CONTEXT_USER...) sit above -4096; the
+	 * unwinder goes as deep as UNWIND_MAX, so that a cut is counted */
+	enum { UNWIND_MAX = 4096 };
+	static uint64_t ips[UNWIND_MAX];
 	unsigned nips = 0;
+	uint64_t total = 0; /* the chain's frames, those past the cut too */
 	bool dwarf = unw && ps->has_stack && ps->regs;
-	for (uint64_t k = 0; k < ps->nchain && nips < MT_EVENT_MAX_EXTRA - 2; k++) {
+	for (uint64_t k = 0; k < ps->nchain; k++) {
 		uint64_t ip = mt_rd64(ps->chain + 8 * k);
 		if (ip == (uint64_t)-512 && dwarf) /* PERF_CONTEXT_USER: the unwinder's part */
 			break;
-		if (ip < (uint64_t)-4096)
+		if (ip >= (uint64_t)-4096)
+			continue;
+		if (nips < MT_SAMPLES_MAX_FRAMES)
 			ips[nips++] = ip;
+		total++;
 	}
-	if (dwarf)
-		nips = unwind_user(ps, unw, ips, nips, MT_EVENT_MAX_EXTRA - 2, uc);
+	if (dwarf) {
+		unsigned before = nips;
+		unsigned got = unwind_user(ps, unw, ips, nips, UNWIND_MAX, uc) - before;
+		total += got + (before + got == UNWIND_MAX); /* at UNWIND_MAX: more may lie beyond */
+		nips = before + got < MT_SAMPLES_MAX_FRAMES ? before + got : MT_SAMPLES_MAX_FRAMES;
+	}
 	if (!nips && ps->ip)
 		ips[nips++] = ps->ip;
+	char cut[24];
+	if (total > nips) { /* said: in the sample (frames_cut=N) and at the end */
+		uc->cut++;
+		if (total > uc->longest)
+			uc->longest = total;
+		snprintf(cut, sizeof cut, "%" PRIu64, total - nips);
+		kv[n++] = (struct mt_kv){"frames_cut", cut};
+	}
 	for (unsigned k = nips; k-- > 0;) {
 		snprintf(vals[n], sizeof vals[n], "0x%" PRIx64, ips[k]);
 		kv[n] = (struct mt_kv){"frame", vals[n]};
@@ -303,7 +321,8 @@ struct stream_ctx {
 	struct sink_ctx ec;
 	int primary;
 	struct mt_unwind *unw;
-	struct mt_unwind_counts *uc;
+	struct mt_samples_counts *uc;
+	uint64_t written; /* the latest time written */
 };
 
 /* Writes what is due: everything at or before limit (UINT64_MAX: all). */
@@ -312,6 +331,7 @@ static void oh_flush(struct oheap *h, uint64_t limit, struct stream_ctx *c)
 	struct oitem it;
 	while (h->n && h->v[0].time <= limit) {
 		oh_pop(h, &it);
+		c->written = it.time > c->written ? it.time : c->written;
 		if (it.rank == OI_SAMPLE)
 			emit_stack(&c->ec, &it.u.ps, c->primary, c->unw, c->uc);
 		else if (it.rank == OI_HIT)
@@ -324,7 +344,7 @@ static void oh_flush(struct oheap *h, uint64_t limit, struct stream_ctx *c)
 }
 
 int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_samples_counts *uc,
 		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err)
 {
 	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats}, .primary = s->seen.primary,
@@ -368,6 +388,10 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 		}
 		if (it.time > max_seen)
 			max_seen = it.time;
+		/* earlier than what a round already wrote: it goes out late,
+		 * and is counted (perf: "N out of order events recorded") */
+		if (it.rank == OI_SAMPLE && it.time < c.written)
+			uc->late++;
 		rc = oh_push(&h, &it);
 	}
 	if (rc) {

@@ -48,9 +48,19 @@ void mt_samples_sink(void *ctx, const struct mt_event *ev);
 /* How the --call-graph=dwarf samples unwound: how many had a stack copy,
  * how many of those stopped short of the outermost frame, and the first
  * reason (a static string). */
-struct mt_unwind_counts {
+/* The frames of a sample's call chain the stream carries (beside its
+ * event, period and frames_cut columns), innermost kept. */
+#define MT_SAMPLES_MAX_FRAMES (MT_EVENT_MAX_EXTRA - 3)
+
+/* What the stream of samples says at its end: stacks unwound part way
+ * (of those with a stack copy), call chains cut to the stream's limit
+ * (MT_SAMPLES_MAX_FRAMES; the longest seen, frames counted before the
+ * cut), samples that came after later ones were written (perf's "out of
+ * order events"). */
+struct mt_samples_counts {
 	uint64_t with_stack, partial;
 	const char *first_why;
+	uint64_t cut, longest, late;
 };
 /* Stack samples as events, walked again from pd (collected with
  * defer_samples): frame= columns outermost first ("0xIP"; a symbolizer
@@ -61,7 +71,7 @@ struct mt_unwind_counts {
  * with a stack copy (--call-graph=dwarf) is unwound by unw (when not
  * NULL): its callchain's kernel frames, then the user frames unwound. */
 int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
-		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_unwind_counts *uc,
+		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_samples_counts *uc,
 		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err);
 
 #endif

@@ -429,3 +429,47 @@ refused() { # ARCHIVE MESSAGE
 	[ "$(grep -c $'\tsample\t0x1234\t' <<< "$output")" -eq 1 ]
 	grep -q "^$t	$pid	$tid	sample	0x1234	" <<< "$output"
 }
+
+# No gigabytes left behind (issue 49): each tool of a pipeline unpacked
+# the whole bundle, perf.data included, into TMPDIR; the copy was removed
+# on a signal only once the unpacking was done, so a signal in the middle
+# of a large perf.data's left it all there. Now mt-symbolize takes the
+# objects only, and an extraction is removed by a signal from its start.
+@test "a bundle in TMPDIR: mt-symbolize unpacks no perf.data; SIGTERM, SIGHUP or SIGPIPE mid-extraction leaves nothing" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir tmp
+	export TMPDIR=$PWD/tmp
+	"$BUNDLE" create --compress=none -o b.tar "$MT_FIXTURES/libc/plain.data" 2> /dev/null
+	tar -tvf b.tar | grep -q ' perf.data$'
+	# mt-symbolize with the bundle as --symfs, waiting on its input: what
+	# it unpacked is there to see
+	mkfifo in
+	exec 7<> in
+	printf '# mt-events 1\n' >&7 # (it reads its input's first line before all)
+	"$MT_BIN/mt-symbolize" --symfs=b.tar in > /dev/null 7>&- &
+	local pid=$!
+	for _ in $(seq 100); do [ -s tmp/mt-bundle.*/manifest ] 2> /dev/null && break; sleep 0.1; done
+	ls -R tmp
+	[ -s tmp/mt-bundle.*/manifest ] || { kill "$pid"; false; }
+	[ -n "$(find tmp -path '*/root/*' -type f)" ] # the objects
+	[ -z "$(find tmp -name perf.data)" ]          # not the trace
+	exec 7>&-
+	wait "$pid"
+	[ -z "$(ls -A tmp)" ]
+	# the bundle arriving slowly on standard input: stopped by a signal in
+	# the middle of its perf.data
+	half=$(( $(stat -c %s b.tar) / 2 ))
+	for sig in TERM HUP; do
+		{ head -c "$half" b.tar; sleep 30; } | "$PT2EVENTS" - > /dev/null 2>&1 &
+		pid=$!
+		for _ in $(seq 100); do [ -n "$(find tmp -name perf.data)" ] && break; sleep 0.1; done
+		[ -n "$(find tmp -name perf.data)" ]
+		kill -"$sig" "$(pgrep -P "$pid" -f mt-pt2events || pgrep -f "mt-pt2events -$")"
+		wait "$pid" || true
+		pkill -f 'sleep 30' || true
+		[ -z "$(ls -A tmp)" ] || { echo "SIG$sig left:"; ls -R tmp; false; }
+	done
+	# SIGPIPE: the reader of mt-pt2events's output gone while it unpacks
+	{ head -c "$half" b.tar; sleep 3; cat b.tar | tail -c +$((half + 1)); } | "$PT2EVENTS" - | head -c 0
+	[ -z "$(ls -A tmp)" ]
+}

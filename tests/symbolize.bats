@@ -652,3 +652,26 @@ PY
 	grep -qx 'mix (inlined)' rows
 	grep -qx 'step (inlined)' rows
 }
+
+# The vDSO of this machine, for a recording made here, was copied to
+# TMPDIR/mt-vdso.XXXXXX and removed only at a clean exit: a signal left it.
+# Now it is a memory file (/proc/self/fd/N): nothing in TMPDIR at any
+# point, SIGKILL included; and its names are still the vDSO's own.
+@test "the vDSO copied for naming leaves nothing in TMPDIR, even when mt-symbolize is killed" {
+	cd "$BATS_TEST_TMPDIR"
+	mkdir tmp
+	"$MT_BIN/mt-record" -o v.data -- "$MT_PROGS/vdso_clock" > /dev/null 2>&1
+	"$PT2EVENTS" v.data > v.ev 2> /dev/null
+	grep -q $'\t\\[vdso\\]$' v.ev
+	mkfifo in
+	exec 7<> in
+	TMPDIR=$PWD/tmp "$MT_BIN/mt-symbolize" in > out.ev &
+	local pid=$!
+	cat v.ev >&7
+	for _ in $(seq 100); do grep -q '(\[vdso\])' out.ev 2> /dev/null && break; sleep 0.1; done
+	kill -KILL "$pid"
+	wait "$pid" || true
+	exec 7>&-
+	[ -z "$(ls -A tmp)" ] || { ls -la tmp; false; }
+	TMPDIR=$PWD/tmp "$MT_BIN/mt-symbolize" v.ev | grep -q 'frame=0x[0-9a-f]* [a-z_]*clock_gettime[^ ]* (\[vdso\])'
+}

@@ -108,7 +108,7 @@ static int use_bundle(struct mt_sym *sym, struct mt_bundle *b, const char *path,
 	/* a path a stream names must be a regular file (a FIFO there would
 	 * hang); one given by the user may be a pipe */
 	int fd = from_stream ? mt_infile_open(path, 0, &err) : -1;
-	if (from_stream ? fd < 0 || mt_bundle_open_fd(b, fd, path, NULL, 0, &err) : mt_bundle_open(b, path, &err)) {
+	if ((from_stream && fd < 0) || mt_bundle_open_objects(b, fd, path, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		return -1;
 	}

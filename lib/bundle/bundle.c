@@ -123,7 +123,7 @@ bool mt_bundle_manifest_get(const struct mt_bundle *b, const char *key, char *ou
 	return false;
 }
 
-static int check_bundle(struct mt_bundle *b, const char *name, struct mt_err *err)
+static int check_bundle(struct mt_bundle *b, const char *name, bool objects_only, struct mt_err *err)
 {
 	char path[4200];
 	snprintf(path, sizeof path, "%s/manifest", b->dir);
@@ -154,7 +154,9 @@ static int check_bundle(struct mt_bundle *b, const char *name, struct mt_err *er
 		return mt_err_set(err, MT_EUNSUP, "%s: bundle format version %ld; this mt reads version %d", name, v,
 				  MT_BUNDLE_FORMAT);
 	snprintf(b->perf_data, sizeof b->perf_data, "%s/perf.data", b->dir);
-	if (!mt_bundle_is_type(b->perf_data, S_IFREG))
+	if (objects_only) /* not extracted */
+		b->perf_data[0] = '\0';
+	else if (!mt_bundle_is_type(b->perf_data, S_IFREG))
 		return mt_err_set(err, MT_EFORMAT, "%s: no perf.data in the bundle", name);
 	snprintf(b->root, sizeof b->root, "%s/root", b->dir);
 	if (mkdir(b->root, 0755) && errno != EEXIST)
@@ -170,8 +172,11 @@ static int check_bundle(struct mt_bundle *b, const char *name, struct mt_err *er
 	return 0;
 }
 
-int mt_bundle_open_fd(struct mt_bundle *b, int fd, const char *name, const void *prefix, size_t prefix_len,
-		      struct mt_err *err)
+static void track(struct mt_bundle *b);
+static void untrack(struct mt_bundle *b);
+
+static int open_fd(struct mt_bundle *b, int fd, const char *name, const void *prefix, size_t prefix_len,
+		   bool objects_only, struct mt_err *err)
 {
 	memset(b, 0, sizeof *b);
 	const char *tmp = getenv("TMPDIR");
@@ -182,15 +187,24 @@ int mt_bundle_open_fd(struct mt_bundle *b, int fd, const char *name, const void 
 				strerror(errno));
 		b->dir[0] = '\0';
 	} else {
-		rc = mt_bundle_walk(fd, name, prefix, prefix_len, b->dir, NULL, NULL, NULL, err);
+		/* from here a signal removes it: ^C in the middle of a large
+		 * perf.data's extraction leaves nothing */
+		track(b);
+		rc = mt_bundle_walk(fd, name, prefix, prefix_len, b->dir, NULL, NULL, NULL, objects_only, err);
 	}
 	if (fd > 0)
 		close(fd);
 	if (!rc)
-		rc = check_bundle(b, name, err);
+		rc = check_bundle(b, name, objects_only, err);
 	if (rc)
 		mt_bundle_close(b);
 	return rc;
+}
+
+int mt_bundle_open_fd(struct mt_bundle *b, int fd, const char *name, const void *prefix, size_t prefix_len,
+		      struct mt_err *err)
+{
+	return open_fd(b, fd, name, prefix, prefix_len, false, err);
 }
 
 int mt_bundle_open(struct mt_bundle *b, const char *path, struct mt_err *err)
@@ -202,11 +216,17 @@ int mt_bundle_open(struct mt_bundle *b, const char *path, struct mt_err *err)
 	return mt_bundle_open_fd(b, fd, strcmp(path, "-") ? path : "standard input", NULL, 0, err);
 }
 
+int mt_bundle_open_objects(struct mt_bundle *b, int fd, const char *path, struct mt_err *err)
+{
+	memset(b, 0, sizeof *b);
+	if (fd < 0 && mt_bundle_open_input(path, &fd, err))
+		return err->code;
+	return open_fd(b, fd, strcmp(path, "-") ? path : "standard input", NULL, 0, true, err);
+}
+
 void mt_bundle_close(struct mt_bundle *b)
 {
-	for (size_t i = 0; i < 4; i++)
-		if (open_bundles[i] == b)
-			open_bundles[i] = NULL;
+	untrack(b);
 	mt_bundle_remove_tree(b->dir);
 	free(b->manifest);
 	memset(b, 0, sizeof *b);
@@ -231,12 +251,13 @@ static void remove_on_signal(void *ctx)
 			mt_bundle_remove_tree(open_bundles[i]->dir);
 }
 
-void mt_bundle_close_at_exit(struct mt_bundle *b)
+/* Every open bundle's directory is removed by a signal that ends the
+ * process, from the moment it is made. */
+static void track(struct mt_bundle *b)
 {
 	static bool registered;
 	if (!registered) {
 		registered = true;
-		atexit(close_all);
 		mt_onsignal_add(remove_on_signal, NULL);
 	}
 	for (size_t i = 0; i < 4; i++)
@@ -244,5 +265,22 @@ void mt_bundle_close_at_exit(struct mt_bundle *b)
 			open_bundles[i] = b;
 			return;
 		}
+}
+
+static void untrack(struct mt_bundle *b)
+{
+	for (size_t i = 0; i < 4; i++)
+		if (open_bundles[i] == b)
+			open_bundles[i] = NULL;
+}
+
+void mt_bundle_close_at_exit(struct mt_bundle *b)
+{
+	static bool registered;
+	if (!registered) {
+		registered = true;
+		atexit(close_all);
+	}
+	(void)b; /* tracked since it was opened */
 }
 

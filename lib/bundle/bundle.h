@@ -93,7 +93,14 @@ int mt_bundle_open(struct mt_bundle *b, const char *path, struct mt_err *err);
  * already read into prefix. */
 int mt_bundle_open_fd(struct mt_bundle *b, int fd, const char *name, const void *prefix, size_t prefix_len,
 		      struct mt_err *err);
-/* Removes the directory. */
+/* Only the objects, kernel symbols, perf maps and manifest: perf.data
+ * and kcore_dir/ are checked, not written (perf_data and kcore_dir "").
+ * For a symbolizer: the decoder before it already has the trace; a
+ * pipeline does not write the trace's gigabytes twice. fd: path's, or -1
+ * to open path. */
+int mt_bundle_open_objects(struct mt_bundle *b, int fd, const char *path, struct mt_err *err);
+/* Removes the directory. (A signal that ends the process removes every
+ * open bundle's, from the moment it is made.) */
 void mt_bundle_close(struct mt_bundle *b);
 /* Also removes it at exit and on SIGINT, SIGTERM, SIGHUP or SIGPIPE (then dies of
  * that signal), for tools that return from many places. */

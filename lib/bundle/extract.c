@@ -114,6 +114,7 @@ struct walk {
 	FILE *list;
 	const char *want;          /* only check: keep this entry's data */
 	char *wanted;
+	bool objects_only;         /* perf.data and kcore_dir/ not written */
 	uint64_t max_bytes, max_entries, total, entries;
 	uint64_t free_bytes;
 	struct nameset names;
@@ -228,6 +229,9 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 		return entry_fail(w, err, MT_EFORMAT, name, "not a file, directory or link", NULL);
 	}
 
+	/* the trace itself, not wanted: checked as any entry, never written */
+	bool skipped = w->objects_only && w->rootfd >= 0 &&
+		       (!strcmp(name, "perf.data") || (!strncmp(name, "kcore_dir", 9) && (!name[9] || name[9] == '/')));
 	uint64_t size = 0;
 	if (type == AE_IFREG && !hardlink) {
 		la_int64_t s = archive_entry_size_is_set(ent) ? archive_entry_size(ent) : 0;
@@ -238,7 +242,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 				 " in all (MT_BUNDLE_MAX_BYTES)", size, w->max_bytes);
 			return entry_fail(w, err, MT_EFORMAT, name, "a declared size too large", detail);
 		}
-		if (w->rootfd >= 0 && size > w->free_bytes - (w->total < w->free_bytes ? w->total : w->free_bytes)) {
+		if (w->rootfd >= 0 && !skipped && size > w->free_bytes - (w->total < w->free_bytes ? w->total : w->free_bytes)) {
 			snprintf(detail, sizeof detail, "%" PRIu64 " bytes, more than the %" PRIu64 " free",
 				 size, w->free_bytes > w->total ? w->free_bytes - w->total : 0);
 			return entry_fail(w, err, MT_EFORMAT, name, "a declared size too large", detail);
@@ -269,7 +273,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 			return entry_fail(w, err, MT_ETRUNC, name, "truncated or corrupt archive", archive_error_string(a));
 		return 0;
 	}
-	if (w->rootfd < 0)
+	if (w->rootfd < 0 || skipped)
 		return type == AE_IFREG && !hardlink ? copy_data(a, -1, w, name, size, err) : 0;
 
 	const char *base;
@@ -306,7 +310,7 @@ static int walk_entry(struct archive *a, struct archive_entry *ent, struct walk 
 /* Reads every entry of the archive on fd: extracts under dir, or (dir
  * NULL) checks and lists them. */
 int mt_bundle_walk(int fd, const char *aname, const void *prefix, size_t prefix_len, const char *dir,
-			FILE *list, const char *want, char **wanted, struct mt_err *err)
+			FILE *list, const char *want, char **wanted, bool objects_only, struct mt_err *err)
 {
 	struct source *src = calloc(1, sizeof *src);
 	if (!src || (prefix_len && !(src->prefix = malloc(prefix_len)))) {
@@ -317,7 +321,7 @@ int mt_bundle_walk(int fd, const char *aname, const void *prefix, size_t prefix_
 	if (prefix_len)
 		memcpy(src->prefix, prefix, prefix_len);
 	src->prefix_len = prefix_len;
-	struct walk w = {.aname = aname, .rootfd = -1, .list = list, .want = want,
+	struct walk w = {.aname = aname, .rootfd = -1, .list = list, .want = want, .objects_only = objects_only,
 			 .max_bytes = env_limit("MT_BUNDLE_MAX_BYTES", DEFAULT_MAX_BYTES),
 			 .max_entries = env_limit("MT_BUNDLE_MAX_ENTRIES", DEFAULT_MAX_ENTRIES)};
 	int rc = 0;
@@ -387,7 +391,8 @@ int mt_bundle_extract(const char *path, const char *dir, struct mt_err *err)
 	int fd;
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, dir, NULL, NULL, NULL, err);
+	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, dir, NULL, NULL, NULL, false,
+				err);
 	if (fd > 0)
 		close(fd);
 	return rc;
@@ -398,7 +403,8 @@ int mt_bundle_list(const char *path, FILE *out, struct mt_err *err)
 	int fd;
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
-	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, NULL, out, NULL, NULL, err);
+	int rc = mt_bundle_walk(fd, strcmp(path, "-") ? path : "standard input", NULL, 0, NULL, out, NULL, NULL, false,
+				err);
 	if (fd > 0)
 		close(fd);
 	return rc;
@@ -411,7 +417,7 @@ int mt_bundle_read_manifest(const char *path, char **text, struct mt_err *err)
 	if (mt_bundle_open_input(path, &fd, err))
 		return err->code;
 	const char *name = strcmp(path, "-") ? path : "standard input";
-	int rc = mt_bundle_walk(fd, name, NULL, 0, NULL, NULL, "manifest", text, err);
+	int rc = mt_bundle_walk(fd, name, NULL, 0, NULL, NULL, "manifest", text, false, err);
 	if (fd > 0)
 		close(fd);
 	if (!rc && !*text)

@@ -13,6 +13,7 @@
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
@@ -139,7 +140,8 @@ struct mt_sym {
 	struct object **obj_index;
 	size_t obj_index_cap;
 	struct mt_debuginfod *dclient; /* when DEBUGINFOD_URLS is set, made on first use */
-	char *vdso_copy;            /* this kernel's vDSO, copied to a file once */
+	char *vdso_copy;            /* this kernel's vDSO, copied once: /proc/self/fd/N of a memfd */
+	int vdso_fd;
 	bool vdso_tried;
 	bool dclient_failed;
 };
@@ -169,7 +171,7 @@ void mt_sym_free(struct mt_sym *s)
 		return;
 	mt_debuginfod_end(s->dclient);
 	if (s->vdso_copy) {
-		unlink(s->vdso_copy);
+		close(s->vdso_fd);
 		free(s->vdso_copy);
 	}
 	for (size_t i = 0; i < s->nobjs; i++) {
@@ -559,16 +561,18 @@ static const char *own_vdso(struct mt_sym *s)
 	s->vdso_tried = true;
 	const void *base;
 	size_t len = mt_own_vdso(&base);
-	const char *tmp = getenv("TMPDIR");
-	char path[4096];
-	snprintf(path, sizeof path, "%s/mt-vdso.XXXXXX", tmp && *tmp ? tmp : "/tmp");
-	int fd = len ? mkstemp(path) : -1;
+	/* in memory, named by its descriptor: no file in TMPDIR for a signal
+	 * or a crash to leave behind */
+	int fd = len ? memfd_create("mt-vdso", MFD_CLOEXEC) : -1;
 	if (fd < 0)
 		return NULL;
-	bool ok = write(fd, base, len) == (ssize_t)len;
-	close(fd);
-	if (!ok || !(s->vdso_copy = strdup(path)))
-		unlink(path);
+	char path[64];
+	snprintf(path, sizeof path, "/proc/self/fd/%d", fd);
+	if (write(fd, base, len) != (ssize_t)len || !(s->vdso_copy = strdup(path))) {
+		close(fd);
+		return NULL;
+	}
+	s->vdso_fd = fd;
 	return s->vdso_copy;
 }
 

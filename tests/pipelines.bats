@@ -205,12 +205,19 @@ teardown() {
 	cd "$BATS_TEST_TMPDIR"
 	"$MT_PROGS/hot" 300 > /dev/null &
 	pid=$!
-	sleep 0.2
-	( sleep 1; kill "$pid" 2>/dev/null ) &
-	run --separate-stderr "$PIPES/mt-trace" attach -pid "$pid" -o att.pftrace --bundle att.tar.zst
-	wait
+	# ended once perf is recording it (mt-record says so), however long
+	# that takes on a busy machine: no fixed delay
+	"$PIPES/mt-trace" attach -pid "$pid" -o att.pftrace --bundle att.tar.zst 2> err &
+	local tr=$!
+	for _ in $(seq 600); do grep -q "^mt-record: recording pid $pid until" err && break; sleep 0.1; done
+	grep -q "^mt-record: recording pid $pid until" err
+	sleep 0.5 # samples of its hot loop
+	kill "$pid"
+	status=0
+	wait "$tr" || status=$?
+	cat err
 	[ "$status" -eq 0 ]
-	[[ "$stderr" == *"attaching to $pid"* ]]
+	grep -q "attaching to $pid" err
 	"$MT_BIN/mt-bundle" manifest att.tar.zst | grep -q "^command=attach --pid=$pid$"
 	"$PIPES/mt-trace" decode att.tar.zst -o att.json 2> /dev/null
 	"$SLICETIME" att.json | awk -F'\t' 'NR==1 {print $1}' | grep -qx hot_loop

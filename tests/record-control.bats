@@ -312,3 +312,18 @@ PY
 	run "$RECORD" --trigger-via=magic -- true
 	[ "$status" -eq 2 ]
 }
+
+# Attaching to a process that ends before perf is ready (issue 49): perf
+# fails ("No such process", 255) and that was all the user saw. Now
+# mt-record names the process and says nothing was recorded. The stand-in
+# ends the process itself just before it would open its events.
+@test "--pid: a process that ends before perf is ready is said, exit 1, no file" {
+	sleep 100 &
+	local p=$!
+	run --separate-stderr env FAKEPERF_END_PIDS=1 "$RECORD" --caps "$BATS_TEST_TMPDIR/caps" --pid="$p" \
+		-o "$BATS_TEST_TMPDIR/att.data"
+	echo "$stderr"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-record: pid $p ended before perf was ready to record it: nothing recorded"* ]]
+	[ ! -e "$BATS_TEST_TMPDIR/att.data" ]
+}

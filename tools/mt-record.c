@@ -575,7 +575,17 @@ int main(int argc, char **argv)
 		/* perf's end is told once, with the hint */
 		if (r.perf.exited)
 			mt_perfctl_relay_join(&r.perf);
-		rc = r.perf.exited ? perf_status(r.perf.status, &caps, " before it was ready") : 0;
+		/* a process to attach to that ended meanwhile: that is why */
+		size_t gone = 0;
+		while (gone < npids && !(kill(pids[gone], 0) < 0 && errno == ESRCH))
+			gone++;
+		if (r.perf.exited && gone < npids) {
+			fprintf(stderr, PROG ": pid %d ended before perf was ready to record it: nothing recorded\n",
+				(int)pids[gone]);
+			rc = 1;
+		} else {
+			rc = r.perf.exited ? perf_status(r.perf.status, &caps, " before it was ready") : 0;
+		}
 		if (!rc) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			rc = 1;

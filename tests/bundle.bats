@@ -459,14 +459,17 @@ refused() { # ARCHIVE MESSAGE
 	# the bundle arriving slowly on standard input: stopped by a signal in
 	# the middle of its perf.data
 	half=$(( $(stat -c %s b.tar) / 2 ))
+	mkfifo slow
 	for sig in TERM HUP; do
-		{ head -c "$half" b.tar; sleep 30; } | "$PT2EVENTS" - > /dev/null 2>&1 &
+		exec 8<> slow # held open: the rest never comes
+		"$PT2EVENTS" - < slow > /dev/null 2>&1 &
 		pid=$!
+		head -c "$half" b.tar >&8
 		for _ in $(seq 100); do [ -n "$(find tmp -name perf.data)" ] && break; sleep 0.1; done
 		[ -n "$(find tmp -name perf.data)" ]
-		kill -"$sig" "$(pgrep -P "$pid" -f mt-pt2events || pgrep -f "mt-pt2events -$")"
+		kill -"$sig" "$pid"
 		wait "$pid" || true
-		pkill -f 'sleep 30' || true
+		exec 8>&-
 		[ -z "$(ls -A tmp)" ] || { echo "SIG$sig left:"; ls -R tmp; false; }
 	done
 	# SIGPIPE: the reader of mt-pt2events's output gone while it unpacks

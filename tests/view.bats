@@ -323,7 +323,7 @@ served() { curl -s -o "$1" "$BASE/trace.speedscope.json"; }
 		kill -0 "$VIEW_PID" 2> /dev/null || break
 		sleep 0.1
 	done
-	! kill -0 "$VIEW_PID" 2> /dev/null || { echo "still serving 3 s after ^C"; false; }
+	if kill -0 "$VIEW_PID" 2> /dev/null; then echo "still serving 3 s after ^C"; false; fi
 	wait "$VIEW_PID"
 	exec 5>&- 6>&-
 	grep -q '^mt-view: stopped' view.err

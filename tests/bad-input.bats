@@ -500,13 +500,13 @@ assert list(names.values()) == [sys.argv[1]], names' "$(tail -1 perf.names)"
 	"$PT2EVENTS" perf.data | cmp - tty.ev
 }
 
-# Outputs (issue 49): one rule in every tool and script. A FIFO, a device
-# (but /dev/null) or a directory as -o/--db/--bundle is refused before
-# anything is opened (an open of a FIFO for writing blocks: each command
-# runs under timeout, so a wait fails the test); a symlink to a file is
+# Outputs (issue 49): one rule in every tool and script. A FIFO with no
+# reader, a device (but /dev/null) or a directory as -o/--db/--bundle is
+# refused before anything is opened (an open of a FIFO for writing blocks:
+# each command runs under timeout, so a wait fails the test); a symlink to a file is
 # written through (the link kept), one to a missing file is refused and
 # stays a link.
-@test "outputs: FIFOs, devices and directories refused before any open; symlinks written through or refused, never replaced" {
+@test "outputs: FIFOs with no reader, devices and directories refused before any open; symlinks written through or refused, never replaced" {
 	cd "$BATS_TEST_TMPDIR"
 	ev=$MT_FIXTURES/flow/plain.data
 	"$PT2EVENTS" "$ev" | "$MT_BIN/mt-symbolize" > flow.ev

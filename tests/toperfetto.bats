@@ -369,12 +369,27 @@ PY
 	! "$MT_BIN/mt-symbolize" "$BATS_TEST_TMPDIR/ev" > /dev/full 2>/dev/null || false
 }
 
-@test "-o onto a fifo writes through it (the node stays); onto a symlink replaces its target, not the link" {
+@test "-o onto a fifo being read writes through it (the node stays); onto a symlink replaces its target, not the link" {
 	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
+	# no reader yet: refused at once (an open would wait for one)
+	run timeout 10 "$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/ev"
+	[ "$status" -eq 1 ]
+	[[ "$output" == *"fifo: is a FIFO with no reader"* ]]
 	cat "$BATS_TEST_TMPDIR/fifo" > "$BATS_TEST_TMPDIR/got" &
-	"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
-	wait
+	local reader=$!
+	# (until cat has it open)
+	for _ in $(seq 100); do
+		"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/ev" 2>/dev/null && break
+		sleep 0.1
+	done
+	for _ in $(seq 50); do kill -0 "$reader" 2> /dev/null || break; sleep 0.1; done
+	kill "$reader" 2> /dev/null || true # never written: not waited for forever
+	wait "$reader" || true
+	# -o >(cmd): the pipe a shell gives
+	"$TOPERFETTO" --format=stacks -o >(cat > "$BATS_TEST_TMPDIR/got2") "$BATS_TEST_TMPDIR/ev"
+	for _ in $(seq 50); do cmp -s "$BATS_TEST_TMPDIR/got2" "$MT_GOLD/memmove_decode_error.expected" && break; sleep 0.1; done
+	cmp "$BATS_TEST_TMPDIR/got2" "$MT_GOLD/memmove_decode_error.expected"
 	[ -p "$BATS_TEST_TMPDIR/fifo" ]
 	cmp "$BATS_TEST_TMPDIR/got" "$MT_GOLD/memmove_decode_error.expected"
 	echo old > "$BATS_TEST_TMPDIR/target"

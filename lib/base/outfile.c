@@ -35,10 +35,22 @@ static bool is_dev_null(const struct stat *st)
 	return S_ISCHR(st->st_mode) && major(st->st_rdev) == 1 && minor(st->st_rdev) == 3;
 }
 
+/* A FIFO's write end, opened only when a reader is there already (never
+ * a blocking open: with none, the open fails at once, ENXIO); -1 and
+ * errno otherwise. For -o >(cmd), whose /dev/fd/N is a pipe. */
+static int fifo_with_reader(const char *path)
+{
+	int fd = open(path, O_WRONLY | O_NONBLOCK | O_CLOEXEC);
+	if (fd >= 0)
+		fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) & ~O_NONBLOCK);
+	return fd;
+}
+
 /* The rule, before anything is opened (a FIFO's open would block): a
  * regular file or none; a symlink is followed to an existing target,
- * never replaced; /dev/null is taken (output thrown away on purpose).
- * *st and *exists say what is there (through links). */
+ * never replaced; /dev/null is taken (output thrown away on purpose), and
+ * a FIFO or pipe that a reader has open (-o >(cmd)). *st and *exists say
+ * what is there (through links). */
 static int check_target(const char *path, struct stat *st, bool *exists, struct mt_err *err)
 {
 	struct stat lst;
@@ -56,6 +68,15 @@ static int check_target(const char *path, struct stat *st, bool *exists, struct 
 		return 0;
 	if (S_ISDIR(st->st_mode))
 		return mt_err_set(err, MT_EUSAGE, "%s: is a directory", path);
+	if (S_ISFIFO(st->st_mode)) {
+		int fd = fifo_with_reader(path);
+		if (fd >= 0) {
+			close(fd);
+			return 0;
+		}
+		return mt_err_set(err, MT_EUSAGE, "%s: is a FIFO with no reader: an output must be a regular file, "
+				  "or a FIFO being read (or -, standard output)", path);
+	}
 	return mt_err_set(err, MT_EUSAGE, "%s: is %s: an output must be a regular file (or -, standard output)", path,
 			  kind_of(st->st_mode));
 }
@@ -97,8 +118,11 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 	bool exists;
 	if (check_target(path, &st, &exists, err))
 		return err->code;
-	if (exists && !S_ISREG(st.st_mode)) { /* /dev/null: written in place */
-		o->f = fopen(path, "w");
+	if (exists && !S_ISREG(st.st_mode)) { /* /dev/null, a FIFO being read: written in place */
+		int fd = S_ISFIFO(st.st_mode) ? fifo_with_reader(path) : open(path, O_WRONLY | O_CLOEXEC);
+		o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
+		if (!o->f && fd >= 0)
+			close(fd);
 		if (!o->f)
 			return mt_err_set(err, MT_EIO, "%s: %s", path, strerror(errno));
 		o->direct = true;

@@ -1,9 +1,10 @@
 /* outfile: atomic output files. Data goes to a temporary file beside the
  * target and is renamed over it only when complete, so a failed run never
  * leaves a partial file under the final name. "-" means stdout. An output
- * must be a regular file or none: a directory, FIFO, device or socket is
- * refused before anything is opened (a FIFO's open would block), but
- * /dev/null, written in place; a symlink to a file is written through (the
+ * must be a regular file or none: a directory, device or socket is
+ * refused before anything is opened, and a FIFO with no reader (its open
+ * would block; one being read, as -o >(cmd) gives, is written in place,
+ * as /dev/null is); a symlink to a file is written through (the
  * file replaced, the link kept), one to a missing file refused (never
  * replaced by a regular file). The same rule holds in mt's scripts. A file replaced keeps
  * its mode; a new one is 0600, as perf makes perf.data (a trace shows what

@@ -97,19 +97,19 @@ int main(void)
 	   "a missing directory, named as given");
 	mt_err_clear(&ce);
 	ok(mt_outfile_check(dir, &ce) && strstr(ce.msg, ": is a directory"), "a directory is no output file");
-	/* a FIFO is refused, never opened (an open for writing would block
-	 * with no reader: this test would hang) */
+	/* a FIFO with no reader is refused, never waited on (an open for
+	 * writing would block: this test would hang) */
 	char fifo[PATH_MAX + 16], link[PATH_MAX + 16], target[PATH_MAX + 16];
 	snprintf(fifo, sizeof fifo, "%s/fifo", dir);
 	mkfifo(fifo, 0600);
 	struct mt_outfile fo;
 	mt_err_clear(&ce);
-	bool refused = mt_outfile_check(fifo, &ce) && strstr(ce.msg, ": is a FIFO");
+	bool refused = mt_outfile_check(fifo, &ce) && strstr(ce.msg, ": is a FIFO with no reader");
 	mt_err_clear(&ce);
 	refused = refused && mt_outfile_open(&fo, fifo, &ce) && strstr(ce.msg, ": is a FIFO");
 	mt_err_clear(&ce);
 	refused = refused && mt_outfile_check("/dev/zero", &ce) && strstr(ce.msg, "is a character device");
-	ok(refused, "a FIFO and a device are refused, before any open");
+	ok(refused, "a FIFO with no reader and a device are refused, at once");
 	mt_err_clear(&ce);
 	ok(!mt_outfile_check("/dev/null", &ce), "/dev/null is taken");
 	/* a link to a missing file: refused, and left a link */

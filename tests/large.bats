@@ -308,7 +308,7 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 	[ ! -s "$t/quiet" ] # not a terminal: no bar
 	"$PT2EVENTS" --progress=always "$t/plain.data" > "$t/bar.ev" 2> "$t/bar"
 	cmp "$t/plain.ev" "$t/bar.ev"
-	grep -q '100% 0.2 of 0.2 MB of PT' "$t/bar"
+	grep -Eq '100% ([0-9.]+) of \1 MB of PT' "$t/bar" || { tr '\r' '\n' < "$t/bar" | tail -3; false; }
 	[ "$(tail -c 4 "$t/bar" | od -An -tx1 | tr -d ' \n')" = 0d1b5b4b ] # cleared at the end
 	# a terminal (script(1) gives the command one) gets it by default
 	script -qec "$PT2EVENTS -o $t/tty.ev $t/plain.data" /dev/null > "$t/tty" 2>&1

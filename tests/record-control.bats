@@ -181,7 +181,9 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 	# SIGTERM: perf stops (its file written), then COMMAND gets the signal
 	"$RECORD" --caps "$BATS_TEST_TMPDIR/caps" -o "$BATS_TEST_TMPDIR/t.data" -- "$TRIGGER" 1 32999 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
 	rec=$!
-	sleep 1
+	# once it records (it says so), however long that takes here
+	for _ in $(seq 300); do grep -q '^mt-record: recording pid' "$BATS_TEST_TMPDIR/err" && break; sleep 0.1; done
+	sleep 0.2
 	kill -TERM "$rec"
 	st=0
 	wait "$rec" || st=$?

@@ -389,10 +389,16 @@ PY
 @test "attach to a running process (--pid): samples until it ends, its hot function first" {
 	"$MT_PROGS/hot" 300 > /dev/null &
 	pid=$!
-	sleep 0.2
-	( sleep 1; kill "$pid" 2>/dev/null ) &
-	run --separate-stderr "$RECORD" --pid="$pid" -o "$BATS_TEST_TMPDIR/att.data"
-	wait
+	# ended 1 s after perf records it (mt-record says when), however long
+	# that takes on a busy machine: no fixed delay before
+	"$RECORD" --pid="$pid" -o "$BATS_TEST_TMPDIR/att.data" 2> "$BATS_TEST_TMPDIR/err" &
+	local rec=$!
+	for _ in $(seq 600); do grep -q "^mt-record: recording pid $pid until" "$BATS_TEST_TMPDIR/err" && break; sleep 0.1; done
+	sleep 1
+	kill "$pid"
+	status=0
+	wait "$rec" || status=$?
+	cat "$BATS_TEST_TMPDIR/err"
 	[ "$status" -eq 0 ]
 	"$PT2EVENTS" --stats "$BATS_TEST_TMPDIR/att.data" 2> "$BATS_TEST_TMPDIR/stats" |
 		"$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" --format=json -o "$BATS_TEST_TMPDIR/att.json"

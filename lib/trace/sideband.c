@@ -77,15 +77,16 @@ static void note_time(struct side *s, const struct mt_perf_record *r)
 	s->have_time = true;
 }
 
-/* The comms collected so far, by hash (150,000 threads, each a FORK and a
- * COMM, cost no scan each): the same record again (the same name for the
- * thread at the same time: a repeat; a name again later, A then B then A
- * after two execs, is a change), and a thread's latest name in file order
- * (what a FORK's child inherits). Slots hold comms indices + 1. */
+/* The comms collected so far, by thread (150,000 threads, each a FORK and
+ * a COMM, cost no scan each): a hash of tid to its latest comm in file
+ * order (what a FORK's child inherits), and each comm's previous one of
+ * the same tid, so that a thread's few names are walked to find the same
+ * record again (the same name for the thread at the same time: a repeat;
+ * a name again later, A then B then A after two execs, is a change). */
 struct comm_index {
-	uint64_t *same;   /* a record's hash's high half << 32 | index + 1 */
-	uint64_t *latest; /* tid << 32 | index + 1 */
-	size_t cap;
+	uint64_t *latest; /* tid << 32 | comms index + 1 */
+	uint32_t *prev;   /* comms index -> the tid's comm before it, index + 1 (0: none) */
+	size_t cap, prevcap;
 };
 
 static uint64_t mix64(uint64_t h)
@@ -95,25 +96,21 @@ static uint64_t mix64(uint64_t h)
 	return h ^ (h >> 33);
 }
 
-static uint64_t same_hash(uint32_t pid, uint32_t tid, uint64_t time, const char *name)
+/* tid's slot: its entry, or the empty one where it goes (cap > 0) */
+static uint64_t *tid_slot(const struct comm_index *ci, uint32_t tid)
 {
-	uint64_t h = mix64((((uint64_t)pid << 32) | tid) ^ mix64(time));
-	for (const unsigned char *p = (const unsigned char *)name; *p; p++)
-		h = (h ^ *p) * 0x100000001b3ULL;
-	return mix64(h);
+	size_t j = (size_t)mix64(tid) & (ci->cap - 1);
+	while (ci->latest[j] && ci->latest[j] >> 32 != tid)
+		j = (j + 1) & (ci->cap - 1);
+	return &ci->latest[j];
 }
 
-static bool has_comm(const struct comm_index *ci, const struct side *s, uint32_t pid, uint32_t tid, const char *name,
-		     uint64_t time)
+static bool has_comm(const struct comm_index *ci, const struct side *s, const uint64_t *slot, uint32_t pid,
+		     const char *name, uint64_t time)
 {
-	if (!ci->cap)
-		return false;
-	uint64_t h = same_hash(pid, tid, time, name);
-	for (size_t j = (size_t)h & (ci->cap - 1); ci->same[j]; j = (j + 1) & (ci->cap - 1)) {
-		if (ci->same[j] >> 32 != h >> 32)
-			continue;
-		const struct comm *c = &s->comms.v[(uint32_t)ci->same[j] - 1];
-		if (c->pid == pid && c->tid == tid && c->time == time && !strcmp(c->name, name))
+	for (uint32_t i = (uint32_t)*slot; i; i = ci->prev[i - 1]) {
+		const struct comm *c = &s->comms.v[i - 1];
+		if (c->pid == pid && c->time == time && !strcmp(c->name, name))
 			return true;
 	}
 	return false;
@@ -121,45 +118,44 @@ static bool has_comm(const struct comm_index *ci, const struct side *s, uint32_t
 
 static const char *latest_name(const struct comm_index *ci, const struct side *s, uint32_t tid)
 {
-	for (size_t j = ci->cap ? (size_t)mix64(tid) & (ci->cap - 1) : 0; ci->cap && ci->latest[j];
-	     j = (j + 1) & (ci->cap - 1))
-		if (ci->latest[j] >> 32 == tid)
-			return s->comms.v[(uint32_t)ci->latest[j] - 1].name;
-	return NULL;
+	if (!ci->cap)
+		return NULL;
+	uint32_t i = (uint32_t)*tid_slot(ci, tid);
+	return i ? s->comms.v[i - 1].name : NULL;
 }
 
-/* comms.v[i], just pushed, placed in both tables */
-static void index_comm(struct comm_index *ci, const struct side *s, size_t i)
+/* comms.v[i], just pushed, as its tid's latest (slot: tid_slot's) */
+static void index_comm(struct comm_index *ci, size_t i, uint32_t tid, uint64_t *slot)
 {
-	const struct comm *c = &s->comms.v[i];
-	uint64_t h = same_hash(c->pid, c->tid, c->time, c->name);
-	size_t j = (size_t)h & (ci->cap - 1);
-	while (ci->same[j])
-		j = (j + 1) & (ci->cap - 1);
-	ci->same[j] = (h >> 32 << 32) | (i + 1);
-	for (j = (size_t)mix64(c->tid) & (ci->cap - 1); ci->latest[j] && ci->latest[j] >> 32 != c->tid;)
-		j = (j + 1) & (ci->cap - 1);
-	ci->latest[j] = ((uint64_t)c->tid << 32) | (i + 1);
+	ci->prev[i] = (uint32_t)*slot;
+	*slot = ((uint64_t)tid << 32) | (i + 1);
 }
 
-/* Room for one more comm (at most half full), every comm placed again
- * when grown; -1 when out of memory. */
+/* Room for one more comm (the hash at most half full), every comm placed
+ * again in file order when grown; nonzero when out of memory. */
 static int comm_room(struct comm_index *ci, const struct side *s)
 {
+	if (s->comms.n >= UINT32_MAX - 1)
+		return -1;
+	if (s->comms.n + 1 > ci->prevcap) {
+		size_t pc = ci->prevcap ? 2 * ci->prevcap : 256;
+		uint32_t *p = realloc(ci->prev, pc * sizeof *p);
+		if (!p)
+			return -1;
+		ci->prev = p;
+		ci->prevcap = pc;
+	}
 	if (2 * (s->comms.n + 1) <= ci->cap)
 		return 0;
 	size_t cap = ci->cap ? 2 * ci->cap : 256;
-	uint64_t *same = calloc(cap, sizeof *same), *latest = calloc(cap, sizeof *latest);
-	if (!same || !latest || s->comms.n >= UINT32_MAX - 1) {
-		free(same);
-		free(latest);
+	uint64_t *latest = calloc(cap, sizeof *latest);
+	if (!latest)
 		return -1;
-	}
-	free(ci->same);
 	free(ci->latest);
-	*ci = (struct comm_index){same, latest, cap};
+	ci->latest = latest;
+	ci->cap = cap;
 	for (size_t i = 0; i < s->comms.n; i++)
-		index_comm(ci, s, i);
+		index_comm(ci, i, s->comms.v[i].tid, tid_slot(ci, s->comms.v[i].tid));
 	return 0;
 }
 
@@ -272,9 +268,10 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			if (bs > 8) {
 				const char *name = cstr(b + 8, bs - 8);
 				uint64_t t = r.sid.has_time ? r.sid.time : 0;
-				if (name && !(e = comm_room(&ci, s)) && !has_comm(&ci, s, mt_rd32(b), mt_rd32(b + 4), name, t) &&
-				    !(e = PUSH(s->comms, mt_rd32(b), mt_rd32(b + 4), name, t, 0)))
-					index_comm(&ci, s, s->comms.n - 1);
+				uint32_t pid = mt_rd32(b), tid = mt_rd32(b + 4);
+				uint64_t *slot = name && !(e = comm_room(&ci, s)) ? tid_slot(&ci, tid) : NULL;
+				if (slot && !has_comm(&ci, s, slot, pid, name, t) && !(e = PUSH(s->comms, pid, tid, name, t, 0)))
+					index_comm(&ci, s->comms.n - 1, tid, slot);
 			}
 			break;
 		case MT_REC_FORK:
@@ -284,9 +281,9 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 				uint32_t pid = mt_rd32(b), tid = mt_rd32(b + 8), ptid = mt_rd32(b + 12);
 				const char *name = latest_name(&ci, s, ptid);
 				uint64_t t = r.sid.has_time ? r.sid.time : 0;
-				if (name && !(e = comm_room(&ci, s)) && !has_comm(&ci, s, pid, tid, name, t) &&
-				    !(e = PUSH(s->comms, pid, tid, name, t, 0)))
-					index_comm(&ci, s, s->comms.n - 1);
+				uint64_t *slot = name && !(e = comm_room(&ci, s)) ? tid_slot(&ci, tid) : NULL;
+				if (slot && !has_comm(&ci, s, slot, pid, name, t) && !(e = PUSH(s->comms, pid, tid, name, t, 0)))
+					index_comm(&ci, s->comms.n - 1, tid, slot);
 				/* a new process (fork without exec) has its parent's
 				 * code mapped where the parent had it, and perf writes
 				 * no MMAP for it: the parent's mappings so far are its
@@ -359,12 +356,12 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			break;
 		}
 		if (e) {
-			free(ci.same);
+			free(ci.prev);
 			free(ci.latest);
 			return mt_err_set(err, MT_ENOMEM, "out of memory collecting sideband");
 		}
 	}
-	free(ci.same);
+	free(ci.prev);
 	free(ci.latest);
 	/* perf writes its per-CPU buffers one after another: a FORK on one CPU
 	 * may come after the COMM its child made on another. In time order, a

@@ -553,17 +553,21 @@ assert list(names.values()) == [sys.argv[1]], names' "$(tail -1 perf.names)"
 # records (150,000 threads: 42 s). Now by hash: each within 2x of
 # mt-toperfetto's CPU time on the same stream (the least of 3 runs each,
 # timed here), and the threads all there (perf script -D counts the
-# records; the stream's own comm lines count the threads).
+# records; the stream's own comm lines count the threads). Held here at
+# 60,000 threads each (where the scans cost several times mt-toperfetto;
+# the issue's 200,000 and 150,000 are measured in its note), and the
+# times only where the tools are built plainly (an ASan build's costs
+# are not the tools').
 least_cpu() { # COMMAND: the least CPU seconds of 3 runs
 	local a b c
 	a=$(cpu_seconds bash -c "$1"); b=$(cpu_seconds bash -c "$1"); c=$(cpu_seconds bash -c "$1")
 	printf '%s\n%s\n%s\n' "$a" "$b" "$c" | sort -g | head -1
 }
 
-@test "200,000 threads in mt-report and 150,000 FORK+COMM threads in mt-pt2events cost within 2x of mt-toperfetto" {
+@test "many threads in mt-report, many FORK+COMM threads in mt-pt2events: within 2x of mt-toperfetto" {
 	cd "$BATS_TEST_TMPDIR"
 	python3 - <<-'PY'
-	n = 200000
+	n = 60000
 	with open("t.ev", "w") as f:
 	    f.write("# mt-events 1\n")
 	    f.writelines(f"# comm\t{1000 + i}\t{1000 + i}\tw{i}\n" for i in range(n))
@@ -573,15 +577,19 @@ least_cpu() { # COMMAND: the least CPU seconds of 3 runs
 	        f.write(f"{t + 10}\t{1000 + i}\t{1000 + i}\treturn\t0x2005\t0x1004\tfrom_sym=f{i % 100}\n")
 	        t += 20
 	PY
-	[ "$("$MT_BIN/mt-report" --format=json t.ev | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["threads"]))')" -eq 200000 ]
+	[ "$("$MT_BIN/mt-report" --format=json t.ev | python3 -c 'import json, sys; print(len(json.load(sys.stdin)["threads"]))')" -eq 60000 ]
+	"$BATS_TEST_DIRNAME/tools/perfdata-grow.py" "$MT_FIXTURES/threads/per-cpu.data" f.data forks 60000
+	[ "$(perf script -D -i f.data 2>/dev/null | grep -c 'PERF_RECORD_FORK')" -ge 60000 ]
+	"$PT2EVENTS" f.data > f.ev
+	[ "$(grep -Ec $'^# comm\t[0-9]+\t1[0-9]{6}\tw[0-9]+$' f.ev)" -eq 60000 ]
+	if ldd "$PT2EVENTS" | grep -q libasan; then
+		echo "# times not held: an ASan build" >&3
+		return 0
+	fi
 	rep=$(least_cpu "'$MT_BIN/mt-report' --format=tsv t.ev > /dev/null")
 	tp=$(least_cpu "'$MT_BIN/mt-toperfetto' -o /dev/null t.ev")
 	echo "mt-report $rep s, mt-toperfetto $tp s"
 	awk -v a="$rep" -v b="$tp" 'BEGIN { exit !(a <= 2 * b) }'
-	"$BATS_TEST_DIRNAME/tools/perfdata-grow.py" "$MT_FIXTURES/threads/per-cpu.data" f.data forks 150000
-	[ "$(perf script -D -i f.data 2>/dev/null | grep -c 'PERF_RECORD_FORK')" -ge 150000 ]
-	"$PT2EVENTS" f.data > f.ev
-	[ "$(grep -Ec $'^# comm\t[0-9]+\t1[0-9]{6}\tw[0-9]+$' f.ev)" -eq 150000 ]
 	dec=$(least_cpu "'$PT2EVENTS' f.data > /dev/null")
 	tp=$(least_cpu "'$MT_BIN/mt-toperfetto' -o /dev/null f.ev")
 	echo "mt-pt2events $dec s, mt-toperfetto $tp s"

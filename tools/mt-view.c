@@ -518,7 +518,7 @@ int main(int argc, char **argv)
 			return EXIT_DATA;
 		}
 	}
-	struct mt_httpd h;
+	static struct mt_httpd h; /* static: still reachable at exit while a stalled client's thread holds its files */
 	struct mt_err err = {0};
 	if (mt_httpd_open(&h, (uint16_t)port, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);

@@ -9,6 +9,7 @@
 #include <fcntl.h>
 #include <getopt.h>
 #include <inttypes.h>
+#include <limits.h>
 #include <signal.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -444,8 +445,8 @@ int main(int argc, char **argv)
 	/* a link to a file: perf writes the file, and the link stays (perf
 	 * moves an old perf.data to .old: given the link, it moved the link) */
 	struct stat lst;
-	char *real_out = NULL;
-	if (!dry && out && !bundle && !lstat(out, &lst) && S_ISLNK(lst.st_mode) && (real_out = realpath(out, NULL)))
+	static char real_out[PATH_MAX];
+	if (!dry && out && !bundle && !lstat(out, &lst) && S_ISLNK(lst.st_mode) && realpath(out, real_out))
 		out = real_out;
 	if (sampling && !callgraph_given && !dry) {
 		if (o.pids) { /* the first process's program */

@@ -33,17 +33,6 @@ static const char *human_ns(char *b, size_t n, uint64_t ns)
 	return b;
 }
 
-/* A string for TSV or JSON, whatever its bytes (base/utf8.h). */
-static void put_tsv_str(FILE *out, const char *s)
-{
-	mt_utf8_put_escaped(out, s);
-}
-
-static void put_json_str(FILE *out, const char *s)
-{
-	mt_utf8_put_json(out, s);
-}
-
 struct figures {
 	uint64_t avg, min, max, p50, p90, p99;
 };
@@ -82,7 +71,7 @@ static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 	for (size_t i = 0; i < n; i++) {
 		const struct mt_fstat *f = mt_report_func(r, i);
 		struct figures g = figures_of(f);
-		put_tsv_str(out, f->name);
+		mt_utf8_put_escaped(out, f->name);
 		if (!sampled)
 			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRIu64, f->calls, f->total, f->self);
 		else if (ns)
@@ -115,7 +104,7 @@ static void write_tsv(const struct mt_report *r, FILE *out, size_t n)
 			fputs("\t\t", out);
 		if (per_thread) {
 			fprintf(out, "\t%" PRIu32 "\t%" PRIu32 "\t", f->pid, f->tid);
-			put_tsv_str(out, comm_of(r, f->pid, f->tid));
+			mt_utf8_put_escaped(out, comm_of(r, f->pid, f->tid));
 		}
 		fputc('\n', out);
 	}
@@ -131,7 +120,7 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 		fprintf(out, "\"period\":%" PRIu64 ",\"period_unit\":\"%s\",\"sample_event\":", mt_report_period(r),
 			ns ? "ns" : "events");
 		if (mt_report_sample_event(r))
-			put_json_str(out, mt_report_sample_event(r));
+			mt_utf8_put_json(out, mt_report_sample_event(r));
 		else
 			fputs("null", out);
 		uint64_t off, pre;
@@ -140,7 +129,7 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 	}
 	if (mt_report_lost(r)) {
 		fputs("\"lost\":", out);
-		put_json_str(out, mt_report_lost(r));
+		mt_utf8_put_json(out, mt_report_lost(r));
 		fputc(',', out);
 	}
 	fputs("\"threads\":[", out);
@@ -148,7 +137,7 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 		const struct mt_rthread *t = mt_report_thread(r, i);
 		fprintf(out, "%s{\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", i ? "," : "", t->pid, t->tid);
 		if (t->comm)
-			put_json_str(out, t->comm);
+			mt_utf8_put_json(out, t->comm);
 		else
 			fputs("null", out);
 		if (sampled)
@@ -163,7 +152,7 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 		const struct mt_fstat *f = mt_report_func(r, i);
 		struct figures g = figures_of(f);
 		fputs(i ? ",\n{\"function\":" : "\n{\"function\":", out);
-		put_json_str(out, f->name);
+		mt_utf8_put_json(out, f->name);
 		if (!sampled)
 			fprintf(out, ",\"calls\":%" PRIu64 ",\"total_ns\":%" PRIu64 ",\"self_ns\":%" PRIu64, f->calls,
 				f->total, f->self);
@@ -186,7 +175,7 @@ static void write_json(const struct mt_report *r, FILE *out, size_t n)
 			f->samples_children, f->no_call, f->no_return);
 		if (per_thread) {
 			fprintf(out, ",\"pid\":%" PRIu32 ",\"tid\":%" PRIu32 ",\"comm\":", f->pid, f->tid);
-			put_json_str(out, comm_of(r, f->pid, f->tid));
+			mt_utf8_put_json(out, comm_of(r, f->pid, f->tid));
 		}
 		fputc('}', out);
 	}
@@ -377,7 +366,7 @@ int mt_report_diff_write(const struct mt_report *old_r, const struct mt_report *
 		int64_t dc = (int64_t)(d->calls[1] - d->calls[0]), dt = (int64_t)(d->total[1] - d->total[0]),
 			ds = (int64_t)(d->self[1] - d->self[0]);
 		if (fmt == MT_REPORT_TSV) {
-			put_tsv_str(out, d->name);
+			mt_utf8_put_escaped(out, d->name);
 			fprintf(out, "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64 "\t%" PRIu64 "\t%" PRIu64 "\t%" PRId64,
 				d->calls[0], d->calls[1], dc, d->total[0], d->total[1], dt);
 			put_change_pct(out, d->total[0], d->total[1], "\t");
@@ -386,7 +375,7 @@ int mt_report_diff_write(const struct mt_report *old_r, const struct mt_report *
 			fputc('\n', out);
 		} else if (fmt == MT_REPORT_JSON) {
 			fputs(i ? ",\n{\"function\":" : "\n{\"function\":", out);
-			put_json_str(out, d->name);
+			mt_utf8_put_json(out, d->name);
 			fprintf(out, ",\"calls_old\":%" PRIu64 ",\"calls_new\":%" PRIu64 ",\"total_ns_old\":%" PRIu64
 				",\"total_ns_new\":%" PRIu64 ",\"self_ns_old\":%" PRIu64 ",\"self_ns_new\":%" PRIu64 "}",
 				d->calls[0], d->calls[1], d->total[0], d->total[1], d->self[0], d->self[1]);

@@ -2,6 +2,10 @@
 # `make demo` and `make check` install missing Debian packages (as root),
 # build, and run. `make SAN=1 ...` builds with ASan+UBSan into build-san/.
 
+# Every core (a -j on the command line still wins): the build is most of
+# make check's first minutes on 2 cores.
+MAKEFLAGS += -j$(shell nproc)
+
 PREFIX ?= /usr/local
 DESTDIR ?=
 CC ?= cc
@@ -132,7 +136,7 @@ $(BUILD)/progs/%: testdata/progs/%.c | deps
 	$(CC) -O1 -g -o $@ $(BUILD)/progs-obj/$*.o $(shell sed -n 's,^// cflags: ,,p' $<)
 
 viewer: $(VIEWER)
-$(VIEWER): tools/mt-view.c
+$(VIEWER): tools/mt-view.c | deps
 	@command -v npm > /dev/null || ./tests/ensure-deps nodejs npm
 	npm install --prefix $(BUILD)/viewer --no-audit --no-fund --no-save --loglevel=error speedscope@$(SPEEDSCOPE_VERSION)
 	@test -f $@ && touch $@

@@ -230,7 +230,8 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 			copies=$("$PT2EVENTS" --info "$t/$v.data" | grep -c '^buffer')
 			[ "$copies" -ge 60 ]
 			"$PT2EVENTS" -j 1 --all-branches "$t/$v.data" > "$t/one"
-			for i in $(seq "$copies"); do grep -v '^#' "$t/$v.truth"; done | cut -f2- > "$t/want"
+			one=$(grep -v '^#' "$t/$v.truth" | cut -f2-)
+			for ((i = 0; i < copies; i++)); do printf '%s\n' "$one"; done > "$t/want"
 			diff "$t/want" <(grep -v '^#' "$t/one" | cut -f2-)
 			for j in 2 3; do
 				"$PT2EVENTS" -j $j --split-size=64K --all-branches --stats "$t/$v.data" 2> "$t/stats" |

@@ -188,7 +188,7 @@ teardown() {
 @test "mt-trace passes --duration, --trigger-via, --jobs and --progress on" {
 	cd "$BATS_TEST_TMPDIR"
 	run --separate-stderr "$PIPES/mt-trace" run --duration=1 --trigger-via=auto -j 1 --progress=never \
-		-o d.pftrace -- "$MT_PROGS/hot" 1500
+		-o d.pftrace -- "$MT_PROGS/hot" 300
 	echo "$stderr"
 	[ "$status" -eq 0 ]
 	[[ "$stderr" == *"mt-record: recording ended (--duration reached)"* ]]
@@ -199,17 +199,17 @@ teardown() {
 	[[ "$stderr" == "mt-record: "* ]]
 	# a bad -o is found before anything runs; a decode that fails keeps
 	# the recording even with --no-keep (issue 26: both lost it)
-	run --separate-stderr "$PIPES/mt-trace" run -o /nonexistent/dir/t.pftrace -- "$MT_PROGS/hot" 300
+	run --separate-stderr "$PIPES/mt-trace" run -o /nonexistent/dir/t.pftrace -- "$MT_PROGS/hot" 30
 	[ "$status" -eq 1 ]
 	[ "$stderr" = "mt-trace: /nonexistent/dir/t.pftrace: no directory /nonexistent/dir" ]
 	[ -z "$output" ] # the program never ran
-	run --separate-stderr "$PIPES/mt-trace" run --no-keep --filter=no_such_function,main -o f.pftrace -- "$MT_PROGS/hot" 300
+	run --separate-stderr "$PIPES/mt-trace" run --no-keep --filter=no_such_function,main -o f.pftrace -- "$MT_PROGS/hot" 30
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"mt-trace: the recording is kept in $PWD/f.tar.zst"* ]]
 	[ ! -e f.pftrace ]
-	"$MT_BIN/mt-bundle" manifest f.tar.zst | grep -q "^command=$MT_PROGS/hot 300$"
+	"$MT_BIN/mt-bundle" manifest f.tar.zst | grep -q "^command=$MT_PROGS/hot 30$"
 	# the program's own failure, passed on, is said to be the program's
-	run --separate-stderr "$PIPES/mt-trace" run -o s.pftrace -- sh -c "$MT_PROGS/hot 300 > /dev/null; exit 3"
+	run --separate-stderr "$PIPES/mt-trace" run -o s.pftrace -- sh -c "$MT_PROGS/hot 30 > /dev/null; exit 3"
 	[ "$status" -eq 3 ]
 	[[ "$stderr" == *"mt-trace: the trace is complete; the program's own exit status, 3, is passed on"* ]]
 	[ -s s.pftrace ]

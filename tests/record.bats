@@ -49,16 +49,16 @@ RECORD=$MT_BIN/mt-record
 # program's printed number).
 @test "mt-record says where the recording and the program's output go: pipe, -o FILE, a terminal" {
 	cd "$BATS_TEST_TMPDIR"
-	"$RECORD" -- "$MT_PROGS/hot" 200 2> pipe.err > pipe.data
+	"$RECORD" -- "$MT_PROGS/hot" 10 2> pipe.err > pipe.data
 	head -c 8 pipe.data | grep -q PERFILE2
 	[ "$(grep -c 'the recording goes to' pipe.err)" -eq 1 ]
 	grep -q "^mt-record: the recording goes to standard output (perf's pipe format); the program's standard output goes to standard error$" pipe.err
 	grep -qx '[0-9]*' pipe.err # the program's own output, moved
-	"$RECORD" -o f.data -- "$MT_PROGS/hot" 200 2> f.err > f.out
+	"$RECORD" -o f.data -- "$MT_PROGS/hot" 10 2> f.err > f.out
 	grep -qx '[0-9]*' f.out
 	grep -q "^mt-record: the recording goes to f.data; the program's standard output is its own$" f.err
 	mkdir tty && cd tty
-	script -qec "$RECORD -- $MT_PROGS/hot 200" /dev/null > typescript 2>&1
+	script -qec "$RECORD -- $MT_PROGS/hot 10" /dev/null > typescript 2>&1
 	head -c 8 perf.data | grep -q PERFILE2
 	grep -q "the recording goes to perf.data; the program's standard output is its own" typescript
 	grep -qa '^[0-9]*.$' typescript # the program's output, on the terminal
@@ -73,7 +73,7 @@ RECORD=$MT_BIN/mt-record
 @test "sampling on two CPUs: samples in perf script's order, no event out of time order" {
 	cd "$BATS_TEST_TMPDIR"
 	perf record -q -e cpu-clock -F 4000 -g -o two.data -- \
-		sh -c "$MT_PROGS/hot 400 > /dev/null & $MT_PROGS/hot 400 > /dev/null; wait" 2> /dev/null
+		sh -c "$MT_PROGS/hot 100 > /dev/null & $MT_PROGS/hot 100 > /dev/null; wait" 2> /dev/null
 	perf script -i two.data -F tid,time --ns 2> /dev/null | awk '{ t = $2; sub(":", "", t); sub("\\.", "", t); print $1, t }' > perf.seq
 	"$PT2EVENTS" two.data 2> /dev/null > two.ev
 	awk -F'\t' '$4 == "sample" { print $3, $1 }' two.ev > mt.seq

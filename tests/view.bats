@@ -265,8 +265,11 @@ served() { curl -s -o "$1" "$BASE/trace.speedscope.json"; }
 		"/$(basename "$PWD")/flow.ev" /flow.ev; do
 		[ "$(code "$BASE$p")" = 404 ] || { echo "served $p"; false; }
 	done
-	# only under the secret: none of it without, or with another
-	for p in / /index.html /trace.speedscope.json /sub/app.js "/$TOKEN" "/${TOKEN%?}0/" "/x/../$TOKEN/"; do
+	# only under the secret: none of it without, or with another (its last
+	# digit changed: a token ending in 0 made "another" the same, 1 run in 16)
+	local other=${TOKEN%?}0
+	[ "$other" != "$TOKEN" ] || other=${TOKEN%?}1
+	for p in / /index.html /trace.speedscope.json /sub/app.js "/$TOKEN" "/$other/" "/x/../$TOKEN/"; do
 		[ "$(code "http://127.0.0.1:$PORT$p")" = 403 ] || { echo "served $p without the token"; false; }
 	done
 	# only to a Host that is this server: a DNS-rebinding page's requests

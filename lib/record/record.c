@@ -202,7 +202,8 @@ static bool handle_hits(struct mt_recording *r)
 		if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
 			struct mt_err err = {0};
 			if (mt_perfctl_snapshot(&r->perf, &err)) {
-				mt_say(r->say, r->say_ctx, "%s", err.msg);
+				mt_say(r->say, r->say_ctx, "trigger hit %u: %s", r->hits, err.msg);
+				mt_err_clear(&err);
 				return true;
 			}
 			r->snapshots++;
@@ -224,8 +225,14 @@ enum mt_record_end mt_recording_run(struct mt_recording *r)
 		if (mt_perfctl_poll_exit(&r->perf))
 			return MT_END_PERF_EXIT;
 		reap_command(r);
-		if ((r->command && r->command_done) || all_watched_ended(r))
+		if ((r->command && r->command_done) || all_watched_ended(r)) {
+			/* the kernel wrote every hit before the exit: a hit since
+			 * the last poll is still said, and ends a single-snapshot
+			 * recording as the trigger */
+			if (r->trigger && handle_hits(r))
+				return MT_END_TRIGGER;
 			return MT_END_COMMAND_EXIT;
+		}
 		struct pollfd fds[2 + MT_RECORD_MAX_PIDS];
 		nfds_t n = 0;
 		fds[n++] = (struct pollfd){.fd = signal_pipe[0], .events = POLLIN};

@@ -14,7 +14,7 @@ SAN ?=
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time \
 	libdebuginfod-dev debuginfod shellcheck bzip2 openssh-server rsync \
-	libsqlite3-dev sqlite3 uftrace chromium
+	libsqlite3-dev sqlite3 uftrace chromium libzstd-dev zstd
 
 ifeq ($(FUZZ),1)
 # libFuzzer harnesses (make fuzz): clang, the library instrumented for it
@@ -34,7 +34,7 @@ endif
 
 # libdebuginfod is not linked: its header gives the types, the library is
 # loaded when a run asks for a server (lib/objects/debuginfod.h)
-PKGS := libelf libdw libarchive capstone libprotobuf-c zlib sqlite3
+PKGS := libelf libdw libarchive capstone libprotobuf-c zlib sqlite3 libzstd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
 PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.

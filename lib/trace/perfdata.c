@@ -277,6 +277,53 @@ static int init(struct mt_perfdata *pd, struct mt_err *err)
 	return parse_file_header(pd, err);
 }
 
+static void release_input(struct mt_perfdata *pd)
+{
+	if (pd->mapped)
+		munmap((void *)pd->base, pd->len);
+	else if (!pd->borrowed)
+		free((void *)pd->base);
+	free(pd->buildids);
+	free(pd->id_index);
+	pd->base = NULL;
+	pd->buildids = NULL;
+	pd->id_index = NULL;
+	pd->nid_index = 0;
+}
+
+/* perf record -z: its zstd batches expanded into a file of plain records
+ * (perfexpand.h), which then stands for the input. A file says it is
+ * compressed in its header; a pipe's records, already in memory, are
+ * looked at. */
+static int expand_if_compressed(struct mt_perfdata *pd, struct mt_err *err)
+{
+	bool says = pd->features[MT_FEAT_COMPRESSED / 8] & (1u << (MT_FEAT_COMPRESSED % 8));
+	if (!(says || pd->pipe_mode) || !mt_perfexpand_needed(pd->base, pd->data_off, pd->data_end))
+		return 0;
+	struct mt_perfexpand_stats st;
+	int fd;
+	size_t n;
+	int rc = mt_perfexpand(pd->base, pd->len, pd->pipe_mode, pd->data_off, pd->data_end, &fd, &n, &st, pd->name, err);
+	if (rc)
+		return rc;
+	void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
+	int e = errno;
+	close(fd);
+	if (m == MAP_FAILED)
+		return mt_err_set(err, MT_EIO, "%s: mmap of its uncompressed records: %s", pd->name, strerror(e));
+	madvise(m, n, MADV_SEQUENTIAL);
+	const char *name = pd->name;
+	release_input(pd);
+	memset(pd, 0, sizeof *pd);
+	pd->name = name;
+	pd->base = m;
+	pd->len = n;
+	pd->mapped = true;
+	pd->expanded = true;
+	pd->zstd = st;
+	return init(pd, err);
+}
+
 int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 			 const char *name, struct mt_err *err)
 {
@@ -285,7 +332,8 @@ int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 	pd->base = buf;
 	pd->len = len;
 	pd->borrowed = true;
-	return init(pd, err);
+	int rc = init(pd, err);
+	return rc ? rc : expand_if_compressed(pd, err);
 }
 
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err)
@@ -335,21 +383,13 @@ int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const 
 		close(fd);
 	if (rc)
 		return rc;
-	return init(pd, err);
+	rc = init(pd, err);
+	return rc ? rc : expand_if_compressed(pd, err);
 }
 
 void mt_perfdata_close(struct mt_perfdata *pd)
 {
-	if (pd->mapped)
-		munmap((void *)pd->base, pd->len);
-	else if (!pd->borrowed)
-		free((void *)pd->base);
-	free(pd->buildids);
-	free(pd->id_index);
-	pd->base = NULL;
-	pd->buildids = NULL;
-	pd->id_index = NULL;
-	pd->nid_index = 0;
+	release_input(pd);
 }
 
 /* The first attr whose ids hold id (never 0: records with id 0 take attr 0),
@@ -657,7 +697,7 @@ const char *mt_perf_record_name(uint32_t type)
 		"HEADER_ATTR", "HEADER_EVENT_TYPE", "HEADER_TRACING_DATA", "HEADER_BUILD_ID",
 		"FINISHED_ROUND", "ID_INDEX", "AUXTRACE_INFO", "AUXTRACE", "AUXTRACE_ERROR",
 		"THREAD_MAP", "CPU_MAP", "STAT_CONFIG", "STAT", "STAT_ROUND", "EVENT_UPDATE",
-		"TIME_CONV", "HEADER_FEATURE", "COMPRESSED", "FINISHED_INIT",
+		"TIME_CONV", "HEADER_FEATURE", "COMPRESSED", "FINISHED_INIT", "COMPRESSED2",
 	};
 	if (type < sizeof kernel / sizeof kernel[0] && kernel[type])
 		return kernel[type];

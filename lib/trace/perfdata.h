@@ -11,6 +11,7 @@
 #include <stdint.h>
 
 #include "base/mt_err.h"
+#include "trace/perfexpand.h"
 
 /* Kernel and perf record types (perf_event.h, tools/perf/util/event.h). */
 enum {
@@ -29,7 +30,7 @@ enum {
 	MT_REC_CPU_MAP = 74, MT_REC_STAT_CONFIG = 75, MT_REC_STAT = 76,
 	MT_REC_STAT_ROUND = 77, MT_REC_EVENT_UPDATE = 78, MT_REC_TIME_CONV = 79,
 	MT_REC_HEADER_FEATURE = 80, MT_REC_COMPRESSED = 81,
-	MT_REC_FINISHED_INIT = 82,
+	MT_REC_FINISHED_INIT = 82, MT_REC_COMPRESSED2 = 83,
 };
 
 /* perf_event_attr.sample_type bits */
@@ -62,7 +63,7 @@ enum {
 	MT_FEAT_BUILD_ID = 2, MT_FEAT_HOSTNAME = 3, MT_FEAT_OSRELEASE = 4,
 	MT_FEAT_VERSION = 5, MT_FEAT_ARCH = 6, MT_FEAT_NRCPUS = 7,
 	MT_FEAT_CPUDESC = 8, MT_FEAT_CPUID = 9, MT_FEAT_CMDLINE = 11,
-	MT_FEAT_EVENT_DESC = 12, MT_FEAT_AUXTRACE = 18,
+	MT_FEAT_EVENT_DESC = 12, MT_FEAT_AUXTRACE = 18, MT_FEAT_COMPRESSED = 27,
 };
 
 struct mt_perf_evattr {
@@ -141,13 +142,18 @@ struct mt_perfdata {
 	uint32_t nrcpus_online, nrcpus_avail;
 	struct mt_perf_buildid *buildids;
 	size_t nbuildids;
+	/* perf record -z: the records were expanded from their zstd batches
+	 * into the image walked here (offsets are that image's) */
+	bool expanded;
+	struct mt_perfexpand_stats zstd;
 	bool truncated;            /* set when the walk hit the end early */
 	bool rewound;              /* a walk again: pipe headers are taken already */
 };
 
 /* Opens `path` ("-" = stdin). Regular files are mmap'd; anything else is read
  * into memory. Parses header, attrs and features (file mode) so that records
- * can be walked with mt_perfdata_next. */
+ * can be walked with mt_perfdata_next. Records perf record -z compressed
+ * are expanded first (perfexpand.h): pd->expanded, pd->zstd. */
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err);
 /* The same on an open fd (closed here unless 0) whose first prefix_len
  * bytes were already read (peeked) into prefix. */

@@ -30,7 +30,8 @@ int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err)
 	int rc = mt_side_collect(pd, &s, err);
 	if (rc)
 		goto out;
-	fprintf(out, "file\t%s\nmode\t%s\nsize\t%zu\n", pd->name, pd->pipe_mode ? "pipe" : "file", pd->len);
+	fprintf(out, "file\t%s\nmode\t%s\nsize\t%zu\n", pd->name, pd->pipe_mode ? "pipe" : "file",
+		pd->expanded ? (size_t)pd->zstd.input_bytes : pd->len);
 	if (pd->hostname) fprintf(out, "hostname\t%s\n", pd->hostname);
 	if (pd->osrelease) fprintf(out, "os-release\t%s\n", pd->osrelease);
 	if (pd->version) fprintf(out, "perf-version\t%s\n", pd->version);
@@ -38,6 +39,9 @@ int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err)
 	if (pd->cpudesc) fprintf(out, "cpu-desc\t%s\n", pd->cpudesc);
 	if (pd->cpuid) fprintf(out, "cpuid\t%s\n", pd->cpuid);
 	if (pd->nrcpus_avail) fprintf(out, "nr-cpus\t%u online, %u available\n", pd->nrcpus_online, pd->nrcpus_avail);
+	if (pd->expanded)
+		fprintf(out, "compressed\tzstd\tbatches=%" PRIu64 "\tlost=%" PRIu64 "\tbytes=%" PRIu64 "\trecord-bytes=%" PRIu64
+			"\n", pd->zstd.batches, pd->zstd.batches_lost, pd->zstd.bytes_in, pd->zstd.bytes_out);
 	fprintf(out, "features\t");
 	const char *sep = "";
 	for (int b = 0; b < 256; b++)

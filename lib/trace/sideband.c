@@ -383,12 +383,19 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 			 "%s: the file is truncated: its data section ends at %" PRIu64 " of the %" PRIu64 " bytes its "
 			 "header declares; what was recorded after that is lost", pd->name, pd->data_end - pd->data_off,
 			 pd->data_declared);
-	} else if (s->counts[MT_REC_COMPRESSED]) {
-		/* Their records (PT buffers among them) are lost to us: say so. */
+	} else if (pd->zstd.batches_lost || pd->zstd.records_cut) {
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err,
-			 "%" PRIu64 " zstd-compressed record batches (perf record -z) skipped: not supported, "
-			 "record without -z", s->counts[MT_REC_COMPRESSED]);
+			 "%s: %" PRIu64 " of its %" PRIu64 " zstd-compressed record batches (perf record -z) could not be "
+			 "read (%s): the records they held are lost", pd->name, pd->zstd.batches_lost, pd->zstd.batches,
+			 pd->zstd.damage);
+	} else if (s->counts[MT_REC_COMPRESSED] + s->counts[MT_REC_COMPRESSED2]) {
+		/* compressed records in a file whose header does not say so
+		 * (perf record -z always does): not expanded, and said */
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err,
+			 "%" PRIu64 " zstd-compressed record batches skipped: the file's header does not say it is "
+			 "compressed (perf record -z does)", s->counts[MT_REC_COMPRESSED] + s->counts[MT_REC_COMPRESSED2]);
 	}
 	return 0;
 }

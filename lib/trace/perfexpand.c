@@ -1,0 +1,337 @@
+/* perfexpand: zstd-compressed perf.data records expanded (perfexpand.h). */
+#define _GNU_SOURCE
+#include "trace/perfexpand.h"
+
+#include <errno.h>
+#include <fcntl.h>
+#include <inttypes.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <unistd.h>
+#include <zstd.h>
+
+#include "trace/perfdata.h"
+
+#define FILE_HEADER_SIZE 104
+#define OUT_BUF (1u << 20)
+/* a record held back for the next batch is at most a header's u16 size,
+ * or an AUXTRACE buffer no larger than this (none is, from perf) */
+#define MAX_PENDING ((uint64_t)1 << 30)
+
+/* The record at p (up to end): its whole size, the AUXTRACE payload
+ * included; 0 when its header is broken or it runs past end. */
+static uint64_t record_span(const uint8_t *p, uint64_t avail)
+{
+	if (avail < 8)
+		return 0;
+	uint32_t type = mt_rd32(p);
+	uint16_t size = mt_rd16(p + 6);
+	if (size < 8 || size > avail)
+		return 0;
+	uint64_t span = size;
+	if (type == MT_REC_AUXTRACE) {
+		if (size < 8 + 40)
+			return 0;
+		uint64_t payload = mt_rd64(p + 8);
+		if (payload > avail - span)
+			return 0;
+		span += payload;
+	}
+	return span;
+}
+
+bool mt_perfexpand_needed(const uint8_t *base, uint64_t data_off, uint64_t data_end)
+{
+	for (uint64_t pos = data_off; pos < data_end;) {
+		uint32_t type = data_end - pos >= 8 ? mt_rd32(base + pos) : 0;
+		if (type == MT_REC_COMPRESSED || type == MT_REC_COMPRESSED2)
+			return true;
+		uint64_t span = record_span(base + pos, data_end - pos);
+		if (!span) {
+			/* an AUXTRACE cut short still has its header: the rest is
+			 * payload, not records */
+			return false;
+		}
+		pos += span;
+	}
+	return false;
+}
+
+struct out {
+	int fd;
+	uint8_t *buf;
+	size_t n;
+	uint64_t written;
+	int err; /* errno of the first failed write */
+};
+
+static void out_flush(struct out *o)
+{
+	size_t done = 0;
+	while (done < o->n && !o->err) {
+		ssize_t w = write(o->fd, o->buf + done, o->n - done);
+		if (w < 0 && errno == EINTR)
+			continue;
+		if (w <= 0)
+			o->err = w < 0 ? errno : ENOSPC;
+		else
+			done += (size_t)w;
+	}
+	o->n = 0;
+}
+
+static void out_put(struct out *o, const void *p, uint64_t len)
+{
+	const uint8_t *s = p;
+	o->written += len;
+	while (len && !o->err) {
+		if (o->n == OUT_BUF)
+			out_flush(o);
+		size_t k = OUT_BUF - o->n < len ? OUT_BUF - o->n : (size_t)len;
+		memcpy(o->buf + o->n, s, k);
+		o->n += k;
+		s += k;
+		len -= k;
+	}
+}
+
+/* The decompressed bytes not yet written: whole records go out as soon as
+ * they are whole, a record cut at a batch's end waits for the next. */
+struct pending {
+	uint8_t *v;
+	size_t n, cap;
+};
+
+static int pend_add(struct pending *p, const uint8_t *s, size_t len)
+{
+	if (p->n + len > p->cap) {
+		size_t cap = p->cap ? p->cap : 1u << 18;
+		while (cap < p->n + len)
+			cap *= 2;
+		uint8_t *v = realloc(p->v, cap);
+		if (!v)
+			return -1;
+		p->v = v;
+		p->cap = cap;
+	}
+	memcpy(p->v + p->n, s, len);
+	p->n += len;
+	return 0;
+}
+
+/* Writes the whole records at the front; false when the bytes cannot be
+ * records (a size under 8, an absurd AUXTRACE): the stream is broken. */
+static bool pend_drain(struct pending *p, struct out *o)
+{
+	size_t at = 0;
+	bool sane = true;
+	while (p->n - at >= 8) {
+		uint16_t size = mt_rd16(p->v + at + 6);
+		if (size < 8) {
+			sane = false;
+			break;
+		}
+		uint64_t span = size;
+		if (mt_rd32(p->v + at) == MT_REC_AUXTRACE && size >= 8 + 40 && p->n - at >= 16) {
+			uint64_t payload = mt_rd64(p->v + at + 8);
+			if (payload > MAX_PENDING) {
+				sane = false;
+				break;
+			}
+			span += payload;
+		}
+		if (span > p->n - at)
+			break;
+		out_put(o, p->v + at, span);
+		at += span;
+	}
+	memmove(p->v, p->v + at, p->n - at);
+	p->n -= at;
+	return sane;
+}
+
+static int open_tmp(const char *name, struct mt_err *err)
+{
+	const char *dir = getenv("TMPDIR");
+	if (!dir || !*dir)
+		dir = "/tmp";
+	int fd = open(dir, O_TMPFILE | O_RDWR | O_CLOEXEC, 0600);
+	if (fd >= 0)
+		return fd;
+	/* a file system without O_TMPFILE: a name, gone at once */
+	char path[4096];
+	snprintf(path, sizeof path, "%s/mt-expand.XXXXXX", dir);
+	fd = mkostemp(path, O_CLOEXEC);
+	if (fd < 0)
+		return mt_err_set(err, MT_EIO, "%s: cannot make a file in %s for its uncompressed records: %s", name, dir,
+				  strerror(errno));
+	unlink(path);
+	return fd;
+}
+
+/* File mode: the header's data size and every offset past the old data
+ * section, moved by delta, in the copied header [0, data_off) and table. */
+static void patch_u64(int fd, uint64_t at, uint64_t v, struct out *o)
+{
+	if (pwrite(fd, &v, 8, (off_t)at) != 8 && !o->err)
+		o->err = errno ? errno : EIO;
+}
+
+static void patch_file_header(const uint8_t *base, size_t len, uint64_t data_end, int64_t delta, int fd,
+			      struct out *o)
+{
+	uint64_t declared = mt_rd64(base + 48);
+	if (declared)
+		patch_u64(fd, 48, declared + (uint64_t)delta, o);
+	uint64_t et = mt_rd64(base + 56);
+	if (et >= data_end)
+		patch_u64(fd, 56, et + (uint64_t)delta, o);
+	uint64_t attr_size = mt_rd64(base + 16), attrs_off = mt_rd64(base + 24), attrs_size = mt_rd64(base + 32);
+	if (attr_size >= 16 && attrs_off <= len && attrs_size <= len - attrs_off)
+		for (uint64_t a = attrs_off; a + attr_size <= attrs_off + attrs_size; a += attr_size) {
+			uint64_t ids = mt_rd64(base + a + attr_size - 16);
+			if (ids >= data_end && a + attr_size <= data_end)
+				patch_u64(fd, a + attr_size - 16, ids + (uint64_t)delta, o);
+		}
+	/* the feature table right after the data: one {offset, size} per bit */
+	if (!declared || declared > len - mt_rd64(base + 40))
+		return;
+	uint64_t ft = data_end;
+	for (int bit = 0; bit < 256; bit++) {
+		if (!(base[72 + bit / 8] & (1u << (bit % 8))))
+			continue;
+		if (len - ft < 16)
+			break;
+		uint64_t off = mt_rd64(base + ft);
+		if (off >= data_end)
+			patch_u64(fd, ft + (uint64_t)delta, off + (uint64_t)delta, o);
+		ft += 16;
+	}
+}
+
+int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data_off, uint64_t data_end,
+		  int *fdp, size_t *out_len, struct mt_perfexpand_stats *st, const char *name, struct mt_err *err)
+{
+	memset(st, 0, sizeof *st);
+	st->input_bytes = len;
+	int fd = open_tmp(name, err);
+	if (fd < 0)
+		return fd;
+	struct out o = {.fd = fd, .buf = malloc(OUT_BUF)};
+	struct pending pend = {0};
+	ZSTD_DStream *z = ZSTD_createDStream();
+	size_t zout_cap = ZSTD_DStreamOutSize();
+	uint8_t *zout = malloc(zout_cap);
+	int rc = 0;
+	if (!o.buf || !z || !zout) {
+		rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory expanding its compressed records", name);
+		goto done;
+	}
+	ZSTD_initDStream(z);
+	bool broken = false; /* the stream failed: later batches are lost */
+	out_put(&o, base, data_off);
+	uint64_t pos = data_off;
+	while (pos < data_end) {
+		uint64_t span = record_span(base + pos, data_end - pos);
+		uint32_t type = data_end - pos >= 8 ? mt_rd32(base + pos) : 0;
+		if (!span)
+			break; /* a broken or cut record: the rest as it is, the walk says so */
+		if (type != MT_REC_COMPRESSED && type != MT_REC_COMPRESSED2) {
+			out_put(&o, base + pos, span);
+			pos += span;
+			continue;
+		}
+		st->batches++;
+		const uint8_t *src = base + pos + 8;
+		uint64_t src_len = span - 8;
+		if (type == MT_REC_COMPRESSED2) {
+			/* u64 data_size, then the data (the record padded to 8) */
+			uint64_t dsz = src_len >= 8 ? mt_rd64(src) : UINT64_MAX;
+			src += 8;
+			src_len = dsz <= src_len - 8 ? dsz : (uint64_t)-1;
+		}
+		uint64_t at = pos;
+		pos += span;
+		if (broken) {
+			st->batches_lost++;
+			continue;
+		}
+		if (src_len == (uint64_t)-1) {
+			snprintf(st->damage, sizeof st->damage, "a COMPRESSED2 record at offset %" PRIu64
+				 " declares more data than it holds", at);
+			broken = true;
+			st->batches_lost++;
+			continue;
+		}
+		st->bytes_in += src_len;
+		ZSTD_inBuffer in = {src, (size_t)src_len, 0};
+		/* (a full output buffer may leave more to flush with no input) */
+		for (bool full = false; (in.pos < in.size || full) && !broken;) {
+			ZSTD_outBuffer zo = {zout, zout_cap, 0};
+			size_t before = in.pos;
+			size_t r = ZSTD_decompressStream(z, &zo, &in);
+			if (ZSTD_isError(r)) {
+				snprintf(st->damage, sizeof st->damage, "zstd: %s, in the compressed batch at offset %" PRIu64,
+					 ZSTD_getErrorName(r), at);
+				broken = true;
+				break;
+			}
+			st->bytes_out += zo.pos;
+			if (st->bytes_out > (st->bytes_in << 10) + ((uint64_t)16 << 20)) {
+				/* zstd can expand a few bytes to gigabytes: no perf
+				 * batch does, a crafted one must not fill TMPDIR */
+				snprintf(st->damage, sizeof st->damage, "the compressed batch at offset %" PRIu64
+					 " expands past 1024 times what was read: not read further", at);
+				broken = true;
+				break;
+			}
+			if (pend_add(&pend, zout, zo.pos)) {
+				rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory expanding its compressed records", name);
+				goto done;
+			}
+			if (!pend_drain(&pend, &o)) {
+				snprintf(st->damage, sizeof st->damage, "a record of size under 8 in the records of the "
+					 "compressed batch at offset %" PRIu64, at);
+				broken = true;
+			} else if (zo.pos == 0 && in.pos == before) {
+				break; /* no progress: nothing more comes of this batch */
+			}
+			full = zo.pos == zo.size;
+		}
+		if (broken) {
+			st->batches_lost++;
+			st->records_cut += pend.n;
+			pend.n = 0;
+		}
+	}
+	if (pend.n) {
+		if (!st->damage[0])
+			snprintf(st->damage, sizeof st->damage, "the compressed records end inside a record (%zu bytes of it)",
+				 pend.n);
+		st->records_cut += pend.n;
+	}
+	uint64_t data_out = o.written - data_off;
+	/* what follows the data (or the rest of a broken walk) as it was */
+	out_put(&o, base + pos, len - pos);
+	out_flush(&o);
+	int64_t delta = (int64_t)(data_out - (pos - data_off));
+	if (!pipe_mode && len >= FILE_HEADER_SIZE)
+		patch_file_header(base, len, data_end, delta, fd, &o);
+	if (o.err) {
+		rc = mt_err_set(err, MT_EIO, "%s: writing its uncompressed records to TMPDIR: %s", name, strerror(o.err));
+		goto done;
+	}
+	*out_len = (size_t)o.written;
+done:
+	free(o.buf);
+	free(pend.v);
+	free(zout);
+	ZSTD_freeDStream(z);
+	if (rc) {
+		close(fd);
+		return rc;
+	}
+	*fdp = fd;
+	return 0;
+}

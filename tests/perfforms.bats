@@ -1,0 +1,132 @@
+#!/usr/bin/env bats
+# perf.data in the forms perf 6.x writes it (issue 50). perf record -z:
+# records in zstd batches (PERF_RECORD_COMPRESSED), one stream per file, a
+# record continuing from one batch into the next. Recorded here for real
+# (sampling: the only recording this machine can make), and Intel PT
+# traces rewritten so by tests/tools/perfzstd. Oracles: perf script on the
+# same file (its samples and frames, tests/tools/framecmp.py; its branches
+# for Intel PT), and mt's own output on the uncompressed file, which
+# perfzstd's rewrite must not change (perf script's output does not).
+
+load helpers
+bats_require_minimum_version 1.5.0
+
+PERFZSTD=$BATS_TEST_DIRNAME/tools/perfzstd
+
+setup() {
+	cd "$BATS_TEST_TMPDIR"
+}
+
+mt_events() { # PERF.DATA: the stream, symbolized, without its source line
+	"$PT2EVENTS" "$1" 2> "$1.err" | "$MT_BIN/mt-symbolize" | grep -v '^# fact	source'
+}
+
+@test "perf record -z, for real: every sample and its frames as perf script reads them (frame pointers, dwarf, two threads)" {
+	for rec in "fp workers 300" "dwarf hot_nofp 20"; do
+		set -- $rec
+		perf record -q -z -e cpu-clock/freq=4000/u --call-graph "$1" -o "$1.data" -- "$MT_PROGS/$2" "$3" > /dev/null 2>&1
+		perf report -i "$1.data" --header-only 2> /dev/null | grep -q '^# compressed : Zstd'
+		n=$(perf report -i "$1.data" --stats 2> /dev/null | awk '$1 == "COMPRESSED" { print $3 }')
+		[ "$n" -ge 1 ]
+		"$PT2EVENTS" --info "$1.data" | grep -qx "compressed	zstd	batches=$n	lost=0	.*"
+		perf script -i "$1.data" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > "$1.perf"
+		run --separate-stderr "$PT2EVENTS" "$1.data"
+		[ "$status" -eq 0 ]
+		[[ "$stderr" != *zstd* ]]
+		echo "$output" | "$MT_BIN/mt-symbolize" > "$1.ev"
+		# (a sample's line starts with its tid, its callchain's with a tab)
+		samples=$(grep -c '^ *[0-9]' "$1.perf")
+		echo "$1: $n batches, $(grep -c '	sample	' "$1.ev") samples, perf $samples"
+		[ "$(grep -c '	sample	' "$1.ev")" -eq "$samples" ]
+		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$1.perf" "$1.ev"
+	done
+	# the dwarf samples' 8 KB stack copies run across batches
+	grep -q "frame=.* main+0x.*hot_loop" dwarf.ev
+}
+
+@test "perf record -z in pipe mode, for real: straight from perf into mt-pt2events, perf's samples" {
+	perf record -q -z -e cpu-clock/freq=4000/u -g -o - -- "$MT_PROGS/workers" 300 2> /dev/null | tee z.pipe |
+		"$PT2EVENTS" - 2> err | "$MT_BIN/mt-symbolize" > z.ev
+	[ "$(head -c 8 z.pipe)" = PERFILE2 ]
+	perf script -i - -F tid,time,ip,sym --ns --no-inline < z.pipe 2> /dev/null > z.perf
+	[ -s z.perf ]
+	[ "$(grep -c '	sample	' z.ev)" -eq "$(grep -c '^ *[0-9]' z.perf)" ]
+	"$BATS_TEST_DIRNAME/tools/framecmp.py" z.perf z.ev
+}
+
+@test "Intel PT recordings with -z (file, pipe, per-cpu, snapshot; small batches): the plain file's events, perf script's branches" {
+	for v in flow/plain flow/pipe libc/plain libc/per-cpu libc/snapshot libc/pipe threads/per-cpu; do
+		f=$MT_FIXTURES/$v.data n=${v//\//-}
+		for chunk in 200 60000; do
+			"$PERFZSTD" "$f" "$n.z" --chunk=$chunk
+			# perf reads the rewrite as it reads the plain file
+			cmp <(perf script -i - --itrace=cr -F tid,ip,sym,addr < "$f" 2> /dev/null) \
+				<(perf script -i - --itrace=cr -F tid,ip,sym,addr < "$n.z" 2> /dev/null)
+			mt_events "$f" > "$n.plain"
+			mt_events "$n.z" > "$n.ev"
+			[ "$(grep -c '	call	' "$n.plain")" -gt 10 ]
+			cmp "$n.plain" "$n.ev"
+			[ ! -s "$n.z.err" ] || ! grep -q zstd "$n.z.err" || false
+		done
+	done
+}
+
+@test "-z: a damaged batch: the records before it kept, the loss said with the batch's offset, exit 1; a cut file the same" {
+	# a real recording in many small batches (perfzstd), one spoiled in
+	# the middle; oracle: mt on the plain recording
+	perf record -q -e cpu-clock/freq=4000/u -g -o p.data -- "$MT_PROGS/workers" 300 > /dev/null 2>&1
+	"$PERFZSTD" p.data pz.data --chunk=2000
+	mt_events p.data > p.ev
+	all=$(grep -c '	sample	' p.ev)
+	read -r at < <(python3 - pz.data <<'PY'
+import struct, sys
+path = sys.argv[1]
+b = bytearray(open(path, 'rb').read())
+off, size = struct.unpack_from('<QQ', b, 40)
+pos, batches = off, []
+while pos < off + size:
+    t, _, s = struct.unpack_from('<IHH', b, pos)
+    if t == 81:
+        batches.append(pos)
+    pos += s
+mid = batches[len(batches) // 2]
+b[mid + 8 + 4] ^= 0xff  # the zstd frame header's descriptor
+open(path, 'wb').write(b)
+print(mid)
+PY
+)
+	run --separate-stderr "$PT2EVENTS" pz.data
+	[ "$status" -eq 1 ]
+	echo "$stderr"
+	[[ "$stderr" == *"pz.data: "*" of its "*" zstd-compressed record batches (perf record -z) could not be read (zstd: "*"in the compressed batch at offset $at): the records they held are lost"* ]]
+	echo "$output" | "$MT_BIN/mt-symbolize" | grep -v '^# fact	source' > bad.ev
+	kept=$(grep -c '	sample	' bad.ev)
+	echo "$kept of $all samples kept"
+	[ "$kept" -gt 0 ]
+	[ "$kept" -lt "$all" ]
+	# every sample kept is the plain file's, with its frames
+	grep '	sample	' bad.ev > bad.samples
+	grep '	sample	' p.ev > p.samples
+	[ "$(grep -cvxFf p.samples bad.samples)" -eq 0 ]
+	# and the losses are marked in the stream
+	grep -q '	error	.*zstd-compressed' bad.ev
+	# a -z file cut inside a batch: what came before, the cut said
+	head -c $((at + 30)) pz.data > cut.data
+	run --separate-stderr "$PT2EVENTS" cut.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *truncated* ]]
+}
+
+@test "compressed records in a file whose header does not say it is compressed: skipped and said, exit 1" {
+	f=$MT_FIXTURES/flow/plain.data
+	"$PERFZSTD" "$f" z.data --chunk=500
+	# the header's bit for HEADER_COMPRESSED (27) cleared
+	python3 -c "
+import sys
+b = bytearray(open('z.data', 'rb').read())
+b[72 + 27 // 8] &= ~(1 << 27 % 8)
+open('z.data', 'wb').write(b)"
+	run --separate-stderr "$PT2EVENTS" z.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"zstd-compressed record batches skipped: the file's header does not say it is compressed"* ]]
+}

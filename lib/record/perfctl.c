@@ -237,7 +237,7 @@ int mt_perfctl_ready(struct mt_perfctl *p, struct mt_err *err)
 int mt_perfctl_snapshot(struct mt_perfctl *p, struct mt_err *err)
 {
 	if (mt_perfctl_poll_exit(p))
-		return mt_err_set(err, MT_EIO, "perf record is gone: no snapshot");
+		return mt_err_set(err, MT_EIO, "perf record exited: no snapshot"); /* before it was asked */
 	p->stopping = p->when == MT_SNAP_AT_EXIT && at_least(p, 5, 4);
 	if (mt_perfctl_has_ctlfd(p)) {
 		int r = command(p, p->when == MT_SNAP_AT_EXIT ? "stop" : "snapshot", err);

@@ -131,3 +131,59 @@ open('z.data', 'wb').write(b)"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"zstd-compressed record batches skipped: the file's header does not say it is compressed"* ]]
 }
+
+# perf record --threads writes a directory: `data` (the header, perf's own
+# records) and a file of records per writer thread, data.N, with no header;
+# perf reads them all as one recording (HEADER_DIR_FORMAT). Recorded here
+# for real; oracle: perf script on the same directory.
+@test "perf record --threads, for real (with -z too): a perf.data directory read whole, every sample and its frames as perf script reads them" {
+	for z in "" -z; do
+		perf record --threads $z -q -e cpu-clock/freq=4000/u -g -o "t$z.data" -- "$MT_PROGS/workers" 300 > /dev/null 2>&1
+		[ -d "t$z.data" ]
+		ls "t$z.data"/data.* > /dev/null
+		perf script -i "t$z.data" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > "t$z.perf"
+		samples=$(grep -c '^ *[0-9]' "t$z.perf")
+		# the directory, and its data file named: the same
+		for input in "t$z.data" "t$z.data/data"; do
+			run --separate-stderr "$PT2EVENTS" "$input"
+			[ "$status" -eq 0 ]
+			[[ "$stderr" != *"out of time order"* ]]
+			echo "$output" | "$MT_BIN/mt-symbolize" > "t$z.ev"
+			echo "$input: $(grep -c '	sample	' "t$z.ev") samples, perf $samples"
+			[ "$(grep -c '	sample	' "t$z.ev")" -eq "$samples" ]
+			"$BATS_TEST_DIRNAME/tools/framecmp.py" "t$z.perf" "t$z.ev"
+		done
+		files=$(find "t$z.data" -name 'data.*' | wc -l)
+		"$PT2EVENTS" --info "t$z.data" | grep -qx "directory	data-files=$files	bytes=.*"
+	done
+	"$PT2EVENTS" --info t-z.data | grep -q '^compressed	zstd	batches=[1-9][0-9]*	lost=0	'
+}
+
+@test "a perf.data directory damaged: a data.N missing, one cut inside a record, the header alone from a pipe: the rest read, the loss said, exit 1" {
+	perf record --threads -q -e cpu-clock/freq=4000/u -g -o t.data -- "$MT_PROGS/workers" 300 > /dev/null 2>&1
+	[ -e t.data/data.1 ]
+	"$PT2EVENTS" t.data 2> /dev/null | grep '	sample	' > all.samples
+	# data.1 gone, data.2 in its place: what data.1 held is missing
+	cp -r t.data g.data
+	mv g.data/data.1 g.data/data.2
+	run --separate-stderr "$PT2EVENTS" g.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"g.data/data: g.data/data.1 is missing: what it held is lost"* ]]
+	grep -q '	error	.*data.1 is missing' <<< "$output"
+	# (the data.2 it reads is data.1's records: all perf's samples)
+	[ "$(grep -c '	sample	' <<< "$output")" -eq "$(wc -l < all.samples)" ]
+	# data.0 cut inside its last record: its whole records kept
+	cp -r t.data c.data
+	size=$(stat -c %s c.data/data.0)
+	truncate -s $((size - 20)) c.data/data.0
+	run --separate-stderr "$PT2EVENTS" c.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"c.data/data: c.data/data.0 ends inside a record at offset "*" bytes of it)"* ]]
+	grep '	sample	' <<< "$output" > cut.samples
+	[ "$(wc -l < cut.samples)" -ge $(($(wc -l < all.samples) - 1)) ]
+	[ "$(grep -cvxFf all.samples cut.samples)" -eq 0 ]
+	# the header file alone, from a pipe: its data.N cannot be found
+	run --separate-stderr "$PT2EVENTS" - < t.data/data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"standard input: a perf.data directory's header read without its directory: its data.N files (perf record --threads) are not read"* ]]
+}

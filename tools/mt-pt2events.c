@@ -35,8 +35,9 @@ static void usage(FILE *f)
 	fprintf(f,
 "Usage: " PROG " [OPTION]... [FILE]\n"
 "Decode Intel PT into the mt event stream (mt-events(5)) on standard output.\n"
-"FILE is a perf.data in file or pipe mode, a perf.data directory (perf record\n"
-"--kcore: DIR/data, with DIR/kcore_dir used for kernel code), or a bundle\n"
+"FILE is a perf.data in file or pipe mode (perf record -z too), a perf.data\n"
+"directory (DIR/data; perf record --threads: with every DIR/data.N; --kcore:\n"
+"with DIR/kcore_dir used for kernel code), or a bundle\n"
 "(mt-bundle(5): its perf.data, decoded with its objects only, never this\n"
 "host's); '-' or no FILE reads standard input. A perf.data of stack samples\n"
 "(no Intel PT) gives one sample event per sample, with its callchain.\n"

@@ -1,9 +1,11 @@
 #define _GNU_SOURCE
 #include "trace/perfdata.h"
 
+#include <dirent.h>
 #include <errno.h>
 #include <stddef.h>
 #include <fcntl.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/mman.h>
@@ -291,26 +293,116 @@ static void release_input(struct mt_perfdata *pd)
 	pd->nid_index = 0;
 }
 
-/* perf record -z: its zstd batches expanded into a file of plain records
- * (perfexpand.h), which then stands for the input. A file says it is
- * compressed in its header; a pipe's records, already in memory, are
- * looked at. */
-static int expand_if_compressed(struct mt_perfdata *pd, struct mt_err *err)
+/* A perf.data directory (perf record --threads): the data.N files beside
+ * its `data`, mapped, in N's order; a number missing between them, or a
+ * header read without its directory, said in st. Returns the count. */
+static size_t dir_parts(const struct mt_perfdata *pd, struct mt_perfexpand_part **out,
+			struct mt_perfexpand_stats *st)
 {
-	bool says = pd->features[MT_FEAT_COMPRESSED / 8] & (1u << (MT_FEAT_COMPRESSED % 8));
-	if (!(says || pd->pipe_mode) || !mt_perfexpand_needed(pd->base, pd->data_off, pd->data_end))
+	*out = NULL;
+	size_t nl = strlen(pd->name);
+	if (!(nl == 4 && !strcmp(pd->name, "data")) && !(nl > 4 && !strcmp(pd->name + nl - 5, "/data"))) {
+		snprintf(st->part_damage, sizeof st->part_damage, "a perf.data directory's header read without its "
+			 "directory: its data.N files (perf record --threads) are not read");
 		return 0;
-	struct mt_perfexpand_stats st;
+	}
+	char dir[4096];
+	snprintf(dir, sizeof dir, "%.*s", (int)(nl - 4), pd->name);
+	DIR *d = opendir(nl == 4 ? "." : dir);
+	if (!d) {
+		snprintf(st->part_damage, sizeof st->part_damage, "%.300s: %s", dir, strerror(errno));
+		return 0;
+	}
+	unsigned long *nums = NULL;
+	size_t n = 0, cap = 0;
+	for (struct dirent *e; (e = readdir(d));) {
+		const char *s = e->d_name;
+		if (strncmp(s, "data.", 5) || !s[5] || s[5 + strspn(s + 5, "0123456789")] || strlen(s) > 12)
+			continue;
+		if (n == cap) {
+			cap = cap ? cap * 2 : 16;
+			unsigned long *v = realloc(nums, cap * sizeof *v);
+			if (!v)
+				break;
+			nums = v;
+		}
+		nums[n++] = strtoul(s + 5, NULL, 10);
+	}
+	closedir(d);
+	for (size_t i = 1; i < n; i++) /* a few dozen at most: insertion */
+		for (size_t j = i; j && nums[j - 1] > nums[j]; j--) {
+			unsigned long t = nums[j];
+			nums[j] = nums[j - 1];
+			nums[j - 1] = t;
+		}
+	struct mt_perfexpand_part *parts = n ? calloc(n, sizeof *parts) : NULL;
+	size_t got = 0;
+	for (size_t i = 0; i < n && parts; i++) {
+		if (nums[i] != i && !st->part_damage[0])
+			snprintf(st->part_damage, sizeof st->part_damage, "%.300sdata.%zu is missing: what it held is lost", dir,
+				 i);
+		char path[4200];
+		snprintf(path, sizeof path, "%sdata.%lu", dir, nums[i]);
+		int fd = open(path, O_RDONLY | O_CLOEXEC);
+		struct stat sb;
+		if (fd < 0 || fstat(fd, &sb) < 0 || !S_ISREG(sb.st_mode)) {
+			if (!st->part_damage[0])
+				snprintf(st->part_damage, sizeof st->part_damage, "%.300s: %s", path,
+					 fd < 0 ? strerror(errno) : "not a regular file");
+			if (fd >= 0)
+				close(fd);
+			continue;
+		}
+		void *m = sb.st_size ? mmap(NULL, (size_t)sb.st_size, PROT_READ, MAP_PRIVATE, fd, 0) : NULL;
+		close(fd);
+		if (m == MAP_FAILED)
+			continue;
+		parts[got++] = (struct mt_perfexpand_part){.base = m, .len = (size_t)sb.st_size, .name = strdup(path)};
+	}
+	free(nums);
+	*out = parts;
+	return got;
+}
+
+static void free_parts(struct mt_perfexpand_part *parts, size_t n)
+{
+	for (size_t i = 0; i < n; i++) {
+		if (parts[i].len)
+			munmap((void *)parts[i].base, parts[i].len);
+		free((void *)parts[i].name);
+	}
+	free(parts);
+}
+
+/* perf record -z: its zstd batches expanded into a file of plain records
+ * (perfexpand.h), which then stands for the input; perf record --threads:
+ * the data.N files' records after the data section's. A file says either
+ * in its header; a pipe's records, already in memory, are looked at. */
+static int expand_if_needed(struct mt_perfdata *pd, struct mt_err *err)
+{
+	bool dir = !pd->pipe_mode && (pd->features[MT_FEAT_DIR_FORMAT / 8] & (1u << (MT_FEAT_DIR_FORMAT % 8)));
+	bool says = pd->features[MT_FEAT_COMPRESSED / 8] & (1u << (MT_FEAT_COMPRESSED % 8));
+	if (!dir && (!(says || pd->pipe_mode) || !mt_perfexpand_needed(pd->base, pd->data_off, pd->data_end)))
+		return 0;
+	struct mt_perfexpand_stats st = {0};
+	struct mt_perfexpand_part *parts = NULL;
+	size_t nparts = dir ? dir_parts(pd, &parts, &st) : 0;
+	char part_damage[sizeof st.part_damage];
+	memcpy(part_damage, st.part_damage, sizeof part_damage);
 	int fd;
 	size_t n;
-	int rc = mt_perfexpand(pd->base, pd->len, pd->pipe_mode, pd->data_off, pd->data_end, &fd, &n, &st, pd->name, err);
+	int rc = mt_perfexpand(pd->base, pd->len, pd->pipe_mode, pd->data_off, pd->data_end, parts, nparts, &fd, &n,
+			       &st, pd->name, err);
+	free_parts(parts, nparts);
 	if (rc)
 		return rc;
+	if (part_damage[0])
+		memcpy(st.part_damage, part_damage, sizeof part_damage);
 	void *m = mmap(NULL, n, PROT_READ, MAP_SHARED, fd, 0);
 	int e = errno;
 	close(fd);
 	if (m == MAP_FAILED)
-		return mt_err_set(err, MT_EIO, "%s: mmap of its uncompressed records: %s", pd->name, strerror(e));
+		return mt_err_set(err, MT_EIO, "%s: mmap of its records, whole and uncompressed: %s", pd->name, strerror(e));
 	madvise(m, n, MADV_SEQUENTIAL);
 	const char *name = pd->name;
 	release_input(pd);
@@ -333,7 +425,7 @@ int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 	pd->len = len;
 	pd->borrowed = true;
 	int rc = init(pd, err);
-	return rc ? rc : expand_if_compressed(pd, err);
+	return rc ? rc : expand_if_needed(pd, err);
 }
 
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err)
@@ -384,7 +476,7 @@ int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const 
 	if (rc)
 		return rc;
 	rc = init(pd, err);
-	return rc ? rc : expand_if_compressed(pd, err);
+	return rc ? rc : expand_if_needed(pd, err);
 }
 
 void mt_perfdata_close(struct mt_perfdata *pd)

@@ -63,7 +63,7 @@ enum {
 	MT_FEAT_BUILD_ID = 2, MT_FEAT_HOSTNAME = 3, MT_FEAT_OSRELEASE = 4,
 	MT_FEAT_VERSION = 5, MT_FEAT_ARCH = 6, MT_FEAT_NRCPUS = 7,
 	MT_FEAT_CPUDESC = 8, MT_FEAT_CPUID = 9, MT_FEAT_CMDLINE = 11,
-	MT_FEAT_EVENT_DESC = 12, MT_FEAT_AUXTRACE = 18, MT_FEAT_COMPRESSED = 27,
+	MT_FEAT_EVENT_DESC = 12, MT_FEAT_AUXTRACE = 18, MT_FEAT_DIR_FORMAT = 24, MT_FEAT_COMPRESSED = 27,
 };
 
 struct mt_perf_evattr {
@@ -142,8 +142,9 @@ struct mt_perfdata {
 	uint32_t nrcpus_online, nrcpus_avail;
 	struct mt_perf_buildid *buildids;
 	size_t nbuildids;
-	/* perf record -z: the records were expanded from their zstd batches
-	 * into the image walked here (offsets are that image's) */
+	/* perf record -z or --threads: the records were expanded from their
+	 * zstd batches, or gathered from the directory's data.N files, into
+	 * the image walked here (offsets are that image's) */
 	bool expanded;
 	struct mt_perfexpand_stats zstd;
 	bool truncated;            /* set when the walk hit the end early */
@@ -153,7 +154,8 @@ struct mt_perfdata {
 /* Opens `path` ("-" = stdin). Regular files are mmap'd; anything else is read
  * into memory. Parses header, attrs and features (file mode) so that records
  * can be walked with mt_perfdata_next. Records perf record -z compressed
- * are expanded first (perfexpand.h): pd->expanded, pd->zstd. */
+ * are expanded first, and a perf.data directory's data.N files (its
+ * `data` opened by path) taken in (perfexpand.h): pd->expanded, pd->zstd. */
 int mt_perfdata_open(struct mt_perfdata *pd, const char *path, struct mt_err *err);
 /* The same on an open fd (closed here unless 0) whose first prefix_len
  * bytes were already read (peeked) into prefix. */

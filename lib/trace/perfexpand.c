@@ -210,35 +210,71 @@ static void patch_file_header(const uint8_t *base, size_t len, uint64_t data_end
 	}
 }
 
-int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data_off, uint64_t data_end,
-		  int *fdp, size_t *out_len, struct mt_perfexpand_stats *st, const char *name, struct mt_err *err)
+/* The state of one rebuild: the output, the records held back, the zstd
+ * stream of the file being read (perf keeps one per file). */
+struct expander {
+	struct out o;
+	struct pending pend;
+	ZSTD_DStream *z;
+	uint8_t *zout;
+	size_t zout_cap;
+	bool broken; /* this file's stream failed: its later batches are lost */
+	struct mt_perfexpand_stats *st;
+};
+
+/* One batch's records into the output; false when out of memory. */
+static bool expand_batch(struct expander *x, const uint8_t *src, uint64_t src_len, uint64_t at, const char *where)
 {
-	memset(st, 0, sizeof *st);
-	st->input_bytes = len;
-	int fd = open_tmp(name, err);
-	if (fd < 0)
-		return fd;
-	struct out o = {.fd = fd, .buf = malloc(OUT_BUF)};
-	struct pending pend = {0};
-	ZSTD_DStream *z = ZSTD_createDStream();
-	size_t zout_cap = ZSTD_DStreamOutSize();
-	uint8_t *zout = malloc(zout_cap);
-	int rc = 0;
-	if (!o.buf || !z || !zout) {
-		rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory expanding its compressed records", name);
-		goto done;
+	struct mt_perfexpand_stats *st = x->st;
+	st->bytes_in += src_len;
+	ZSTD_inBuffer in = {src, (size_t)src_len, 0};
+	/* (a full output buffer may leave more to flush with no input) */
+	for (bool full = false; (in.pos < in.size || full) && !x->broken;) {
+		ZSTD_outBuffer zo = {x->zout, x->zout_cap, 0};
+		size_t before = in.pos;
+		size_t r = ZSTD_decompressStream(x->z, &zo, &in);
+		if (ZSTD_isError(r)) {
+			snprintf(st->damage, sizeof st->damage, "zstd: %s, in the compressed batch at offset %" PRIu64 "%s",
+				 ZSTD_getErrorName(r), at, where);
+			x->broken = true;
+			break;
+		}
+		st->bytes_out += zo.pos;
+		if (st->bytes_out > (st->bytes_in << 10) + ((uint64_t)16 << 20)) {
+			/* zstd can expand a few bytes to gigabytes: no perf batch
+			 * does, a crafted one must not fill TMPDIR */
+			snprintf(st->damage, sizeof st->damage, "the compressed batch at offset %" PRIu64 "%s expands past "
+				 "1024 times what was read: not read further", at, where);
+			x->broken = true;
+			break;
+		}
+		if (pend_add(&x->pend, x->zout, zo.pos))
+			return false;
+		if (!pend_drain(&x->pend, &x->o)) {
+			snprintf(st->damage, sizeof st->damage, "a record of size under 8 in the records of the compressed "
+				 "batch at offset %" PRIu64 "%s", at, where);
+			x->broken = true;
+		} else if (zo.pos == 0 && in.pos == before) {
+			break; /* no progress: nothing more comes of this batch */
+		}
+		full = zo.pos == zo.size;
 	}
-	ZSTD_initDStream(z);
-	bool broken = false; /* the stream failed: later batches are lost */
-	out_put(&o, base, data_off);
-	uint64_t pos = data_off;
-	while (pos < data_end) {
-		uint64_t span = record_span(base + pos, data_end - pos);
-		uint32_t type = data_end - pos >= 8 ? mt_rd32(base + pos) : 0;
+	return true;
+}
+
+/* The records of [pos, end) into the output, batches expanded; returns
+ * where a broken or cut record stopped the walk (end when none did), or
+ * UINT64_MAX when out of memory. */
+static uint64_t expand_records(struct expander *x, const uint8_t *base, uint64_t pos, uint64_t end, const char *where)
+{
+	struct mt_perfexpand_stats *st = x->st;
+	while (pos < end) {
+		uint64_t span = record_span(base + pos, end - pos);
+		uint32_t type = end - pos >= 8 ? mt_rd32(base + pos) : 0;
 		if (!span)
-			break; /* a broken or cut record: the rest as it is, the walk says so */
+			break;
 		if (type != MT_REC_COMPRESSED && type != MT_REC_COMPRESSED2) {
-			out_put(&o, base + pos, span);
+			out_put(&x->o, base + pos, span);
 			pos += span;
 			continue;
 		}
@@ -253,81 +289,95 @@ int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data
 		}
 		uint64_t at = pos;
 		pos += span;
-		if (broken) {
-			st->batches_lost++;
-			continue;
+		if (!x->broken && src_len == (uint64_t)-1) {
+			snprintf(st->damage, sizeof st->damage, "a COMPRESSED2 record at offset %" PRIu64 "%s declares more "
+				 "data than it holds", at, where);
+			x->broken = true;
 		}
-		if (src_len == (uint64_t)-1) {
-			snprintf(st->damage, sizeof st->damage, "a COMPRESSED2 record at offset %" PRIu64
-				 " declares more data than it holds", at);
-			broken = true;
+		if (!x->broken && !expand_batch(x, src, src_len, at, where))
+			return UINT64_MAX;
+		if (x->broken) {
 			st->batches_lost++;
-			continue;
-		}
-		st->bytes_in += src_len;
-		ZSTD_inBuffer in = {src, (size_t)src_len, 0};
-		/* (a full output buffer may leave more to flush with no input) */
-		for (bool full = false; (in.pos < in.size || full) && !broken;) {
-			ZSTD_outBuffer zo = {zout, zout_cap, 0};
-			size_t before = in.pos;
-			size_t r = ZSTD_decompressStream(z, &zo, &in);
-			if (ZSTD_isError(r)) {
-				snprintf(st->damage, sizeof st->damage, "zstd: %s, in the compressed batch at offset %" PRIu64,
-					 ZSTD_getErrorName(r), at);
-				broken = true;
-				break;
-			}
-			st->bytes_out += zo.pos;
-			if (st->bytes_out > (st->bytes_in << 10) + ((uint64_t)16 << 20)) {
-				/* zstd can expand a few bytes to gigabytes: no perf
-				 * batch does, a crafted one must not fill TMPDIR */
-				snprintf(st->damage, sizeof st->damage, "the compressed batch at offset %" PRIu64
-					 " expands past 1024 times what was read: not read further", at);
-				broken = true;
-				break;
-			}
-			if (pend_add(&pend, zout, zo.pos)) {
-				rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory expanding its compressed records", name);
-				goto done;
-			}
-			if (!pend_drain(&pend, &o)) {
-				snprintf(st->damage, sizeof st->damage, "a record of size under 8 in the records of the "
-					 "compressed batch at offset %" PRIu64, at);
-				broken = true;
-			} else if (zo.pos == 0 && in.pos == before) {
-				break; /* no progress: nothing more comes of this batch */
-			}
-			full = zo.pos == zo.size;
-		}
-		if (broken) {
-			st->batches_lost++;
-			st->records_cut += pend.n;
-			pend.n = 0;
+			st->records_cut += x->pend.n;
+			x->pend.n = 0;
 		}
 	}
-	if (pend.n) {
-		if (!st->damage[0])
-			snprintf(st->damage, sizeof st->damage, "the compressed records end inside a record (%zu bytes of it)",
-				 pend.n);
-		st->records_cut += pend.n;
+	return pos;
+}
+
+/* A file's records ended: a record still held back is cut. */
+static void end_of_file(struct expander *x, const char *where)
+{
+	if (x->pend.n) {
+		if (!x->st->damage[0])
+			snprintf(x->st->damage, sizeof x->st->damage,
+				 "the compressed records%s end inside a record (%zu bytes of it)", where, x->pend.n);
+		x->st->records_cut += x->pend.n;
+		x->pend.n = 0;
 	}
-	uint64_t data_out = o.written - data_off;
+}
+
+int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data_off, uint64_t data_end,
+		  const struct mt_perfexpand_part *parts, size_t nparts, int *fdp, size_t *out_len,
+		  struct mt_perfexpand_stats *st, const char *name, struct mt_err *err)
+{
+	memset(st, 0, sizeof *st);
+	st->input_bytes = len;
+	int fd = open_tmp(name, err);
+	if (fd < 0)
+		return fd;
+	struct expander x = {.o = {.fd = fd, .buf = malloc(OUT_BUF)}, .z = ZSTD_createDStream(),
+			     .zout_cap = ZSTD_DStreamOutSize(), .st = st};
+	x.zout = malloc(x.zout_cap);
+	int rc = 0;
+	if (!x.o.buf || !x.z || !x.zout)
+		goto nomem;
+	ZSTD_initDStream(x.z);
+	out_put(&x.o, base, data_off);
+	uint64_t pos = expand_records(&x, base, data_off, data_end, "");
+	if (pos == UINT64_MAX)
+		goto nomem;
+	end_of_file(&x, "");
+	/* perf record --threads: each data.N, whole records, a stream each */
+	for (size_t i = 0; i < nparts && pos == data_end; i++) {
+		char where[200];
+		snprintf(where, sizeof where, " of %.180s", parts[i].name);
+		ZSTD_initDStream(x.z);
+		x.broken = false;
+		st->parts++;
+		st->parts_bytes += parts[i].len;
+		uint64_t stop = expand_records(&x, parts[i].base, 0, parts[i].len, where);
+		if (stop == UINT64_MAX)
+			goto nomem;
+		end_of_file(&x, where);
+		if (stop < parts[i].len) {
+			st->parts_cut += parts[i].len - stop;
+			if (!st->part_damage[0])
+				snprintf(st->part_damage, sizeof st->part_damage, "%.300s ends inside a record at offset %" PRIu64
+					 " (%" PRIu64 " bytes of it)", parts[i].name, stop, parts[i].len - stop);
+		}
+	}
+	uint64_t data_out = x.o.written - data_off;
 	/* what follows the data (or the rest of a broken walk) as it was */
-	out_put(&o, base + pos, len - pos);
-	out_flush(&o);
+	out_put(&x.o, base + pos, len - pos);
+	out_flush(&x.o);
 	int64_t delta = (int64_t)(data_out - (pos - data_off));
 	if (!pipe_mode && len >= FILE_HEADER_SIZE)
-		patch_file_header(base, len, data_end, delta, fd, &o);
-	if (o.err) {
-		rc = mt_err_set(err, MT_EIO, "%s: writing its uncompressed records to TMPDIR: %s", name, strerror(o.err));
+		patch_file_header(base, len, data_end, delta, fd, &x.o);
+	if (x.o.err) {
+		rc = mt_err_set(err, MT_EIO, "%s: writing its records, whole and uncompressed, to TMPDIR: %s", name,
+				strerror(x.o.err));
 		goto done;
 	}
-	*out_len = (size_t)o.written;
+	*out_len = (size_t)x.o.written;
+	goto done;
+nomem:
+	rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory expanding its records", name);
 done:
-	free(o.buf);
-	free(pend.v);
-	free(zout);
-	ZSTD_freeDStream(z);
+	free(x.o.buf);
+	free(x.pend.v);
+	free(x.zout);
+	ZSTD_freeDStream(x.z);
 	if (rc) {
 		close(fd);
 		return rc;

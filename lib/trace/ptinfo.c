@@ -39,7 +39,9 @@ int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err)
 	if (pd->cpudesc) fprintf(out, "cpu-desc\t%s\n", pd->cpudesc);
 	if (pd->cpuid) fprintf(out, "cpuid\t%s\n", pd->cpuid);
 	if (pd->nrcpus_avail) fprintf(out, "nr-cpus\t%u online, %u available\n", pd->nrcpus_online, pd->nrcpus_avail);
-	if (pd->expanded)
+	if (pd->expanded && pd->zstd.parts)
+		fprintf(out, "directory\tdata-files=%u\tbytes=%" PRIu64 "\n", pd->zstd.parts, pd->zstd.parts_bytes);
+	if (pd->expanded && pd->zstd.batches)
 		fprintf(out, "compressed\tzstd\tbatches=%" PRIu64 "\tlost=%" PRIu64 "\tbytes=%" PRIu64 "\trecord-bytes=%" PRIu64
 			"\n", pd->zstd.batches, pd->zstd.batches_lost, pd->zstd.bytes_in, pd->zstd.bytes_out);
 	fprintf(out, "features\t");

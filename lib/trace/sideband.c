@@ -387,8 +387,12 @@ int mt_side_collect(struct mt_perfdata *pd, struct side *s, struct mt_err *err)
 		s->walk_damaged = true;
 		snprintf(s->walk_err, sizeof s->walk_err,
 			 "%s: %" PRIu64 " of its %" PRIu64 " zstd-compressed record batches (perf record -z) could not be "
-			 "read (%s): the records they held are lost", pd->name, pd->zstd.batches_lost, pd->zstd.batches,
+			 "read (%.300s): the records they held are lost", pd->name, pd->zstd.batches_lost, pd->zstd.batches,
 			 pd->zstd.damage);
+	} else if (pd->zstd.part_damage[0]) {
+		/* perf record --threads: a data.N missing, cut or unread */
+		s->walk_damaged = true;
+		snprintf(s->walk_err, sizeof s->walk_err, "%s: %.400s", pd->name, pd->zstd.part_damage);
 	} else if (s->counts[MT_REC_COMPRESSED] + s->counts[MT_REC_COMPRESSED2]) {
 		/* compressed records in a file whose header does not say so
 		 * (perf record -z always does): not expanded, and said */

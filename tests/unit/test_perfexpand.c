@@ -42,7 +42,7 @@ static uint8_t *expanded(const uint8_t *in, size_t len, bool pipe, uint64_t doff
 {
 	int fd;
 	struct mt_err err = {0};
-	if (mt_perfexpand(in, len, pipe, doff, dend, &fd, out_len, st, "test", &err))
+	if (mt_perfexpand(in, len, pipe, doff, dend, NULL, 0, &fd, out_len, st, "test", &err))
 		return NULL;
 	uint8_t *b = malloc(*out_len);
 	if (pread(fd, b, *out_len, 0) != (ssize_t)*out_len) {
@@ -154,8 +154,47 @@ static void test_file_header(void)
 	free(out);
 }
 
+/* perf record --threads: data.N files after the data section, each its
+ * own zstd stream; one cut inside its last record. */
+static void test_parts(void)
+{
+	uint8_t base[256], a[4096], b[256], raw[512], want[4096];
+	memcpy(base, "PERFILE2\x10\0\0\0\0\0\0\0", 16);
+	size_t bl = 16 + put_record(base + 16, MT_REC_COMM, 32, 0x01);
+	size_t al = put_record(a, MT_REC_SAMPLE, 40, 0x02);
+	size_t rl = put_record(raw, MT_REC_SAMPLE, 56, 0x03);
+	al += put_batch(a + al, raw, rl);
+	size_t blen = put_record(b, MT_REC_MMAP2, 80, 0x04);
+	put_record(b + blen, MT_REC_SAMPLE, 64, 0x05);
+	size_t bcut = blen + 30; /* the second record cut */
+	size_t wl = 0;
+	memcpy(want, base, bl);
+	wl = bl;
+	memcpy(want + wl, a, 40);
+	wl += 40;
+	memcpy(want + wl, raw, rl);
+	wl += rl;
+	memcpy(want + wl, b, blen);
+	wl += blen;
+	struct mt_perfexpand_part parts[] = {{a, al, "d/data.0"}, {b, bcut, "d/data.1"}};
+	int fd;
+	size_t n = 0;
+	struct mt_perfexpand_stats st;
+	struct mt_err err = {0};
+	int rc = mt_perfexpand(base, bl, true, 16, bl, parts, 2, &fd, &n, &st, "d/data", &err);
+	uint8_t out[4096] = {0};
+	bool same = !rc && n == wl && pread(fd, out, n, 0) == (ssize_t)n && !memcmp(out, want, wl);
+	if (!rc)
+		close(fd);
+	ok(same, "data.N after the data section: their whole records, batches expanded, in order");
+	ok(st.parts == 2 && st.parts_bytes == al + bcut && st.parts_cut == 30 && st.batches == 1 &&
+	   strstr(st.part_damage, "d/data.1 ends inside a record at offset 80 (30 bytes of it)"),
+	   "a data.N cut inside a record: its whole records kept, the cut said");
+}
+
 int main(void)
 {
+	test_parts();
 	test_pipe_spanning();
 	test_file_header();
 	return tap_done();

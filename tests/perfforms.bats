@@ -187,3 +187,57 @@ open('z.data', 'wb').write(b)"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == *"standard input: a perf.data directory's header read without its directory: its data.N files (perf record --threads) are not read"* ]]
 }
+
+# perf record --switch-output writes a recording as a series of files, each
+# a whole perf.data; the later ones lack the MMAPs of what was already
+# running, so perf script names their samples [unknown]. Several FILEs to
+# mt-pt2events are one recording, in time order. Recorded here for real;
+# oracle: perf script on each piece (every sample, by thread, time and IP).
+@test "perf record --switch-output, for real: its pieces given together are one recording, every piece's samples, named from the first's MMAPs" {
+	perf record --switch-output=20K -m 4 -q -e cpu-clock/freq=4000/u -g -o s.data -- "$MT_PROGS/workers" 500 > /dev/null 2>&1
+	n=$(find . -name 's.data.*' | wc -l)
+	echo "$n pieces"
+	[ "$n" -ge 3 ]
+	for f in s.data.*; do
+		perf script -i "$f" -F tid,time,ip --ns -G 2> /dev/null
+	done | awk '{ t = $2; sub(":", "", t); sub("\\.", "", t); printf "%s %s 0x%s\n", $1, t, $3 }' | sort > perf.samples
+	[ -s perf.samples ]
+	run --separate-stderr "$PT2EVENTS" s.data.*
+	[ "$status" -eq 0 ]
+	echo "$output" > all.raw
+	awk -F'\t' '$4 == "sample" { print $3, $1, $5 }' all.raw | sort > mt.samples
+	wc -l perf.samples mt.samples
+	cmp perf.samples mt.samples
+	# in time order whatever the order given
+	"$PT2EVENTS" $(ls -r s.data.*) 2> /dev/null | cmp - all.raw
+	# the last piece with samples: perf names none of its frames in the
+	# program, mt names them from the first piece's MMAPs
+	last=$(for f in s.data.*; do [ "$(perf script -i "$f" -F tid 2> /dev/null | grep -c '^ *[0-9]')" -gt 0 ] && echo "$f"; done | tail -1)
+	[ "$last" != "$(ls s.data.* | head -1)" ]
+	[ "$(perf script -i "$last" -F ip,sym -G 2> /dev/null | grep -c crunch)" -eq 0 ]
+	since=$(perf script -i "$last" -F time --ns 2> /dev/null | awk 'NR == 1 { t = $1; sub(":", "", t); sub("\\.", "", t); print t }')
+	"$MT_BIN/mt-symbolize" all.raw | awk -F'\t' -v since="$since" '$4 == "sample" && $1 >= since' > last.ev
+	[ "$(grep -c 'from_sym=crunch' last.ev)" -gt 10 ]
+}
+
+@test "several FILEs: each a perf.data piece of the same recording, else a clear error" {
+	perf record --switch-output=20K -m 4 -q -e cpu-clock/freq=4000/u -g -o s.data -- "$MT_PROGS/workers" 200 > /dev/null 2>&1
+	first=$(ls s.data.* | head -1)
+	run --separate-stderr "$PT2EVENTS" "$first" "$MT_FIXTURES/flow/plain.data"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"is not a piece of the same recording as "*": its events differ"* ]]
+	[ -z "$output" ]
+	run --separate-stderr "$PT2EVENTS" "$first" - < "$first"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-pt2events: -: several FILEs are the pieces of one recording, each a perf.data file (not standard input, a directory or another kind of file)" ]]
+	mkdir d
+	run --separate-stderr "$PT2EVENTS" "$first" d
+	[ "$status" -eq 2 ]
+	run --separate-stderr "$PT2EVENTS" "$first" missing.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "mt-pt2events: missing.data: No such file or directory" ]]
+	head -c 100 "$first" > short.data
+	run --separate-stderr "$PT2EVENTS" "$first" short.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "mt-pt2events: short.data: "* ]]
+}

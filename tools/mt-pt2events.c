@@ -33,14 +33,16 @@ enum { EXIT_DATA = 1, EXIT_USAGE = 2 };
 static void usage(FILE *f)
 {
 	fprintf(f,
-"Usage: " PROG " [OPTION]... [FILE]\n"
+"Usage: " PROG " [OPTION]... [FILE]...\n"
 "Decode Intel PT into the mt event stream (mt-events(5)) on standard output.\n"
 "FILE is a perf.data in file or pipe mode (perf record -z too), a perf.data\n"
 "directory (DIR/data; perf record --threads: with every DIR/data.N; --kcore:\n"
 "with DIR/kcore_dir used for kernel code), or a bundle\n"
 "(mt-bundle(5): its perf.data, decoded with its objects only, never this\n"
-"host's); '-' or no FILE reads standard input. A perf.data of stack samples\n"
-"(no Intel PT) gives one sample event per sample, with its callchain.\n"
+"host's); '-' or no FILE reads standard input. Several FILEs are the pieces\n"
+"of one recording (perf record --switch-output), read as one in time order.\n"
+"A perf.data of stack samples (no Intel PT) gives one sample event per sample,\n"
+"with its callchain.\n"
 "\n"
 "  -o, --output=FILE        write events to FILE (atomically) instead of stdout\n"
 "      --symfs=DIR|ARCHIVE  look up traced binaries under DIR, or only in a\n"
@@ -530,9 +532,22 @@ int main(int argc, char **argv)
 		fprintf(stderr, PROG ": --image and --pages need --pt\n");
 		return EXIT_USAGE;
 	}
-	if (optind + (ptpath ? 0 : 1) < argc) {
+	if (ptpath && optind < argc) {
 		fprintf(stderr, PROG ": too many arguments\nTry '" PROG " --help' for more information.\n");
 		return EXIT_USAGE;
+	}
+	/* several FILEs: the pieces of one recording (perf record
+	 * --switch-output), each a perf.data file */
+	int npieces = argc - optind;
+	if (npieces > 1) {
+		for (int i = optind; i < argc; i++) {
+			struct stat pst;
+			if (!strcmp(argv[i], "-") || (stat(argv[i], &pst) == 0 && !S_ISREG(pst.st_mode))) {
+				fprintf(stderr, PROG ": %s: several FILEs are the pieces of one recording, each a perf.data "
+					"file (not standard input, a directory or another kind of file)\n", argv[i]);
+				return EXIT_USAGE;
+			}
+		}
 	}
 	/* no FILE and a terminal on stdin: ./perf.data, as perf script reads it */
 	const char *in = optind < argc ? argv[optind] : ptpath || !isatty(0) ? "-" : "perf.data";
@@ -583,7 +598,18 @@ int main(int argc, char **argv)
 	char head[512], in_name[4200];
 	snprintf(in_name, sizeof in_name, "%s", strcmp(in, "-") ? in : "standard input");
 	size_t head_len = 0;
-	if (!ptpath) {
+	if (npieces > 1) {
+		if (input == IN_PERF_SCRIPT) {
+			fprintf(stderr, PROG ": several FILEs are the pieces of one perf.data recording, not perf script "
+				"text\n");
+			return EXIT_USAGE;
+		}
+		if (mt_perfdata_open_pieces(&pd, (const char *const *)argv + optind, (size_t)npieces, &err)) {
+			fprintf(stderr, PROG ": %s\n", err.msg);
+			return EXIT_DATA;
+		}
+		input = IN_PERF_DATA;
+	} else if (!ptpath) {
 		if (open_peek(in, &in_fd, head, sizeof head, &head_len))
 			return EXIT_DATA;
 		if (input != IN_PERF_SCRIPT && mt_bundle_sniff(head, head_len)) {
@@ -625,8 +651,8 @@ int main(int argc, char **argv)
 			fprintf(stderr, PROG ": --info describes a perf.data, not --pt input\n");
 			return EXIT_USAGE;
 		}
-		if (mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head, head_len,
-					&err) || mt_ptperf_info(&pd, stdout, &err)) {
+		if ((npieces < 2 && mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head, head_len, &err)) ||
+		    mt_ptperf_info(&pd, stdout, &err)) {
 			fprintf(stderr, PROG ": %s\n", err.msg);
 			status = EXIT_DATA;
 		} else if (pd.truncated) {
@@ -641,8 +667,7 @@ int main(int argc, char **argv)
 	}
 	if (input == IN_PERF_SCRIPT)
 		return decode_script(in_fd, in_name, head, head_len, out, format, stats);
-	if (!ptpath && mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head,
-					   head_len, &err)) {
+	if (!ptpath && npieces < 2 && mt_perfdata_open_fd(&pd, in_fd, in_name, (const uint8_t *)head, head_len, &err)) {
 		fprintf(stderr, PROG ": %s\n", err.msg);
 		mt_perfdata_close(&pd);
 		return EXIT_DATA;

@@ -479,6 +479,107 @@ int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const 
 	return rc ? rc : expand_if_needed(pd, err);
 }
 
+/* The time of a piece's first timed record (UINT64_MAX: none); perf
+ * synthesizes a COMM at time 0 at the start of every piece. */
+static uint64_t first_time(struct mt_perfdata *pd)
+{
+	struct mt_perf_record r;
+	struct mt_err e = {0};
+	uint64_t t = UINT64_MAX;
+	while (mt_perfdata_next(pd, &r, &e) > 0)
+		if (r.sid.has_time && r.sid.time) {
+			t = r.sid.time;
+			break;
+		}
+	mt_perfdata_rewind(pd);
+	pd->rewound = false;
+	return t;
+}
+
+static bool same_events(const struct mt_perfdata *a, const struct mt_perfdata *b)
+{
+	if (a->nattrs != b->nattrs)
+		return false;
+	for (size_t i = 0; i < a->nattrs; i++)
+		if (a->attrs[i].type != b->attrs[i].type || a->attrs[i].config != b->attrs[i].config ||
+		    a->attrs[i].sample_type != b->attrs[i].sample_type)
+			return false;
+	return true;
+}
+
+int mt_perfdata_open_pieces(struct mt_perfdata *pd, const char *const *paths, size_t n, struct mt_err *err)
+{
+	memset(pd, 0, sizeof *pd);
+	struct piece { struct mt_perfdata pd; uint64_t t; } *pc = calloc(n, sizeof *pc);
+	struct mt_perfexpand_part *parts = calloc(n, sizeof *parts);
+	int rc = pc && parts ? 0 : mt_err_set(err, MT_ENOMEM, "out of memory opening %zu perf.data files", n);
+	size_t opened = 0;
+	for (; opened < n && !rc; opened++) {
+		struct mt_perfdata *p = &pc[opened].pd;
+		rc = mt_perfdata_open(p, paths[opened], err);
+		if (!rc && p->pipe_mode)
+			rc = mt_err_set(err, MT_EUNSUP, "%s: a pipe-mode perf.data cannot be a piece of a recording given in "
+					"several files (perf record --switch-output writes files)", p->name);
+		else if (!rc && opened && !same_events(p, &pc[0].pd))
+			rc = mt_err_set(err, MT_EFORMAT, "%s is not a piece of the same recording as %s: its events differ",
+					p->name, pc[0].pd.name);
+		if (!rc)
+			pc[opened].t = first_time(p);
+	}
+	if (!rc) {
+		/* in time order, as perf record --switch-output wrote them (an
+		 * untimed piece keeps its place after the timed ones) */
+		for (size_t i = 1; i < n; i++)
+			for (size_t j = i; j && pc[j - 1].t > pc[j].t; j--) {
+				struct piece t = pc[j];
+				pc[j] = pc[j - 1];
+				pc[j - 1] = t;
+			}
+		for (size_t i = 1; i < n; i++)
+			parts[i - 1] = (struct mt_perfexpand_part){.base = pc[i].pd.base + pc[i].pd.data_off,
+								   .len = pc[i].pd.data_end - pc[i].pd.data_off,
+								   .name = pc[i].pd.name};
+		struct mt_perfexpand_stats st;
+		const struct mt_perfdata *b = &pc[0].pd;
+		int fd;
+		size_t len;
+		rc = mt_perfexpand(b->base, b->len, false, b->data_off, b->data_end, parts, n - 1, &fd, &len, &st, b->name,
+				   err);
+		if (!rc) {
+			st.input_bytes = 0;
+			for (size_t i = 0; i < n; i++)
+				st.input_bytes += pc[i].pd.expanded ? pc[i].pd.zstd.input_bytes : pc[i].pd.len;
+			for (size_t i = 0; i < n; i++)
+				if (pc[i].pd.expanded) {
+					st.batches += pc[i].pd.zstd.batches;
+					st.batches_lost += pc[i].pd.zstd.batches_lost;
+					st.records_cut += pc[i].pd.zstd.records_cut;
+					if (!st.damage[0])
+						memcpy(st.damage, pc[i].pd.zstd.damage, sizeof st.damage);
+				}
+			void *m = mmap(NULL, len, PROT_READ, MAP_SHARED, fd, 0);
+			int e = errno;
+			close(fd);
+			if (m == MAP_FAILED) {
+				rc = mt_err_set(err, MT_EIO, "%s: mmap of the pieces' records: %s", b->name, strerror(e));
+			} else {
+				pd->name = b->name;
+				pd->base = m;
+				pd->len = len;
+				pd->mapped = true;
+				pd->expanded = true;
+				pd->zstd = st;
+				rc = init(pd, err);
+			}
+		}
+	}
+	for (size_t i = 0; i < opened && pc; i++)
+		mt_perfdata_close(&pc[i].pd);
+	free(pc);
+	free(parts);
+	return rc;
+}
+
 void mt_perfdata_close(struct mt_perfdata *pd)
 {
 	release_input(pd);

@@ -164,6 +164,12 @@ int mt_perfdata_open_fd(struct mt_perfdata *pd, int fd, const char *name, const 
 /* Same, over a caller-owned buffer that must outlive pd. */
 int mt_perfdata_open_mem(struct mt_perfdata *pd, const uint8_t *buf, size_t len,
 			 const char *name, struct mt_err *err);
+/* Several files as one recording (perf record --switch-output's pieces):
+ * each opened (and expanded) as mt_perfdata_open does, put in time order
+ * (each one's first record with a time), their records gathered after the first
+ * one's as one data section (perfexpand.h); pd->name is the first's. Every
+ * piece must be a file-mode perf.data of the same events. */
+int mt_perfdata_open_pieces(struct mt_perfdata *pd, const char *const *paths, size_t n, struct mt_err *err);
 void mt_perfdata_close(struct mt_perfdata *pd);
 /* Back to the first record, for another walk (pipe-mode header records
  * are returned again, not taken again). */

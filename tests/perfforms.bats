@@ -241,3 +241,26 @@ open('z.data', 'wb').write(b)"
 	[ "$status" -eq 1 ]
 	[[ "$stderr" == "mt-pt2events: short.data: "* ]]
 }
+
+# Branch stacks (perf record -b: PERF_SAMPLE_BRANCH_STACK) as real hardware
+# recorded them: Intel LBR (Skylake, perf 4.14), AMD Zen 4's LbrExtV2 with
+# speculation info, and an Alder Lake hybrid recording without. Oracle:
+# Debian's perf script -F ip,brstack on the same files, entry by entry
+# (perf 6.1 does not print the speculation mt adds as /SPEC).
+@test "branch stacks of real LBR recordings (Intel, AMD Zen 4): every sample's entries as perf script -F brstack prints them" {
+	[ -d "$MT_REAL/quipper" ] || skip "the real recordings are not here ($MT_REAL: ../shared/testdata/real)"
+	for f in perf.data.branch-4.14 perf.data.branch_stack_spec perf.data.hybrid_topology; do
+		perf script -i "$MT_REAL/quipper/$f" -F ip,brstack 2> /dev/null | awk '{ $1 = $1; print }' > "$f.perf"
+		"$PT2EVENTS" "$MT_REAL/quipper/$f" 2> /dev/null > "$f.ev"
+		awk -F'\t' '$4 == "sample" { ip = $5; sub("^0x", "", ip); line = ip
+			for (i = 6; i <= NF; i++) if ($i ~ /^branch=/) line = line " " substr($i, 8); print line }' "$f.ev" > "$f.mt"
+		echo "$f: $(wc -l < "$f.perf") samples, $(grep -o ' 0x' "$f.perf" | wc -l) entries"
+		[ -s "$f.perf" ]
+		sed -E 's#/(SPEC_WRONG_PATH|NON_SPEC_CORRECT_PATH|SPEC_CORRECT_PATH)( |$)#\2#g' "$f.mt" | cmp - "$f.perf"
+	done
+	# Skylake's LBR: 32 entries a sample
+	[ "$(grep -o ' 0x' perf.data.branch-4.14.perf | wc -l)" -eq $((32 * 13)) ]
+	# Zen 4 says each branch's speculation; the hybrid file has no stacks
+	grep -q '/NON_SPEC_CORRECT_PATH' perf.data.branch_stack_spec.mt
+	[ "$(grep -c branch= perf.data.hybrid_topology.ev)" -eq 0 ]
+}

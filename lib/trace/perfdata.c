@@ -697,6 +697,8 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 		}
 		if (nr > (uint64_t)(end - p) / 24)
 			return;
+		s->brstack = p;
+		s->brstack_nr = nr;
 		p += nr * 24;
 	}
 	s->has_stack = (st & (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER)) == (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER);

@@ -88,6 +88,9 @@ struct mt_perf_sample_id {
 	bool has_ip, has_addr, has_period;
 	const uint8_t *callchain;  /* SAMPLE: callchain_nr u64 IPs, innermost first */
 	uint64_t callchain_nr;
+	/* SAMPLE with BRANCH_STACK: brstack_nr entries (brstack.h), newest first */
+	const uint8_t *brstack;
+	uint64_t brstack_nr;
 	/* SAMPLE with REGS_USER: regs_n u64s, the attr's sample_regs_user
 	 * bits in ascending order (NULL: none, the abi said none) */
 	const uint8_t *regs;

@@ -6,6 +6,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/brstack.h"
+
 /* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles). */
 static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n)
 {
@@ -31,16 +33,32 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 }
 
 /* A sample of an event at an IP, no frames: event= and period= columns. */
+/* A sample's branch stack as branch= columns from kv[n] on (at most
+ * MT_SAMPLES_MAX_BRANCHES); returns the new n. */
+static unsigned branch_columns(const struct psample *ps, struct mt_kv *kv, unsigned n)
+{
+	static char text[MT_SAMPLES_MAX_BRANCHES][96];
+	for (uint64_t i = 0; i < ps->nbranch && i < MT_SAMPLES_MAX_BRANCHES; i++) {
+		struct mt_branch b;
+		mt_branch_parse(ps->brstack + i * MT_BRANCH_ENTRY_SIZE, &b);
+		mt_branch_format(&b, text[i], sizeof text[i]);
+		kv[n++] = (struct mt_kv){"branch", text[i]};
+	}
+	return n;
+}
+
 static void write_ip_sample(struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_event ev,
-			    const char *ename, uint64_t period)
+			    const char *ename, uint64_t period, const struct psample *ps)
 {
 	char p[24];
 	snprintf(p, sizeof p, "%" PRIu64, period);
-	struct mt_kv kv[2] = {{"event", ename}, {"period", p}};
+	static struct mt_kv kv[2 + MT_SAMPLES_MAX_BRANCHES];
+	kv[0] = (struct mt_kv){"event", ename};
+	kv[1] = (struct mt_kv){"period", p};
 	ev.kind = MT_EV_SAMPLE;
 	ev.offset = MT_NO_OFFSET;
 	ev.extra = kv;
-	ev.nextra = 2;
+	ev.nextra = ps ? branch_columns(ps, kv, 2) : 2;
 	mt_events_write(w, &ev);
 	stats->by_kind[MT_EV_SAMPLE]++;
 }
@@ -52,7 +70,7 @@ static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
 	write_ip_sample(c->w, c->stats, (struct mt_event){.time = ps->time, .has_time = ps->has_time, .pid = ps->pid,
 							 .tid = ps->tid, .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1,
 							 .from = ps->ip},
-			ename, ps->period);
+			ename, ps->period, ps);
 }
 
 static bool of_queue(const struct sink_ctx *c, const struct psample *ps)
@@ -176,7 +194,7 @@ static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h,
 	snprintf(ename, sizeof ename, "mem:0x%" PRIx64 ":x", h->ip);
 	write_ip_sample(w, stats, (struct mt_event){.time = h->time, .has_time = true, .pid = h->pid, .tid = h->tid,
 						    .cpu = -1, .from = h->ip},
-			ename, 1);
+			ename, 1, NULL);
 }
 
 /* One stack sample as an event: frame= columns outermost first, the
@@ -235,6 +253,7 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 		kv[n] = (struct mt_kv){"frame", vals[n]};
 		n++;
 	}
+	n = branch_columns(ps, kv, n);
 	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
 			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
 			      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};

@@ -41,6 +41,8 @@ struct psample {
 	const uint8_t *stack;
 	uint64_t stack_size;
 	bool has_stack;
+	const uint8_t *brstack; /* the branch stack (brstack.h), newest first */
+	uint64_t nbranch;
 };
 struct map {
 	uint32_t pid;

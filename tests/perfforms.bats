@@ -264,3 +264,24 @@ open('z.data', 'wb').write(b)"
 	grep -q '/NON_SPEC_CORRECT_PATH' perf.data.branch_stack_spec.mt
 	[ "$(grep -c branch= perf.data.hybrid_topology.ev)" -eq 0 ]
 }
+
+# perf record -k: the clock of the recording's times. Oracle: this
+# machine's CLOCK_REALTIME read just before and just after the recording
+# (Python's time.time_ns; perf's own clock counts from boot, 56 years
+# away): every sample time lies between them.
+@test "perf record -k: the stream says its clock, and every time is that clock's" {
+	before=$(python3 -c 'import time; print(time.time_ns())')
+	perf record -q -k realtime -e cpu-clock/freq=4000/u -g -o r.data -- "$MT_PROGS/workers" 200 > /dev/null 2>&1
+	after=$(python3 -c 'import time; print(time.time_ns())')
+	"$PT2EVENTS" r.data 2> /dev/null > r.ev
+	grep -qx '# fact	clock	realtime (perf record -k)' r.ev
+	awk -F'\t' -v a="$before" -v b="$after" '$4 == "sample" { n++; if ($1 < a || $1 > b) bad++ }
+		END { print n " samples, " bad + 0 " outside [" a ", " b "]"; exit !(n > 100 && bad == 0) }' r.ev
+	perf record -q -k mono -e cpu-clock/freq=4000/u -o m.data -- "$MT_PROGS/workers" 100 > /dev/null 2>&1
+	"$PT2EVENTS" m.data 2> /dev/null | grep -qx '# fact	clock	monotonic (perf record -k)'
+	# without -k: perf's own clock, no clock said
+	perf record -q -e cpu-clock/freq=4000/u -o p.data -- "$MT_PROGS/workers" 100 > /dev/null 2>&1
+	"$PT2EVENTS" p.data 2> /dev/null > p.ev
+	[ "$(grep -c '^# fact	clock' p.ev)" -eq 0 ]
+	[ "$(awk -F'\t' '$4 == "sample" { print $1; exit }' p.ev)" -lt "$before" ]
+}

@@ -73,6 +73,7 @@ static void parse_attr(struct mt_perf_evattr *a, const uint8_t *p, uint32_t avai
 	a->branch_sample_type = mt_rd64(tmp + 72);
 	a->sample_regs_user = mt_rd64(tmp + 80);
 	a->sample_stack_user = mt_rd32(tmp + 88);
+	a->clockid = (int32_t)mt_rd32(tmp + 92);
 }
 
 /* perf's string feature: u32 len; char str[len] (NUL-padded) */

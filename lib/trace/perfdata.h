@@ -52,7 +52,7 @@ enum {
 	MT_ATTR_ENABLE_ON_EXEC = 1u << 12, MT_ATTR_TASK = 1u << 13,
 	MT_ATTR_SAMPLE_ID_ALL = 1u << 18, MT_ATTR_EXCLUDE_GUEST = 1u << 20,
 	MT_ATTR_MMAP2 = 1u << 23, MT_ATTR_COMM_EXEC = 1u << 24,
-	MT_ATTR_CONTEXT_SWITCH = 1u << 26,
+	MT_ATTR_USE_CLOCKID = 1u << 25, MT_ATTR_CONTEXT_SWITCH = 1u << 26,
 };
 
 enum { MT_MISC_CPUMODE_MASK = 7, MT_MISC_SWITCH_OUT = 1u << 13, MT_MISC_SWITCH_OUT_PREEMPT = 1u << 14,
@@ -74,6 +74,7 @@ struct mt_perf_evattr {
 	uint64_t branch_sample_type;
 	uint64_t sample_regs_user;     /* which user registers a sample holds (perf_regs order) */
 	uint32_t sample_stack_user;    /* bytes of user stack a sample copies */
+	int32_t clockid;               /* with MT_ATTR_USE_CLOCKID: the clock of its times (perf record -k) */
 	const char *name;      /* from EVENT_DESC, or NULL */
 	const uint64_t *ids;   /* points into the input (little-endian u64s) */
 	size_t nids;

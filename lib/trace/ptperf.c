@@ -42,6 +42,18 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 		mt_events_write_fact(w, "time", "perf-clock ns, each sample's time as perf recorded it");
 	else
 		mt_events_write_fact(w, "time", "timeless");
+	/* perf record -k: the clock of every time, said so that the timeline
+	 * lines up with other traces of that clock (mt-toperfetto) */
+	if (pd->nattrs && (pd->attrs[0].flags & MT_ATTR_USE_CLOCKID)) {
+		static const char *const clocks[] = {[0] = "realtime", [1] = "monotonic", [4] = "monotonic_raw",
+						     [7] = "boottime", [11] = "tai"};
+		int32_t c = pd->attrs[0].clockid;
+		const char *name = c >= 0 && c < (int32_t)(sizeof clocks / sizeof clocks[0]) ? clocks[c] : NULL;
+		if (name)
+			mt_events_write_fact(w, "clock", "%s (perf record -k)", name);
+		else
+			mt_events_write_fact(w, "clock", "clockid %d (perf record -k)", (int)c);
+	}
 	if (s->have_info)
 		mt_events_write_fact(w, "buffers", "%s", s->priv[PRIV_PER_CPU_MMAPS] ? "per-cpu" : "per-thread");
 	else if (s->seen.n)

@@ -222,16 +222,16 @@ enum mt_record_end mt_recording_run(struct mt_recording *r)
 			r->signal = pending_signal;
 			return MT_END_SIGNAL;
 		}
-		if (mt_perfctl_poll_exit(&r->perf))
-			return MT_END_PERF_EXIT;
+		bool perf_gone = mt_perfctl_poll_exit(&r->perf);
 		reap_command(r);
-		if ((r->command && r->command_done) || all_watched_ended(r)) {
-			/* the kernel wrote every hit before the exit: a hit since
-			 * the last poll is still said, and ends a single-snapshot
-			 * recording as the trigger */
-			if (r->trigger && handle_hits(r))
+		if (perf_gone || (r->command && r->command_done) || all_watched_ended(r)) {
+			/* the kernel wrote every hit before the exit (perf ends
+			 * when the program does): a hit since the last poll is
+			 * still said, and ends a single-snapshot recording as the
+			 * trigger */
+			if (r->trigger && handle_hits(r) && !perf_gone)
 				return MT_END_TRIGGER;
-			return MT_END_COMMAND_EXIT;
+			return perf_gone ? MT_END_PERF_EXIT : MT_END_COMMAND_EXIT;
 		}
 		struct pollfd fds[2 + MT_RECORD_MAX_PIDS];
 		nfds_t n = 0;

@@ -285,3 +285,65 @@ open('z.data', 'wb').write(b)"
 	[ "$(grep -c '^# fact	clock' p.ev)" -eq 0 ]
 	[ "$(awk -F'\t' '$4 == "sample" { print $1; exit }' p.ev)" -lt "$before" ]
 }
+
+# JIT code named from the jitdump the JIT wrote (perf's format: V8's
+# --perf-prof here, with Debian's nodejs) and mapped, so that the recording
+# says where it is. Recorded for real with -k mono, perf's clock rule for
+# jitdumps. Oracle: perf inject --jit, then perf script: the name of every
+# sample's innermost frame in JIT code.
+@test "a jitdump (node --perf-prof, for real): JIT-compiled functions named in samples as perf inject --jit names them" {
+	command -v node > /dev/null || skip "no node (Debian's nodejs) here"
+	cat > hot.js <<'JS'
+function hotLoop(n) { let s = 0; for (let i = 0; i < n; i++) s += (i * i) % 7; return s; }
+function middle(n) { return hotLoop(n); }
+let t = 0; const end = Date.now() + 600;
+while (Date.now() < end) t += middle(100000);
+JS
+	perf record -q -k mono -e cpu-clock/freq=2000/u -g -o n.data -- node --perf-prof hot.js > /dev/null 2>&1
+	ls jit-*.dump > /dev/null
+	perf inject --jit -i n.data -o j.data 2> /dev/null
+	perf script -i j.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > j.perf
+	"$PT2EVENTS" n.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> sym.err > n.ev
+	python3 - j.perf n.ev <<'PY'
+import re, sys
+perf, cur = {}, None
+for line in open(sys.argv[1], errors='replace'):
+    line = line.rstrip('\n')
+    if not line.strip():
+        cur = None
+    elif not line.startswith('\t'):
+        f = line.split()
+        cur = (int(f[0]), int(f[1].rstrip(':').replace('.', '')))
+        perf[cur] = []
+    elif cur is not None:
+        parts = line.strip().split(None, 1)
+        perf[cur].append(re.sub(r'\+0x[0-9a-f]+$', '', parts[1] if len(parts) > 1 else ''))
+n = same = hot = 0
+for line in open(sys.argv[2], errors='replace'):
+    f = line.rstrip('\n').split('\t')
+    if len(f) < 4 or f[3] != 'sample' or not any(x.startswith('from_dso=') and x.endswith('.dump') for x in f):
+        continue
+    mt = next(x[9:] for x in f if x.startswith('from_sym='))
+    p = perf.get((int(f[2]), int(f[0])), ['(no such sample)'])[0]
+    n += 1
+    same += p == mt
+    hot += 'hotLoop' in mt
+    if p != mt and n - same <= 5:
+        print('differs: perf %r, mt %r' % (p, mt))
+print('%d samples in JIT code, %d named as perf names them, %d in hotLoop' % (n, same, hot))
+sys.exit(0 if n > 100 and same == n and hot > 50 else 1)
+PY
+	# a record at the dump's end that claims more than there is (a JIT
+	# killed while writing): the loads before it named, the damage said
+	dump=$(ls jit-*.dump)
+	python3 -c "
+import struct, sys
+open(sys.argv[1], 'ab').write(struct.pack('<IIQ', 0, 1 << 30, 0) + b'JS:cut')" "$dump"
+	"$PT2EVENTS" n.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> cut.err > cut.ev
+	grep -q "warning: .*$dump: a record at offset [0-9]* is cut or lies about its size" cut.err
+	grep -q 'from_sym=JS:.hotLoop' cut.ev
+	# not a jitdump at all: said, its code unnamed
+	printf 'not a dump' > "$dump"
+	"$PT2EVENTS" n.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> bad.err > /dev/null
+	grep -q "$dump: not a jitdump (no JiTD header)" bad.err
+}

@@ -19,6 +19,7 @@
 
 #include "base/infile.h"
 #include "names/demangle.h"
+#include "names/jitdump.h"
 #include "objects/debuginfod.h"
 #include "objects/elfsyms.h"
 #include "objects/kallsyms.h"
@@ -125,6 +126,9 @@ struct mt_sym {
 	char *perf_map_dir, *perf_map_file;
 	struct perf_map *pmaps;
 	size_t npmaps, cappmaps;
+	/* jitdumps (jit-PID.dump) the processes mapped: their code by name */
+	struct perf_map *jits;
+	size_t njits, capjits;
 	char *vmlinux, *kallsyms;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -205,6 +209,12 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->pmaps[i].obj.strings);
 	}
 	free(s->pmaps);
+	for (size_t i = 0; i < s->njits; i++) {
+		free(s->jits[i].path);
+		free(s->jits[i].obj.syms);
+		free(s->jits[i].obj.strings);
+	}
+	free(s->jits);
 	free(s->perf_map_dir);
 	free(s->perf_map_file);
 	free(s->memo);
@@ -365,6 +375,18 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 	if (!o)
 		return false;
 	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
+	/* a JIT maps its jitdump so that perf records where it is (perf
+	 * inject --jit reads it from there): its code is named from it */
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t bl = strlen(base);
+	if (!strncmp(base, "jit-", 4) && bl > 9 && !strcmp(base + bl - 5, ".dump") &&
+	    mt_grow((void **)&s->jits, &s->capjits, s->njits + 1, sizeof *s->jits)) {
+		struct perf_map *j = &s->jits[s->njits];
+		memset(j, 0, sizeof *j);
+		j->pid = mm.pid;
+		if ((j->path = strdup(path)))
+			s->njits++;
+	}
 	struct mapping m = {.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o, .dso = o->path};
 	/* appended in order, the table stays sorted (no sort before the next lookup) */
 	if (s->nmaps && cmp_map(&s->maps[s->nmaps - 1], &m) >= 0)
@@ -1060,6 +1082,77 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	return false;
 }
 
+struct jit_entry { uint64_t start, end; const char *name; size_t order; };
+
+/* by start, the latest load first */
+static int cmp_jit_entry(const void *a, const void *b)
+{
+	const struct jit_entry *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->order > y->order ? -1 : x->order < y->order;
+}
+
+static void load_jitdump(struct mt_sym *s, struct perf_map *j)
+{
+	struct object *o = &j->obj;
+	o->loaded = true;
+	struct mt_jitdump jd;
+	struct mt_err err = {0};
+	if (mt_jitdump_read(&jd, j->path, &err)) {
+		o->failed = true;
+		warnf(s, "warning: %s%s: JIT code there is not named", err.msg, "");
+		return;
+	}
+	if (jd.damaged_at) {
+		char at[32];
+		snprintf(at, sizeof at, "%" PRIu64, jd.damaged_at);
+		warnf(s, "warning: %s: a record at offset %s is cut or lies about its size: the code loads after it are not "
+		      "named", j->path, at);
+	}
+	struct jit_entry *e = jd.ncode ? malloc(jd.ncode * sizeof *e) : NULL;
+	size_t n = 0;
+	for (size_t i = 0; e && i < jd.ncode; i++)
+		if (jd.code[i].size && jd.code[i].start + jd.code[i].size > jd.code[i].start)
+			e[n++] = (struct jit_entry){jd.code[i].start, jd.code[i].start + jd.code[i].size, jd.code[i].name, i};
+	if (n)
+		qsort(e, n, sizeof *e, cmp_jit_entry);
+	/* code at an address used again: the latest load's name (perf inject
+	 * maps each load at its time; a lookup here has no time) */
+	struct symbuf b = {0};
+	for (size_t i = 0; i < n; i++)
+		if (!i || e[i].start != e[i - 1].start)
+			symbuf_add(&b, e[i].start, e[i].end, e[i].name, "", STB_GLOBAL);
+	free(e);
+	mt_jitdump_free(&jd);
+	for (size_t i = 0; i < b.n; i++)
+		b.syms[i].name = b.strings + (uintptr_t)b.syms[i].name;
+	o->syms = b.syms;
+	o->nsyms = b.n;
+	o->strings = b.strings;
+}
+
+/* JIT code a jitdump of pid names (the latest mapped one that does). */
+static bool jit_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
+{
+	for (size_t i = s->njits; i-- > 0;) {
+		struct perf_map *j = &s->jits[i];
+		if (j->pid != pid)
+			continue;
+		if (!j->obj.loaded)
+			load_jitdump(s, j);
+		const struct object *o = &j->obj;
+		size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
+		if (lo && addr < o->syms[lo - 1].end) {
+			r->name = o->syms[lo - 1].name;
+			r->off = addr - o->syms[lo - 1].start;
+			r->dso = j->path;
+			return true;
+		}
+	}
+	return false;
+}
+
 static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r);
 
 void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
@@ -1097,6 +1190,10 @@ void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 
 static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
 {
+	/* JIT code first, as perf inject --jit's later mappings win over the
+	 * program's (V8's builtins inside node's text) */
+	if (s->njits && jit_lookup(s, pid, addr, r))
+		return;
 	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
 	if (!m) {
 		perf_map_lookup(s, pid, addr, r);

@@ -14,9 +14,14 @@ bats_require_minimum_version 1.5.0
 	[[ "$output" == "mt-pt2events (mt) "* ]]
 	run "$PT2EVENTS" --bogus
 	[ "$status" -eq 2 ]
-	run "$PT2EVENTS" a b
+	# several FILEs are the pieces of one recording (perfforms.bats); with
+	# --pt, a FILE is one too many
+	run "$PT2EVENTS" --pt x y
 	[ "$status" -eq 2 ]
 	[[ "$output" == *"too many arguments"* ]]
+	run "$PT2EVENTS" a b
+	[ "$status" -eq 1 ]
+	[[ "$output" == "mt-pt2events: a: No such file or directory" ]]
 	run "$PT2EVENTS" --output-format=protobuf x
 	[ "$status" -eq 2 ]
 	run "$PT2EVENTS" --image /bin/true@0x1000

@@ -247,7 +247,7 @@ open('z.data', 'wb').write(b)"
 # speculation info, and an Alder Lake hybrid recording without. Oracle:
 # Debian's perf script -F ip,brstack on the same files, entry by entry
 # (perf 6.1 does not print the speculation mt adds as /SPEC).
-@test "branch stacks of real LBR recordings (Intel, AMD Zen 4): every sample's entries as perf script -F brstack prints them" {
+@test "branch stacks of real LBR recordings (Intel, AMD Zen 4): every sample's entries as perf script -F brstack prints them; a hybrid CPU's events by PMU" {
 	[ -d "$MT_REAL/quipper" ] || skip "the real recordings are not here ($MT_REAL: ../shared/testdata/real)"
 	for f in perf.data.branch-4.14 perf.data.branch_stack_spec perf.data.hybrid_topology; do
 		perf script -i "$MT_REAL/quipper/$f" -F ip,brstack 2> /dev/null | awk '{ $1 = $1; print }' > "$f.perf"
@@ -263,6 +263,12 @@ open('z.data', 'wb').write(b)"
 	# Zen 4 says each branch's speculation; the hybrid file has no stacks
 	grep -q '/NON_SPEC_CORRECT_PATH' perf.data.branch_stack_spec.mt
 	[ "$(grep -c branch= perf.data.hybrid_topology.ev)" -eq 0 ]
+	# and its events keep their PMU: perf's cpu_core/cycles:ppp/ is
+	# cpu_core/cycles, not cpu_core (or cycles, as cpu_atom's would be)
+	perf script -i "$MT_REAL/quipper/perf.data.hybrid_topology" -F event 2> /dev/null | sed -E 's/:ppp\/: *$//' | sort | uniq -c > hybrid.perf
+	grep -o 'event=[^	]*' perf.data.hybrid_topology.ev | sed 's/^event=//' | sort | uniq -c > hybrid.mt
+	cat hybrid.perf hybrid.mt
+	cmp hybrid.perf hybrid.mt
 }
 
 # perf record -k: the clock of the recording's times. Oracle: this

@@ -8,7 +8,9 @@
 
 #include "trace/brstack.h"
 
-/* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles). */
+/* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles);
+ * a PMU's own event, PMU/EVENT/ (a hybrid CPU's cpu_core/cycles/ and
+ * cpu_atom/cycles/), keeps its PMU. */
 static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t n)
 {
 	const struct mt_perf_evattr *a = attr >= 0 && (size_t)attr < pd->nattrs ? &pd->attrs[attr] : NULL;
@@ -18,7 +20,16 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 		return;
 	}
 	if (a && a->name) {
-		snprintf(out, n, "%.*s", (int)strcspn(a->name, "/:"), a->name);
+		size_t pmu = strcspn(a->name, "/:");
+		if (a->name[pmu] == '/') {
+			const char *ev = a->name + pmu + 1;
+			size_t k = strcspn(ev, "/:,=");
+			if (k && ev[k] != '=' && ev[k] != ',') { /* not freq=N, period=N: an event name */
+				snprintf(out, n, "%.*s/%.*s", (int)pmu, a->name, (int)k, ev);
+				return;
+			}
+		}
+		snprintf(out, n, "%.*s", (int)pmu, a->name);
 		return;
 	}
 	static const char *const hw[] = {"cycles", "instructions", "cache-references", "cache-misses",

@@ -353,3 +353,20 @@ open(sys.argv[1], 'ab').write(struct.pack('<IIQ', 0, 1 << 30, 0) + b'JS:cut')" "
 	"$PT2EVENTS" n.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> bad.err > /dev/null
 	grep -q "$dump: not a jitdump (no JiTD header)" bad.err
 }
+
+# perf record -a: every process on every CPU, kernel frames among them.
+# Recorded here for real (a busy program running beside it); oracle: perf
+# script on the same file (names from this kernel's /proc/kallsyms).
+@test "perf record -a, for real: every process's samples and frames, kernel ones too, as perf script reads them" {
+	"$MT_PROGS/workers" 500 > /dev/null &
+	busy=$!
+	perf record -q -a -g -e cpu-clock/freq=1000/ -o a.data -- sleep 0.4 2> /dev/null
+	wait "$busy"
+	perf script -i a.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > a.perf
+	"$PT2EVENTS" a.data 2> /dev/null | "$MT_BIN/mt-symbolize" --kallsyms=/proc/kallsyms 2> /dev/null > a.ev
+	[ "$(grep -c '	sample	' a.ev)" -eq "$(grep -c '^ *[0-9]' a.perf)" ]
+	"$BATS_TEST_DIRNAME/tools/framecmp.py" a.perf a.ev
+	# more than one process, and kernel frames named
+	[ "$(awk -F'\t' '$4 == "sample" { print $2 }' a.ev | sort -u | wc -l)" -ge 2 ]
+	grep -q 'frame=0xffff[0-9a-f]* [a-z_]' a.ev
+}

@@ -339,6 +339,15 @@ for line in open(sys.argv[2], errors='replace'):
 print('%d samples in JIT code, %d named as perf names them, %d in hotLoop' % (n, same, hot))
 sys.exit(0 if n > 100 and same == n and hot > 50 else 1)
 PY
+	# in a bundle: the dump goes with it, and names the code from there
+	"$MT_BIN/mt-bundle" create --no-kallsyms -o n.tar.zst n.data 2> /dev/null
+	dump=$(ls jit-*.dump)
+	mv "$dump" gone.dump
+	"$PT2EVENTS" n.tar.zst 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null | grep '	sample	' > b.samples
+	mv gone.dump "$dump"
+	grep '	sample	' n.ev | grep -v '^# ' > n.samples
+	[ "$(grep -c 'from_sym=JS:' b.samples)" -gt 100 ]
+	cmp <(grep -o 'from_sym=[^	]*' n.samples) <(grep -o 'from_sym=[^	]*' b.samples)
 	# a record at the dump's end that claims more than there is (a JIT
 	# killed while writing): the loads before it named, the damage said
 	dump=$(ls jit-*.dump)

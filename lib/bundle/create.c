@@ -159,6 +159,19 @@ static int plan_from_trace(struct mt_perfdata *pd, struct plan *p, struct mt_err
  * in the perf archive given; without a build-id, whatever is at its path. */
 static char *find_source(const struct mt_bundle_create_opts *o, const char *archive_dir, struct object *obj)
 {
+	/* a JIT's jitdump (jit-PID.dump, perf's format): taken as it is, for
+	 * mt-symbolize to name the JIT's code from */
+	const char *base = strrchr(obj->path, '/') ? strrchr(obj->path, '/') + 1 : obj->path;
+	size_t bl = strlen(base);
+	if (!strncmp(base, "jit-", 4) && bl > 9 && !strcmp(base + bl - 5, ".dump")) {
+		FILE *f = fopen(obj->path, "rb");
+		uint32_t magic = 0;
+		bool dump = f && fread(&magic, 4, 1, f) == 1 && magic == 0x4A695444u;
+		if (f)
+			fclose(f);
+		if (dump)
+			return strdup(obj->path);
+	}
 	uint8_t have[20];
 	int n = mt_elf_file_build_id(obj->path, have);
 	char id[41], path[4200];

@@ -1099,7 +1099,15 @@ static void load_jitdump(struct mt_sym *s, struct perf_map *j)
 	o->loaded = true;
 	struct mt_jitdump jd;
 	struct mt_err err = {0};
-	if (mt_jitdump_read(&jd, j->path, &err)) {
+	/* under --symfs (a bundle's root) only, as the objects are; its code
+	 * keeps the recorded path as its dso */
+	char under[4200];
+	const char *src = j->path;
+	if (s->symfs && j->path[0] == '/') {
+		snprintf(under, sizeof under, "%s%s", s->symfs, j->path);
+		src = under;
+	}
+	if (mt_jitdump_read(&jd, src, &err)) {
 		o->failed = true;
 		warnf(s, "warning: %s%s: JIT code there is not named", err.msg, "");
 		return;

@@ -339,6 +339,11 @@ for line in open(sys.argv[2], errors='replace'):
 print('%d samples in JIT code, %d named as perf names them, %d in hotLoop' % (n, same, hot))
 sys.exit(0 if n > 100 and same == n and hot > 50 else 1)
 PY
+	# perf inject --jit's own output (a jitted-PID-N.so per load, MMAP2s
+	# for them): the same names, from those objects
+	"$PT2EVENTS" j.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null | grep '	sample	' > inj.samples
+	[ "$(grep -c 'from_sym=JS:' inj.samples)" -gt 100 ]
+	cmp <(grep '	sample	' n.ev | grep -o 'from_sym=JS:[^	]*' | sort | uniq -c) <(grep -o 'from_sym=JS:[^	]*' inj.samples | sort | uniq -c)
 	# in a bundle: the dump goes with it, and names the code from there
 	"$MT_BIN/mt-bundle" create --no-kallsyms -o n.tar.zst n.data 2> /dev/null
 	dump=$(ls jit-*.dump)

@@ -155,6 +155,10 @@ static void parse_feature(struct mt_perfdata *pd, int bit, const uint8_t *p, uin
 		break;
 	case MT_FEAT_EVENT_DESC: parse_event_desc(pd, p, size); break;
 	case MT_FEAT_BUILD_ID: parse_buildids(pd, p, size); break;
+	case MT_FEAT_COMPRESSED: /* u32 version, type, level, ratio, mmap_len */
+		if (size >= 20)
+			pd->comp_mmap_len = mt_rd32(p + 16);
+		break;
 	}
 }
 
@@ -392,8 +396,8 @@ static int expand_if_needed(struct mt_perfdata *pd, struct mt_err *err)
 	memcpy(part_damage, st.part_damage, sizeof part_damage);
 	int fd;
 	size_t n;
-	int rc = mt_perfexpand(pd->base, pd->len, pd->pipe_mode, pd->data_off, pd->data_end, parts, nparts, &fd, &n,
-			       &st, pd->name, err);
+	int rc = mt_perfexpand(pd->base, pd->len, pd->pipe_mode, pd->data_off, pd->data_end, parts, nparts,
+			       pd->comp_mmap_len, &fd, &n, &st, pd->name, err);
 	free_parts(parts, nparts);
 	if (rc)
 		return rc;
@@ -544,8 +548,8 @@ int mt_perfdata_open_pieces(struct mt_perfdata *pd, const char *const *paths, si
 		const struct mt_perfdata *b = &pc[0].pd;
 		int fd;
 		size_t len;
-		rc = mt_perfexpand(b->base, b->len, false, b->data_off, b->data_end, parts, n - 1, &fd, &len, &st, b->name,
-				   err);
+		rc = mt_perfexpand(b->base, b->len, false, b->data_off, b->data_end, parts, n - 1, b->comp_mmap_len, &fd, &len,
+				   &st, b->name, err);
 		if (!rc) {
 			st.input_bytes = 0;
 			for (size_t i = 0; i < n; i++)

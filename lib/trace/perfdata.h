@@ -151,6 +151,7 @@ struct mt_perfdata {
 	 * the image walked here (offsets are that image's) */
 	bool expanded;
 	struct mt_perfexpand_stats zstd;
+	uint32_t comp_mmap_len;    /* HEADER_COMPRESSED: the ring buffer a batch was compressed from */
 	bool truncated;            /* set when the walk hit the end early */
 	bool rewound;              /* a walk again: pipe headers are taken already */
 };

@@ -220,13 +220,25 @@ struct expander {
 	size_t zout_cap;
 	bool broken; /* this file's stream failed: its later batches are lost */
 	struct mt_perfexpand_stats *st;
+	/* the most one batch may give: perf decompresses each into a buffer
+	 * of the recording's ring-buffer size (HEADER_COMPRESSED's mmap_len),
+	 * and fails past it; a crafted batch must not fill TMPDIR */
+	uint64_t batch_max;
 };
+
+/* Without HEADER_COMPRESSED's mmap_len (a pipe's comes as a record; perf
+ * reads no batch without it) */
+#define BATCH_MAX_UNSAID ((uint64_t)16 << 20)
+/* and in all: perf's batches of dwarf stack copies, mostly zeros, gave
+ * 245 times their size; far past that is no recording */
+#define RATIO_MAX 4096
 
 /* One batch's records into the output; false when out of memory. */
 static bool expand_batch(struct expander *x, const uint8_t *src, uint64_t src_len, uint64_t at, const char *where)
 {
 	struct mt_perfexpand_stats *st = x->st;
 	st->bytes_in += src_len;
+	uint64_t out_before = st->bytes_out;
 	ZSTD_inBuffer in = {src, (size_t)src_len, 0};
 	/* (a full output buffer may leave more to flush with no input) */
 	for (bool full = false; (in.pos < in.size || full) && !x->broken;) {
@@ -240,11 +252,16 @@ static bool expand_batch(struct expander *x, const uint8_t *src, uint64_t src_le
 			break;
 		}
 		st->bytes_out += zo.pos;
-		if (st->bytes_out > (st->bytes_in << 10) + ((uint64_t)16 << 20)) {
-			/* zstd can expand a few bytes to gigabytes: no perf batch
-			 * does, a crafted one must not fill TMPDIR */
-			snprintf(st->damage, sizeof st->damage, "the compressed batch at offset %" PRIu64 "%s expands past "
-				 "1024 times what was read: not read further", at, where);
+		if (st->bytes_out > st->bytes_in * RATIO_MAX + ((uint64_t)64 << 20)) {
+			snprintf(st->damage, sizeof st->damage, "the compressed batches up to the one at offset %" PRIu64 "%s "
+				 "expand past %d times their size: not read further", at, where, RATIO_MAX);
+			x->broken = true;
+			break;
+		}
+		if (st->bytes_out - out_before > x->batch_max) {
+			snprintf(st->damage, sizeof st->damage, "the compressed batch at offset %" PRIu64 "%s gives more than "
+				 "the %" PRIu64 " bytes of the recording's ring buffer, which perf decompresses it into: not read "
+				 "further", at, where, x->batch_max);
 			x->broken = true;
 			break;
 		}
@@ -274,6 +291,11 @@ static uint64_t expand_records(struct expander *x, const uint8_t *base, uint64_t
 		if (!span)
 			break;
 		if (type != MT_REC_COMPRESSED && type != MT_REC_COMPRESSED2) {
+			/* a pipe's HEADER_COMPRESSED: u64 feature 27, then u32
+			 * version, type, level, ratio, mmap_len */
+			if (type == MT_REC_HEADER_FEATURE && span >= 8 + 8 + 20 && mt_rd64(base + pos + 8) == MT_FEAT_COMPRESSED &&
+			    mt_rd32(base + pos + 16 + 16))
+				x->batch_max = mt_rd32(base + pos + 16 + 16) + ((uint64_t)64 << 10);
 			out_put(&x->o, base + pos, span);
 			pos += span;
 			continue;
@@ -318,7 +340,7 @@ static void end_of_file(struct expander *x, const char *where)
 }
 
 int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data_off, uint64_t data_end,
-		  const struct mt_perfexpand_part *parts, size_t nparts, int *fdp, size_t *out_len,
+		  const struct mt_perfexpand_part *parts, size_t nparts, uint64_t mmap_len, int *fdp, size_t *out_len,
 		  struct mt_perfexpand_stats *st, const char *name, struct mt_err *err)
 {
 	memset(st, 0, sizeof *st);
@@ -327,7 +349,9 @@ int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data
 	if (fd < 0)
 		return fd;
 	struct expander x = {.o = {.fd = fd, .buf = malloc(OUT_BUF)}, .z = ZSTD_createDStream(),
-			     .zout_cap = ZSTD_DStreamOutSize(), .st = st};
+			     .zout_cap = ZSTD_DStreamOutSize(), .st = st,
+			     /* (a record held back from the batch before comes in too) */
+			     .batch_max = mmap_len ? mmap_len + ((uint64_t)64 << 10) : BATCH_MAX_UNSAID};
 	x.zout = malloc(x.zout_cap);
 	int rc = 0;
 	if (!x.o.buf || !x.z || !x.zout)

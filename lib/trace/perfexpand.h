@@ -52,9 +52,11 @@ bool mt_perfexpand_needed(const uint8_t *base, uint64_t data_off, uint64_t data_
  * mode: the header's data size and the offsets after the data section
  * (features, event types, attr ids) moved by what the data grew. A walk
  * stopped by a broken record keeps the rest as it was (the parts then are
- * not added); a part's cut end is left out and counted. */
+ * not added); a part's cut end is left out and counted. mmap_len: the
+ * file's HEADER_COMPRESSED says how much one batch may give (0: not said;
+ * a pipe says it in a record). */
 int mt_perfexpand(const uint8_t *base, size_t len, bool pipe_mode, uint64_t data_off, uint64_t data_end,
-		  const struct mt_perfexpand_part *parts, size_t nparts, int *fd, size_t *out_len,
+		  const struct mt_perfexpand_part *parts, size_t nparts, uint64_t mmap_len, int *fd, size_t *out_len,
 		  struct mt_perfexpand_stats *st, const char *name, struct mt_err *err);
 
 #endif

@@ -42,7 +42,7 @@ static uint8_t *expanded(const uint8_t *in, size_t len, bool pipe, uint64_t doff
 {
 	int fd;
 	struct mt_err err = {0};
-	if (mt_perfexpand(in, len, pipe, doff, dend, NULL, 0, &fd, out_len, st, "test", &err))
+	if (mt_perfexpand(in, len, pipe, doff, dend, NULL, 0, 0, &fd, out_len, st, "test", &err))
 		return NULL;
 	uint8_t *b = malloc(*out_len);
 	if (pread(fd, b, *out_len, 0) != (ssize_t)*out_len) {
@@ -181,7 +181,7 @@ static void test_parts(void)
 	size_t n = 0;
 	struct mt_perfexpand_stats st;
 	struct mt_err err = {0};
-	int rc = mt_perfexpand(base, bl, true, 16, bl, parts, 2, &fd, &n, &st, "d/data", &err);
+	int rc = mt_perfexpand(base, bl, true, 16, bl, parts, 2, 0, &fd, &n, &st, "d/data", &err);
 	uint8_t out[4096] = {0};
 	bool same = !rc && n == wl && pread(fd, out, n, 0) == (ssize_t)n && !memcmp(out, want, wl);
 	if (!rc)
@@ -192,8 +192,39 @@ static void test_parts(void)
 	   "a data.N cut inside a record: its whole records kept, the cut said");
 }
 
+/* A batch that gives more than the ring buffer perf compressed it from
+ * (HEADER_COMPRESSED's mmap_len; perf fails past it): not expanded. */
+static void test_batch_bound(void)
+{
+	static uint8_t raw[256 << 10], in[64 << 10];
+	size_t r = 0;
+	while (r + 4096 <= sizeof raw)
+		r += put_record(raw + r, MT_REC_SAMPLE, 4096, 0);
+	memcpy(in, "PERFILE2\x10\0\0\0\0\0\0\0", 16);
+	size_t z = ZSTD_compress(in + 16 + 8, sizeof in - 24, raw, r, 3);
+	uint32_t type = MT_REC_COMPRESSED;
+	uint16_t size = (uint16_t)(8 + z);
+	memcpy(in + 16, &type, 4);
+	memcpy(in + 22, &size, 2);
+	size_t len = 16 + size;
+	int fd;
+	size_t n;
+	struct mt_perfexpand_stats st;
+	struct mt_err err = {0};
+	int rc = mt_perfexpand(in, len, true, 16, len, NULL, 0, 4096, &fd, &n, &st, "t", &err);
+	if (!rc)
+		close(fd);
+	ok(!rc && st.batches_lost == 1 && strstr(st.damage, "more than the 69632 bytes of the recording's ring buffer"),
+	   "a batch past its ring buffer's size: refused, said");
+	rc = mt_perfexpand(in, len, true, 16, len, NULL, 0, 512 << 10, &fd, &n, &st, "t", &err);
+	if (!rc)
+		close(fd);
+	ok(!rc && st.batches_lost == 0 && n == 16 + r, "the same batch within a larger ring buffer: expanded");
+}
+
 int main(void)
 {
+	test_batch_bound();
 	test_parts();
 	test_pipe_spanning();
 	test_file_header();

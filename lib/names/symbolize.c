@@ -1046,6 +1046,21 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 	o->strings = b.strings;
 }
 
+/* The symbol of a perf map or jitdump (absolute addresses) over addr. */
+static bool map_symbol(const struct perf_map *pm, uint64_t addr, struct mt_sym_result *r)
+{
+	const struct object *o = &pm->obj;
+	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
+	/* inside [start, start + size): magic-trace's check is inverted */
+	if (lo && addr < o->syms[lo - 1].end) {
+		r->name = o->syms[lo - 1].name;
+		r->off = addr - o->syms[lo - 1].start;
+		r->dso = pm->path;
+		return true;
+	}
+	return false;
+}
+
 /* A JIT frame: the perf map of pid (or the one given) covering addr. */
 static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r)
 {
@@ -1070,16 +1085,7 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	}
 	if (!pm->obj.loaded)
 		load_perf_map(s, pm);
-	const struct object *o = &pm->obj;
-	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
-	/* inside [start, start + size): magic-trace's check is inverted */
-	if (lo && addr < o->syms[lo - 1].end) {
-		r->name = o->syms[lo - 1].name;
-		r->off = addr - o->syms[lo - 1].start;
-		r->dso = pm->path;
-		return true;
-	}
-	return false;
+	return map_symbol(pm, addr, r);
 }
 
 struct jit_entry { uint64_t start, end; const char *name; size_t order; };
@@ -1149,14 +1155,8 @@ static bool jit_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_
 			continue;
 		if (!j->obj.loaded)
 			load_jitdump(s, j);
-		const struct object *o = &j->obj;
-		size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
-		if (lo && addr < o->syms[lo - 1].end) {
-			r->name = o->syms[lo - 1].name;
-			r->off = addr - o->syms[lo - 1].start;
-			r->dso = j->path;
+		if (map_symbol(j, addr, r))
 			return true;
-		}
 	}
 	return false;
 }

@@ -378,12 +378,13 @@ PY
 	[[ "$output" == *"fifo: is a FIFO with no reader"* ]]
 	cat "$BATS_TEST_TMPDIR/fifo" > "$BATS_TEST_TMPDIR/got" &
 	local reader=$!
-	# (until cat has it open)
-	for _ in $(seq 100); do
+	# (until cat has it open: under a busy loop on each core that once
+	# took more than the 10 s this waited; now up to 60 s)
+	for _ in $(seq 600); do
 		"$TOPERFETTO" --format=stacks -o "$BATS_TEST_TMPDIR/fifo" "$BATS_TEST_TMPDIR/ev" 2>/dev/null && break
 		sleep 0.1
 	done
-	for _ in $(seq 50); do kill -0 "$reader" 2> /dev/null || break; sleep 0.1; done
+	for _ in $(seq 300); do kill -0 "$reader" 2> /dev/null || break; sleep 0.1; done
 	kill "$reader" 2> /dev/null || true # never written: not waited for forever
 	wait "$reader" || true
 	# -o >(cmd): the pipe a shell gives

@@ -635,6 +635,8 @@ for line in open("ih.ev"):
         chain.append(name)
     outer = chain[-1]  # "work+0xOFF"
     fn, off = outer.rsplit("+0x", 1)
+    if fn not in syms:
+        continue  # a PLT stub (printf@plt: mt names it as perf does, nm has no such symbol) has no DWARF
     addr = syms[fn] + int(off, 16)
     inl = [c[:-len(" (inlined)")] for c in chain[:-1]]
     seen[addr] = inl + [fn]

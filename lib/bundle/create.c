@@ -25,6 +25,7 @@
 #include "base/outfile.h"
 #include "trace/perfdata.h"
 #include "base/strtab.h"
+#include "names/jitdump.h"
 #include "names/symbolize.h"
 #include "base/version.h"
 #include "bundle/entryname.h"
@@ -161,9 +162,7 @@ static char *find_source(const struct mt_bundle_create_opts *o, const char *arch
 {
 	/* a JIT's jitdump (jit-PID.dump, perf's format): taken as it is, for
 	 * mt-symbolize to name the JIT's code from */
-	const char *base = strrchr(obj->path, '/') ? strrchr(obj->path, '/') + 1 : obj->path;
-	size_t bl = strlen(base);
-	if (!strncmp(base, "jit-", 4) && bl > 9 && !strcmp(base + bl - 5, ".dump")) {
+	if (mt_jitdump_named(obj->path)) {
 		FILE *f = fopen(obj->path, "rb");
 		uint32_t magic = 0;
 		bool dump = f && fread(&magic, 4, 1, f) == 1 && magic == 0x4A695444u;

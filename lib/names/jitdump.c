@@ -43,6 +43,13 @@ static int read_file(const char *path, uint8_t **buf, size_t *len, struct mt_err
 	return 0;
 }
 
+bool mt_jitdump_named(const char *path)
+{
+	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
+	size_t n = strlen(base);
+	return !strncmp(base, "jit-", 4) && n > 9 && !strcmp(base + n - 5, ".dump");
+}
+
 int mt_jitdump_read(struct mt_jitdump *jd, const char *path, struct mt_err *err)
 {
 	memset(jd, 0, sizeof *jd);

@@ -5,6 +5,7 @@
 #ifndef MT_JITDUMP_H
 #define MT_JITDUMP_H
 
+#include <stdbool.h>
 #include <stddef.h>
 #include <stdint.h>
 
@@ -24,6 +25,9 @@ struct mt_jitdump {
 	char *strings;
 	uint64_t damaged_at;  /* offset where a record broke off (0: whole) */
 };
+
+/* Whether path names a jitdump as perf looks for it: jit-PID.dump. */
+bool mt_jitdump_named(const char *path);
 
 /* Reads path whole; a record cut short or lying about its size ends the
  * reading there (damaged_at), what came before is kept. Errors: the file

@@ -377,10 +377,7 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 	o->kernel = !strncmp(path, "[kernel.kallsyms]", 17);
 	/* a JIT maps its jitdump so that perf records where it is (perf
 	 * inject --jit reads it from there): its code is named from it */
-	const char *base = strrchr(path, '/') ? strrchr(path, '/') + 1 : path;
-	size_t bl = strlen(base);
-	if (!strncmp(base, "jit-", 4) && bl > 9 && !strcmp(base + bl - 5, ".dump") &&
-	    mt_grow((void **)&s->jits, &s->capjits, s->njits + 1, sizeof *s->jits)) {
+	if (mt_jitdump_named(path) && mt_grow((void **)&s->jits, &s->capjits, s->njits + 1, sizeof *s->jits)) {
 		struct perf_map *j = &s->jits[s->njits];
 		memset(j, 0, sizeof *j);
 		j->pid = mm.pid;

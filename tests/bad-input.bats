@@ -324,6 +324,7 @@ bats_require_minimum_version 1.5.0
 # (equal), and the cost of 10x of both, timed in this run (linear: about
 # 10x; the scan: about 100x).
 @test "a large attr id table: records find their attr by search, 10x the ids and records cost about 10x" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR
 	mkdir "$t/s" "$t/b" "$t/z"
 	local grow=$BATS_TEST_DIRNAME/tools/perfdata-grow.py
@@ -355,6 +356,7 @@ grown_flow() { # MODE N
 # warning per missing object, the decode as without them, and 10x the
 # mappings costing about 10x, timed here.
 @test "100,000 missing objects: one warning each, the decode unchanged, 10x the mappings cost about 10x" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR
 	grown_flow mmap2 100000
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -c 'PERF_RECORD_MMAP2')" -ge 100001 ]
@@ -375,6 +377,7 @@ grown_flow() { # MODE N
 # script -D reads the result). Oracle: the decode as without them, no
 # warning, and 10x the mappings costing about 10x, timed here.
 @test "40,000 mappings of one object: the decode unchanged, no warning, 10x the mappings cost about 10x" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR
 	grown_flow mmap2obj 40000
 	[ "$(perf script -D -i "$t/b/t.data" 2>/dev/null | grep -cE 'PERF_RECORD_MMAP2.*\[0x1[0-9a-f]{10}\(0x1000\)')" -eq 40000 ]
@@ -392,6 +395,7 @@ grown_flow() { # MODE N
 # addresses it never runs. Oracle: the decode without the second set
 # (equal), and 10x the pages costing about 10x, timed here.
 @test "--pages with 30,000 pages: the decode unchanged, 10x the pages cost about 10x" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR X=$MT_REAL/libxdc/foo k
 	for k in 3000 30000; do
 		python3 -c 'import struct, sys; k = int(sys.argv[1]); sys.stdout.buffer.write(b"".join(struct.pack("<Q", 0x100000000000 + 0x2000 * i) for i in range(k)))' $k > "$t/x$k.addr"
@@ -570,6 +574,7 @@ least_cpu() { # COMMAND: the least CPU seconds of 3 runs
 }
 
 @test "many threads in mt-report, many FORK+COMM threads in mt-pt2events: within 2x of mt-toperfetto" {
+	runs_alone
 	cd "$BATS_TEST_TMPDIR"
 	# under ASan (make check SAN=1) the times are not held, and 60,000
 	# threads took 13 minutes there (its allocator moves each grown array

@@ -64,6 +64,21 @@ cpu_seconds() {
 	{ time "$@" > /dev/null 2>&1; } 2>&1 | awk '{ print $1 + $2 }'
 }
 
+# A test that holds CPU-time ratios (cost_ratio, least_cpu) starts with
+# runs_alone: tests/run runs such tests first, one at a time with nothing
+# beside them (bats --filter "$MT_TIMED_RE"), and skips them in its
+# parallel phase (MT_TIMED=skip), where other suites share the cores. Their
+# names say what they time, and so match MT_TIMED_RE (tools.bats holds the
+# two together).
+MT_TIMED_RE=${MT_TIMED_RE:-'costs? about 10x|within 2x of '}
+runs_alone() {
+	[[ "$BATS_TEST_DESCRIPTION" =~ $MT_TIMED_RE ]] ||
+		{ echo "runs_alone in a test whose name does not match '$MT_TIMED_RE'"; return 1; }
+	if [ "${MT_TIMED:-}" = skip ]; then
+		skip "timed: tests/run runs it alone"
+	fi
+}
+
 # How a cost grows: prints the CPU time of BIG divided by that of SMALL,
 # as the ratio of two commands timed back to back in this run (never an
 # absolute time). Input 10x larger: about 10 (n) to 13 (n log n); a

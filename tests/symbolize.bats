@@ -407,6 +407,7 @@ MAP
 # ascending entries: 47 s). Oracle for the bound: n log n grows about 12x
 # for 10x the entries, quadratic 100x; timed in this run, never absolutely.
 @test "perf maps: 10x the entries costs about 10x, not 100x (ascending, as JITs write them)" {
+	runs_alone
 	d=$BATS_TEST_TMPDIR
 	for n in 40000 400000; do
 		awk -v n=$n 'BEGIN { for (i = 0; i < n; i++) printf "7f00%08x 10 f%d\n", 16 * i, i }' > "$d/perf-$n.map"
@@ -476,6 +477,7 @@ PY
 # input costs about 10x for a linear cost, 100x for a quadratic one (timed
 # in this run); every call lands in its own mapping (by the arithmetic).
 @test "10x the mappings costs about 10x, not 100x; every call finds its own mapping" {
+	runs_alone
 	d=$BATS_TEST_TMPDIR
 	for n in 10000 100000; do
 		awk -v n=$n 'BEGIN { print "# mt-events 1"; for (i = 0; i < n; i++) {

@@ -151,6 +151,37 @@ Try 'mt-archive-watch --help' for more information." ]
 	done
 }
 
+# tests/run runs the tests whose names match MT_TIMED_RE alone, then skips
+# them beside the other suites (runs_alone): a test so named that does not
+# call it would run twice; one that calls it under another name, never
+# alone (runs_alone fails it).
+@test "a test named as timed (MT_TIMED_RE) starts with runs_alone, and only such a test calls it" {
+	cd "$BATS_TEST_DIRNAME"
+	run python3 - "$MT_TIMED_RE" ./*.bats <<-'PY'
+	import re, sys
+	timed = re.compile(sys.argv[1])
+	bad = named = 0
+	for path in sys.argv[2:]:
+	    lines = open(path).read().split("\n")
+	    for i, line in enumerate(lines):
+	        m = re.match(r'@test "(.*)" \{(.*)$', line)
+	        if m:
+	            first = m.group(2).strip() or (lines[i + 1].strip() if i + 1 < len(lines) else "")
+	            is_timed = bool(timed.search(m.group(1)))
+	            named += is_timed
+	            if is_timed != (first == "runs_alone"):
+	                print(f"{path}:{i + 1}: {m.group(1)!r} {'does not start with' if is_timed else 'is not named for'} runs_alone")
+	                bad += 1
+	        elif re.match(r"\s*runs_alone\b", line) and not re.match(r"@test ", lines[i - 1]):
+	            print(f"{path}:{i + 1}: runs_alone not first in a test")
+	            bad += 1
+	print(f"{named} timed tests")
+	sys.exit(1 if bad or not named else 0)
+	PY
+	echo "$output"
+	[ "$status" -eq 0 ]
+}
+
 @test "the suites hold no assertion bats would ignore: '[ a ] && [ b ]', a bare '! cmd', 'cmd && cmd' checks" {
 	cd "$BATS_TEST_DIRNAME"
 	# a test bracket before && on a line of its own; a negation without

@@ -569,6 +569,7 @@ PY
 # (pfcheck), nests 500 deep, and says N + 1 - 500 frames were not shown
 # (the arithmetic, as above); 10x the calls cost about 10x, timed here.
 @test "call depth past --window: 300,000 nested calls cost about 10x 30,000, the file valid and exact" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR n
 	for n in 30000 300000; do
 		awk -v n=$n 'BEGIN { print "# mt-events 1"
@@ -671,6 +672,7 @@ PY
 # unnamed: 1.7 s, 43x 10,000). Oracle: the cost of 10x the threads, timed
 # in this run (linear: about 10x), and the names in the trace.
 @test "100,000 named threads: 10x the threads and comm lines cost about 10x, each thread named" {
+	runs_alone
 	local t=$BATS_TEST_TMPDIR n
 	for n in 10000 100000; do
 		awk -v n=$n 'BEGIN { print "# mt-events 1"

@@ -7,6 +7,12 @@
 load helpers
 bats_require_minimum_version 1.5.0
 
+# The runs of libc_flow and deep, single-stepped once by tests/run (mt-synth
+# --save-run): their traces are written here from those (seconds of
+# ptrace each time otherwise; synth.bats holds --from-run to the recording)
+LIBC_RUN=--from-run=$MT_FIXTURES/libc/libc_flow.run
+DEEP_RUN=--from-run=$MT_FIXTURES/deep/deep.run
+
 @test "mt-synth --repeat --threads: every buffer decodes to the one-run truth, on its thread" {
 	local t=$BATS_TEST_TMPDIR
 	run --separate-stderr "$SYNTH" -q -o "$t" --repeat=7 --threads=3 -- "$MT_PROGS/flow"
@@ -29,7 +35,7 @@ bats_require_minimum_version 1.5.0
 
 @test "--loop: one call of main repeated, each copy a call that returns: the truth every time, as perf decodes it, one run's depth" {
 	local t=$BATS_TEST_TMPDIR
-	run --separate-stderr "$SYNTH" -q -o "$t/loop" --repeat=30 --loop -- "$MT_PROGS/libc_flow"
+	run --separate-stderr "$SYNTH" -q -o "$t/loop" --repeat=30 --loop "$LIBC_RUN"
 	[ "$status" -eq 0 ]
 	# the truth: from the call into main to its return, then an interrupt
 	grep -v '^#' "$t/loop/plain.truth" > "$t/one"
@@ -49,9 +55,9 @@ bats_require_minimum_version 1.5.0
 	diff "$t/perf" <(events_cr "$t/all.ev")
 	# drawn, 30 copies of deep (main 400 calls down and back) are as deep
 	# as 2; 30 copies of the whole run pile up (to the writer's 500 cap)
-	"$SYNTH" -q -o "$t/two" --repeat=2 --loop -- "$MT_PROGS/deep" > /dev/null 2>&1
-	"$SYNTH" -q -o "$t/deep" --repeat=30 --loop -- "$MT_PROGS/deep" > /dev/null 2>&1
-	"$SYNTH" -q -o "$t/stair" --repeat=30 -- "$MT_PROGS/deep" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/two" --repeat=2 --loop "$DEEP_RUN" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/deep" --repeat=30 --loop "$DEEP_RUN" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t/stair" --repeat=30 "$DEEP_RUN" > /dev/null 2>&1
 	for d in two deep stair; do
 		"$PT2EVENTS" "$t/$d/plain.data" | "$MT_BIN/mt-symbolize" | "$MT_BIN/mt-toperfetto" -o "$t/$d.pftrace" 2>/dev/null
 		"$MT_TESTTOOLS/pfcheck" "$t/$d.pftrace" 2> "$t/$d.check"
@@ -131,7 +137,7 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 
 @test "--cpus: a per-cpu recording over CPUs and threads, moved in time: each copy the truth with its thread, CPU and time" {
 	local t=$BATS_TEST_TMPDIR
-	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu --repeat=7 --cpus=2 --threads=3 -- "$MT_PROGS/libc_flow"
+	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu --repeat=7 --cpus=2 --threads=3 "$LIBC_RUN"
 	[ "$status" -eq 0 ]
 	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
 	[ "$period" -ge 1000 ]
@@ -151,8 +157,8 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 	# contiguous: each CPU's copies one long segment (20 copies, about 160 KB),
 	# cut at PSBs (each copy starts with one)
 	mkdir "$t/long"
-	run --separate-stderr "$SYNTH" -q -o "$t/long" --variants=per-cpu --repeat=40 --cpus=2 --threads=3 --contiguous -- \
-		"$MT_PROGS/libc_flow"
+	run --separate-stderr "$SYNTH" -q -o "$t/long" --variants=per-cpu --repeat=40 --cpus=2 --threads=3 --contiguous \
+		"$LIBC_RUN"
 	[ "$status" -eq 0 ]
 	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
 	"$PT2EVENTS" --all-branches -j 1 "$t/long/per-cpu.data" > "$t/long1"
@@ -168,7 +174,7 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 # see decode-synth.bats), read by mt's packet reader as libipt reads it.
 @test "--cpus with MTC timing: each copy the truth with its thread, CPU and time; mt's packets as libipt's" {
 	local t=$BATS_TEST_TMPDIR
-	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu-mtc --repeat=7 --cpus=2 --threads=3 -- "$MT_PROGS/libc_flow"
+	run --separate-stderr "$SYNTH" -q -o "$t" --variants=per-cpu-mtc --repeat=7 --cpus=2 --threads=3 "$LIBC_RUN"
 	[ "$status" -eq 0 ]
 	period=$(echo "$output" | sed -n 's/.* cpu_period=\([0-9]*\).*/\1/p')
 	[ $((period % (100 << 16))) -eq 0 ] # whole CTC wraps: 2^16 CTC periods of 100 ticks
@@ -223,9 +229,9 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 @test "one long segment cut at PSBs: every piece stitched (most with libc), the output the sequential one's" {
 	local t=$BATS_TEST_TMPDIR
 	for prog in flow libc_flow; do
-		local size=--size=1M
-		[ $prog = flow ] || size=--repeat=60
-		"$SYNTH" -q -o "$t" --variants=psb-timeless,plain $size --contiguous -- "$MT_PROGS/$prog" > "$t/gen" 2>/dev/null
+		local size=--size=1M src=(-- "$MT_PROGS/flow")
+		[ $prog = flow ] || size=--repeat=60 src=("$LIBC_RUN")
+		"$SYNTH" -q -o "$t" --variants=psb-timeless,plain $size --contiguous "${src[@]}" > "$t/gen" 2>/dev/null
 		for v in psb-timeless plain; do
 			copies=$("$PT2EVENTS" --info "$t/$v.data" | grep -c '^buffer')
 			[ "$copies" -ge 60 ]
@@ -265,7 +271,7 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 # predecessor). Oracle, both times: the sequential decode.
 @test "a damaged long segment: stitched where both pieces agree, decoded again where not; the output the sequential one's" {
 	local t=$BATS_TEST_TMPDIR
-	"$SYNTH" -q -o "$t" --variants=psb-timeless --repeat=60 --contiguous -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t" --variants=psb-timeless --repeat=60 --contiguous "$LIBC_RUN" > /dev/null 2>&1
 	LC_ALL=C grep -obUaP '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82' "$t/psb-timeless.data" |
 		cut -d: -f1 > "$t/psbs"
 	[ "$(wc -l < "$t/psbs")" -ge 6000 ]
@@ -307,7 +313,7 @@ with open(sys.argv[1], "r+b") as f:
 
 @test "a progress bar on standard error: on a terminal, or --progress=always; never in the output" {
 	local t=$BATS_TEST_TMPDIR
-	"$SYNTH" -q -o "$t" --repeat=30 -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+	"$SYNTH" -q -o "$t" --repeat=30 "$LIBC_RUN" > /dev/null 2>&1
 	"$PT2EVENTS" "$t/plain.data" > "$t/plain.ev" 2> "$t/quiet"
 	[ ! -s "$t/quiet" ] # not a terminal: no bar
 	"$PT2EVENTS" --progress=always "$t/plain.data" > "$t/bar.ev" 2> "$t/bar"
@@ -331,7 +337,7 @@ with open(sys.argv[1], "r+b") as f:
 	export ASAN_OPTIONS=quarantine_size_mb=1
 	for size in 2M 16M; do
 		mkdir -p "$t/$size"
-		"$SYNTH" -q -o "$t/$size" --variants=psb-timeless --size=$size --contiguous -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+		"$SYNTH" -q -o "$t/$size" --variants=psb-timeless --size=$size --contiguous "$LIBC_RUN" > /dev/null 2>&1
 		/usr/bin/time -f %M -o "$t/$size.whole" "$PT2EVENTS" -j 1 --split-size=0 "$t/$size/psb-timeless.data" > "$t/whole"
 		for j in 1 2; do
 			/usr/bin/time -f %M -o "$t/$size.$j" "$PT2EVENTS" -j $j --split-size=64K --stats "$t/$size/psb-timeless.data" \
@@ -361,8 +367,8 @@ with open(sys.argv[1], "r+b") as f:
 	export ASAN_OPTIONS=quarantine_size_mb=1
 	for threads in 1 2; do
 		mkdir -p "$t/s$threads" "$t/l$threads"
-		"$SYNTH" -q -o "$t/s$threads" --size=2M --threads=$threads -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
-		"$SYNTH" -q -o "$t/l$threads" --size=16M --threads=$threads -- "$MT_PROGS/libc_flow" > /dev/null 2>&1
+		"$SYNTH" -q -o "$t/s$threads" --size=2M --threads=$threads "$LIBC_RUN" > /dev/null 2>&1
+		"$SYNTH" -q -o "$t/l$threads" --size=16M --threads=$threads "$LIBC_RUN" > /dev/null 2>&1
 		for j in 1 2; do
 			/usr/bin/time -f %M -o "$t/s.rss" "$PT2EVENTS" -j $j "$t/s$threads/plain.data" > /dev/null
 			/usr/bin/time -f %M -o "$t/l.rss" "$PT2EVENTS" -j $j "$t/l$threads/plain.data" > /dev/null
@@ -380,7 +386,8 @@ with open(sys.argv[1], "r+b") as f:
 	# each stage alone) agree byte for byte, and that the table has every
 	# case; the times themselves are for the bench, not for a test
 	run --separate-stderr env TMPDIR="$BATS_TEST_TMPDIR" TRACE_SIZE=256K STAIRCASE_SIZE=256K DEEP_SIZE=256K \
-		SKIP_MAGIC=1 "$BATS_TEST_DIRNAME/../bench/pipeline-goals" "$MT_BIN/.." 1
+		SKIP_MAGIC=1 LIBC_FLOW="${LIBC_RUN#--from-run=}" DEEP="${DEEP_RUN#--from-run=}" \
+		"$BATS_TEST_DIRNAME/../bench/pipeline-goals" "$MT_BIN/.." 1
 	echo "$output" "$stderr"
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]

@@ -46,7 +46,9 @@ bats_require_minimum_version 1.5.0
 }
 
 @test "mt-synth: a per-thread variant of a two-thread run is refused by name" {
-	run "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants plain -- "$MT_PROGS/threads"
+	# the fixture's two-thread run of threads, saved (a run single-stepped
+	# here takes seconds; the save is held to the recording below)
+	run "$SYNTH" -q -o "$BATS_TEST_TMPDIR" --variants plain --from-run="$MT_FIXTURES/threads/threads.run"
 	[ "$status" -eq 1 ]
 	[[ "$output" == *"variant plain: 2 threads need a per-cpu variant"* ]]
 	[ ! -e "$BATS_TEST_TMPDIR/plain.data" ]
@@ -73,4 +75,74 @@ bats_require_minimum_version 1.5.0
 	run --separate-stderr "$MT_BIN/mt-synth" -q -o afile --variants plain -- "$MT_PROGS/flow"
 	[ "$status" -eq 1 ]
 	[ "$stderr" = "mt-synth: afile: not a directory" ]
+}
+
+# A run saved by --save-run and written again by --from-run (issue 49's
+# CI time: the large tests single-step libc_flow and deep once, in the
+# fixtures, not a dozen times). Oracle: the recording's own outputs, byte
+# for byte: the fixtures tests/run recorded with --save-run (libc: every
+# variant, the kernel images too; threads: two threads; hits: --hit), and
+# here a run with PTWRITEs and repeated traces (--loop, --threads,
+# --contiguous).
+@test "mt-synth --save-run, --from-run: a saved run writes the recording's very files (every variant, --hit, PTWRITE, threads, --repeat)" {
+	local t=$BATS_TEST_TMPDIR fx f n=0
+	for fx in "libc libc_flow all" "threads threads all" "hits flow cyc,per-cpu,plain --hit=tail_target" \
+		"deep deep plain"; do
+		set -- $fx
+		"$SYNTH" -o "$t/$1" --variants="$3" ${4:+"$4"} --from-run="$MT_FIXTURES/$1/$2.run" > "$t/$1.out" 2> "$t/$1.err"
+		cmp "$t/$1.out" "$MT_FIXTURES/$1/variants.txt"
+		for f in "$t/$1"/*; do
+			diff -r "$f" "$MT_FIXTURES/$1/${f##*/}"
+			n=$((n + 1))
+		done
+		[ "$(sed 's/^mt-synth: [^:]*: //' "$t/$1.err")" = "$(sed 's/^mt-synth: [^:]*: //' "$MT_FIXTURES/$1/synth.log")" ]
+		grep -q "^mt-synth: $MT_FIXTURES/$1/$2.run: pid " "$t/$1.err"
+	done
+	local args
+	for args in "ptw --variants=plain,ptw-fup,tsc,per-cpu -- $MT_PROGS/ptwrite emulate" \
+		"rep --variants=plain,psb-timeless --repeat=5 --loop --threads=2 --contiguous -- $MT_PROGS/flow"; do
+		set -- $args
+		local name=$1
+		shift
+		"$SYNTH" -q -o "$t/$name.rec" --save-run="$t/$name.run" "$@" > "$t/$name.rec.out" 2> "$t/$name.rec.err"
+		# the same options, the command's place taken by the saved run
+		local opts=()
+		while [ "$1" != -- ]; do opts+=("$1"); shift; done
+		"$SYNTH" -o "$t/$name.back" "${opts[@]}" --from-run="$t/$name.run" > "$t/$name.back.out" 2> "$t/$name.back.err"
+		cmp "$t/$name.rec.out" "$t/$name.back.out"
+		diff -r "$t/$name.rec" "$t/$name.back"
+		n=$((n + $(ls "$t/$name.rec" | wc -l)))
+		[ "$(sed 's/^mt-synth: [^:]*: //' "$t/$name.rec.err")" = "$(sed 's/^mt-synth: [^:]*: //' "$t/$name.back.err")" ]
+	done
+	echo "$n files written again, each the same"
+	[ "$n" -ge 60 ]
+}
+
+# A saved run is input: one that is not a run, cut, or not a regular file
+# is refused with its reason (the unit test holds every field); usage.
+@test "mt-synth --from-run: a cut file, another file, a FIFO, no file: exit 1 with the reason; with a COMMAND: usage" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --save-run="$t/flow.run" -- "$MT_PROGS/flow" > /dev/null 2>&1
+	head -c 5000 "$t/flow.run" > "$t/cut.run"
+	run --separate-stderr "$SYNTH" -o "$t/out" --from-run="$t/cut.run"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == "mt-synth: $t/cut.run: cut short in "* || "$stderr" == *"more than the file holds"* ||
+		"$stderr" == *"past the file"* ]]
+	[ ! -e "$t/out/plain.data" ]
+	run --separate-stderr "$SYNTH" -o "$t/out" --from-run="$MT_FIXTURES/flow/plain.data"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-synth: $MT_FIXTURES/flow/plain.data: not a run saved by mt-synth --save-run (no MTSYNRUN)" ]
+	mkfifo "$t/fifo"
+	run --separate-stderr timeout 10 "$SYNTH" -o "$t/out" --from-run="$t/fifo"
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"$t/fifo: not a regular file (a FIFO)"* ]]
+	run --separate-stderr "$SYNTH" -o "$t/out" --from-run="$t/none"
+	[ "$status" -eq 1 ]
+	[ "$stderr" = "mt-synth: $t/none: No such file or directory" ]
+	run --separate-stderr "$SYNTH" --from-run="$t/flow.run" -- "$MT_PROGS/flow"
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-synth: --from-run runs nothing: no COMMAND"* ]]
+	run --separate-stderr "$SYNTH" --from-run="$t/flow.run" --save-run="$t/x.run"
+	[ "$status" -eq 2 ]
+	[ ! -e "$t/x.run" ]
 }

@@ -15,8 +15,10 @@
 #include <gelf.h>
 
 #include "objects/elfsyms.h"
+#include "base/infile.h"
 #include "base/outfile.h"
 #include "base/strtab.h"
+#include "synth/runfile.h"
 #include "synth/synth.h"
 #include "base/version.h"
 
@@ -26,6 +28,7 @@ static void usage(FILE *f)
 {
 	fprintf(f,
 "Usage: " PROG " [OPTION]... -- COMMAND [ARG]...\n"
+"  or:  " PROG " [OPTION]... --from-run=FILE\n"
 "Run COMMAND with ASLR off under ptrace single-step, record every user-space\n"
 "instruction it executes, and write for each variant DIR/NAME.data (a perf.data\n"
 "with that control flow encoded as Intel PT) and DIR/NAME.truth (the true event\n"
@@ -60,6 +63,11 @@ static void usage(FILE *f)
 "                           copy J on CPU J mod C as thread J mod T (T:\n"
 "                           --threads, at least C), moved in time by J/C times\n"
 "                           cpu_period (printed), the CPU-wide switches around it\n"
+"      --save-run=FILE      also save the recorded run to FILE (the program's\n"
+"                           executable mappings, every step, its threads)\n"
+"      --from-run=FILE      run nothing: write the variants of a run saved by\n"
+"                           --save-run (single-stepping takes seconds; a saved\n"
+"                           run gives any number of traces of it at once)\n"
 "  -h, --help               show this help and exit\n"
 "  -V, --version            show the version and exit\n"
 "\n"
@@ -144,6 +152,43 @@ static uint64_t resolve_symbol(const struct mt_synth_run *run, const char *name)
 	return 0;
 }
 
+/* The run saved to path, atomically. */
+static int write_run(const char *path, const struct mt_synth_run *run)
+{
+	struct mt_err err = {0};
+	struct mt_outfile o;
+	if (mt_outfile_open(&o, path, &err)) {
+		fprintf(stderr, PROG ": %s\n", err.msg);
+		return 1;
+	}
+	if (mt_synth_run_save(run, o.f, &err) || mt_outfile_commit(&o, &err)) {
+		fprintf(stderr, PROG ": %s: %s\n", path, err.msg);
+		mt_outfile_abort(&o);
+		return 1;
+	}
+	return 0;
+}
+
+/* A run saved by --save-run, read from path (a regular file). */
+static int load_run(const char *path, struct mt_synth_run *run)
+{
+	memset(run, 0, sizeof *run);
+	struct mt_err err = {0};
+	FILE *f = mt_infile_fopen(path, 0, &err);
+	struct stat st;
+	if (!f || fstat(fileno(f), &st) < 0) {
+		fprintf(stderr, PROG ": %s\n", f ? strerror(errno) : err.msg);
+		if (f)
+			fclose(f);
+		return 1;
+	}
+	int rc = mt_synth_run_load(f, (uint64_t)st.st_size, run, &err);
+	fclose(f);
+	if (rc)
+		fprintf(stderr, PROG ": %s: %s\n", path, err.msg);
+	return rc ? 1 : 0;
+}
+
 static int write_variant(const struct mt_synth_run *run, const struct mt_synth_variant *v,
 			 const struct mt_synth_opts *so, const char *dir)
 {
@@ -196,11 +241,13 @@ int main(int argc, char **argv)
 		{"contiguous", no_argument, NULL, 'C'},
 		{"loop", no_argument, NULL, 'L'},
 		{"cpus", required_argument, NULL, 'P'},
+		{"save-run", required_argument, NULL, 'S'},
+		{"from-run", required_argument, NULL, 'F'},
 		{"help", no_argument, NULL, 'h'},
 		{"version", no_argument, NULL, 'V'},
 		{0},
 	};
-	const char *dir = ".", *variants = "plain", *hit = NULL;
+	const char *dir = ".", *variants = "plain", *hit = NULL, *save_run = NULL, *from_run = NULL;
 	bool quiet = false;
 	uint64_t repeat = 0, size = 0, threads = 0, cpus = 0;
 	bool contiguous = false, loop = false;
@@ -213,6 +260,8 @@ int main(int argc, char **argv)
 		case 'C': contiguous = true; break;
 		case 'L': loop = true; break;
 		case 'H': hit = optarg; break;
+		case 'S': save_run = optarg; break;
+		case 'F': from_run = optarg; break;
 		case 'R':
 		case 'Z':
 		case 'T':
@@ -236,8 +285,13 @@ int main(int argc, char **argv)
 			return 2;
 		}
 	}
-	if (optind >= argc) {
+	if (optind >= argc && !from_run) {
 		fprintf(stderr, PROG ": no command given\nTry '" PROG " --help' for more information.\n");
+		return 2;
+	}
+	if (from_run && (optind < argc || save_run)) {
+		fprintf(stderr, PROG ": --from-run runs nothing: no COMMAND%s\nTry '" PROG " --help' for more information.\n",
+			save_run ? " and no --save-run" : "");
 		return 2;
 	}
 	/* Validate every variant name before the (slow) run. */
@@ -279,13 +333,18 @@ int main(int argc, char **argv)
 	}
 	struct mt_synth_run run;
 	struct mt_err err = {0};
-	if (mt_synth_record(argv + optind, quiet, &run, &err)) {
-		fprintf(stderr, PROG ": %s\n", err.msg);
+	if (from_run ? load_run(from_run, &run) : mt_synth_record(argv + optind, quiet, &run, &err)) {
+		if (!from_run)
+			fprintf(stderr, PROG ": %s\n", err.msg);
+		mt_synth_run_free(&run);
+		return 1;
+	}
+	if (save_run && write_run(save_run, &run)) {
 		mt_synth_run_free(&run);
 		return 1;
 	}
 	fprintf(stderr, PROG ": %s: pid %u, %zu thread%s, %zu instructions (%" PRIu64 " bridged after missed steps, %"
-		PRIu64 " REP iterations folded), exit status %d\n", argv[optind], run.pid, run.nthreads,
+		PRIu64 " REP iterations folded), exit status %d\n", from_run ? from_run : argv[optind], run.pid, run.nthreads,
 		run.nthreads == 1 ? "" : "s", run.nips, run.repaired, run.collapsed, run.exit_status);
 	struct mt_synth_opts so = {.repeat = repeat, .threads = (unsigned)threads, .contiguous = contiguous, .loop = loop,
 				   .cpus = (unsigned)cpus};

@@ -61,6 +61,20 @@ static int tab_reserve(struct mt_synth_run *run)
 	return 0;
 }
 
+int mt_synth_insn_add(struct mt_synth_run *run, const struct mt_synth_insn *insn)
+{
+	if (!insn->ip)
+		return MT_EFORMAT;
+	if (tab_reserve(run))
+		return MT_ENOMEM;
+	struct mt_synth_insn *s = slot(run->tab, run->tabcap, insn->ip);
+	if (s->ip)
+		return MT_EFORMAT;
+	*s = *insn;
+	run->tabn++;
+	return 0;
+}
+
 /* The GNU build-id note of an ELF file, as perf records it. */
 static void read_build_id(struct mt_synth_map *m)
 {
@@ -605,8 +619,7 @@ static const struct mt_synth_insn *lookup(csh cs, struct mt_synth_run *run, uint
 	return s;
 }
 
-/* Is `next` a possible successor of instruction i? */
-static bool follows(const struct mt_synth_insn *i, uint64_t next)
+bool mt_synth_follows(const struct mt_synth_insn *i, uint64_t next)
 {
 	uint64_t ft = i->ip + i->len;
 	switch (i->cls) {
@@ -681,7 +694,7 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 		}
 		if (has_prev[th]) {
 			const struct mt_synth_insn *prev = mt_synth_insn_at(run, out.ips[prev_of[th]]);
-			if (!follows(prev, ip)) {
+			if (!mt_synth_follows(prev, ip)) {
 				uint64_t path[8];
 				int plen = 0;
 				bool ok = false;

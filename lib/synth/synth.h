@@ -84,6 +84,13 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 void mt_synth_run_free(struct mt_synth_run *run);
 /* The distinct-instruction record for ip (NULL if never executed). */
 const struct mt_synth_insn *mt_synth_insn_at(const struct mt_synth_run *run, uint64_t ip);
+/* Adds a distinct instruction (a run read back from a file): MT_EFORMAT
+ * for ip 0 or one already there, MT_ENOMEM. */
+int mt_synth_insn_add(struct mt_synth_run *run, const struct mt_synth_insn *insn);
+/* Is `next` a possible successor of instruction i (its fall-through or
+ * direct target; anything after an indirect branch, a return or a
+ * syscall)? */
+bool mt_synth_follows(const struct mt_synth_insn *i, uint64_t next);
 
 enum mt_synth_timing { MT_SYNTH_TIMELESS, MT_SYNTH_TSC, MT_SYNTH_MTC };
 

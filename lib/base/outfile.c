@@ -46,6 +46,33 @@ static int fifo_with_reader(const char *path)
 	return fd;
 }
 
+/* The FIFO the last check found a reader on, its write end kept open:
+ * closed, it would be the reader's end of file (a reader then gone before
+ * the output is opened for real, or before mt-record writes); the output's
+ * open takes it over. One at a time: a tool writes one output. */
+static struct {
+	dev_t dev;
+	ino_t ino;
+	int fd;
+} held_fifo = {.fd = -1};
+
+/* The write end of the FIFO st describes (path), held from the check on:
+ * -1 and errno when it has no reader. */
+static int hold_fifo(const char *path, const struct stat *st)
+{
+	if (held_fifo.fd >= 0 && held_fifo.dev == st->st_dev && held_fifo.ino == st->st_ino)
+		return held_fifo.fd;
+	int fd = fifo_with_reader(path);
+	if (fd < 0)
+		return -1;
+	if (held_fifo.fd >= 0)
+		close(held_fifo.fd);
+	held_fifo.dev = st->st_dev;
+	held_fifo.ino = st->st_ino;
+	held_fifo.fd = fd;
+	return fd;
+}
+
 /* The rule, before anything is opened (a FIFO's open would block): a
  * regular file or none; a symlink is followed to an existing target,
  * never replaced; /dev/null is taken (output thrown away on purpose), and
@@ -69,11 +96,8 @@ static int check_target(const char *path, struct stat *st, bool *exists, struct 
 	if (S_ISDIR(st->st_mode))
 		return mt_err_set(err, MT_EUSAGE, "%s: is a directory", path);
 	if (S_ISFIFO(st->st_mode)) {
-		int fd = fifo_with_reader(path);
-		if (fd >= 0) {
-			close(fd);
+		if (hold_fifo(path, st) >= 0)
 			return 0;
-		}
 		return mt_err_set(err, MT_EUSAGE, "%s: is a FIFO with no reader: an output must be a regular file, "
 				  "or a FIFO being read (or -, standard output)", path);
 	}
@@ -119,7 +143,13 @@ int mt_outfile_open(struct mt_outfile *o, const char *path, struct mt_err *err)
 	if (check_target(path, &st, &exists, err))
 		return err->code;
 	if (exists && !S_ISREG(st.st_mode)) { /* /dev/null, a FIFO being read: written in place */
-		int fd = S_ISFIFO(st.st_mode) ? fifo_with_reader(path) : open(path, O_WRONLY | O_CLOEXEC);
+		int fd;
+		if (S_ISFIFO(st.st_mode)) { /* the write end check_target holds */
+			fd = held_fifo.fd;
+			held_fifo.fd = -1;
+		} else {
+			fd = open(path, O_WRONLY | O_CLOEXEC);
+		}
 		o->f = fd >= 0 ? fdopen(fd, "w") : NULL;
 		if (!o->f && fd >= 0)
 			close(fd);

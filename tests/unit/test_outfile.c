@@ -4,6 +4,7 @@
  * /dev/null refuse it); and a file written, asked for and committed reads
  * back whole under its name. */
 #define _GNU_SOURCE
+#include <errno.h>
 #include <fcntl.h>
 #include <limits.h>
 #include <stdint.h>
@@ -110,6 +111,24 @@ int main(void)
 	mt_err_clear(&ce);
 	refused = refused && mt_outfile_check("/dev/zero", &ce) && strstr(ce.msg, "is a character device");
 	ok(refused, "a FIFO with no reader and a device are refused, at once");
+	/* a FIFO being read: from the check on, its write end stays open, so
+	 * the reader never sees an end of file before the output (closed
+	 * after the check, a reader between the two opens read nothing and
+	 * left: the output then went nowhere). Oracle: read(2) on a FIFO with
+	 * no data gives EAGAIN while a writer has it open, 0 once none has. */
+	int rd = open(fifo, O_RDONLY | O_NONBLOCK);
+	char buf[8];
+	mt_err_clear(&ce);
+	bool held = rd >= 0 && !mt_outfile_check(fifo, &ce) && read(rd, buf, sizeof buf) < 0 && errno == EAGAIN;
+	held = held && !mt_outfile_open(&fo, fifo, &ce) && read(rd, buf, sizeof buf) < 0 && errno == EAGAIN;
+	if (held) {
+		fputs("fifo", fo.f);
+		held = !mt_outfile_commit(&fo, &ce) && read(rd, buf, sizeof buf) == 4 && !memcmp(buf, "fifo", 4) &&
+		       read(rd, buf, sizeof buf) == 0;
+	}
+	ok(held, "a FIFO being read: no end of file between the check and the output, then the output, then the end");
+	if (rd >= 0)
+		close(rd);
 	mt_err_clear(&ce);
 	ok(!mt_outfile_check("/dev/null", &ce), "/dev/null is taken");
 	/* a link to a missing file: refused, and left a link */

@@ -36,7 +36,9 @@ endif
 # loaded when a run asks for a server (lib/objects/debuginfod.h)
 PKGS := libelf libdw libarchive capstone libprotobuf-c zlib sqlite3 libzstd
 PKG_CFLAGS = $(shell pkg-config --cflags $(PKGS) 2>/dev/null)
-PKG_LIBS = $(shell pkg-config --libs $(PKGS) 2>/dev/null)
+# libarchive is not linked either: it is loaded the first time a bundle is
+# read or written (lib/bundle/archive_lib.h), its headers give the types
+PKG_LIBS = $(shell pkg-config --libs $(filter-out libarchive,$(PKGS)) 2>/dev/null)
 # Debian's libipt-dev ships no .pc file.
 IPT_LIBS = $(shell pkg-config --libs libipt 2>/dev/null || echo -lipt)
 # libiberty (the demangler binutils uses) ships a static library, no .pc.

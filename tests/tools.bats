@@ -194,3 +194,23 @@ Try 'mt-archive-watch --help' for more information." ]
 	run grep -nE '^[[:space:]]*grep -q [^|]* && grep' ./*.bats
 	[ "$status" -eq 1 ]
 }
+
+# Start-up (issue 52's small traces; every test starts tools thousands of
+# times): libarchive is loaded when a bundle is read or written, not linked
+# (with it came libxml2, ICU and libstdc++: 6 ms of every start), as
+# libdebuginfod is loaded when a server is asked. Oracle: ldd.
+@test "no tool links libarchive, libxml2, ICU or libdebuginfod: loaded only when a bundle or a server needs them" {
+	local tool n=0
+	for tool in "$MT_BIN"/mt-*; do
+		run ldd "$tool"
+		[ "$status" -eq 0 ]
+		! grep -E 'libarchive|libxml2|libicu|libdebuginfod' <<< "$output" || false
+		n=$((n + 1))
+	done
+	[ "$n" -ge 11 ]
+	# and a bundle still reads and writes (bundle.bats holds the rest)
+	"$MT_BIN/mt-bundle" create --no-kallsyms -o "$BATS_TEST_TMPDIR/b.tar.zst" "$MT_FIXTURES/flow/plain.data" 2> /dev/null
+	"$PT2EVENTS" "$BATS_TEST_TMPDIR/b.tar.zst" | grep -v '^# ' > "$BATS_TEST_TMPDIR/b.ev"
+	[ -s "$BATS_TEST_TMPDIR/b.ev" ]
+	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" | grep -v '^# ' | cmp - "$BATS_TEST_TMPDIR/b.ev"
+}

@@ -3,11 +3,10 @@
  * create.c writes them. */
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
+#include "bundle/archive_lib.h"
 #include "base/infile.h"
 #include "base/onsignal.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>

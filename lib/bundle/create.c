@@ -3,10 +3,9 @@
  * kcore, and a manifest. */
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
+#include "bundle/archive_lib.h"
 #include "base/infile.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -532,6 +531,8 @@ int mt_bundle_create(const struct mt_bundle_create_opts *o, struct mt_bundle_sta
 	if (!rc && mt_outfile_open(&of.f, o->output, err))
 		rc = err->code;
 	of.open = !rc;
+	if (!rc && mt_archive_load(err))
+		rc = err->code;
 	if (!rc && !(w.a = archive_write_new()))
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 	if (!rc) {

@@ -4,9 +4,8 @@
  * reading its manifest alone. */
 #define _GNU_SOURCE
 #include "bundle/bundle.h"
+#include "bundle/archive_lib.h"
 
-#include <archive.h>
-#include <archive_entry.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <ftw.h>
@@ -333,7 +332,9 @@ int mt_bundle_walk(int fd, const char *aname, const void *prefix, size_t prefix_
 		else
 			w.free_bytes = fstatvfs(w.rootfd, &vfs) ? UINT64_MAX : (uint64_t)vfs.f_bavail * vfs.f_frsize;
 	}
-	struct archive *a = archive_read_new();
+	if (!rc && mt_archive_load(err))
+		rc = err->code;
+	struct archive *a = rc ? NULL : archive_read_new();
 	if (!rc && !a)
 		rc = mt_err_set(err, MT_ENOMEM, "%s: out of memory", aname);
 	if (!rc) {

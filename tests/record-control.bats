@@ -104,10 +104,12 @@ pt_caps() { # VERSION -> $BATS_TEST_TMPDIR/caps.VERSION
 		[ "$(grep -c '^ctl snapshot' "$FAKEPERF_LOG")" -ge "$taken" ]
 		[ "$(ls "$BATS_TEST_TMPDIR"/e.data.* | wc -l)" -eq "$taken" ]
 		[[ "$stderr" == *"mt-record: $taken snapshots; perf writes one file per snapshot"* ]]
-		if [ "$taken" -lt 3 ]; then
-			[ "$taken" -eq 2 ]
-			[[ "$stderr" == *"mt-record: trigger hit 3: perf record exited: no snapshot"* ]]
-		fi
+		# a hit without its snapshot (perf gone, the hit read after: hits
+		# 2 and 3 together, in CI's SAN run) is said by its number
+		refused=$(grep -c '^mt-record: trigger hit [0-9]*: perf record exited: no snapshot$' <<< "$stderr" || true)
+		echo "# $taken snapshots taken, $refused hits after perf's end" >&3
+		[ $((taken + refused)) -eq 3 ]
+		[ "$taken" -eq 3 ] || [[ "$stderr" == *"mt-record: trigger hit 3: perf record exited: no snapshot"* ]]
 	done
 }
 

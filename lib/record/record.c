@@ -190,6 +190,8 @@ static bool handle_hits(struct mt_recording *r)
 	struct mt_trigger_hit hits[64];
 	uint64_t lost = 0;
 	size_t n = mt_trigger_read(r->trigger, hits, 64, &lost);
+	bool ended = false;
+	struct mt_err err = {0};
 	if (lost)
 		mt_say(r->say, r->say_ctx, "%" PRIu64 " trigger hits lost (the kernel's buffer was full)", lost);
 	for (size_t i = 0; i < n; i++) {
@@ -200,11 +202,13 @@ static bool handle_hits(struct mt_recording *r)
 		       " 0x%" PRIx64,
 		    r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0, hits[i].arg1);
 		if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
-			struct mt_err err = {0};
-			if (mt_perfctl_snapshot(&r->perf, &err)) {
+			/* a snapshot refused ends the session; the hits read
+			 * with it are still said, each with that reason (they are
+			 * out of the kernel's buffer now: unsaid, they were lost) */
+			if (ended || mt_perfctl_snapshot(&r->perf, &err)) {
 				mt_say(r->say, r->say_ctx, "trigger hit %u: %s", r->hits, err.msg);
-				mt_err_clear(&err);
-				return true;
+				ended = true;
+				continue;
 			}
 			r->snapshots++;
 			mt_say(r->say, r->say_ctx, "snapshot %u taken", r->snapshots);
@@ -212,7 +216,7 @@ static bool handle_hits(struct mt_recording *r)
 		if (!r->multi_snapshot)
 			return true;
 	}
-	return false;
+	return ended;
 }
 
 enum mt_record_end mt_recording_run(struct mt_recording *r)

@@ -188,35 +188,44 @@ static bool all_watched_ended(const struct mt_recording *r)
 static bool handle_hits(struct mt_recording *r)
 {
 	struct mt_trigger_hit hits[64];
-	uint64_t lost = 0;
-	size_t n = mt_trigger_read(r->trigger, hits, 64, &lost);
 	bool ended = false;
 	struct mt_err err = {0};
-	if (lost)
-		mt_say(r->say, r->say_ctx, "%" PRIu64 " trigger hits lost (the kernel's buffer was full)", lost);
-	for (size_t i = 0; i < n; i++) {
-		r->hits++;
-		if (r->nlogged < MT_RECORD_MAX_HITS)
-			r->hit_log[r->nlogged++] = hits[i];
-		mt_say(r->say, r->say_ctx, "trigger hit: %s in pid %u thread %u at 0x%" PRIx64 ", time %" PRIu64 " ns, args 0x%" PRIx64
-		       " 0x%" PRIx64,
-		    r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0, hits[i].arg1);
-		if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
-			/* a snapshot refused ends the session; the hits read
-			 * with it are still said, each with that reason (they are
-			 * out of the kernel's buffer now: unsaid, they were lost) */
-			if (ended || mt_perfctl_snapshot(&r->perf, &err)) {
-				mt_say(r->say, r->say_ctx, "trigger hit %u: %s", r->hits, err.msg);
-				ended = true;
-				continue;
+	for (;;) {
+		bool was_ended = ended;
+		uint64_t lost = 0;
+		size_t n = mt_trigger_read(r->trigger, hits, 64, &lost);
+		if (lost)
+			mt_say(r->say, r->say_ctx, "%" PRIu64 " trigger hits lost (the kernel's buffer was full)", lost);
+		for (size_t i = 0; i < n; i++) {
+			r->hits++;
+			if (r->nlogged < MT_RECORD_MAX_HITS)
+				r->hit_log[r->nlogged++] = hits[i];
+			mt_say(r->say, r->say_ctx, "trigger hit: %s in pid %u thread %u at 0x%" PRIx64 ", time %" PRIu64
+			       " ns, args 0x%" PRIx64 " 0x%" PRIx64,
+			    r->trigger_what, hits[i].pid, hits[i].tid, hits[i].ip, hits[i].time, hits[i].arg0, hits[i].arg1);
+			if (r->perf.when == MT_SNAP_FUNCTION_CALL) {
+				/* a snapshot refused ends the session; the hits read
+				 * with it are still said, each with that reason (they
+				 * are out of the kernel's buffer now: unsaid, they
+				 * were lost) */
+				if (ended || mt_perfctl_snapshot(&r->perf, &err)) {
+					mt_say(r->say, r->say_ctx, "trigger hit %u: %s", r->hits, err.msg);
+					ended = true;
+					continue;
+				}
+				r->snapshots++;
+				mt_say(r->say, r->say_ctx, "snapshot %u taken", r->snapshots);
 			}
-			r->snapshots++;
-			mt_say(r->say, r->say_ctx, "snapshot %u taken", r->snapshots);
+			if (!r->multi_snapshot)
+				return true;
 		}
-		if (!r->multi_snapshot)
-			return true;
+		/* once the session ends, so does the trigger: what the kernel
+		 * wrote while the refused snapshot was asked for (perf gone
+		 * with the program, its last hits after ours) is read too,
+		 * until a read after the end comes short */
+		if (!ended || (was_ended && n < 64))
+			return ended;
 	}
-	return ended;
 }
 
 enum mt_record_end mt_recording_run(struct mt_recording *r)

@@ -145,14 +145,6 @@ static int bad(struct reader *r, const char *fmt, uint64_t a, uint64_t b)
 	return r->rc = mt_err_set(r->err, MT_EFORMAT, fmt, a, b);
 }
 
-static const struct mt_synth_map *map_at(const struct mt_synth_run *run, uint64_t ip)
-{
-	for (size_t i = 0; i < run->nmaps; i++)
-		if (ip >= run->maps[i].start && ip - run->maps[i].start < run->maps[i].len)
-			return &run->maps[i];
-	return NULL;
-}
-
 /* What recording guarantees, held for a run read back: the writer relies
  * on it. */
 static int check_run(struct reader *r, const struct mt_synth_run *run)
@@ -161,7 +153,7 @@ static int check_run(struct reader *r, const struct mt_synth_run *run)
 		const struct mt_synth_insn *s = &run->tab[i];
 		if (!s->ip)
 			continue;
-		const struct mt_synth_map *m = map_at(run, s->ip);
+		const struct mt_synth_map *m = mt_synth_map_of(run, s->ip);
 		if (!m || s->len == 0 || s->len > 15 || s->ip - m->start + s->len > m->len)
 			return bad(r, "instruction at 0x%" PRIx64 " (length %" PRIu64 ") outside the executable mappings",
 				   s->ip, s->len);

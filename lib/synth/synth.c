@@ -541,7 +541,7 @@ void mt_synth_run_free(struct mt_synth_run *run)
 	memset(run, 0, sizeof *run);
 }
 
-static const struct mt_synth_map *map_of(const struct mt_synth_run *run, uint64_t ip)
+const struct mt_synth_map *mt_synth_map_of(const struct mt_synth_run *run, uint64_t ip)
 {
 	for (size_t i = 0; i < run->nmaps; i++)
 		if (ip >= run->maps[i].start && ip - run->maps[i].start < run->maps[i].len)
@@ -551,7 +551,7 @@ static const struct mt_synth_map *map_of(const struct mt_synth_run *run, uint64_
 
 static int classify(csh cs, const struct mt_synth_run *run, uint64_t ip, struct mt_synth_insn *out)
 {
-	const struct mt_synth_map *m = map_of(run, ip);
+	const struct mt_synth_map *m = mt_synth_map_of(run, ip);
 	if (!m)
 		return -1;
 	size_t avail = m->start + m->len - ip;

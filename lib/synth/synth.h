@@ -84,6 +84,8 @@ int mt_synth_record(char *const argv[], bool quiet, struct mt_synth_run *run, st
 void mt_synth_run_free(struct mt_synth_run *run);
 /* The distinct-instruction record for ip (NULL if never executed). */
 const struct mt_synth_insn *mt_synth_insn_at(const struct mt_synth_run *run, uint64_t ip);
+/* The executable mapping holding ip (NULL if none). */
+const struct mt_synth_map *mt_synth_map_of(const struct mt_synth_run *run, uint64_t ip);
 /* Adds a distinct instruction (a run read back from a file): MT_EFORMAT
  * for ip 0 or one already there, MT_ENOMEM. */
 int mt_synth_insn_add(struct mt_synth_run *run, const struct mt_synth_insn *insn);

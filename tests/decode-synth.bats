@@ -354,9 +354,9 @@ hit_lines() { grep -v '^#' "$1" | awk -F'\t' '$4=="sample" && /event=mem:/'; }
 # unbound, libipt 2.0.5 binds to a later FUP and its decode fails there:
 # fixed in libipt 2.1; tests/ptnotes.bats holds that variant to its truth
 # and to perf), each with --all-branches and with --power, decoded by mt
-# and by --decoder=DECODER: $t/{mt,other}K with K.err (stderr) and K.rc
-# (exit status), K.data the fixture; the count of pairs in $t/pairs. mt's
-# decodes are kept for the next test of this file (BATS_FILE_TMPDIR).
+# and by --decoder=DECODER: $BATS_FILE_TMPDIR/mtK (mt's, kept for the
+# next test of this file) and $t/otherK, each with .err (stderr) and .rc
+# (exit status), mtK.data the fixture and mode; the count in $t/pairs.
 decode_fixture_pairs() { # DECODER
 	local data mode k=0 v extra
 	for data in "$MT_FIXTURES"/*/*.data; do
@@ -372,10 +372,6 @@ decode_fixture_pairs() { # DECODER
 				echo "$rc" > "$memo.rc"
 				echo "$data $mode" > "$memo.data"
 			fi
-			cp "$memo" "$t/mt$k"
-			cp "$memo.err" "$t/mt$k.err"
-			cp "$memo.rc" "$t/mt$k.rc"
-			cp "$memo.data" "$t/$k.data"
 			rc=0
 			"$PT2EVENTS" -j 1 --decoder="$1" $mode "${extra[@]}" --stats -o "$t/other$k" "$data" 2> "$t/other$k.err" ||
 				rc=$?
@@ -392,9 +388,9 @@ decode_fixture_pairs() { # DECODER
 	# the same exit status, statistics (but for what only mt's reader
 	# counts) and events (but for the decoder's name, the time column, and
 	# mt's CYC values: the block decoder has none)
-	run python3 - "$t" <<-'PY'
+	run python3 - "$t" "$BATS_FILE_TMPDIR" <<-'PY'
 	import re, sys
-	t = sys.argv[1]
+	t, m = sys.argv[1], sys.argv[2]
 	n = int(open(f"{t}/pairs").read())
 	def events(path, mt):
 	    out = []
@@ -405,21 +401,21 @@ decode_fixture_pairs() { # DECODER
 	        out.append(re.sub(rb"\tcyc=[0-9]+", b"", line) if mt else line)
 	    return out
 	for k in range(n):
-	    what = open(f"{t}/{k}.data").read().strip()
-	    if open(f"{t}/mt{k}.rc").read() != open(f"{t}/other{k}.rc").read():
+	    what = open(f"{m}/mt{k}.data").read().strip()
+	    if open(f"{m}/mt{k}.rc").read() != open(f"{t}/other{k}.rc").read():
 	        sys.exit(f"{what}: the exit statuses differ")
-	    mt, ipt = open(f"{t}/mt{k}.err").read(), open(f"{t}/other{k}.err").read()
+	    mt, ipt = open(f"{m}/mt{k}.err").read(), open(f"{t}/other{k}.err").read()
 	    walked = mt.rsplit("stats: ", 1)[-1].rsplit(" handed_over=", 1)[0].rstrip("\n")
 	    if ipt.rsplit("stats: ", 1)[-1].rstrip("\n") != walked:
 	        sys.exit(f"{what}: the statistics differ:\n{ipt}{mt}")
-	    if events(f"{t}/other{k}", False) != events(f"{t}/mt{k}", True):
+	    if events(f"{t}/other{k}", False) != events(f"{m}/mt{k}", True):
 	        sys.exit(f"{what}: the events differ")
 	print(f"{n} decodes the same")
 	sys.exit(0 if n >= 80 else 1)
 	PY
 	echo "$output"
 	[ "$status" -eq 0 ]
-	grep -q '^# fact	decoder	mt packets, libipt .* query, mt code walk$' "$t/mt0"
+	grep -q '^# fact	decoder	mt packets, libipt .* query, mt code walk$' "$BATS_FILE_TMPDIR/mt0"
 	grep -q '^# fact	decoder	libipt .* block$' "$t/other0"
 }
 
@@ -436,19 +432,19 @@ decode_fixture_pairs() { # DECODER
 	# the same events (but for the decoder's name and mt's CYC values: the
 	# query decoder has none) and statistics (but for what only mt's reader
 	# counts: here, nothing handed over)
-	run python3 - "$t" <<-'PY'
+	run python3 - "$t" "$BATS_FILE_TMPDIR" <<-'PY'
 	import re, sys
-	t = sys.argv[1]
+	t, m = sys.argv[1], sys.argv[2]
 	n = int(open(f"{t}/pairs").read())
 	cyc = 0
 	def events(path, mt):
 	    lines = [l for l in open(path, "rb").read().split(b"\n") if not l.startswith(b"# fact\tdecoder")]
 	    return [re.sub(rb"\tcyc=[0-9]+", b"", l) for l in lines] if mt else lines
 	for k in range(n):
-	    what = open(f"{t}/{k}.data").read().strip()
-	    if events(f"{t}/other{k}", False) != events(f"{t}/mt{k}", True):
+	    what = open(f"{m}/mt{k}.data").read().strip()
+	    if events(f"{t}/other{k}", False) != events(f"{m}/mt{k}", True):
 	        sys.exit(f"{what}: the events differ")
-	    mt, q = open(f"{t}/mt{k}.err").read(), open(f"{t}/other{k}.err").read()
+	    mt, q = open(f"{m}/mt{k}.err").read(), open(f"{t}/other{k}.err").read()
 	    if re.sub(r" (handed_over|libipt21)=[0-9]+", "", mt) != q:
 	        sys.exit(f"{what}: the statistics differ:\n{q}{mt}")
 	    if "handed_over" in mt:

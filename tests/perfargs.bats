@@ -116,15 +116,41 @@ pa() { # CAPS ARGS... -> one line in $output
 @test "sampling: --overwrite, no snapshots, call graphs; cpu-clock where there is no cycles event" {
 	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
 	pa "$BATS_TEST_TMPDIR/c" --sampling --pid=5
-	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=cycles/freq=10000/u --overwrite --per-thread -t 5 --control=fd:3,4 --call-graph lbr --switch-events" ]
+	[ "$output" = "perf record -o DIR/perf.data --timestamp --event=cycles/freq=10000/u --overwrite --per-thread -t 5 --control=fd:3,4 --call-graph lbr --switch-events -k mono" ]
 	pa "$BATS_TEST_TMPDIR/c" --sampling --timer-resolution=high --callgraph=fp --full-execution
-	[[ "$output" == *"--event=cycles/freq=25000/u --per-thread"*"--call-graph fp --switch-events" ]]
+	[[ "$output" == *"--event=cycles/freq=25000/u --per-thread"*"--call-graph fp --switch-events -k mono" ]]
 	caps "$BATS_TEST_TMPDIR/c" 6.1 0 0 0 1 cpu-clock
 	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --timer-resolution=sample:99
 	echo "$output" | grep -qx -- --event=cpu-clock/freq=99/u
 	echo "$output" | grep -qx -- dwarf
 	[[ "$stderr" == *"mt-perfargs: no Intel PT on this machine: stack sampling instead"* ]]
 	[[ "$stderr" == *"mt-perfargs: warning: --callgraph defaults to dwarf, which costs time and space"* ]]
+}
+
+# perf record -k: sampled times on CLOCK_MONOTONIC unless asked otherwise
+# (perf inject --jit takes a jitdump's times only from a recording with
+# -k mono); with Intel PT none, since the kernel gives no TSC conversion
+# for another clock (arch_perf_update_userpage: no time_zero with
+# use_clockid).
+@test "--clock: -k mono when sampling by default, perf's names taken, perf's own clock on asking; refused with Intel PT" {
+	caps "$BATS_TEST_TMPDIR/c" 6.1 1 1
+	for clock in boot:boot boottime:boot realtime:realtime raw:raw monotonic_raw:raw monotonic:mono tai:tai; do
+		pa "$BATS_TEST_TMPDIR/c" --sampling --clock="${clock%%:*}"
+		[[ "$output" == *" --switch-events -k ${clock#*:}" ]]
+	done
+	pa "$BATS_TEST_TMPDIR/c" --sampling --clock=perf
+	[[ "$output" == *" --switch-events" ]]
+	# Intel PT: perf's own clock, no -k; another refused with the reason
+	pa "$BATS_TEST_TMPDIR/c"
+	[[ "$output" != *" -k "* ]]
+	pa "$BATS_TEST_TMPDIR/c" --clock=perf
+	[[ "$output" != *" -k "* ]]
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --clock=mono
+	[ "$status" -eq 2 ]
+	[ "$stderr" = "mt-perfargs: --clock=mono is for sampling: Intel PT's times come from the TSC, which the kernel relates only to perf's own clock" ]
+	run --separate-stderr "$PERFARGS" --caps "$BATS_TEST_TMPDIR/c" --sampling --clock=utc
+	[ "$status" -eq 2 ]
+	[[ "$stderr" == "mt-perfargs: bad --clock 'utc'"* ]]
 }
 
 @test "impossible combinations are refused with the reason, exit 2" {

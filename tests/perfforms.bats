@@ -308,6 +308,47 @@ open('z.data', 'wb').write(b)"
 	"$PT2EVENTS" p.data 2> /dev/null > p.ev
 	[ "$(grep -c '^# fact	clock' p.ev)" -eq 0 ]
 	[ "$(awk -F'\t' '$4 == "sample" { print $1; exit }' p.ev)" -lt "$before" ]
+	# Perfetto's own importer: the trace's clock is the recording's
+	# (REALTIME 1, MONOTONIC 3; perf's own labelled BOOTTIME 6, as
+	# magic-trace does), every slice at the stream's time, so inside
+	# [before, after] on CLOCK_REALTIME
+	tps=${MT_TRACE_PROCESSOR:-$BATS_TEST_DIRNAME/../../shared/tools/perfetto/trace_processor_shell}
+	[ -x "$tps" ] || skip "Perfetto's trace_processor_shell is not here ($tps: ../shared/tools/perfetto)"
+	for x in r:1 m:3 p:6; do
+		f=${x%:*}
+		"$PT2EVENTS" "$f.data" 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > "$f.sym"
+		"$MT_BIN/mt-toperfetto" -o "$f.pftrace" "$f.sym" 2> /dev/null
+		"$MT_BIN/mt-toperfetto" --format=threads -o "$f.threads" "$f.sym" 2> /dev/null
+		python3 "$BATS_TEST_DIRNAME/tools/tp_cmp.py" "$tps" "$f.pftrace" "$f.threads" "$f.sym"
+		clock=$("$tps" -Q "select int_value from metadata where name = 'trace_time_clock_id'" "$f.pftrace" 2> /dev/null | tail -1)
+		echo "$f: trace_time_clock_id $clock"
+		[ "$clock" = "${x#*:}" ]
+	done
+	"$tps" -Q "select min(ts), max(ts), count(*) from slice" r.pftrace 2> /dev/null | tail -1 | tr ',' ' ' > r.bounds
+	read -r lo hi n < r.bounds
+	echo "REALTIME slices: $n in [$lo, $hi]"
+	[ "$n" -gt 0 ]
+	[ "$lo" -ge "$before" ]
+	[ "$hi" -le "$after" ]
+}
+
+# mt-record samples on CLOCK_MONOTONIC unless told otherwise (perf record
+# -k mono: perf inject --jit takes a jitdump's times only then, and it is
+# the clock other traces use): oracle, CLOCK_MONOTONIC read just before
+# and after (Python's time.monotonic_ns).
+@test "mt-record samples on CLOCK_MONOTONIC (perf record -k mono): every time between the clock's readings around it" {
+	before=$(python3 -c 'import time; print(time.monotonic_ns())')
+	"$MT_BIN/mt-record" -o k.data -- "$MT_PROGS/workers" 200 > /dev/null 2>&1
+	after=$(python3 -c 'import time; print(time.monotonic_ns())')
+	"$PT2EVENTS" k.data 2> /dev/null > k.ev
+	grep -qx '# fact	clock	monotonic (perf record -k)' k.ev
+	awk -F'\t' -v a="$before" -v b="$after" '$4 == "sample" { n++; if ($1 < a || $1 > b) bad++ }
+		END { print n " samples, " bad + 0 " outside [" a ", " b "]"; exit !(n > 50 && bad == 0) }' k.ev
+	# --clock=perf: perf's own, no clock said
+	"$MT_BIN/mt-record" --clock=perf -o q.data -- "$MT_PROGS/workers" 50 > /dev/null 2>&1
+	"$PT2EVENTS" q.data 2> /dev/null > q.ev
+	grep -q '	sample	' q.ev
+	[ "$(grep -c '^# fact	clock' q.ev)" -eq 0 ]
 }
 
 # JIT code named from the jitdump the JIT wrote (perf's format: V8's

@@ -368,7 +368,7 @@ PY
 	"$MT_BIN/mt-caps" | grep -qx sampling.event=cpu-clock && want=cpu-clock
 	# the command is started by mt-record, held, and perf attached to it
 	# (-p: every thread) with its control fd for the readiness handshake
-	[ "${lines[0]}" = "perf record -o out.data --timestamp --event=$want/freq=10000/u -p PID --control=fd:CTL,ACK --call-graph fp --switch-events" ]
+	[ "${lines[0]}" = "perf record -o out.data --timestamp --event=$want/freq=10000/u -p PID --control=fd:CTL,ACK --call-graph fp --switch-events -k mono" ]
 	[ "${lines[1]}" = "# PID: the pid of $MT_PROGS/hot arg, held at its first instruction until perf is ready" ]
 	run --separate-stderr "$RECORD" --dry-run --timer-resolution=sample:97 --callgraph=lbr -- true
 	[ "$status" -eq 2 ] || [[ "$output" == *"$want/freq=97/u"* ]]
@@ -439,7 +439,7 @@ PY
 	run "$RECORD" --pid=abc
 	[ "$status" -eq 2 ]
 	run --separate-stderr "$RECORD" --dry-run --pid=1,2 --multi-thread -o out.data
-	[[ "$output" == *" -p 1,2 --control=fd:CTL,ACK --call-graph fp --switch-events" ]]
+	[[ "$output" == *" -p 1,2 --control=fd:CTL,ACK --call-graph fp --switch-events -k mono" ]]
 }
 
 @test "mt-record stopped by SIGINT or SIGTERM: the perf.data is whole and decodes, nothing is left running" {

@@ -41,6 +41,8 @@ static void usage(FILE *f)
 "                               and kernel can; else refused with the reason)\n"
 "      --sampling               stack sampling instead of Intel PT\n"
 "      --callgraph=MODE         lbr, lbr-no-stitch, fp or dwarf (sampling)\n"
+"      --clock=CLOCK            -k CLOCK (sampling): mono (default), boot,\n"
+"                               realtime, raw, tai, or perf (its own: no -k)\n"
 "      --pid=PIDS               PID[,PID...] (default: the word PID)\n"
 "  -C, --working-directory=DIR  where perf.data goes (default .)\n"
 "      --perf=PATH              argv[0] (default perf)\n"
@@ -94,6 +96,7 @@ int main(int argc, char **argv)
 		{"filter", required_argument, NULL, 1003},
 		{"start-paused", no_argument, NULL, 1004},
 		{"callgraph", required_argument, NULL, 'g'},
+		{"clock", required_argument, NULL, 1005},
 		{"pid", required_argument, NULL, 'p'},
 		{"working-directory", required_argument, NULL, 'W'},
 		{"perf", required_argument, NULL, 'x'},
@@ -137,6 +140,10 @@ int main(int argc, char **argv)
 		case 'g':
 			if (mt_perfargs_parse_callgraph(optarg, &o.callgraph))
 				return bad("--callgraph", optarg);
+			break;
+		case 1005:
+			if (mt_perfargs_parse_clock(optarg, &o.clock))
+				return bad("--clock", optarg);
 			break;
 		case 'p': o.pids = optarg; break;
 		case 1000: o.ptwrite = true; break;

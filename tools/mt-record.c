@@ -79,6 +79,10 @@ static void usage(FILE *f)
 "      --callgraph=MODE         fp, lbr, lbr-no-stitch, dwarf (default fp, cheap; dwarf\n"
 "                               for code built without frame pointers: perf copies\n"
 "                               each sample's stack, mt-pt2events unwinds it)\n"
+"      --clock=CLOCK            the clock of a sampled recording's times (perf\n"
+"                               record -k): mono (default: perf's rule for JIT\n"
+"                               dumps, and other traces' clock), boot, realtime,\n"
+"                               raw, tai, or perf (its own); Intel PT: perf only\n"
 "      --pid=PIDS               attach to running processes instead (until they\n"
 "                               all exit, the trigger, or ^C); with Intel PT one\n"
 "                               thread each unless --multi-thread\n"
@@ -222,6 +226,7 @@ int main(int argc, char **argv)
 		{"timer-resolution", required_argument, NULL, 'r'},
 		{"scope", required_argument, NULL, 'S'},
 		{"callgraph", required_argument, NULL, 'g'},
+		{"clock", required_argument, NULL, 1004},
 		{"caps", required_argument, NULL, 'c'},
 		{"perf", required_argument, NULL, 'p'},
 		{"dry-run", no_argument, NULL, 'n'},
@@ -306,6 +311,12 @@ int main(int argc, char **argv)
 				return 2;
 			}
 			callgraph_given = true;
+			break;
+		case 1004:
+			if (mt_perfargs_parse_clock(optarg, &o.clock)) {
+				fprintf(stderr, PROG ": bad --clock '%s'\n", optarg);
+				return 2;
+			}
 			break;
 		case 'c': caps_path = optarg; break;
 		case 'p': o.perf = optarg; break;

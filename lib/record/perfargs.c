@@ -124,6 +124,21 @@ int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out)
 	return 0;
 }
 
+int mt_perfargs_parse_clock(const char *s, const char **out)
+{
+	static const char *const names[][2] = {
+		{"perf", "perf"}, {"mono", "mono"}, {"monotonic", "mono"}, {"raw", "raw"},
+		{"monotonic_raw", "raw"}, {"boot", "boot"}, {"boottime", "boot"}, {"realtime", "realtime"},
+		{"tai", "tai"},
+	};
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++)
+		if (!strcmp(s, names[i][0])) {
+			*out = names[i][1];
+			return 0;
+		}
+	return -1;
+}
+
 int mt_parse_bytes(const char *s, uint64_t *out)
 {
 	char *e;
@@ -271,6 +286,11 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 		return mt_err_set(err, MT_EUSAGE, "--timer-resolution=sample:... is for sampling, not Intel PT");
 	if (!sampling && o->callgraph != MT_CG_DEFAULT)
 		return mt_err_set(err, MT_EUSAGE, "--callgraph is for sampling, not Intel PT");
+	/* the kernel relates Intel PT's TSC only to perf's own clock: with
+	 * -k, perf_event_mmap_page has no time_zero, and no time can be had */
+	if (!sampling && o->clock && strcmp(o->clock, "perf"))
+		return mt_err_set(err, MT_EUSAGE, "--clock=%s is for sampling: Intel PT's times come from the TSC, "
+				  "which the kernel relates only to perf's own clock", o->clock);
 	bool lbr = cap(caps, "last_branch_record");
 	if (sampling && (o->callgraph == MT_CG_LBR || o->callgraph == MT_CG_LBR_NO_STITCH) && !lbr)
 		return mt_err_set(err, MT_EUSAGE, "--callgraph=lbr needs last branch record support (the CPU's pdcm flag)");
@@ -428,6 +448,10 @@ int mt_perfargs_build(const struct mt_caps *caps, const struct mt_perfargs_opts 
 		/* a thread's time off CPU (where magic-trace draws the function
 		 * before it): cheap, and allowed for one's own processes */
 		arg(a, "--switch-events");
+		if (!o->clock || strcmp(o->clock, "perf")) {
+			arg(a, "-k");
+			arg(a, "%s", o->clock ? o->clock : "mono");
+		}
 	}
 	return 0;
 }

@@ -32,6 +32,11 @@ struct mt_perfargs_opts {
 	bool multi_thread, full_execution, multi_snapshot, trigger, sampling;
 	bool branch_misses, cache_misses;
 	enum mt_callgraph callgraph;
+	/* perf record -k: the clock of every time (mt_perfargs_parse_clock's
+	 * name; "perf": its own, no -k); NULL: CLOCK_MONOTONIC when sampling
+	 * (perf's rule for JIT dumps, and the clock other traces use), perf's
+	 * own with Intel PT */
+	const char *clock;
 	const char *pids;          /* "PID[,PID...]" */
 	/* Intel PT's optional packets and controls, each only where the
 	 * machine can (mt-caps' intel_pt.caps.*, perf and kernel versions) */
@@ -69,6 +74,10 @@ int mt_perfargs_parse_scope(const char *s, enum mt_scope *out);
 int mt_perfargs_parse_extra_events(const char *s, struct mt_perfargs_opts *o);
 /* lbr, lbr-no-stitch, fp, dwarf */
 int mt_perfargs_parse_callgraph(const char *s, enum mt_callgraph *out);
+/* perf (its own clock: no -k), or a clock perf record -k takes: mono,
+ * monotonic, raw, monotonic_raw, boot, boottime, realtime, tai; *out is
+ * perf's short name for it (static; "perf" for perf). */
+int mt_perfargs_parse_clock(const char *s, const char **out);
 /* The address ranges of a perf --filter string (its comma-separated
  * clauses, each filter, start, stop or tracestop); -1 when one is none. */
 int mt_perfargs_filter_ranges(const char *filter);

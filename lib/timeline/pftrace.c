@@ -545,10 +545,29 @@ static bool index_comm(struct mt_pftrace *pf, size_t i)
 	return true;
 }
 
+/* Perfetto's builtin clock (common/builtin_clock.proto) of the clock a
+ * stream's clock fact names (mt-pt2events: perf record -k); 0 for one it
+ * has no id for. */
+static uint32_t builtin_clock(const char *fact)
+{
+	static const struct { const char *name; uint32_t id; } clocks[] = {
+		{"realtime", 1}, {"monotonic", 3}, {"monotonic_raw", 5}, {"boottime", 6},
+	};
+	size_t n = strcspn(fact, " \t\n");
+	for (size_t i = 0; i < sizeof clocks / sizeof clocks[0]; i++)
+		if (strlen(clocks[i].name) == n && !strncmp(fact, clocks[i].name, n))
+			return clocks[i].id;
+	return 0;
+}
+
 void mt_pftrace_meta(struct mt_pftrace *pf, const char *meta)
 {
 	unsigned pid, tid;
 	char name[64];
+	if (!strncmp(meta, "fact\tclock\t", 11)) {
+		pf->clock_id = builtin_clock(meta + 11);
+		return;
+	}
 	if (sscanf(meta, "comm\t%u\t%u\t%63[^\n]", &pid, &tid, name) != 3)
 		return;
 	struct comm *c = find_comm(pf, pid, tid);

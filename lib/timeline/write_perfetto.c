@@ -27,11 +27,40 @@ static void put_packet(struct mt_pftrace *pf, const Perfetto__Protos__TracePacke
 	pf->st.packets++;
 }
 
+/* The clock of every time written: the recording's (perf record -k) where
+ * Perfetto has an id for it, so the timeline lines up with other traces
+ * of that clock; else BOOTTIME, as magic-trace labels perf's own. */
+static uint32_t trace_clock(const struct mt_pftrace *pf)
+{
+	return pf->clock_id ? pf->clock_id : CLOCK_BOOTTIME;
+}
+
+/* The first packet, where the recording has its own clock (perf record -k):
+ * that clock as the trace's time. Perfetto takes it only before any time
+ * has been converted, so it comes before every timestamp. (Its importer
+ * then logs clock_sync_unrelatable_clock_domains once: a proto file's own
+ * clock, BOOTTIME, is not related to this one; nothing is dropped.) */
+static void proto_head(struct mt_pftrace *pf)
+{
+	if (trace_clock(pf) == CLOCK_BOOTTIME)
+		return;
+	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
+	Perfetto__Protos__ClockSnapshot cs = PERFETTO__PROTOS__CLOCK_SNAPSHOT__INIT;
+	p.has_trusted_packet_sequence_id = true;
+	p.trusted_packet_sequence_id = SEQ_DESCRIPTORS;
+	p.clock_snapshot = &cs;
+	cs.has_primary_trace_clock = true;
+	cs.primary_trace_clock = trace_clock(pf);
+	put_packet(pf, &p);
+}
+
 static void track_packet(struct mt_pftrace *pf, uint64_t time, Perfetto__Protos__TrackDescriptor *td)
 {
 	Perfetto__Protos__TracePacket p = PERFETTO__PROTOS__TRACE_PACKET__INIT;
 	p.has_timestamp = true;
 	p.timestamp = time;
+	p.has_timestamp_clock_id = trace_clock(pf) != CLOCK_BOOTTIME; /* (BOOTTIME: the default) */
+	p.timestamp_clock_id = trace_clock(pf);
 	p.has_trusted_packet_sequence_id = true;
 	p.trusted_packet_sequence_id = SEQ_DESCRIPTORS;
 	p.track_descriptor = td;
@@ -83,7 +112,7 @@ static void proto_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 	p.has_timestamp = true;
 	p.timestamp = t0;
 	p.has_timestamp_clock_id = true;
-	p.timestamp_clock_id = CLOCK_BOOTTIME;
+	p.timestamp_clock_id = trace_clock(pf);
 	p.has_trusted_packet_sequence_id = true;
 	p.trusted_packet_sequence_id = t->w.seq;
 	p.has_sequence_flags = true;
@@ -100,7 +129,7 @@ static void proto_thread(struct mt_pftrace *pf, struct pthread *t, bool first)
 	cs.n_clocks = 2;
 	cs.clocks = clocks;
 	c0.has_clock_id = c0.has_timestamp = true;
-	c0.clock_id = CLOCK_BOOTTIME;
+	c0.clock_id = trace_clock(pf);
 	c0.timestamp = t0;
 	c1.has_clock_id = c1.has_timestamp = c1.has_is_incremental = true;
 	c1.clock_id = CLOCK_INCREMENTAL;
@@ -526,6 +555,6 @@ static void proto_stack_sample(struct seqw *w, uint64_t time, const char *key, u
 }
 
 const struct mt_tl_ops mt_tl_perfetto = {
-	.name = "perfetto", .thread = proto_thread, .slice_begin = proto_slice_begin, .slice_end = proto_slice_end,
+	.name = "perfetto", .head = proto_head, .thread = proto_thread, .slice_begin = proto_slice_begin, .slice_end = proto_slice_end,
 	.instant = proto_instant, .sample = proto_sample, .stack_sample = proto_stack_sample, .counter = proto_counter,
 };

@@ -185,6 +185,10 @@ struct mt_pftrace {
 	size_t capkeybuf;
 	char damage[512];
 	bool oom;
+	/* Perfetto's builtin clock of every time: the recording's (perf record
+	 * -k, said by the stream's clock fact); 0: perf's own, written as
+	 * BOOTTIME as magic-trace does */
+	uint32_t clock_id;
 	/* writing */
 	uint8_t *buf;
 	size_t bufcap;

@@ -149,10 +149,54 @@ static void test_pages(void)
 	ok(good == n, "-m: whole pages, the next power of two, clamped to [4K, 256T], each change warned of (3.2)");
 }
 
+/* --clock: perf record -k's names (tools/perf/builtin-record.c's
+ * clockids: the short and the long name of each), -k NAME after the
+ * sampling flags, mono by default; with Intel PT only perf's own. */
+static void test_clock(void)
+{
+	static const struct { const char *in, *k; } names[] = {
+		{"mono", "mono"}, {"monotonic", "mono"}, {"raw", "raw"}, {"monotonic_raw", "raw"},
+		{"boot", "boot"}, {"boottime", "boot"}, {"realtime", "realtime"}, {"tai", "tai"},
+		{"perf", "perf"},
+	};
+	int good = 0;
+	for (size_t i = 0; i < sizeof names / sizeof names[0]; i++) {
+		const char *k = NULL;
+		good += !mt_perfargs_parse_clock(names[i].in, &k) && k && !strcmp(k, names[i].k);
+	}
+	const char *k = NULL;
+	ok(good == (int)(sizeof names / sizeof names[0]) && mt_perfargs_parse_clock("MONO", &k) &&
+		   mt_perfargs_parse_clock("", &k) && mt_perfargs_parse_clock("utc", &k),
+	   "--clock: perf's names, short and long; nothing else");
+	struct mt_caps c;
+	struct mt_perfargs a;
+	struct mt_err err = {0};
+	struct mt_perfargs_opts o;
+	caps_of(&c, "6.1", true);
+	mt_perfargs_opts_init(&o);
+	o.sampling = true;
+	bool dflt = !mt_perfargs_build(&c, &o, &a, &err) && a.argc >= 2 && !strcmp(a.argv[a.argc - 2], "-k") &&
+		    !strcmp(a.argv[a.argc - 1], "mono");
+	o.clock = "boot";
+	bool boot = !mt_perfargs_build(&c, &o, &a, &err) && !strcmp(a.argv[a.argc - 1], "boot");
+	o.clock = "perf";
+	bool own = !mt_perfargs_build(&c, &o, &a, &err) && !has_arg(&a, "-k");
+	ok(dflt && boot && own, "--clock when sampling: -k mono by default, -k NAME, none for perf");
+	o.sampling = false;
+	o.clock = NULL;
+	bool pt = !mt_perfargs_build(&c, &o, &a, &err) && !has_arg(&a, "-k");
+	o.clock = "perf";
+	pt &= !mt_perfargs_build(&c, &o, &a, &err) && !has_arg(&a, "-k");
+	o.clock = "mono";
+	pt &= mt_perfargs_build(&c, &o, &a, &err) == MT_EUSAGE && strstr(err.msg, "relates only to perf's own clock");
+	ok(pt, "--clock with Intel PT: no -k; another than perf refused with the reason");
+}
+
 int main(void)
 {
 	test_snapshot_table();
 	test_events();
 	test_pages();
+	test_clock();
 	return tap_done();
 }

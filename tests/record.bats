@@ -631,7 +631,7 @@ PY
 	    if not line.strip():
 	        cur = None
 	        continue
-	    if not line.startswith((" ", "\t")):
+	    if not line.startswith("\t"):  # (a header may start with spaces: a short time)
 	        cur = []
 	        perf.append(cur)
 	    else:

@@ -427,6 +427,54 @@ open(sys.argv[1], 'ab').write(struct.pack('<IIQ', 0, 1 << 30, 0) + b'JS:cut')" "
 	grep -q "$dump: not a jitdump (no JiTD header)" bad.err
 }
 
+# A jitdump's source lines (its DEBUG_INFO records): testdata/progs/jit.c
+# JIT-compiles two functions and says, before each load, the line of each
+# instruction in a made-up source. Oracle: that program's own table (its
+# head comment), the truth: every sample in JIT code at the line of the
+# instruction it is at. (perf 6.1 cannot be the oracle: perf inject --jit
+# writes the lines into its ELF, but names every "\xff" entry's file
+# "\xff", and perf script prints no srcline for them.) The names: as perf
+# inject --jit names them.
+@test "a jitdump's source lines (DEBUG_INFO), for real: every sample in JIT code at its instruction's line, as the JIT said" {
+	perf record -q -k mono -e cpu-clock/freq=4000/u -o jit.data -- "$MT_PROGS/jit" 300 > /dev/null 2>&1
+	ls jit-*.dump > /dev/null
+	"$PT2EVENTS" jit.data 2> /dev/null | "$MT_BIN/mt-symbolize" --lines 2> /dev/null > jit.ev
+	python3 - jit.ev <<'PY'
+import sys
+# jit.c's table: offset ranges -> line; jit_second's lines 100 on
+table = [(0x00, 10), (0x02, 11), (0x05, 12), (0x09, 13), (0x10, 14), (0x15, 15)]
+files = {"jit_first": ("/jit/first.src", 0), "jit_second": ("/jit/second.src", 100)}
+n, seen = 0, set()
+for line in open(sys.argv[1]):
+    f = line.rstrip("\n").split("\t")
+    if len(f) < 4 or f[3] != "sample":
+        continue
+    kv = dict(x.split("=", 1) for x in f[6:] if "=" in x)
+    sym = kv.get("from_sym")
+    if sym not in files:
+        continue
+    off = int(kv["from_off"], 16)
+    want = [l for o, l in table if o <= off][-1] + files[sym][1]
+    got = (kv.get("from_file"), int(kv.get("from_line", 0)))
+    assert got == (files[sym][0], want), (f[0], sym, hex(off), got, want)
+    assert kv.get("frame_src") == "%s:%d" % got, kv.get("frame_src")
+    n += 1
+    seen.add((sym, want))
+print("%d samples in JIT code, each at its line; lines seen: %s" % (n, sorted(seen)))
+assert n > 200 and {s for s, _ in seen} == set(files) and len(seen) >= 6
+PY
+	# without --lines: names, no lines
+	"$PT2EVENTS" jit.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > plain.ev
+	grep -q 'from_sym=jit_first' plain.ev
+	[ "$(grep -c 'from_file=' plain.ev)" -eq 0 ]
+	# the names as perf inject --jit gives them, sample by sample
+	perf inject --jit -i jit.data -o inj.data 2> /dev/null
+	perf script -i inj.data -F tid,time,ip,sym --ns 2> /dev/null | awk '{ sub(/:$/, "", $2); print $1, $2, $4 }' | grep ' jit_' | sort > perf.names
+	awk -F'\t' '$4 == "sample" { for (i = 7; i <= NF; i++) if ($i ~ /^from_sym=jit_/) print $3, substr($1, 1, length($1) - 9) "." substr($1, length($1) - 8), substr($i, 10) }' plain.ev | sort > mt.names
+	[ "$(wc -l < perf.names)" -gt 200 ]
+	diff perf.names mt.names
+}
+
 # perf record -a: every process on every CPU, kernel frames among them.
 # Recorded here for real (a busy program running beside it); oracle: perf
 # script on the same file (names from this kernel's /proc/kallsyms).

@@ -101,6 +101,9 @@ struct perf_map {
 	uint32_t pid;
 	char *path;
 	struct object obj;    /* its symbols, absolute addresses */
+	/* a jitdump: its code loads, and each symbol's load (source lines) */
+	struct mt_jitdump jd;
+	size_t *code_of;
 };
 
 /* A trace hits the same addresses again and again (loops): the last
@@ -213,6 +216,8 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->jits[i].path);
 		free(s->jits[i].obj.syms);
 		free(s->jits[i].obj.strings);
+		mt_jitdump_free(&s->jits[i].jd);
+		free(s->jits[i].code_of);
 	}
 	free(s->jits);
 	free(s->perf_map_dir);
@@ -1131,16 +1136,41 @@ static void load_jitdump(struct mt_sym *s, struct perf_map *j)
 	/* code at an address used again: the latest load's name (perf inject
 	 * maps each load at its time; a lookup here has no time) */
 	struct symbuf b = {0};
+	size_t *code_of = n ? malloc(n * sizeof *code_of) : NULL;
 	for (size_t i = 0; i < n; i++)
-		if (!i || e[i].start != e[i - 1].start)
+		if (!i || e[i].start != e[i - 1].start) {
 			symbuf_add(&b, e[i].start, e[i].end, e[i].name, "", STB_GLOBAL);
+			if (code_of && !b.oom)
+				code_of[b.n - 1] = e[i].order;
+		}
 	free(e);
-	mt_jitdump_free(&jd);
+	/* kept for the loads' source lines (DEBUG_INFO), where there are any */
+	if (jd.nlines && code_of && !b.oom) {
+		j->jd = jd;
+		j->code_of = code_of;
+	} else {
+		mt_jitdump_free(&jd);
+		free(code_of);
+	}
 	for (size_t i = 0; i < b.n; i++)
 		b.syms[i].name = b.strings + (uintptr_t)b.syms[i].name;
 	o->syms = b.syms;
 	o->nsyms = b.n;
 	o->strings = b.strings;
+}
+
+/* The source line of JIT code at addr, from its load's debug entries. */
+static void jit_line(const struct perf_map *j, uint64_t addr, struct mt_sym_result *r)
+{
+	const struct object *o = &j->obj;
+	size_t k = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
+	if (!k)
+		return;
+	const struct mt_jit_line *l = mt_jitdump_line(&j->jd, &j->jd.code[j->code_of[k - 1]], addr);
+	if (l) {
+		r->file = l->file;
+		r->line = l->line;
+	}
 }
 
 /* JIT code a jitdump of pid names (the latest mapped one that does). */
@@ -1152,8 +1182,11 @@ static bool jit_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_
 			continue;
 		if (!j->obj.loaded)
 			load_jitdump(s, j);
-		if (map_symbol(j, addr, r))
+		if (map_symbol(j, addr, r)) {
+			if (s->lines && j->code_of)
+				jit_line(j, addr, r);
 			return true;
+		}
 	}
 	return false;
 }

@@ -52,6 +52,41 @@ static size_t move(uint8_t *p, uint64_t time, uint64_t from, uint64_t to, uint64
 	return n + put(p + n, f, sizeof f);
 }
 
+/* DEBUG_INFO: code_addr, then each entry's address, line and file (NULL:
+ * "\xff", the one before's); count: what the record says it holds. */
+static size_t debug(uint8_t *p, uint64_t code_addr, uint64_t count, size_t n_entries, const uint64_t *addr,
+		    const int32_t *line, const char *const *file)
+{
+	size_t size = 16 + 16;
+	for (size_t i = 0; i < n_entries; i++)
+		size += 16 + (file[i] ? strlen(file[i]) + 1 : 2);
+	uint32_t pre[2] = {2, (uint32_t)size};
+	uint64_t time = 50;
+	size_t n = put(p, pre, 8);
+	n += put(p + n, &time, 8);
+	n += put(p + n, &code_addr, 8);
+	n += put(p + n, &count, 8);
+	for (size_t i = 0; i < n_entries; i++) {
+		int32_t discrim = 0;
+		n += put(p + n, &addr[i], 8);
+		n += put(p + n, &line[i], 4);
+		n += put(p + n, &discrim, 4);
+		n += file[i] ? put(p + n, file[i], strlen(file[i]) + 1) : put(p + n, "\xff", 2);
+	}
+	return n;
+}
+
+/* The line at addr of jd's code k: "FILE:LINE", or "-" for none. */
+static const char *line_at(const struct mt_jitdump *jd, size_t k, uint64_t addr)
+{
+	static char buf[256];
+	const struct mt_jit_line *l = mt_jitdump_line(jd, &jd->code[k], addr);
+	if (!l)
+		return "-";
+	snprintf(buf, sizeof buf, "%s:%d", l->file, (int)l->line);
+	return buf;
+}
+
 static int read_dump(const uint8_t *b, size_t n, struct mt_jitdump *jd, struct mt_err *err)
 {
 	char path[] = "/tmp/mt-jitdump-test.XXXXXX";
@@ -62,6 +97,71 @@ static int read_dump(const uint8_t *b, size_t n, struct mt_jitdump *jd, struct m
 	int rc = mt_jitdump_read(jd, path, err);
 	unlink(path);
 	return rc;
+}
+
+static void test_debug_info(void)
+{
+	static uint8_t b[4096];
+	struct mt_jitdump jd;
+	struct mt_err err = {0};
+	const uint64_t A = 0x7f0000001000, B = 0x7f0000002000;
+	/* A's entries out of order, the file said once then "\xff"; another
+	 * file; B's entries, then a load at another address: not B's */
+	const uint64_t aa[] = {A + 0x10, A, A + 0x4, A + 0x20};
+	const int32_t al[] = {12, 10, 11, 30};
+	const char *const af[] = {"/s/a.js", NULL, NULL, "/s/b.js"};
+	const uint64_t ba[] = {B, B + 8};
+	const int32_t bl[] = {5, 6};
+	const char *const bf[] = {"/s/c.js", NULL};
+	size_t n = header(b, 0x4A695444);
+	n += debug(b + n, A, 4, 4, aa, al, af);
+	n += load(b + n, 100, A, 64, 1, "first");
+	n += debug(b + n, B, 2, 2, ba, bl, bf);
+	n += load(b + n, 200, B + 0x100, 32, 2, "elsewhere");
+	n += load(b + n, 300, B, 32, 3, "second");
+	int rc = read_dump(b, n, &jd, &err);
+	bool good = rc == 0 && jd.ncode == 3;
+	ok(good && !strcmp(line_at(&jd, 0, A), "/s/a.js:10") && !strcmp(line_at(&jd, 0, A + 3), "/s/a.js:10") &&
+	   !strcmp(line_at(&jd, 0, A + 4), "/s/a.js:11") && !strcmp(line_at(&jd, 0, A + 0x1f), "/s/a.js:12") &&
+	   !strcmp(line_at(&jd, 0, A + 0x20), "/s/b.js:30") && !strcmp(line_at(&jd, 0, A + 63), "/s/b.js:30"),
+	   "debug entries: an address's line is the entry at or below it, \\xff the file before's, in any order");
+	ok(good && !strcmp(line_at(&jd, 0, A + 64), "-") && !strcmp(line_at(&jd, 0, A - 1), "-"),
+	   "outside the code: no line");
+	ok(good && !strcmp(line_at(&jd, 1, B + 0x100), "-") && !strcmp(line_at(&jd, 2, B + 8), "-"),
+	   "entries go to the next load only where it is their code's: not to another, nor past it");
+	mt_jitdump_free(&jd);
+	/* a move: the entries with the code */
+	n = header(b, 0x4A695444);
+	n += debug(b + n, A, 4, 4, aa, al, af);
+	n += load(b + n, 100, A, 64, 1, "first");
+	n += move(b + n, 200, A, B, 64, 1);
+	rc = read_dump(b, n, &jd, &err);
+	ok(rc == 0 && jd.ncode == 1 && !strcmp(line_at(&jd, 0, B + 4), "/s/a.js:11") &&
+	   !strcmp(line_at(&jd, 0, A + 4), "-"), "a moved load: its lines at its new address");
+	mt_jitdump_free(&jd);
+	/* a count that lies (a billion entries in a record of four), a name
+	 * that is not ended: the entries before it kept, the loads too */
+	n = header(b, 0x4A695444);
+	n += debug(b + n, A, 1000000000, 4, aa, al, af);
+	n += load(b + n, 100, A, 64, 1, "first");
+	rc = read_dump(b, n, &jd, &err);
+	ok(rc == 0 && jd.ncode == 1 && jd.nlines == 4 && !strcmp(line_at(&jd, 0, A + 0x20), "/s/b.js:30"),
+	   "an entry count that lies: the record's entries, no more");
+	mt_jitdump_free(&jd);
+	n = header(b, 0x4A695444);
+	size_t d = n;
+	n += debug(b + n, A, 4, 4, aa, al, af);
+	/* the last name's NUL and the record end: "/s/b.js" unended */
+	uint32_t size;
+	memcpy(&size, b + d + 4, 4);
+	size -= 1;
+	memcpy(b + d + 4, &size, 4);
+	n -= 1;
+	n += load(b + n, 100, A, 64, 1, "first");
+	rc = read_dump(b, n, &jd, &err);
+	ok(rc == 0 && jd.ncode == 1 && jd.nlines == 3 && !strcmp(line_at(&jd, 0, A + 0x20), "/s/a.js:12") &&
+	   !jd.damaged_at, "a file name not ended in its record: the entries before it");
+	mt_jitdump_free(&jd);
 }
 
 int main(void)
@@ -96,5 +196,6 @@ int main(void)
 	n = header(b, 0x4454694A);
 	rc = read_dump(b, n, &jd, &err);
 	ok(rc == MT_EUNSUP && strstr(err.msg, "other byte order"), "a byte-swapped dump: said");
+	test_debug_info();
 	return tap_done();
 }

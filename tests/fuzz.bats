@@ -164,3 +164,19 @@ for name, mask, stack in (("small", (1 << 63) | 0xff0fff, bytes(range(256)) * 16
 PY
 	replay unwind "$t"/small "$t"/nosp "$t"/empty "$t"/addresses "$MT_PROGS/hot"
 }
+
+# jitdumps: the saved inputs (debug entries on a load with no room for
+# them; a move that wraps its entries' addresses) and a real dump written
+# here by testdata/progs/jit (loads, DEBUG_INFO with "\xff" names).
+@test "fuzz regressions: jitdumps (debug entries with none stored; a move wrapping the entries' addresses) and a real one" {
+	cd "$BATS_TEST_TMPDIR"
+	"$MT_PROGS/jit" 5 > /dev/null
+	replay jitdump "$BATS_TEST_DIRNAME/../fuzz/regress/jitdump" jit-*.dump
+	[[ "$output" == *"replay: 3 inputs"* ]]
+}
+
+# Saved runs (mt-synth --save-run): the fixtures' own, through the reader
+# and the writer as fuzz_runfile drives them.
+@test "fuzz harness: saved runs (the fixtures' libc, threads and hits runs) replay cleanly" {
+	replay runfile "$MT_FIXTURES/libc/libc_flow.run" "$MT_FIXTURES/threads/threads.run" "$MT_FIXTURES/hits/flow.run"
+}

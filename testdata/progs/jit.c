@@ -5,8 +5,9 @@
  * says where it is, a DEBUG_INFO record before each load giving the source
  * line of its instructions in a made-up source file, then the CODE_LOAD
  * with the code's bytes. Times are CLOCK_MONOTONIC (perf record -k mono).
- * Usage: jit [MS] (default 300). Writes jit-PID.dump in the current
- * directory. The truth of the lines is the table below: jit_first's code
+ * Usage: jit [MS [ROUNDS]] (default 300 ms; with ROUNDS, each function
+ * called once with it, for single-stepping). Writes jit-PID.dump in the
+ * current directory. The truth of the lines is the table below: jit_first's code
  * at offsets [0x00, 0x02) is /jit/first.src line 10, [0x02, 0x05) 11,
  * [0x05, 0x09) 12, [0x09, 0x10) 13, [0x10, 0x15) 14, 0x15 15; jit_second's
  * the same offsets in /jit/second.src, lines 110 to 115. */
@@ -140,8 +141,11 @@ int main(int argc, char **argv)
 	uint64_t (*first)(uint64_t) = (uint64_t (*)(uint64_t))(uintptr_t)mem;
 	uint64_t (*second)(uint64_t) = (uint64_t (*)(uint64_t))(uintptr_t)(mem + 0x100);
 	uint64_t sum = 0, end = now_ns() + (uint64_t)ms * 1000000u;
-	while (now_ns() < end)
-		sum += first(200000) + second(100000);
+	if (argc > 2)
+		sum = first((uint64_t)atol(argv[2])) + second((uint64_t)atol(argv[2]));
+	else
+		while (now_ns() < end)
+			sum += first(200000) + second(100000);
 	printf("%llu\n", (unsigned long long)(sum & 1));
 	return fclose(dump) ? 1 : 0;
 }

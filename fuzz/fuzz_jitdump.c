@@ -6,7 +6,7 @@
 
 #include <string.h>
 
-#include "names/jitdump.h"
+#include "objects/jitdump.h"
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size)
 {

@@ -675,3 +675,30 @@ PY
 	[ "$status" -eq 2 ]
 	[ "$stderr" = "mt-pt2events: bad --decoder 'xed': expected mt, libipt-query or libipt" ]
 }
+
+# JIT code (issue 50): testdata/progs/jit copies two functions into an
+# anonymous executable mapping, which no file holds, and writes their code
+# into the jitdump it maps. Run under mt-synth (ptrace single-step: the
+# truth), the decode walks that code from the dump's loads and equals the
+# truth; the dump gone, the loss is said and the walk stops there. Names:
+# the dump's, through mt-symbolize.
+@test "JIT code (testdata/progs/jit single-stepped): walked from the jitdump's code loads, equal to the truth; the dump gone, said" {
+	cd "$BATS_TEST_TMPDIR"
+	"$MT_BIN/mt-synth" -q -o j --variants tsc,psb-timeless -- "$MT_PROGS/jit" 0 3 > /dev/null 2> synth.log
+	dump=$(ls jit-*.dump)
+	# the truth runs through JIT code: both functions, their loops
+	[ "$(grep -v '^#' j/tsc.truth | awk -F'\t' '$4 == "jump" && $5 ~ /13$/' | wc -l)" -ge 4 ]
+	for v in tsc psb-timeless; do
+		run "$PT2EVENTS" --all-branches --stats -o "$v.ev" "j/$v.data"
+		[ "$status" -eq 0 ]
+		[[ "$output" == *" errors=0"* ]]
+		diff <(events_body "j/$v.truth" | no_cyc) <(events_body "$v.ev")
+	done
+	"$PT2EVENTS" j/tsc.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > named.ev
+	grep -q "	call	.*to_sym=jit_first	to_off=0x0	to_dso=$PWD/$dump$" named.ev
+	grep -q "	return	.*from_sym=jit_second	from_off=0x15	from_dso=$PWD/$dump	" named.ev
+	mv "$dump" gone.dump
+	run --separate-stderr "$PT2EVENTS" j/tsc.data
+	[[ "$stderr" == *"warning: $PWD/$dump not found: code there cannot be decoded"* ]]
+	grep -q '	error	.*msg=no memory mapped at this address' <<< "$output"
+}

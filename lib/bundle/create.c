@@ -24,7 +24,7 @@
 #include "base/outfile.h"
 #include "trace/perfdata.h"
 #include "base/strtab.h"
-#include "names/jitdump.h"
+#include "objects/jitdump.h"
 #include "names/symbolize.h"
 #include "base/version.h"
 #include "bundle/entryname.h"

@@ -19,7 +19,7 @@
 
 #include "base/infile.h"
 #include "names/demangle.h"
-#include "names/jitdump.h"
+#include "objects/jitdump.h"
 #include "objects/debuginfod.h"
 #include "objects/elfsyms.h"
 #include "objects/kallsyms.h"

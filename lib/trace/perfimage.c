@@ -6,6 +6,7 @@
 #include <string.h>
 
 #include "objects/elfsyms.h"
+#include "objects/jitdump.h"
 #include "objects/objfind.h"
 
 void mt_warn_once(const struct mt_ptperf_opts *o, struct warned *wd, const char *key, const char *msg)
@@ -49,6 +50,38 @@ static void add_kernel_map(struct mt_image *img, const struct map *m, const stru
 	}
 }
 
+/* A JIT's code, from the jitdump it mapped: each load's bytes, where the
+ * dump holds them, at its address (moves applied). A later load over the
+ * same addresses hides an earlier one, for the whole trace: the image has
+ * no time (a JIT that reuses memory decodes by its latest code there). */
+static void add_jit_code(struct mt_image *img, const char *path, const struct map *m,
+			 const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	struct mt_jitdump jd;
+	struct mt_err e = {0};
+	char msg[4400];
+	if (mt_jitdump_read(&jd, path, &e)) {
+		snprintf(msg, sizeof msg, "warning: %s: JIT code cannot be decoded", e.msg);
+		mt_warn_once(o, wd, m->path, msg);
+		return;
+	}
+	for (size_t i = 0; i < jd.ncode; i++) {
+		const struct mt_jit_code *c = &jd.code[i];
+		if (c->code_offset && c->start + c->size > c->start &&
+		    mt_image_add_file(img, path, c->code_offset, c->size, c->start, &e)) {
+			snprintf(msg, sizeof msg, "warning: %s: JIT code cannot be decoded", e.msg);
+			mt_warn_once(o, wd, m->path, msg);
+			break;
+		}
+	}
+	if (jd.damaged_at) {
+		snprintf(msg, sizeof msg, "warning: %s: a record at offset %llu is cut or lies about its size: the code "
+			 "loaded after it cannot be decoded", m->path, (unsigned long long)jd.damaged_at);
+		mt_warn_once(o, wd, m->path, msg);
+	}
+	mt_jitdump_free(&jd);
+}
+
 void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 			const struct mt_ptperf_opts *o, struct warned *wd)
 {
@@ -77,6 +110,8 @@ void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const st
 			snprintf(msg, sizeof msg, "warning: %s", e.msg);
 			mt_warn_once(o, wd, m->path, msg);
 		}
+		if (mt_jitdump_named(m->path))
+			add_jit_code(img, path, m, o, wd);
 	}
 	if (kernel && o->kcore_dir) {
 		/* function boundaries of every kernel map: one kallsyms, read once */

@@ -1,4 +1,4 @@
-/* Unit tests of the jitdump reader (names/jitdump.c), TAP output. Oracle:
+/* Unit tests of the jitdump reader (objects/jitdump.c), TAP output. Oracle:
  * dumps built here as perf's tools/perf/util/jitdump.h lays them out (a
  * 40-byte header, records of u32 id, u32 size, u64 time; a code load's
  * pid, tid, vma, code address, size and index, its name, its code). */
@@ -8,7 +8,7 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "names/jitdump.h"
+#include "objects/jitdump.h"
 
 #include "tap.h"
 

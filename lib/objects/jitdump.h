@@ -16,6 +16,7 @@ struct mt_jit_code {
 	uint64_t time;       /* the load's (or last move's) timestamp, the recording's -k clock */
 	uint64_t index;      /* the JIT's code index (moves name it) */
 	const char *name;    /* in mt_jitdump's strings */
+	uint64_t code_offset; /* where the load's code bytes lie in the file (0: not there whole) */
 	/* its source lines (the DEBUG_INFO record before the load, for its
 	 * address): lines[line0, line0 + nlines), by address */
 	size_t line0, nlines;

@@ -1,5 +1,5 @@
 /* jitdump: a JIT's code loads, from its jitdump file (jitdump.h). */
-#include "names/jitdump.h"
+#include "objects/jitdump.h"
 
 #include <errno.h>
 #include <stdio.h>
@@ -139,6 +139,10 @@ int mt_jitdump_read(struct mt_jitdump *jd, const char *path, struct mt_err *err)
 				struct mt_jit_code *c = &jd->code[jd->ncode++];
 				*c = (struct mt_jit_code){.start = rd64(r + 16), .size = rd64(r + 24), .time = time,
 							  .index = rd64(r + 32), .name = jd->strings + so};
+				/* the code follows the name, to the record's end */
+				uint64_t at = pos + PREFIX + 40 + n;
+				if (c->size && c->size <= pos + size - at)
+					c->code_offset = at;
 				so += n;
 				if (ndebug && debug_addr == c->start) {
 					c->line0 = debug0;

@@ -177,6 +177,10 @@ int main(void)
 	ok(rc == 0 && jd.pid == 4242 && jd.ncode == 2 && jd.code[0].start == 0x7f0000001000 && jd.code[0].size == 64 &&
 	   !strcmp(jd.code[0].name, "JS:*hot x.js:1") && jd.code[0].time == 100 && !jd.damaged_at,
 	   "a code load: its address, size, time and name");
+	ok(rc == 0 && jd.code[0].code_offset && jd.code[0].code_offset + 64 <= n &&
+	   b[jd.code[0].code_offset] == 0xcc && b[jd.code[0].code_offset + 63] == 0xcc &&
+	   !strcmp((const char *)b + jd.code[0].code_offset - 15, "JS:*hot x.js:1"),
+	   "a code load: where its code bytes lie in the file, right after its name");
 	ok(rc == 0 && jd.ncode == 2 && jd.code[1].start == 0x7f0000003000 && jd.code[1].time == 300 &&
 	   !strcmp(jd.code[1].name, "JS:^cold x.js:5"), "a code move: the load of its index at its new address");
 	mt_jitdump_free(&jd);
@@ -188,6 +192,16 @@ int main(void)
 	rc = read_dump(b, n, &jd, &err);
 	ok(rc == 0 && jd.ncode == 2 && jd.damaged_at == whole, "a record lying about its size: the loads before it, "
 	   "where it broke off");
+	mt_jitdump_free(&jd);
+	/* a load that claims more code than its record holds: named, no bytes */
+	n = header(b, 0x4A695444);
+	size_t at = n;
+	n += load(b + n, 100, 0x7f0000001000, 64, 1, "short");
+	uint64_t big = 1000;
+	memcpy(b + at + 16 + 24, &big, 8);
+	rc = read_dump(b, n, &jd, &err);
+	ok(rc == 0 && jd.ncode == 1 && jd.code[0].size == 1000 && !jd.code[0].code_offset,
+	   "a load claiming more code than its record holds: no code bytes taken");
 	mt_jitdump_free(&jd);
 	/* not a dump; the other byte order */
 	rc = read_dump((const uint8_t *)"this is no jitdump at all, not at all, no", 41, &jd, &err);

@@ -427,6 +427,64 @@ open(sys.argv[1], 'ab').write(struct.pack('<IIQ', 0, 1 << 30, 0) + b'JS:cut')" "
 	grep -q "$dump: not a jitdump (no JiTD header)" bad.err
 }
 
+# Java (Debian's openjdk-17): HotSpot writes its compiled methods to
+# /tmp/perf-PID.map at exit (-XX:+DumpPerfMapAtExit; Debian ships no perf
+# JVMTI agent for a jitdump). Recorded for real; oracle: perf script on the
+# same file, which reads the same map: every sample in JIT code named as
+# perf names it.
+@test "Java (openjdk, -XX:+DumpPerfMapAtExit), for real: JIT-compiled methods named in samples as perf script names them" {
+	command -v javac > /dev/null || skip "no javac (Debian's openjdk-17-jdk-headless) here"
+	cat > Hot.java <<'JAVA'
+public class Hot {
+    static long hotLoop(long n) { long s = 0; for (long i = 0; i < n; i++) s += (i * i) % 7; return s; }
+    static long middle(long n) { return hotLoop(n); }
+    public static void main(String[] a) {
+        long t = 0, end = System.currentTimeMillis() + 800;
+        while (System.currentTimeMillis() < end) t += middle(100000);
+        System.out.println(t & 1);
+    }
+}
+JAVA
+	javac Hot.java
+	perf record -q -k mono -e cpu-clock/freq=2000/u -g -o j.data -- \
+		java -XX:+UnlockDiagnosticVMOptions -XX:+DumpPerfMapAtExit -cp . Hot > /dev/null 2>&1
+	perf script -i j.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > j.perf
+	"$PT2EVENTS" j.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > j.ev
+	maps=$(awk -F'\t' '$4 == "sample" { print $2 }' j.ev | sort -u | sed 's,^,/tmp/perf-,; s,$,.map,')
+	python3 - j.perf j.ev <<'PY'
+import re, sys
+perf, cur = {}, None
+for line in open(sys.argv[1], errors='replace'):
+    line = line.rstrip('\n')
+    if not line.strip():
+        cur = None
+    elif not line.startswith('\t'):
+        f = line.split()
+        cur = (int(f[0]), int(f[1].rstrip(':').replace('.', '')))
+        perf[cur] = []
+    elif cur is not None:
+        parts = line.strip().split(None, 1)
+        perf[cur].append(re.sub(r'\+0x[0-9a-f]+$', '', parts[1] if len(parts) > 1 else ''))
+n = same = hot = 0
+for line in open(sys.argv[2], errors='replace'):
+    f = line.rstrip('\n').split('\t')
+    if len(f) < 4 or f[3] != 'sample':
+        continue
+    if not any(x.startswith('from_dso=/tmp/perf-') and x.endswith('.map') for x in f):
+        continue
+    mt = next(x[9:] for x in f if x.startswith('from_sym='))
+    p = perf.get((int(f[2]), int(f[0])), ['(no such sample)'])[0]
+    n += 1
+    same += p == mt
+    hot += mt == 'long Hot.hotLoop(long)'
+    if p != mt and n - same <= 5:
+        print('differs: perf %r, mt %r' % (p, mt))
+print('%d samples in JIT code, %d named as perf names them, %d in Hot.hotLoop' % (n, same, hot))
+sys.exit(0 if n > 200 and same == n and hot > n // 2 else 1)
+PY
+	rm -f $maps # (HotSpot's, left in /tmp)
+}
+
 # A jitdump's source lines (its DEBUG_INFO records): testdata/progs/jit.c
 # JIT-compiles two functions and says, before each load, the line of each
 # instruction in a made-up source. Oracle: that program's own table (its

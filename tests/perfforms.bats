@@ -369,35 +369,7 @@ JS
 	perf inject --jit -i n.data -o j.data 2> /dev/null
 	perf script -i j.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > j.perf
 	"$PT2EVENTS" n.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> sym.err > n.ev
-	python3 - j.perf n.ev <<'PY'
-import re, sys
-perf, cur = {}, None
-for line in open(sys.argv[1], errors='replace'):
-    line = line.rstrip('\n')
-    if not line.strip():
-        cur = None
-    elif not line.startswith('\t'):
-        f = line.split()
-        cur = (int(f[0]), int(f[1].rstrip(':').replace('.', '')))
-        perf[cur] = []
-    elif cur is not None:
-        parts = line.strip().split(None, 1)
-        perf[cur].append(re.sub(r'\+0x[0-9a-f]+$', '', parts[1] if len(parts) > 1 else ''))
-n = same = hot = 0
-for line in open(sys.argv[2], errors='replace'):
-    f = line.rstrip('\n').split('\t')
-    if len(f) < 4 or f[3] != 'sample' or not any(x.startswith('from_dso=') and x.endswith('.dump') for x in f):
-        continue
-    mt = next(x[9:] for x in f if x.startswith('from_sym='))
-    p = perf.get((int(f[2]), int(f[0])), ['(no such sample)'])[0]
-    n += 1
-    same += p == mt
-    hot += 'hotLoop' in mt
-    if p != mt and n - same <= 5:
-        print('differs: perf %r, mt %r' % (p, mt))
-print('%d samples in JIT code, %d named as perf names them, %d in hotLoop' % (n, same, hot))
-sys.exit(0 if n > 100 and same == n and hot > 50 else 1)
-PY
+	"$BATS_TEST_DIRNAME/tools/jitleaf.py" j.perf n.ev '\.dump$' hotLoop 100
 	# perf inject --jit's own output (a jitted-PID-N.so per load, MMAP2s
 	# for them): the same names, from those objects
 	"$PT2EVENTS" j.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null | grep '	sample	' > inj.samples
@@ -451,37 +423,7 @@ JAVA
 	perf script -i j.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > j.perf
 	"$PT2EVENTS" j.data 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > j.ev
 	maps=$(awk -F'\t' '$4 == "sample" { print $2 }' j.ev | sort -u | sed 's,^,/tmp/perf-,; s,$,.map,')
-	python3 - j.perf j.ev <<'PY'
-import re, sys
-perf, cur = {}, None
-for line in open(sys.argv[1], errors='replace'):
-    line = line.rstrip('\n')
-    if not line.strip():
-        cur = None
-    elif not line.startswith('\t'):
-        f = line.split()
-        cur = (int(f[0]), int(f[1].rstrip(':').replace('.', '')))
-        perf[cur] = []
-    elif cur is not None:
-        parts = line.strip().split(None, 1)
-        perf[cur].append(re.sub(r'\+0x[0-9a-f]+$', '', parts[1] if len(parts) > 1 else ''))
-n = same = hot = 0
-for line in open(sys.argv[2], errors='replace'):
-    f = line.rstrip('\n').split('\t')
-    if len(f) < 4 or f[3] != 'sample':
-        continue
-    if not any(x.startswith('from_dso=/tmp/perf-') and x.endswith('.map') for x in f):
-        continue
-    mt = next(x[9:] for x in f if x.startswith('from_sym='))
-    p = perf.get((int(f[2]), int(f[0])), ['(no such sample)'])[0]
-    n += 1
-    same += p == mt
-    hot += mt == 'long Hot.hotLoop(long)'
-    if p != mt and n - same <= 5:
-        print('differs: perf %r, mt %r' % (p, mt))
-print('%d samples in JIT code, %d named as perf names them, %d in Hot.hotLoop' % (n, same, hot))
-sys.exit(0 if n > 200 and same == n and hot > n // 2 else 1)
-PY
+	"$BATS_TEST_DIRNAME/tools/jitleaf.py" j.perf j.ev '^/tmp/perf-[0-9]+\.map$' 'long Hot.hotLoop(long)' 200
 	rm -f $maps # (HotSpot's, left in /tmp)
 }
 

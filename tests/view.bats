@@ -18,7 +18,8 @@ VIEW=$MT_BIN/mt-view
 start_view() {
 	"$VIEW" --no-open "${@:2}" "$1" > "$BATS_TEST_TMPDIR/url" 2> "$BATS_TEST_TMPDIR/view.err" &
 	VIEW_PID=$!
-	for _ in $(seq 100); do
+	# (up to 60 s: under CI's load a start has taken over 10)
+	for _ in $(seq 600); do
 		[ -s "$BATS_TEST_TMPDIR/url" ] && break
 		kill -0 "$VIEW_PID" 2> /dev/null || break
 		sleep 0.1

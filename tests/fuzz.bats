@@ -17,7 +17,7 @@ replay() { # NAME [INPUT...]
 	[[ "$output" != *"ERROR: AddressSanitizer"* && "$output" != *"runtime error"* ]]
 }
 
-@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections; the attr id index of a refused open)" {
+@test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections; the attr id index of a refused open; an empty zstd batch with nothing pending)" {
 	replay perfdata "$BATS_TEST_DIRNAME/../fuzz/regress/perfdata" "$MT_FIXTURES"/flow/*.data \
 		"$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14
 }

@@ -105,6 +105,8 @@ struct pending {
 
 static int pend_add(struct pending *p, const uint8_t *s, size_t len)
 {
+	if (!len)
+		return 0; /* (an empty batch: nothing, not even a buffer yet) */
 	if (p->n + len > p->cap) {
 		size_t cap = p->cap ? p->cap : 1u << 18;
 		while (cap < p->n + len)
@@ -146,7 +148,8 @@ static bool pend_drain(struct pending *p, struct out *o)
 		out_put(o, p->v + at, span);
 		at += span;
 	}
-	memmove(p->v, p->v + at, p->n - at);
+	if (at) /* (nothing yet: maybe no buffer either) */
+		memmove(p->v, p->v + at, p->n - at);
 	p->n -= at;
 	return sane;
 }

@@ -1048,8 +1048,9 @@ static void load_perf_map(struct mt_sym *s, struct perf_map *pm)
 	o->strings = b.strings;
 }
 
-/* The symbol of a perf map or jitdump (absolute addresses) over addr. */
-static bool map_symbol(const struct perf_map *pm, uint64_t addr, struct mt_sym_result *r)
+/* The symbol of a perf map or jitdump (absolute addresses) over addr:
+ * its index + 1, 0 for none. */
+static size_t map_symbol(const struct perf_map *pm, uint64_t addr, struct mt_sym_result *r)
 {
 	const struct object *o = &pm->obj;
 	size_t lo = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
@@ -1058,9 +1059,9 @@ static bool map_symbol(const struct perf_map *pm, uint64_t addr, struct mt_sym_r
 		r->name = o->syms[lo - 1].name;
 		r->off = addr - o->syms[lo - 1].start;
 		r->dso = pm->path;
-		return true;
+		return lo;
 	}
-	return false;
+	return 0;
 }
 
 /* A JIT frame: the perf map of pid (or the one given) covering addr. */
@@ -1087,7 +1088,7 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	}
 	if (!pm->obj.loaded)
 		load_perf_map(s, pm);
-	return map_symbol(pm, addr, r);
+	return map_symbol(pm, addr, r) != 0;
 }
 
 struct jit_entry { uint64_t start, end; const char *name; size_t order; };
@@ -1159,14 +1160,11 @@ static void load_jitdump(struct mt_sym *s, struct perf_map *j)
 	o->strings = b.strings;
 }
 
-/* The source line of JIT code at addr, from its load's debug entries. */
-static void jit_line(const struct perf_map *j, uint64_t addr, struct mt_sym_result *r)
+/* The source line of JIT code at addr in symbol k of jitdump j, from its
+ * load's debug entries. */
+static void jit_line(const struct perf_map *j, size_t k, uint64_t addr, struct mt_sym_result *r)
 {
-	const struct object *o = &j->obj;
-	size_t k = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), addr);
-	if (!k)
-		return;
-	const struct mt_jit_line *l = mt_jitdump_line(&j->jd, &j->jd.code[j->code_of[k - 1]], addr);
+	const struct mt_jit_line *l = mt_jitdump_line(&j->jd, &j->jd.code[j->code_of[k]], addr);
 	if (l) {
 		r->file = l->file;
 		r->line = l->line;
@@ -1182,9 +1180,10 @@ static bool jit_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_
 			continue;
 		if (!j->obj.loaded)
 			load_jitdump(s, j);
-		if (map_symbol(j, addr, r)) {
+		size_t k = map_symbol(j, addr, r);
+		if (k) {
 			if (s->lines && j->code_of)
-				jit_line(j, addr, r);
+				jit_line(j, k - 1, addr, r);
 			return true;
 		}
 	}

@@ -476,24 +476,48 @@ PY
 }
 
 # perf record -a: every process on every CPU, kernel frames among them.
-# Recorded here for real (a busy program running beside it); oracle: perf
-# script on the same file (names from this kernel's /proc/kallsyms).
+# Recorded here for real (a busy program running beside it, and a shell
+# forking /bin/true: hundreds of processes whose inherited mappings lie at
+# the shell's very addresses); oracle: perf script on the same file (names
+# from this kernel's /proc/kallsyms, aliases chosen as perf chooses).
 @test "perf record -a, for real: every process's samples and frames, kernel ones too, as perf script reads them" {
 	"$MT_PROGS/workers" 1200 > /dev/null &
 	busy=$!
+	sh -c 'while [ ! -e stop ]; do /bin/true; done' &
+	churn=$!
 	perf record -q -a -g -e cpu-clock/freq=1000/ -o a.data -- sleep 1 2> /dev/null
-	wait "$busy"
+	touch stop
+	wait "$busy" "$churn"
 	perf script -i a.data -F tid,time,ip,sym --ns --no-inline 2> /dev/null > a.perf
 	"$PT2EVENTS" a.data 2> /dev/null | "$MT_BIN/mt-symbolize" --kallsyms=/proc/kallsyms 2> /dev/null > a.ev
 	# (a sample's line is any line not a callchain's: a tid of -1 too)
 	[ "$(grep -c '	sample	' a.ev)" -eq "$(grep -c '^[^	]' a.perf)" ]
-	# every process's samples; the frames of the program run for it (the
+	# every process's samples; the frames of the programs run for it (the
 	# machine's others may be C++, which perf names without parameters)
 	[ "$(awk -F'\t' '$4 == "sample" { print $2 }' a.ev | sort -u | wc -l)" -ge 2 ]
 	perf script -i a.data --pid="$busy" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > busy.perf
 	awk -F'\t' -v p="$busy" '$2 == p' a.ev > busy.ev
 	[ "$(grep -c '	sample	' busy.ev)" -ge 20 ]
 	"$BATS_TEST_DIRNAME/tools/framecmp.py" busy.perf busy.ev
+	# the shell: its children, forked by the hundred, map what it maps
+	[ "$(awk -F'\t' '$1 == "# comm" && $4 == "true"' a.ev | wc -l)" -ge 100 ]
+	perf script -i a.data --pid="$churn" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > churn.perf
+	awk -F'\t' -v p="$churn" '$2 == p' a.ev > churn.ev
+	[ "$(grep -c '	sample	' churn.ev)" -ge 10 ]
+	"$BATS_TEST_DIRNAME/tools/framecmp.py" churn.perf churn.ev
+	# aliases (__x64_sys_vfork, __ia32_sys_vfork): perf keeps the last at
+	# an address in the file; each group's order turned round, the other
+	awk '{ if ($1 != a) { printf "%s", g; g = "" } a = $1; g = $0 "\n" g } END { printf "%s", g }' /proc/kallsyms > rev.kallsyms
+	perf script -i a.data --kallsyms=rev.kallsyms --pid="$churn" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > rev.perf
+	"$PT2EVENTS" a.data 2> /dev/null | "$MT_BIN/mt-symbolize" --kallsyms=rev.kallsyms 2> /dev/null | awk -F'\t' -v p="$churn" '$2 == p' > rev.ev
+	"$BATS_TEST_DIRNAME/tools/framecmp.py" rev.perf rev.ev
+	# idle CPUs' stacks run through init text (start_kernel), past the
+	# kernel's mapping: named as perf names them, where there are any
+	perf script -i a.data --pid=0 -F tid,time,ip,sym --ns --no-inline 2> /dev/null > idle.perf
+	if grep -q '^ *0 ' idle.perf; then
+		awk -F'\t' '$2 == 0' a.ev > idle.ev
+		"$BATS_TEST_DIRNAME/tools/framecmp.py" idle.perf idle.ev
+	fi
 	# kernel frames named, as perf names them from this kernel's kallsyms
 	grep -q 'frame=0xffff[0-9a-f]* [a-z_]' a.ev
 }

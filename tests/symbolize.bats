@@ -493,6 +493,40 @@ PY
 	awk -v r="$ratio" 'BEGIN { exit !(r < 30) }'
 }
 
+# A perf record -a: a shell's children inherit its mappings, so hundreds of
+# processes map the same addresses; each sample is named from its own
+# process's. Within one process a later mmap covers the part of an older
+# one it overlaps, the rest of the older one stays (perf's rule,
+# maps__fixup_overlappings); the kernel's mappings (pid -1) serve every
+# process.
+@test "each process's own mappings, among hundreds at the same addresses; a later mmap covers an older one's part" {
+	d=$BATS_TEST_TMPDIR
+	awk 'BEGIN { print "# mt-events 1"
+		printf "# mmap\t7\t0x7f0000000000\t0x4000\t0x0\t-\t/nonexistent/a.so\n"
+		for (p = 100; p < 600; p++) printf "# mmap\t%d\t0x7f0000000000\t0x4000\t0x0\t-\t/nonexistent/c%d.so\n", p, p
+		printf "# mmap\t7\t0x7f0000001000\t0x1000\t0x0\t-\t/nonexistent/b.so\n"
+		printf "# mmap\t4294967295\t0xffffffff81000000\t0x100000\t0x0\t-\t[kernel.kallsyms]_text\n"
+		split("0x7f0000000800 0x7f0000001800 0x7f0000002800 0x7f0000003800", at, " ")
+		for (a = 1; a <= 4; a++) printf "-\t7\t7\tcall\t0x400000\t%s\n", at[a]
+		for (p = 100; p < 600; p += 99) printf "-\t%d\t%d\tcall\t0x400000\t0x7f0000001800\n", p, p
+		printf "-\t7\t7\tcall\t0x400000\t0xffffffff81000010\n" }' > "$d/ev"
+	"$SYMBOLIZE" "$d/ev" 2> /dev/null | awk -F'\t' '!/^#/ { d = "-"; for (i = 7; i <= NF; i++) if ($i ~ /^to_dso=/) d = substr($i, 8); print $2, $6, d }' > "$d/got"
+	cat > "$d/want" <<-EOF
+	7 0x7f0000000800 /nonexistent/a.so
+	7 0x7f0000001800 /nonexistent/b.so
+	7 0x7f0000002800 /nonexistent/a.so
+	7 0x7f0000003800 /nonexistent/a.so
+	100 0x7f0000001800 /nonexistent/c100.so
+	199 0x7f0000001800 /nonexistent/c199.so
+	298 0x7f0000001800 /nonexistent/c298.so
+	397 0x7f0000001800 /nonexistent/c397.so
+	496 0x7f0000001800 /nonexistent/c496.so
+	595 0x7f0000001800 /nonexistent/c595.so
+	7 0xffffffff81000010 [kernel.kallsyms]_text
+	EOF
+	diff "$d/want" "$d/got"
+}
+
 # A broken .symtab (issue 25): its string table link cleared, every name
 # unreadable; only "no function symbols" was said. Oracle: readelf's own
 # complaint about the same file, and the count of FUNC symbols nm lists.

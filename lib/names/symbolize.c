@@ -87,9 +87,12 @@ struct object {
 	int dwfd;
 };
 
+/* A process's mapping of an object, in its process's table. */
 struct mapping {
 	uint32_t pid;
 	uint64_t start, len, pgoff;
+	uint64_t seq;         /* order added: where mappings overlap the later wins (a new mmap covers the old) */
+	uint64_t end_max;     /* the furthest end of the table's mappings up to this one: a backward search stops below it */
 	struct object *obj;
 	const char *dso;      /* basename-free path as perf prints it */
 	bool have_bias;
@@ -122,6 +125,12 @@ struct lookup_memo {
 	const char *name, *dso, *file;
 };
 
+struct pid_maps {
+	uint32_t pid;
+	struct mapping *v;
+	size_t n, cap;
+};
+
 struct mt_sym {
 	char *symfs;
 	char *buildid_dir;          /* set: objects only from there and symfs */
@@ -137,10 +146,12 @@ struct mt_sym {
 	void *warn_ctx;
 	struct object **objs;
 	size_t nobjs, capobjs;
-	struct mapping *maps;
-	size_t nmaps, capmaps;
-	bool sorted;
-	const struct mapping *last;
+	/* each process's mappings, sorted by (start, seq); the tables sorted
+	 * by pid: a lookup searches one process's, however many processes a
+	 * perf record -a saw (the kernel's are pid -1's) */
+	struct pid_maps *procs;
+	size_t nprocs, capprocs;
+	uint64_t map_seq;
 	struct lookup_memo *memo;   /* recent results by address; NULL: none yet */
 	uint32_t memo_epoch;        /* of the valid entries; never 0 */
 	/* objects by path and build-id: open addressing, a power of two */
@@ -201,7 +212,9 @@ void mt_sym_free(struct mt_sym *s)
 	}
 	free(s->objs);
 	free(s->obj_index);
-	free(s->maps);
+	for (size_t i = 0; i < s->nprocs; i++)
+		free(s->procs[i].v);
+	free(s->procs);
 	free(s->symfs);
 	free(s->buildid_dir);
 	free(s->vmlinux);
@@ -354,12 +367,54 @@ static struct object *object_of(struct mt_sym *s, const char *path, const char *
 	return o;
 }
 
-static int cmp_map(const void *a, const void *b)
+/* The table of pid's mappings; NULL: none. */
+static struct pid_maps *proc_of(const struct mt_sym *s, uint32_t pid, size_t *at)
 {
-	const struct mapping *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->pid < y->pid ? -1 : x->pid > y->pid;
+	size_t lo = 0, hi = s->nprocs;
+	while (lo < hi) {
+		size_t mid = lo + (hi - lo) / 2;
+		if (s->procs[mid].pid < pid)
+			lo = mid + 1;
+		else
+			hi = mid;
+	}
+	if (at)
+		*at = lo;
+	return lo < s->nprocs && s->procs[lo].pid == pid ? &s->procs[lo] : NULL;
+}
+
+/* How many of p's mappings start at or below addr. */
+static size_t starts_at_or_below(const struct pid_maps *p, uint64_t addr)
+{
+	return mt_count_at_or_below(p->v, p->n, sizeof *p->v, offsetof(struct mapping, start), addr);
+}
+
+/* Puts m in its process's table, in its place (mappings come mostly in
+ * ascending order: a move of the few above it); the end_max of those
+ * above follow. */
+static bool insert_mapping(struct mt_sym *s, struct mapping m)
+{
+	size_t pi;
+	struct pid_maps *p = proc_of(s, m.pid, &pi);
+	if (!p) {
+		if (!mt_grow((void **)&s->procs, &s->capprocs, s->nprocs + 1, sizeof *s->procs))
+			return false;
+		memmove(&s->procs[pi + 1], &s->procs[pi], (s->nprocs - pi) * sizeof *s->procs);
+		s->nprocs++;
+		p = &s->procs[pi];
+		*p = (struct pid_maps){.pid = m.pid};
+	}
+	if (!mt_grow((void **)&p->v, &p->cap, p->n + 1, sizeof *p->v))
+		return false;
+	size_t at = starts_at_or_below(p, m.start);
+	memmove(&p->v[at + 1], &p->v[at], (p->n - at) * sizeof *p->v);
+	p->n++;
+	uint64_t end = m.start + m.len < m.start ? UINT64_MAX : m.start + m.len;
+	m.end_max = at && p->v[at - 1].end_max > end ? p->v[at - 1].end_max : end;
+	p->v[at] = m;
+	for (size_t i = at + 1; i < p->n && p->v[i].end_max < m.end_max; i++)
+		p->v[i].end_max = m.end_max;
+	return true;
 }
 
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
@@ -368,14 +423,6 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 	if (!mt_events_parse_mmap(meta, &mm))
 		return false;
 	const char *path = mm.path;
-	if (s->nmaps == s->capmaps) {
-		size_t nc = s->capmaps ? 2 * s->capmaps : 64;
-		struct mapping *nm = realloc(s->maps, nc * sizeof *nm);
-		if (!nm)
-			return false;
-		s->maps = nm;
-		s->capmaps = nc;
-	}
 	struct object *o = object_of(s, path, mm.build_id);
 	if (!o)
 		return false;
@@ -389,12 +436,9 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 		if ((j->path = strdup(path)))
 			s->njits++;
 	}
-	struct mapping m = {.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff, .obj = o, .dso = o->path};
-	/* appended in order, the table stays sorted (no sort before the next lookup) */
-	if (s->nmaps && cmp_map(&s->maps[s->nmaps - 1], &m) >= 0)
-		s->sorted = false;
-	s->maps[s->nmaps++] = m;
-	s->last = NULL;
+	if (!insert_mapping(s, (struct mapping){.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff,
+						.seq = s->map_seq++, .obj = o, .dso = o->path}))
+		return false;
 	forget_lookups(s);
 	return true;
 }
@@ -556,7 +600,33 @@ static void add_func_symbol(void *ctx, const GElf_Sym *sym, const char *name)
 
 static void add_kallsyms_symbol(void *ctx, uint64_t addr, const char *name)
 {
-	symbuf_add(ctx, addr, addr, name, "", STB_GLOBAL);
+	struct symbuf *b = ctx;
+	symbuf_add(b, addr, b->n, name, "", STB_GLOBAL); /* end: its line's order, until sized */
+}
+
+static int cmp_start_then_end(const void *a, const void *b)
+{
+	const struct symbol *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end < y->end ? -1 : x->end > y->end;
+}
+
+/* kallsyms gives no sizes: as perf does (symbols__fixup_end), each symbol
+ * ends where the next address begins, and of aliases at one address all
+ * but the last in the file have none; perf keeps the sized one
+ * (choose_best_symbol), so memset, __memset, __pi_memset name __pi_memset. */
+static void size_kallsyms(struct symbol *syms, size_t n)
+{
+	qsort(syms, n, sizeof *syms, cmp_start_then_end);
+	for (size_t i = n; i-- > 0;) {
+		if (i + 1 < n && syms[i + 1].start == syms[i].start)
+			syms[i].end = syms[i].start;
+		else if (i + 1 < n)
+			syms[i].end = syms[i + 1].start;
+		else
+			syms[i].end = ((syms[i].start + 4095) & ~4095ULL) + 4096; /* perf's rule for the last */
+	}
 }
 
 /* kallsyms: code symbols, each ending at the next. */
@@ -570,6 +640,7 @@ static void load_kallsyms(struct mt_sym *s, struct object *o)
 		warnf(s, "warning: %s%s: kernel addresses stay unnamed", err.msg, "");
 	}
 	warn_malformed(s, s->kallsyms, bad);
+	size_kallsyms(b.syms, b.n);
 	o->syms = b.syms;
 	o->nsyms = b.n;
 	o->strings = b.strings;
@@ -835,28 +906,36 @@ static void finish_symbols(struct object *o, bool demangle)
 	build_page_index(o);
 }
 
-static const struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
+/* The mapping of pid's that holds addr, the latest of those that do. */
+static struct mapping *pid_mapping_of(const struct mt_sym *s, uint32_t pid, uint64_t addr)
 {
-	const struct mapping *l = s->last;
-	if (l && addr - l->start < l->len && (l->pid == pid || l->pid == UINT32_MAX))
-		return l;
-	if (!s->nmaps)
-		return NULL;
-	if (!s->sorted) {
-		qsort(s->maps, s->nmaps, sizeof *s->maps, cmp_map);
-		s->sorted = true;
-	}
-	/* the last mapping starting at or below addr, then back over overlaps */
-	size_t lo = mt_count_at_or_below(s->maps, s->nmaps, sizeof *s->maps, offsetof(struct mapping, start), addr);
-	for (size_t i = lo; i-- > 0;) {
-		const struct mapping *m = &s->maps[i];
-		if (addr - m->start < m->len && (m->pid == pid || m->pid == UINT32_MAX)) {
-			s->last = m;
-			return m;
-		}
-		if (lo - i > 64)
+	struct pid_maps *p = proc_of(s, pid, NULL);
+	struct mapping *best = NULL;
+	for (size_t i = p ? starts_at_or_below(p, addr) : 0; i-- > 0;) {
+		struct mapping *m = &p->v[i];
+		if (m->end_max <= addr)
 			break;
+		if (addr - m->start < m->len && (!best || m->seq > best->seq))
+			best = m;
 	}
+	return best;
+}
+
+/* The process's own mappings first, then those of every process (the
+ * kernel's, pid -1). A kernel address past the kernel's mapping (perf
+ * records _stext to _etext; init text lies beyond: start_kernel in every
+ * idle task's stack) is the kernel's, as perf names it from kallsyms. */
+static struct mapping *mapping_of(struct mt_sym *s, uint32_t pid, uint64_t addr)
+{
+	struct mapping *m = pid_mapping_of(s, pid, addr);
+	if (!m && pid != UINT32_MAX)
+		m = pid_mapping_of(s, UINT32_MAX, addr);
+	struct pid_maps *k = proc_of(s, UINT32_MAX, NULL);
+	if (m || !(addr >> 63) || !k)
+		return m;
+	for (size_t i = starts_at_or_below(k, addr); i-- > 0;)
+		if (k->v[i].obj->kernel)
+			return &k->v[i];
 	return NULL;
 }
 
@@ -1231,7 +1310,7 @@ static void lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_
 	 * program's (V8's builtins inside node's text) */
 	if (s->njits && jit_lookup(s, pid, addr, r))
 		return;
-	struct mapping *m = (struct mapping *)mapping_of(s, pid, addr);
+	struct mapping *m = mapping_of(s, pid, addr);
 	if (!m) {
 		perf_map_lookup(s, pid, addr, r);
 		return;

@@ -24,7 +24,8 @@ def perf_samples(path):
             continue
         if not line.startswith("\t"):  # a sample's line (its tid padded with spaces)
             f = line.split()
-            tid, t = int(f[0]), f[1].rstrip(":").replace(".", "")
+            # a thread being reaped: perf prints tid -1, mt the same u32 as 4294967295
+            tid, t = int(f[0]) & 0xFFFFFFFF, f[1].rstrip(":").replace(".", "")
             cur = []
             out[(tid, int(t))] = cur
             continue
@@ -50,12 +51,18 @@ def mt_samples(path):
             if col.startswith("frame="):
                 v = col[6:].split(" ", 1)
                 name = v[1] if len(v) > 1 else "[unknown]"
-                if " (" in name:
-                    name = name[: name.rindex(" (")]
+                # the DSO: "NAME (DSO)", a DSO such as "/memfd:x (deleted)" too
+                for mark in (" (/", " (["):
+                    if mark in name:
+                        name = name[: name.index(mark)]
+                        break
+                else:
+                    if " (" in name:
+                        name = name[: name.rindex(" (")]
                 if "+0x" in name:
                     name = name[: name.rindex("+0x")]
                 names.append(name)
-        out[(int(c[2]), int(c[0]))] = names[::-1]
+        out[(int(c[2]) & 0xFFFFFFFF, int(c[0]))] = names[::-1]
     return out
 
 

@@ -24,7 +24,7 @@ for line in open(perf_file, errors="replace"):
         cur = None
     elif not line.startswith("\t"):
         f = line.split()
-        cur = (int(f[0]), int(f[1].rstrip(":").replace(".", "")))
+        cur = (int(f[0]) & 0xFFFFFFFF, int(f[1].rstrip(":").replace(".", "")))
         perf[cur] = []
     elif cur is not None:
         parts = line.strip().split(None, 1)
@@ -37,7 +37,7 @@ for line in open(events, errors="replace"):
     if not any(x.startswith("from_dso=") and dso_re.search(x[9:]) for x in f):
         continue
     mt = next(x[9:] for x in f if x.startswith("from_sym="))
-    p = perf.get((int(f[2]), int(f[0])), ["(no such sample)"])[0]
+    p = perf.get((int(f[2]) & 0xFFFFFFFF, int(f[0])), ["(no such sample)"])[0]
     n += 1
     same += p == mt
     hot += hot_name in mt

@@ -434,7 +434,9 @@ JAVA
 # instruction it is at. (perf 6.1 cannot be the oracle: perf inject --jit
 # writes the lines into its ELF, but names every "\xff" entry's file
 # "\xff", and perf script prints no srcline for them.) The names: as perf
-# inject --jit names them.
+# inject --jit names them, sample by sample (half way the program loads
+# jit_first's code again as jit_third: each sample is named by the load
+# current at its time).
 @test "a jitdump's source lines (DEBUG_INFO), for real: every sample in JIT code at its instruction's line, as the JIT said" {
 	perf record -q -k mono -e cpu-clock/freq=4000/u -o jit.data -- "$MT_PROGS/jit" 300 > /dev/null 2>&1
 	ls jit-*.dump > /dev/null
@@ -443,7 +445,8 @@ JAVA
 import sys
 # jit.c's table: offset ranges -> line; jit_second's lines 100 on
 table = [(0x00, 10), (0x02, 11), (0x05, 12), (0x09, 13), (0x10, 14), (0x15, 15)]
-files = {"jit_first": ("/jit/first.src", 0), "jit_second": ("/jit/second.src", 100)}
+files = {"jit_first": ("/jit/first.src", 0), "jit_second": ("/jit/second.src", 100),
+         "jit_third": ("/jit/third.src", 200)}
 n, seen = 0, set()
 for line in open(sys.argv[1]):
     f = line.rstrip("\n").split("\t")

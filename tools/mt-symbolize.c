@@ -250,6 +250,11 @@ int main(int argc, char **argv)
 				mt_events_write_meta(&w, meta);
 			continue;
 		}
+		/* JIT code loaded by this time names its addresses from now on */
+		if (ev.has_time && mt_sym_advance(sym, ev.time)) {
+			mt_symcols_forget(cols);
+			mt_framecols_forget(fcols);
+		}
 		/* a line whose bytes after the time came before, since the last
 		 * mapping: its time and what was written for it then */
 		uint64_t gen = text_out ? mt_symcols_generation(cols) : 0;

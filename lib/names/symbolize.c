@@ -106,7 +106,14 @@ struct perf_map {
 	struct object obj;    /* its symbols, absolute addresses */
 	/* a jitdump: its code loads, and each symbol's load (source lines) */
 	struct mt_jitdump jd;
-	size_t *code_of;
+	size_t *code_of;      /* obj.syms[k] is jd.code[code_of[k]] */
+	size_t capsyms;
+	/* jd.code's indexes in the order they take effect: by time where the
+	 * times are the recording's clock, else as written; [next, npending)
+	 * not yet in obj.syms */
+	size_t *pending;
+	size_t npending, next;
+	bool timed;
 };
 
 /* A trace hits the same addresses again and again (loops): the last
@@ -126,7 +133,7 @@ struct lookup_memo {
 };
 
 struct pid_maps {
-	uint32_t pid;
+	uint64_t pid;         /* a uint32_t's value: the key mt_count_at_or_below searches */
 	struct mapping *v;
 	size_t n, cap;
 };
@@ -141,6 +148,11 @@ struct mt_sym {
 	/* jitdumps (jit-PID.dump) the processes mapped: their code by name */
 	struct perf_map *jits;
 	size_t njits, capjits;
+	/* the stream's time (mt_sym_advance); JIT loads take effect at theirs
+	 * when the recording's clock is theirs (perf record -k mono), as perf
+	 * inject --jit maps each load at its time */
+	uint64_t now, next_jit_time;
+	bool jit_clock, advanced;
 	char *vmlinux, *kallsyms;
 	void (*warn)(void *ctx, const char *msg);
 	void *warn_ctx;
@@ -231,6 +243,7 @@ void mt_sym_free(struct mt_sym *s)
 		free(s->jits[i].obj.strings);
 		mt_jitdump_free(&s->jits[i].jd);
 		free(s->jits[i].code_of);
+		free(s->jits[i].pending);
 	}
 	free(s->jits);
 	free(s->perf_map_dir);
@@ -367,20 +380,13 @@ static struct object *object_of(struct mt_sym *s, const char *path, const char *
 	return o;
 }
 
-/* The table of pid's mappings; NULL: none. */
+/* The table of pid's mappings; NULL: none (*at: where it would go). */
 static struct pid_maps *proc_of(const struct mt_sym *s, uint32_t pid, size_t *at)
 {
-	size_t lo = 0, hi = s->nprocs;
-	while (lo < hi) {
-		size_t mid = lo + (hi - lo) / 2;
-		if (s->procs[mid].pid < pid)
-			lo = mid + 1;
-		else
-			hi = mid;
-	}
+	size_t n = mt_count_at_or_below(s->procs, s->nprocs, sizeof *s->procs, offsetof(struct pid_maps, pid), pid);
 	if (at)
-		*at = lo;
-	return lo < s->nprocs && s->procs[lo].pid == pid ? &s->procs[lo] : NULL;
+		*at = n;
+	return n && s->procs[n - 1].pid == pid ? &s->procs[n - 1] : NULL;
 }
 
 /* How many of p's mappings start at or below addr. */
@@ -420,6 +426,8 @@ static bool insert_mapping(struct mt_sym *s, struct mapping m)
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 {
 	struct mt_mmap_meta mm;
+	if (!strncmp(meta, "fact\tclock\t", 11))
+		s->jit_clock = !strncmp(meta + 11, "monotonic ", 10); /* a jitdump's clock */
 	if (!mt_events_parse_mmap(meta, &mm))
 		return false;
 	const char *path = mm.path;
@@ -433,8 +441,10 @@ bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta)
 		struct perf_map *j = &s->jits[s->njits];
 		memset(j, 0, sizeof *j);
 		j->pid = mm.pid;
-		if ((j->path = strdup(path)))
+		if ((j->path = strdup(path))) {
 			s->njits++;
+			s->next_jit_time = 0; /* read at the next mt_sym_advance */
+		}
 	}
 	if (!insert_mapping(s, (struct mapping){.pid = mm.pid, .start = mm.start, .len = mm.len, .pgoff = mm.pgoff,
 						.seq = s->map_seq++, .obj = o, .dso = o->path}))
@@ -1170,22 +1180,63 @@ static bool perf_map_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struc
 	return map_symbol(pm, addr, r) != 0;
 }
 
-struct jit_entry { uint64_t start, end; const char *name; size_t order; };
-
-/* by start, the latest load first */
-static int cmp_jit_entry(const void *a, const void *b)
+/* jd.code's indexes by time, then as written */
+static const struct mt_jit_code *sort_code;
+static int cmp_code_time(const void *a, const void *b)
 {
-	const struct jit_entry *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	return x->order > y->order ? -1 : x->order < y->order;
+	size_t x = *(const size_t *)a, y = *(const size_t *)b;
+	if (sort_code[x].time != sort_code[y].time)
+		return sort_code[x].time < sort_code[y].time ? -1 : 1;
+	return x < y ? -1 : x > y;
+}
+
+/* Load k of j takes effect: its code names [start, start + size), in place
+ * of an earlier load at the same address (perf inject maps each load over
+ * what was there). */
+static void apply_jit_load(struct perf_map *j, size_t k)
+{
+	const struct mt_jit_code *c = &j->jd.code[k];
+	if (!c->size || c->start + c->size < c->start)
+		return;
+	struct object *o = &j->obj;
+	size_t at = mt_count_at_or_below(o->syms, o->nsyms, sizeof *o->syms, offsetof(struct symbol, start), c->start);
+	struct symbol sym = {c->start, c->start + c->size, c->name, STB_GLOBAL};
+	if (at && o->syms[at - 1].start == c->start) {
+		o->syms[at - 1] = sym;
+		j->code_of[at - 1] = k;
+		return;
+	}
+	size_t cap = j->capsyms;
+	if (!mt_grow((void **)&o->syms, &j->capsyms, o->nsyms + 1, sizeof *o->syms))
+		return;
+	if (j->capsyms != cap) {
+		size_t *nc = realloc(j->code_of, j->capsyms * sizeof *nc);
+		if (!nc) {
+			j->capsyms = cap; /* syms grew, code_of did not: stay within both */
+			return;
+		}
+		j->code_of = nc;
+	}
+	memmove(&o->syms[at + 1], &o->syms[at], (o->nsyms - at) * sizeof *o->syms);
+	memmove(&j->code_of[at + 1], &j->code_of[at], (o->nsyms - at) * sizeof *j->code_of);
+	o->syms[at] = sym;
+	j->code_of[at] = k;
+	o->nsyms++;
+}
+
+/* Applies j's loads up to time t (all of them, untimed); true when any. */
+static bool apply_jit_loads(struct perf_map *j, uint64_t t)
+{
+	size_t from = j->next;
+	while (j->next < j->npending && (!j->timed || j->jd.code[j->pending[j->next]].time <= t))
+		apply_jit_load(j, j->pending[j->next++]);
+	return j->next != from;
 }
 
 static void load_jitdump(struct mt_sym *s, struct perf_map *j)
 {
 	struct object *o = &j->obj;
 	o->loaded = true;
-	struct mt_jitdump jd;
 	struct mt_err err = {0};
 	/* under --symfs (a bundle's root) only, as the objects are; its code
 	 * keeps the recorded path as its dso */
@@ -1195,48 +1246,54 @@ static void load_jitdump(struct mt_sym *s, struct perf_map *j)
 		snprintf(under, sizeof under, "%s%s", s->symfs, j->path);
 		src = under;
 	}
-	if (mt_jitdump_read(&jd, src, &err)) {
+	if (mt_jitdump_read(&j->jd, src, &err)) {
 		o->failed = true;
 		warnf(s, "warning: %s%s: JIT code there is not named", err.msg, "");
 		return;
 	}
-	if (jd.damaged_at) {
+	if (j->jd.damaged_at) {
 		char at[32];
-		snprintf(at, sizeof at, "%" PRIu64, jd.damaged_at);
+		snprintf(at, sizeof at, "%" PRIu64, j->jd.damaged_at);
 		warnf(s, "warning: %s: a record at offset %s is cut or lies about its size: the code loads after it are not "
 		      "named", j->path, at);
 	}
-	struct jit_entry *e = jd.ncode ? malloc(jd.ncode * sizeof *e) : NULL;
-	size_t n = 0;
-	for (size_t i = 0; e && i < jd.ncode; i++)
-		if (jd.code[i].size && jd.code[i].start + jd.code[i].size > jd.code[i].start)
-			e[n++] = (struct jit_entry){jd.code[i].start, jd.code[i].start + jd.code[i].size, jd.code[i].name, i};
-	if (n)
-		qsort(e, n, sizeof *e, cmp_jit_entry);
-	/* code at an address used again: the latest load's name (perf inject
-	 * maps each load at its time; a lookup here has no time) */
-	struct symbuf b = {0};
-	size_t *code_of = n ? malloc(n * sizeof *code_of) : NULL;
-	for (size_t i = 0; i < n; i++)
-		if (!i || e[i].start != e[i - 1].start) {
-			symbuf_add(&b, e[i].start, e[i].end, e[i].name, "", STB_GLOBAL);
-			if (code_of && !b.oom)
-				code_of[b.n - 1] = e[i].order;
-		}
-	free(e);
-	/* kept for the loads' source lines (DEBUG_INFO), where there are any */
-	if (jd.nlines && code_of && !b.oom) {
-		j->jd = jd;
-		j->code_of = code_of;
-	} else {
-		mt_jitdump_free(&jd);
-		free(code_of);
+	/* times in the recording's clock: each load from its time on (TSC
+	 * times, another clock, or a stream without times: the latest load at
+	 * an address, always) */
+	j->timed = s->jit_clock && s->advanced && !(j->jd.flags & MT_JITDUMP_ARCH_TIMESTAMP);
+	if (!j->jd.ncode || !(j->pending = malloc(j->jd.ncode * sizeof *j->pending)))
+		return;
+	for (size_t i = 0; i < j->jd.ncode; i++)
+		j->pending[i] = i;
+	j->npending = j->jd.ncode;
+	if (j->timed) {
+		sort_code = j->jd.code;
+		qsort(j->pending, j->npending, sizeof *j->pending, cmp_code_time);
 	}
-	for (size_t i = 0; i < b.n; i++)
-		b.syms[i].name = b.strings + (uintptr_t)b.syms[i].name;
-	o->syms = b.syms;
-	o->nsyms = b.n;
-	o->strings = b.strings;
+	apply_jit_loads(j, s->now);
+}
+
+bool mt_sym_advance(struct mt_sym *s, uint64_t t)
+{
+	if (t < s->next_jit_time)
+		return false;
+	bool changed = false;
+	s->now = t;
+	s->advanced = true; /* events with times: loads take effect at theirs */
+	s->next_jit_time = UINT64_MAX;
+	for (size_t i = 0; i < s->njits; i++) {
+		struct perf_map *j = &s->jits[i];
+		if (!j->obj.loaded) {
+			load_jitdump(s, j);
+			changed |= j->obj.nsyms > 0;
+		} else
+			changed |= apply_jit_loads(j, t);
+		if (j->next < j->npending && j->timed && j->jd.code[j->pending[j->next]].time < s->next_jit_time)
+			s->next_jit_time = j->jd.code[j->pending[j->next]].time;
+	}
+	if (changed)
+		forget_lookups(s);
+	return changed;
 }
 
 /* The source line of JIT code at addr in symbol k of jitdump j, from its
@@ -1261,7 +1318,7 @@ static bool jit_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_
 			load_jitdump(s, j);
 		size_t k = map_symbol(j, addr, r);
 		if (k) {
-			if (s->lines && j->code_of)
+			if (s->lines)
 				jit_line(j, k - 1, addr, r);
 			return true;
 		}

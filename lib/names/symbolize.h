@@ -53,6 +53,11 @@ void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsy
 /* Adds a mapping, from the text after "# " of a "mmap" metadata line.
  * Returns false when the line is not a mapping. */
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta);
+/* The stream has reached time t (perf's, as its events are ordered): JIT
+ * code loaded by then names its addresses from now on, where the jitdump's
+ * times are the recording's clock (perf record -k mono). Returns true when
+ * what an address names may have changed (results kept must go). */
+bool mt_sym_advance(struct mt_sym *s, uint64_t t);
 /* Resolves addr as seen by process pid (kernel mappings, pid -1, serve all). */
 void mt_sym_lookup(struct mt_sym *s, uint32_t pid, uint64_t addr, struct mt_sym_result *r);
 

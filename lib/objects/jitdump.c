@@ -91,6 +91,7 @@ int mt_jitdump_read(struct mt_jitdump *jd, const char *path, struct mt_err *err)
 		return mt_err_set(err, MT_EFORMAT, "%s: jitdump header size %u", path, hsize);
 	}
 	jd->pid = rd32(b + 20);
+	jd->flags = rd64(b + 32);
 	/* two passes: count, then fill (names into one string table) */
 	size_t nload = 0, names = 0, nlines = 0;
 	size_t pos = hsize;

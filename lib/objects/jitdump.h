@@ -31,8 +31,12 @@ struct mt_jit_line {
 	const char *file;    /* in mt_jitdump's strings; NULL: none said yet */
 };
 
+/* The header's flags: the times are the CPU's (x86: TSC), not CLOCK_MONOTONIC. */
+#define MT_JITDUMP_ARCH_TIMESTAMP 1u
+
 struct mt_jitdump {
 	uint32_t pid;
+	uint64_t flags;       /* MT_JITDUMP_ARCH_TIMESTAMP */
 	struct mt_jit_code *code; /* in load order, moves applied */
 	size_t ncode;
 	struct mt_jit_line *lines;

@@ -10,8 +10,11 @@
  * current directory. The truth of the lines is the table below: jit_first's code
  * at offsets [0x00, 0x02) is /jit/first.src line 10, [0x02, 0x05) 11,
  * [0x05, 0x09) 12, [0x09, 0x10) 13, [0x10, 0x15) 14, 0x15 15; jit_second's
- * the same offsets in /jit/second.src, lines 110 to 115. */
+ * the same offsets in /jit/second.src, lines 110 to 115. Timed, half way
+ * jit_first's code is loaded again as jit_third (/jit/third.src, lines
+ * 210 to 215): from then on its samples are jit_third's. */
 #define _GNU_SOURCE
+#include <stdbool.h>
 #include <stdint.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -145,9 +148,23 @@ int main(int argc, char **argv)
 	uint64_t sum = 0, end = now_ns() + (uint64_t)ms * 1000000u;
 	if (argc > 2)
 		sum = first((uint64_t)atol(argv[2])) + second((uint64_t)atol(argv[2]));
-	else
-		while (now_ns() < end)
+	else {
+		/* half way, jit_first's code is loaded again as jit_third (a JIT
+		 * reusing freed code space): the same bytes, a new name and new
+		 * lines from then on (/jit/third.src, 210 on) */
+		uint64_t half = end - (uint64_t)ms * 500000u;
+		bool reloaded = false;
+		while (now_ns() < end) {
+			if (!reloaded && now_ns() >= half) {
+				debug_info((uint64_t)(uintptr_t)mem, "/jit/third.src", 200);
+				code_load((uint64_t)(uintptr_t)mem, "jit_third", 3);
+				if (fflush(dump))
+					return 1;
+				reloaded = true;
+			}
 			sum += first(200000) + second(100000);
+		}
+	}
 	printf("%llu\n", (unsigned long long)(sum & 1));
 	return fclose(dump) ? 1 : 0;
 }

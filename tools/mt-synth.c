@@ -36,7 +36,8 @@ static void usage(FILE *f)
 "synthetic kernel: DIR/kernel.vmlinux, DIR/kcore.kcore_dir/{kcore,kallsyms}.\n"
 "\n"
 "  -o, --output-dir=DIR     where to write (default: .)\n"
-"      --variants=LIST      comma-separated variant names, or 'all' (default: plain)\n"
+"      --variants=LIST      comma-separated variant names, or 'all' (default: plain;\n"
+"                           all: every Intel PT variant, lbr not)\n"
 "      --list-variants      print the variant names and exit\n"
 "  -q, --quiet              send COMMAND's standard output to /dev/null\n"
 "      --hit=SYMBOL|0xADDR  also record an execute breakpoint there, as\n"
@@ -303,7 +304,8 @@ int main(int argc, char **argv)
 	bool all = !strcmp(list, "all");
 	if (all) {
 		for (const struct mt_synth_variant *v = mt_synth_variants; v->name && nchosen < 32; v++)
-			chosen[nchosen++] = v;
+			if (!v->lbr) /* 'all': the PT variants */
+				chosen[nchosen++] = v;
 	} else {
 		for (char *tok = strtok(list, ","); tok; tok = strtok(NULL, ",")) {
 			const struct mt_synth_variant *v = mt_synth_variant_find(tok);

@@ -115,11 +115,19 @@ struct mt_synth_variant {
 	bool kcore;           /* kernel, with the image as perf --kcore saves it */
 	bool ptw_fup;         /* a FUP after each PTW (perf's fup_on_ptw) */
 	bool power;           /* power events (pwr_evt): the core sleeps in C3 through each syscall */
+	bool lbr;             /* no PT: cycles samples with LBR call stacks, as perf record
+			       * --call-graph lbr writes them (not in 'all': a sampling recording) */
 };
 
 /* The predefined variants: NULL-terminated array. */
 extern const struct mt_synth_variant mt_synth_variants[];
 const struct mt_synth_variant *mt_synth_variant_find(const char *name);
+
+/* The lbr variant: a sample every MT_SYNTH_LBR_PERIOD instructions, its
+ * call stack the innermost MT_SYNTH_LBR_DEPTH active calls (a 32-entry
+ * LBR, Skylake on). */
+#define MT_SYNTH_LBR_PERIOD 97
+#define MT_SYNTH_LBR_DEPTH 32
 
 /* Synthetic clock: TSC of the first instruction, ticks per instruction,
  * ticks spent in the kernel per syscall. perf time = TSC (shift 0, mult 1). */

@@ -816,6 +816,179 @@ static bool write_file(struct synth_file *f, FILE *data, struct mt_synth_result 
 	return ok;
 }
 
+/* --- sampled LBR call stacks (the lbr variant) ---------------------------- */
+
+/* perf's branch_sample_type for --call-graph lbr: USER, CALL_STACK,
+ * NO_FLAGS, NO_CYCLES, HW_INDEX */
+#define LBR_BRANCH_TYPE ((1u << 0) | (1u << 11) | (1u << 14) | (1u << 15) | (1u << 17))
+#define PERF_CONTEXT_USER ((uint64_t)-512)
+
+struct lbr_call { uint64_t from, to; };
+struct lbr_thread {
+	struct lbr_call *v;
+	size_t n, cap;
+	bool to_pending; /* the last call's target is this thread's next step */
+};
+
+/* One sample: its record, and its truth (at its IP; frames outermost
+ * first: each active call's site, oldest first, then the innermost call's
+ * target, as perf lays out an LBR call stack; the IP itself with no call). */
+static void lbr_sample(struct out *d, struct mt_events_writer *tw, const struct mt_synth_run *run, uint32_t tid,
+		       uint64_t ip, uint64_t time, const struct lbr_thread *st)
+{
+	size_t n = st->n < MT_SYNTH_LBR_DEPTH ? st->n : MT_SYNTH_LBR_DEPTH;
+	size_t at = rec_begin(d, MT_REC_SAMPLE, 2 /* USER */);
+	u64(d, 2); /* IDENTIFIER: the id map_records' and comm_record's trailers give */
+	u64(d, ip);
+	u32(d, run->pid);
+	u32(d, tid);
+	u64(d, time);
+	u64(d, MT_SYNTH_LBR_PERIOD);
+	u64(d, 2); /* CALLCHAIN: the user context and the IP (no frame pointers walked) */
+	u64(d, PERF_CONTEXT_USER);
+	u64(d, ip);
+	u64(d, n); /* BRANCH_STACK: the innermost calls, newest first */
+	u64(d, n ? n - 1 : 0); /* hw_idx: the newest entry's */
+	for (size_t k = 0; k < n; k++) {
+		const struct lbr_call *c = &st->v[st->n - 1 - k];
+		u64(d, c->from);
+		u64(d, c->to);
+		u64(d, 0);
+	}
+	rec_end(d, at);
+	if (!tw)
+		return;
+	static struct mt_kv kv[3 + MT_SYNTH_LBR_DEPTH + 1];
+	static char vals[MT_SYNTH_LBR_DEPTH + 1][24];
+	char period[24];
+	snprintf(period, sizeof period, "%d", MT_SYNTH_LBR_PERIOD);
+	unsigned m = 0;
+	kv[m++] = (struct mt_kv){"event", "cycles"};
+	kv[m++] = (struct mt_kv){"period", period};
+	for (size_t k = n; k-- > 0;) {
+		snprintf(vals[k + 1], sizeof vals[k + 1], "0x%" PRIx64, st->v[st->n - 1 - k].from);
+		kv[m++] = (struct mt_kv){"frame", vals[k + 1]};
+	}
+	snprintf(vals[0], sizeof vals[0], "0x%" PRIx64, n ? st->v[st->n - 1].to : ip);
+	kv[m++] = (struct mt_kv){"frame", vals[0]};
+	struct mt_event ev = {.kind = MT_EV_SAMPLE, .time = time, .has_time = true, .pid = run->pid, .tid = tid,
+			      .cpu = -1, .from = ip, .offset = MT_NO_OFFSET, .extra = kv,
+			      .nextra = m};
+	mt_events_write(tw, &ev);
+}
+
+/* The lbr variant: the run's user instructions, one every period sampled
+ * as perf record -e cycles/period=P/ --call-graph lbr records them, each
+ * thread's call stack followed through its calls and returns. Time: the
+ * synthetic TSC of each instruction. */
+static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_variant *v,
+		     const struct mt_synth_opts *opts, FILE *data, FILE *truth, struct mt_synth_result *res,
+		     struct mt_err *err)
+{
+	if (run->nips == 0)
+		return mt_err_set(err, MT_EUSAGE, "no instructions recorded");
+	if (opts && (opts->repeat > 1 || opts->threads > 1 || opts->cpus > 1 || opts->hit_ip))
+		return mt_err_set(err, MT_EUSAGE, "variant %s: a sampling recording, without --repeat, --threads, --cpus "
+				  "or --hit", v->name);
+	struct synth_file f = {.run = run, .v = v};
+	uint64_t st = MT_SAMPLE_IDENTIFIER | MT_SAMPLE_IP | MT_SAMPLE_TID | MT_SAMPLE_TIME | MT_SAMPLE_PERIOD |
+		      MT_SAMPLE_CALLCHAIN | MT_SAMPLE_BRANCH_STACK;
+	f.c = (struct rec_ctx){.pt_st = st, .dummy_st = st & (MT_SAMPLE_IDENTIFIER | MT_SAMPLE_TID | MT_SAMPLE_TIME),
+			       .pid = run->pid, .tid = run->pid, .cpu = (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
+	attr_bytes(&f.attrs, 0 /* HARDWARE */, 0 /* cycles */, st,
+		   MT_ATTR_DISABLED | MT_ATTR_INHERIT | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_MMAP |
+			   MT_ATTR_COMM | MT_ATTR_ENABLE_ON_EXEC | MT_ATTR_TASK | MT_ATTR_SAMPLE_ID_ALL |
+			   MT_ATTR_EXCLUDE_GUEST | MT_ATTR_MMAP2 | MT_ATTR_COMM_EXEC,
+		   MT_SYNTH_LBR_PERIOD);
+	if (!f.attrs.oom) {
+		uint64_t bst = LBR_BRANCH_TYPE;
+		memcpy(f.attrs.b + 72, &bst, 8);
+	}
+	f.ids[0] = 2;
+	f.nattrs = 1;
+	struct mt_events_writer tw;
+	if (truth) {
+		if (mt_events_writer_init(&tw, truth))
+			return mt_err_set(err, MT_ENOMEM, "out of memory");
+		mt_events_write_fact(&tw, "source", "mt-synth ground truth, variant %s", v->name);
+		mt_events_write_fact(&tw, "time", "synthetic TSC");
+		for (size_t i = 0; i < run->nthreads; i++)
+			mt_events_write_comm(&tw, run->pid, run->threads[i], run->comm);
+		for (size_t i = 0; i < run->nmaps; i++)
+			if (run->maps[i].path[0] == '/')
+				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
+						     NULL, 0, run->maps[i].path);
+	}
+	comm_record(&f.d, &f.c, MT_MISC_COMM_EXEC, run->comm);
+	map_records(&f);
+	for (size_t th = 1; th < run->nthreads; th++) {
+		struct rec_ctx ct = f.c;
+		ct.tid = run->threads[th];
+		size_t at = rec_begin(&f.d, MT_REC_FORK, 0);
+		u32(&f.d, run->pid); u32(&f.d, run->pid); u32(&f.d, ct.tid); u32(&f.d, run->pid);
+		u64(&f.d, f.c.time);
+		trailer(&f.d, &ct, f.c.dummy_st, 2);
+		rec_end(&f.d, at);
+	}
+	struct lbr_thread stacks[MT_SYNTH_MAX_THREADS] = {{0}};
+	bool oom = false;
+	for (size_t i = 0; i < run->nips && !oom; i++) {
+		size_t th = 0;
+		while (th + 1 < run->nthreads && run->threads[th] != run->tids[i])
+			th++;
+		struct lbr_thread *t = &stacks[th];
+		uint64_t ip = run->ips[i], time = MT_SYNTH_TSC0 + i * MT_SYNTH_TICKS_PER_INSN;
+		if (t->to_pending) {
+			t->v[t->n - 1].to = ip;
+			t->to_pending = false;
+		}
+		if (i % MT_SYNTH_LBR_PERIOD == MT_SYNTH_LBR_PERIOD - 1) {
+			lbr_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+			res->hits++;
+		}
+		const struct mt_synth_insn *in = mt_synth_insn_at(run, ip);
+		if (in && (in->cls == MT_IC_CALL || in->cls == MT_IC_CALL_IND)) {
+			if (!mt_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v)) {
+				oom = true;
+				break;
+			}
+			t->v[t->n++] = (struct lbr_call){ip, 0};
+			t->to_pending = true;
+		} else if (in && in->cls == MT_IC_RET && t->n) {
+			t->n--;
+		}
+	}
+	for (size_t th = 0; th < MT_SYNTH_MAX_THREADS; th++)
+		free(stacks[th].v);
+	f.c.time = MT_SYNTH_TSC0 + run->nips * MT_SYNTH_TICKS_PER_INSN;
+	size_t at = rec_begin(&f.d, MT_REC_EXIT, 0);
+	u32(&f.d, run->pid); u32(&f.d, run->pid); u32(&f.d, run->pid); u32(&f.d, run->pid);
+	u64(&f.d, f.c.time);
+	trailer(&f.d, &f.c, f.c.dummy_st, 2);
+	rec_end(&f.d, at);
+	int rc = 0;
+	if (truth) {
+		struct mt_err we = {0};
+		if (mt_events_writer_finish(&tw, &we))
+			rc = mt_err_set(err, MT_EIO, "truth: %s", we.msg);
+	}
+	res->insns_traced = run->nips;
+	if (!rc && (oom || f.d.oom || f.attrs.oom))
+		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
+	if (!rc && data) {
+		struct out o = {0};
+		uint64_t data_off = file_header(&o, &f.attrs, f.nattrs, f.ids, f.d.n);
+		emit_bytes(&o, f.d.b, f.d.n);
+		feature_table(&o, data_off + f.d.n, 0);
+		if (o.oom || fwrite(o.b, o.n, 1, data) != 1 || fflush(data) != 0)
+			rc = mt_err_set(err, MT_EIO, "writing perf.data failed");
+		free(o.b);
+	}
+	free(f.d.b);
+	free(f.attrs.b);
+	return rc;
+}
+
 static void synth_file_free(struct synth_file *f)
 {
 	mt_synth_enc_free(&f->x);
@@ -831,6 +1004,8 @@ int mt_synth_write(const struct mt_synth_run *run, const struct mt_synth_variant
 		   struct mt_err *err)
 {
 	memset(res, 0, sizeof *res);
+	if (v->lbr)
+		return write_lbr(run, v, opts, data, truth, res, err);
 	struct synth_file f = {.run = run, .v = v, .opts = opts};
 	int rc = check_shape(&f, err);
 	/* repeated: one call of main, a loop around the program's work */

@@ -27,6 +27,8 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	 * perf's fup_on_ptw */
 	{.name = "ptw-fup", .ptw_fup = true},
 	{.name = "power", .power = true},
+	/* sampling, not PT: perf record -e cycles --call-graph lbr */
+	{.name = "lbr", .lbr = true},
 	{.name = NULL},
 };
 

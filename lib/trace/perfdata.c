@@ -696,7 +696,7 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 		TAKE(8);
 		uint64_t nr = mt_rd64(p);
 		p += 8;
-		if (pd->attrs[ai].branch_sample_type & (1u << 17)) { /* PERF_SAMPLE_BRANCH_HW_INDEX */
+		if (pd->attrs[ai].branch_sample_type & MT_BRANCH_HW_INDEX) {
 			TAKE(8);
 			p += 8;
 		}

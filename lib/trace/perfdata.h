@@ -54,6 +54,11 @@ enum {
 	MT_ATTR_MMAP2 = 1u << 23, MT_ATTR_COMM_EXEC = 1u << 24,
 	MT_ATTR_USE_CLOCKID = 1u << 25, MT_ATTR_CONTEXT_SWITCH = 1u << 26,
 };
+/* perf_event_attr.branch_sample_type: the LBR in call-stack mode
+ * (--call-graph lbr); the hw_idx before the entries */
+#define MT_BRANCH_CALL_STACK (1u << 11)
+#define MT_BRANCH_HW_INDEX (1u << 17)
+
 
 enum { MT_MISC_CPUMODE_MASK = 7, MT_MISC_SWITCH_OUT = 1u << 13, MT_MISC_SWITCH_OUT_PREEMPT = 1u << 14,
        MT_MISC_COMM_EXEC = 1u << 13, MT_MISC_MMAP_BUILD_ID = 1u << 14 };
@@ -71,7 +76,7 @@ struct mt_perf_evattr {
 	uint64_t config, sample_period, sample_type, read_format, flags;
 	uint64_t config1, config2;     /* breakpoints: bp_addr, bp_len */
 	uint32_t bp_type;              /* breakpoints: 1 r, 2 w, 3 rw, 4 x */
-	uint64_t branch_sample_type;
+	uint64_t branch_sample_type;   /* MT_BRANCH_* */
 	uint64_t sample_regs_user;     /* which user registers a sample holds (perf_regs order) */
 	uint32_t sample_stack_user;    /* bytes of user stack a sample copies */
 	int32_t clockid;               /* with MT_ATTR_USE_CLOCKID: the clock of its times (perf record -k) */

@@ -66,13 +66,16 @@ static void write_meta(const struct mt_perfdata *pd, const struct side *s, struc
 		mt_events_write_fact(w, "lost", "%s", lost);
 	if (!s->have_info && s->seen.n) {
 		/* how the samples' stacks were taken: what can cut them short */
-		uint64_t st = 0;
-		for (size_t i = 0; i < pd->nattrs; i++)
+		uint64_t st = 0, bst = 0;
+		for (size_t i = 0; i < pd->nattrs; i++) {
 			st |= pd->attrs[i].sample_type;
+			bst |= pd->attrs[i].branch_sample_type;
+		}
 		if (st & MT_SAMPLE_STACK_USER)
 			mt_events_write_fact(w, "callchains", "dwarf: each sample's stack copy unwound from the CFI");
-		else if (st & MT_SAMPLE_BRANCH_STACK)
-			mt_events_write_fact(w, "callchains", "lbr: the last branch records");
+		else if ((st & MT_SAMPLE_BRANCH_STACK) && (bst & MT_BRANCH_CALL_STACK))
+			mt_events_write_fact(w, "callchains", "lbr: the user stack from the LBR's call stack (perf record "
+					     "--call-graph lbr), the kernel's from its frame-pointer walk");
 		else if (st & MT_SAMPLE_CALLCHAIN)
 			mt_events_write_fact(w, "callchains", "fp: perf's frame-pointer walk");
 	}

@@ -233,15 +233,42 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 	unsigned nips = 0;
 	uint64_t total = 0; /* the chain's frames, those past the cut too */
 	bool dwarf = unw && ps->has_stack && ps->regs;
+	/* --call-graph lbr: the user part is the LBR call stack (perf's
+	 * resolve_lbr_callchain_sample): the innermost call's target, then
+	 * each call's site; the chain's user part is not used */
+	bool lbr = !dwarf && ps->nbranch && ps->brstack && ps->attr >= 0 && (size_t)ps->attr < ec->pd->nattrs &&
+		   (ec->pd->attrs[ps->attr].branch_sample_type & MT_BRANCH_CALL_STACK);
+	bool user_seen = false;
 	for (uint64_t k = 0; k < ps->nchain; k++) {
 		uint64_t ip = mt_rd64(ps->chain + 8 * k);
-		if (ip == (uint64_t)-512 && dwarf) /* PERF_CONTEXT_USER: the unwinder's part */
+		if (ip == (uint64_t)-512 && (dwarf || lbr)) { /* PERF_CONTEXT_USER: the unwinder's or the LBR's part */
+			user_seen = true;
 			break;
+		}
 		if (ip >= (uint64_t)-4096)
 			continue;
 		if (nips < MT_SAMPLES_MAX_FRAMES)
 			ips[nips++] = ip;
 		total++;
+	}
+	if (lbr && user_seen) {
+		for (uint64_t k = 0; k <= ps->nbranch; k++) {
+			struct mt_branch b;
+			mt_branch_parse(ps->brstack + (k ? k - 1 : 0) * MT_BRANCH_ENTRY_SIZE, &b);
+			if (nips < MT_SAMPLES_MAX_FRAMES)
+				ips[nips++] = k ? b.from : b.to;
+			total++;
+		}
+	} else if (lbr) { /* no user part: the chain as it is, as perf reads it */
+		nips = total = 0;
+		for (uint64_t k = 0; k < ps->nchain; k++) {
+			uint64_t ip = mt_rd64(ps->chain + 8 * k);
+			if (ip >= (uint64_t)-4096)
+				continue;
+			if (nips < MT_SAMPLES_MAX_FRAMES)
+				ips[nips++] = ip;
+			total++;
+		}
 	}
 	if (dwarf) {
 		unsigned before = nips;
@@ -267,7 +294,7 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 	n = branch_columns(ps, kv, n);
 	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
 			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
-			      .from = nips ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
+			      .from = nips && !lbr ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
 	mt_events_write(ec->w, &ev);
 	ec->stats->by_kind[MT_EV_SAMPLE]++;
 }

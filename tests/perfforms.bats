@@ -299,8 +299,9 @@ open('z.data', 'wb').write(b)"
 # differences, both perf's: a sample with an empty call stack (in _start,
 # before its first call) perf prints as one frame read past the sample's
 # end, mt as its IP; and where perf 6.1 stretches _init's zero size over
-# .plt.got (_init+0x50), mt names nothing there.
-@test "perf record --call-graph lbr (synthesized from single-stepped runs): each stack the LBR's call stack, as the truth and perf script give it" {
+# .plt.got (_init+0x50), mt names nothing there. The entries' names
+# (mt-symbolize's branch_sym) as perf script -F brstacksym gives them.
+@test "perf record --call-graph lbr (synthesized from single-stepped runs): each stack the LBR's call stack, as the truth and perf script give it; brstacksym names" {
 	for run in libc/libc_flow deep/deep; do
 		d=${run%%/*}
 		"$MT_BIN/mt-synth" -q -o "$d" --variants=lbr --from-run="$MT_FIXTURES/$run.run" > /dev/null 2>&1
@@ -339,7 +340,19 @@ print("samples with an empty call stack, left out:", dropped)
 assert dropped <= 3
 PY
 		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$d/perf.cmp" "$d/mt.cmp" 100
+		# each entry's ends named as perf script -F brstacksym names them
+		# (perf's _init+0x30 is libc_flow's raise@plt, as in symbolize.bats;
+		# its _init+0x50 deep's .plt.got)
+		perf script -i "$d/lbr.data" -F brstacksym 2> /dev/null | sed -e 's/ *$//' -e 's#/_init+0x30/#/raise@plt+0x0/#g' \
+			-e 's#/_init+0x50/#/[unknown]/#g' > "$d/perf.bsym"
+		awk -F'\t' '$4 == "sample" { line = ""; for (i = 7; i <= NF; i++) {
+				if ($i ~ /^branch=/) { flags = $i; sub(/^branch=0x[0-9a-f]*\/0x[0-9a-f]*/, "", flags) }
+				if ($i ~ /^branch_sym=/) line = line (line == "" ? "" : " ") substr($i, 12) flags }
+			print line }' "$d/mt.sym" > "$d/mt.bsym"
+		[ "$(grep -c . "$d/perf.bsym")" -gt 1000 ]
+		diff "$d/perf.bsym" "$d/mt.bsym"
 	done
+	grep -q '^_start+0x3/_dl_start+0x0/' libc/perf.bsym
 	# deep recursion: stacks of the LBR's 32 calls and the innermost target
 	[ "$(awk -F'\t' '$4 == "sample" { n = gsub(/\tframe=/, "&"); if (n > m) m = n } END { print m }' deep/mt.ev)" -eq 33 ]
 	[ "$(grep -c '	sample	.*	frame=.*' deep/mt.ev)" -gt 1000 ]

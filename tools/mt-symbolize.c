@@ -93,6 +93,53 @@ static bool is_bare_frame(const struct mt_kv *kv)
 	return kv->key[0] == 'f' && !strcmp(kv->key, "frame") && kv->val && !strchr(kv->val, ' ');
 }
 
+/* A branch stack entry as mt-pt2events writes it: "0xFROM/0xTO/...". */
+static bool is_bare_branch(const struct mt_kv *kv)
+{
+	return kv->key[0] == 'b' && !strcmp(kv->key, "branch") && kv->val && !strncmp(kv->val, "0x", 2);
+}
+
+/* Names for the branch entries of an event: "FROM+0xOFF/TO+0xOFF" as perf
+ * script -F brstacksym names each end ([unknown] where nothing does), in
+ * one buffer reused from event to event. */
+struct branch_names {
+	char *buf;
+	size_t len, cap;
+	size_t at[MT_EVENT_MAX_EXTRA];
+	unsigned n;
+};
+
+static void branch_end_name(struct branch_names *b, struct mt_sym *sym, uint32_t pid, uint64_t addr)
+{
+	struct mt_sym_result r;
+	mt_sym_lookup(sym, pid, addr, &r);
+	char off[24] = "";
+	if (r.name)
+		snprintf(off, sizeof off, "+0x%" PRIx64, r.off);
+	const char *name = r.name ? r.name : "[unknown]";
+	size_t need = strlen(name) + strlen(off) + 2;
+	if (!mt_grow((void **)&b->buf, &b->cap, b->len + need, 1))
+		return;
+	b->len += (size_t)snprintf(b->buf + b->len, need, "%s%s", name, off);
+}
+
+/* Adds the names of branch entry kv (pid's addresses); false: out of memory. */
+static bool branch_name(struct branch_names *b, struct mt_sym *sym, uint32_t pid, const char *val)
+{
+	char *end;
+	uint64_t from = strtoull(val, &end, 16), to = *end == '/' ? strtoull(end + 1, NULL, 16) : 0;
+	size_t start = b->len;
+	branch_end_name(b, sym, pid, from);
+	if (mt_grow((void **)&b->buf, &b->cap, b->len + 2, 1))
+		b->buf[b->len++] = '/';
+	branch_end_name(b, sym, pid, to);
+	if (!mt_grow((void **)&b->buf, &b->cap, b->len + 1, 1))
+		return false;
+	b->buf[b->len++] = '\0';
+	b->at[b->n++] = start;
+	return true;
+}
+
 static bool has_key(const struct mt_event *ev, const char *key)
 {
 	for (unsigned i = 0; i < ev->nextra; i++)
@@ -210,6 +257,8 @@ int main(int argc, char **argv)
 	}
 	static struct mt_kv kv[MT_EVENT_MAX_EXTRA];
 	static struct mt_kv framed[MT_EVENT_MAX_EXTRA];
+	static struct branch_names bnames;
+	static const char branch_pending[] = ""; /* a branch_sym column whose text is not yet placed */
 	io.reader.keep_raw = true; /* events pass on as the bytes they came in */
 	struct mt_symcols *cols = mt_symcols_new(sym, w.format == MT_EVENTS_TEXT);
 	struct mt_framecols *fcols = mt_framecols_new(sym, inlines, lines);
@@ -271,7 +320,7 @@ int main(int argc, char **argv)
 		 * encoded once by the writer */
 		bool framed_event = false;
 		for (unsigned k = 0; k < n && !framed_event; k++)
-			framed_event = is_bare_frame(&ev.extra[k]);
+			framed_event = is_bare_frame(&ev.extra[k]) || (is_bare_branch(&ev.extra[k]) && !has_key(&ev, "branch_sym"));
 		if (!framed_event && n == ev.nextra) {
 			if (text_out)
 				mt_events_write_cols_kept(&w, &ev, &io.reader.raw, added, nadded, gen);
@@ -285,20 +334,31 @@ int main(int argc, char **argv)
 				kv[n++] = added[g].kv[i];
 		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as
 		 * perf prints them; with --lines each followed by its frame_src */
-		unsigned nframes = 0, last_frame = 0, first_frame = 0;
-		for (unsigned k = 0; k < ev.nextra && k < n; k++) /* the input's columns: ours are no frames */
+		unsigned nframes = 0, last_frame = 0, first_frame = 0, nbranches = 0;
+		bool named_branches = has_key(&ev, "branch_sym");
+		for (unsigned k = 0; k < ev.nextra && k < n; k++) { /* the input's columns: ours are no frames */
 			if (is_bare_frame(&kv[k])) {
 				if (!nframes++)
 					first_frame = k;
 				last_frame = k;
 			}
-		if (nframes) {
+			nbranches += !named_branches && is_bare_branch(&kv[k]);
+		}
+		if (nframes || nbranches) {
 			/* each frame as perf prints it, with the functions inlined
 			 * there (--inlines) and its line (--lines): made once per
 			 * address (mt_framecols) */
 			unsigned m = 0;
 			mt_framecols_next_event(fcols);
+			bnames.len = bnames.n = 0;
 			for (unsigned k = 0; k < n && m < MT_EVENT_MAX_EXTRA; k++) {
+				if (k < ev.nextra && nbranches && is_bare_branch(&kv[k])) {
+					/* the entry, then its names (pointed at once the buffer stops moving) */
+					framed[m++] = kv[k];
+					if (m < MT_EVENT_MAX_EXTRA && branch_name(&bnames, sym, ev.pid, kv[k].val))
+						framed[m++] = (struct mt_kv){"branch_sym", branch_pending};
+					continue;
+				}
 				if (k >= ev.nextra || !is_bare_frame(&kv[k])) {
 					framed[m++] = kv[k];
 					continue;
@@ -321,9 +381,12 @@ int main(int argc, char **argv)
 				for (unsigned i = 0; i < nc && m < MT_EVENT_MAX_EXTRA - (n - k - 1); i++)
 					framed[m++] = fc[i];
 			}
+			for (unsigned k = 0, b = 0; k < m; k++)
+				if (framed[k].val == branch_pending && b < bnames.n)
+					framed[k].val = bnames.buf + bnames.at[b++];
 			n = m;
 		}
-		ev.extra = nframes ? framed : kv;
+		ev.extra = nframes || nbranches ? framed : kv;
 		ev.nextra = n;
 		ev.strings_epoch = 0; /* its strings are ours, in buffers reused */
 		ev.extra_id = 0;
@@ -349,6 +412,7 @@ int main(int argc, char **argv)
 	mt_symcols_free(cols);
 	mt_framecols_free(fcols);
 	mt_sym_free(sym);
+	free(bnames.buf);
 	if (bundle_open)
 		mt_bundle_close(&bundle);
 	return mt_filterio_close(&io, status, wfail || bundle_failed);

@@ -443,6 +443,21 @@ static int find_cuts(struct synth_file *f, struct mt_err *err)
 	return rc;
 }
 
+/* The truth's head: where it comes from, its time, the threads' names and
+ * the run's file mappings. */
+static void truth_head(struct mt_events_writer *tw, const struct mt_synth_run *run, const char *variant,
+		       const char *time)
+{
+	mt_events_write_fact(tw, "source", "mt-synth ground truth, variant %s", variant);
+	mt_events_write_fact(tw, "time", "%s", time);
+	for (size_t i = 0; i < run->nthreads; i++)
+		mt_events_write_comm(tw, run->pid, run->threads[i], run->comm);
+	for (size_t i = 0; i < run->nmaps; i++)
+		if (run->maps[i].path[0] == '/')
+			mt_events_write_mmap(tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff, NULL, 0,
+					     run->maps[i].path);
+}
+
 /* Pass 2: the encoding kept in f->x, and the truth written (truth != NULL). */
 static int encode_with_truth(struct synth_file *f, FILE *truth, struct mt_err *err)
 {
@@ -454,14 +469,7 @@ static int encode_with_truth(struct synth_file *f, FILE *truth, struct mt_err *e
 		if (mt_events_writer_init(&tw, truth))
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
 		t.w = &tw;
-		mt_events_write_fact(&tw, "source", "mt-synth ground truth, variant %s", v->name);
-		mt_events_write_fact(&tw, "time", "%s", v->timing == MT_SYNTH_TIMELESS ? "timeless" : "synthetic TSC");
-		for (size_t i = 0; i < run->nthreads; i++)
-			mt_events_write_comm(&tw, run->pid, run->threads[i], run->comm);
-		for (size_t i = 0; i < run->nmaps; i++)
-			if (run->maps[i].path[0] == '/')
-				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
-						     NULL, 0, run->maps[i].path);
+		truth_head(&tw, run, v->name, v->timing == MT_SYNTH_TIMELESS ? "timeless" : "synthetic TSC");
 	}
 	int rc = mt_synth_encode(run, v, &f->x, truth ? &t : NULL, f->from_insn, f->gap_from, f->gap_to, f->hit_ip,
 				 err);
@@ -910,14 +918,7 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 	if (truth) {
 		if (mt_events_writer_init(&tw, truth))
 			return mt_err_set(err, MT_ENOMEM, "out of memory");
-		mt_events_write_fact(&tw, "source", "mt-synth ground truth, variant %s", v->name);
-		mt_events_write_fact(&tw, "time", "synthetic TSC");
-		for (size_t i = 0; i < run->nthreads; i++)
-			mt_events_write_comm(&tw, run->pid, run->threads[i], run->comm);
-		for (size_t i = 0; i < run->nmaps; i++)
-			if (run->maps[i].path[0] == '/')
-				mt_events_write_mmap(&tw, run->pid, run->maps[i].start, run->maps[i].len, run->maps[i].pgoff,
-						     NULL, 0, run->maps[i].path);
+		truth_head(&tw, run, v->name, "synthetic TSC");
 	}
 	comm_record(&f.d, &f.c, MT_MISC_COMM_EXEC, run->comm);
 	map_records(&f);

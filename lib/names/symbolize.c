@@ -628,6 +628,8 @@ static int cmp_start_then_end(const void *a, const void *b)
  * (choose_best_symbol), so memset, __memset, __pi_memset name __pi_memset. */
 static void size_kallsyms(struct symbol *syms, size_t n)
 {
+	if (!n)
+		return; /* (syms NULL: qsort's pointer must not be) */
 	qsort(syms, n, sizeof *syms, cmp_start_then_end);
 	for (size_t i = n; i-- > 0;) {
 		if (i + 1 < n && syms[i + 1].start == syms[i].start)

@@ -585,10 +585,13 @@ PY
 	[ "$(grep -c '	sample	' busy.ev)" -ge 20 ]
 	"$BATS_TEST_DIRNAME/tools/framecmp.py" busy.perf busy.ev
 	# the shell: its children, forked by the hundred, map what it maps
-	[ "$(awk -F'\t' '$1 == "# comm" && $4 == "true"' a.ev | wc -l)" -ge 100 ]
+	# (more than the 64 mappings the old lookup looked back over; here
+	# 190 to 270 of them, and 22 to 33 of the shell's samples, on this
+	# 2-core VM under a make check's load)
+	[ "$(awk -F'\t' '$1 == "# comm" && $4 == "true"' a.ev | wc -l)" -ge 65 ]
 	perf script -i a.data --pid="$churn" -F tid,time,ip,sym --ns --no-inline 2> /dev/null > churn.perf
 	awk -F'\t' -v p="$churn" '$2 == p' a.ev > churn.ev
-	[ "$(grep -c '	sample	' churn.ev)" -ge 10 ]
+	[ "$(grep -c '	sample	' churn.ev)" -ge 5 ]
 	"$BATS_TEST_DIRNAME/tools/framecmp.py" churn.perf churn.ev
 	# aliases (__x64_sys_vfork, __ia32_sys_vfork): perf keeps the last at
 	# an address in the file; each group's order turned round, the other

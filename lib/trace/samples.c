@@ -251,24 +251,15 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 			ips[nips++] = ip;
 		total++;
 	}
-	if (lbr && user_seen) {
-		for (uint64_t k = 0; k <= ps->nbranch; k++) {
-			struct mt_branch b;
-			mt_branch_parse(ps->brstack + (k ? k - 1 : 0) * MT_BRANCH_ENTRY_SIZE, &b);
-			if (nips < MT_SAMPLES_MAX_FRAMES)
-				ips[nips++] = k ? b.from : b.to;
-			total++;
-		}
-	} else if (lbr) { /* no user part: the chain as it is, as perf reads it */
-		nips = total = 0;
-		for (uint64_t k = 0; k < ps->nchain; k++) {
-			uint64_t ip = mt_rd64(ps->chain + 8 * k);
-			if (ip >= (uint64_t)-4096)
-				continue;
-			if (nips < MT_SAMPLES_MAX_FRAMES)
-				ips[nips++] = ip;
-			total++;
-		}
+	/* (a chain with no user part was taken whole above, as perf reads it) */
+	for (uint64_t k = 0; lbr && user_seen && k < ps->nbranch; k++) {
+		struct mt_branch b;
+		mt_branch_parse(ps->brstack + k * MT_BRANCH_ENTRY_SIZE, &b);
+		if (!k && nips < MT_SAMPLES_MAX_FRAMES)
+			ips[nips++] = b.to;
+		if (nips < MT_SAMPLES_MAX_FRAMES)
+			ips[nips++] = b.from;
+		total += 1 + !k;
 	}
 	if (dwarf) {
 		unsigned before = nips;

@@ -335,15 +335,16 @@ int main(int argc, char **argv)
 		/* callchain frames with an address only: "0xIP NAME+0xOFF (DSO)", as
 		 * perf prints them; with --lines each followed by its frame_src */
 		unsigned nframes = 0, last_frame = 0, first_frame = 0, nbranches = 0;
-		bool named_branches = has_key(&ev, "branch_sym");
 		for (unsigned k = 0; k < ev.nextra && k < n; k++) { /* the input's columns: ours are no frames */
 			if (is_bare_frame(&kv[k])) {
 				if (!nframes++)
 					first_frame = k;
 				last_frame = k;
 			}
-			nbranches += !named_branches && is_bare_branch(&kv[k]);
+			nbranches += is_bare_branch(&kv[k]);
 		}
+		if (nbranches && has_key(&ev, "branch_sym"))
+			nbranches = 0; /* named already */
 		if (nframes || nbranches) {
 			/* each frame as perf prints it, with the functions inlined
 			 * there (--inlines) and its line (--lines): made once per

@@ -107,7 +107,7 @@ struct perf_map {
 	/* a jitdump: its code loads, and each symbol's load (source lines) */
 	struct mt_jitdump jd;
 	size_t *code_of;      /* obj.syms[k] is jd.code[code_of[k]] */
-	size_t capsyms;
+	size_t capsyms, capcode;
 	/* jd.code's indexes in the order they take effect: by time where the
 	 * times are the recording's clock, else as written; [next, npending)
 	 * not yet in obj.syms */
@@ -1208,17 +1208,9 @@ static void apply_jit_load(struct perf_map *j, size_t k)
 		j->code_of[at - 1] = k;
 		return;
 	}
-	size_t cap = j->capsyms;
-	if (!mt_grow((void **)&o->syms, &j->capsyms, o->nsyms + 1, sizeof *o->syms))
+	if (!mt_grow((void **)&o->syms, &j->capsyms, o->nsyms + 1, sizeof *o->syms) ||
+	    !mt_grow((void **)&j->code_of, &j->capcode, o->nsyms + 1, sizeof *j->code_of))
 		return;
-	if (j->capsyms != cap) {
-		size_t *nc = realloc(j->code_of, j->capsyms * sizeof *nc);
-		if (!nc) {
-			j->capsyms = cap; /* syms grew, code_of did not: stay within both */
-			return;
-		}
-		j->code_of = nc;
-	}
 	memmove(&o->syms[at + 1], &o->syms[at], (o->nsyms - at) * sizeof *o->syms);
 	memmove(&j->code_of[at + 1], &j->code_of[at], (o->nsyms - at) * sizeof *j->code_of);
 	o->syms[at] = sym;

@@ -50,8 +50,10 @@ bool mt_kallsyms_usable(const char *path);
 /* Kernel mappings ([kernel.kallsyms]...) take their symbols from a
  * vmlinux (ELF, absolute addresses) or a kallsyms copy. */
 void mt_sym_set_kernel(struct mt_sym *s, const char *vmlinux, const char *kallsyms);
-/* Adds a mapping, from the text after "# " of a "mmap" metadata line.
- * Returns false when the line is not a mapping. */
+/* Adds a mapping, from the text after "# " of a "mmap" metadata line (any
+ * metadata line may be given: a "fact clock" line says whether jitdump
+ * times are the stream's, mt_sym_advance). Returns false when the line is
+ * not a mapping. */
 bool mt_sym_add_mmap_meta(struct mt_sym *s, const char *meta);
 /* The stream has reached time t (perf's, as its events are ordered): JIT
  * code loaded by then names its addresses from now on, where the jitdump's

@@ -943,10 +943,8 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 			t->v[t->n - 1].to = ip;
 			t->to_pending = false;
 		}
-		if (i % MT_SYNTH_LBR_PERIOD == MT_SYNTH_LBR_PERIOD - 1) {
+		if (i % MT_SYNTH_LBR_PERIOD == MT_SYNTH_LBR_PERIOD - 1)
 			lbr_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
-			res->hits++;
-		}
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, ip);
 		if (in && (in->cls == MT_IC_CALL || in->cls == MT_IC_CALL_IND)) {
 			if (!mt_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v)) {

@@ -369,6 +369,16 @@ PY
 	# deep recursion: stacks of the LBR's 32 calls and the innermost target
 	[ "$(awk -F'\t' '$4 == "sample" { n = gsub(/\tframe=/, "&"); if (n > m) m = n } END { print m }' deep/mt.ev)" -eq 33 ]
 	[ "$(grep -c '	sample	.*	frame=.*' deep/mt.ev)" -gt 1000 ]
+	# the timeline, as Perfetto's own importer reads it: mt-toperfetto's
+	# slices, deep's 33 frames 33 levels (depths 0 to 32)
+	tps=${MT_TRACE_PROCESSOR:-$BATS_TEST_DIRNAME/../../shared/tools/perfetto/trace_processor_shell}
+	[ -x "$tps" ] || skip "Perfetto's trace_processor_shell is not here ($tps: ../shared/tools/perfetto)"
+	for d in libc deep; do
+		"$MT_BIN/mt-toperfetto" -o "$d/t.pftrace" "$d/mt.sym" 2> /dev/null
+		"$MT_BIN/mt-toperfetto" --format=threads -o "$d/t.threads" "$d/mt.sym" 2> /dev/null
+		python3 "$BATS_TEST_DIRNAME/tools/tp_cmp.py" "$tps" "$d/t.pftrace" "$d/t.threads" "$d/mt.sym"
+	done
+	[ "$("$tps" -Q 'select max(depth) from slice' deep/t.pftrace 2> /dev/null | tail -1)" = 32 ]
 }
 
 # perf record -k: the clock of the recording's times. Oracle: this

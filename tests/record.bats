@@ -446,7 +446,10 @@ PY
 	for sig in INT TERM; do
 		"$RECORD" -o "$BATS_TEST_TMPDIR/$sig.data" -- "$MT_PROGS/hot" 3000 > /dev/null 2> "$BATS_TEST_TMPDIR/err" &
 		pid=$!
-		sleep 1.5
+		# once it records (it says so), however long perf takes to start
+		# here: a signal before that stops a recording of nothing
+		for _ in $(seq 600); do grep -q '^mt-record: recording pid' "$BATS_TEST_TMPDIR/err" && break; sleep 0.1; done
+		sleep 1
 		kill -"$sig" "$pid"
 		st=0
 		wait "$pid" || st=$?

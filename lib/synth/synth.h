@@ -117,6 +117,9 @@ struct mt_synth_variant {
 	bool power;           /* power events (pwr_evt): the core sleeps in C3 through each syscall */
 	bool lbr;             /* no PT: cycles samples with LBR call stacks, as perf record
 			       * --call-graph lbr writes them (not in 'all': a sampling recording) */
+	bool brstack;         /* no PT: every MT_SYNTH_BRSTACK_PERIOD-th taken branch sampled with the
+			       * branch stack, as perf record -b -j any,u,save_type -e r20c4 -c N
+			       * writes it (not in 'all') */
 };
 
 /* The predefined variants: NULL-terminated array. */
@@ -128,6 +131,14 @@ const struct mt_synth_variant *mt_synth_variant_find(const char *name);
  * LBR, Skylake on). */
 #define MT_SYNTH_LBR_PERIOD 97
 #define MT_SYNTH_LBR_DEPTH 32
+
+/* The brstack variant: a sample at every MT_SYNTH_BRSTACK_PERIOD-th taken
+ * branch of a thread (Intel's BR_INST_RETIRED.NEAR_TAKEN, raw 0x20c4), at
+ * its target, with the thread's last MT_SYNTH_LBR_DEPTH taken branches,
+ * their types and cycles (one cycle an instruction), and the call stack as
+ * frame pointers would give it. Period and depth equal: the branch stacks
+ * cover the whole run, each branch in exactly one sample's newest PERIOD. */
+#define MT_SYNTH_BRSTACK_PERIOD 32
 
 /* Synthetic clock: TSC of the first instruction, ticks per instruction,
  * ticks spent in the kernel per syscall. perf time = TSC (shift 0, mult 1). */

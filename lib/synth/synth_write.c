@@ -13,6 +13,7 @@
 #include "synth/encode.h"
 #include "synth/loop.h"
 #include "synth/kernel.h"
+#include "trace/brstack.h"
 #include "trace/perfdata.h"
 #include "base/strtab.h"
 
@@ -831,12 +832,40 @@ static bool write_file(struct synth_file *f, FILE *data, struct mt_synth_result 
 #define LBR_BRANCH_TYPE ((1u << 0) | (1u << 11) | (1u << 14) | (1u << 15) | (1u << 17))
 #define PERF_CONTEXT_USER ((uint64_t)-512)
 
+/* perf record -b -j any,u,save_type: USER, ANY, TYPE_SAVE, HW_INDEX */
+#define BRSTACK_BRANCH_TYPE ((1u << 0) | (1u << 3) | (1u << 16) | (1u << 17))
+
 struct lbr_call { uint64_t from, to; };
+/* a taken branch as the LBR holds it: its type perf's PERF_BR_* */
+struct lbr_branch { uint64_t from, to; unsigned cycles, type; };
 struct lbr_thread {
 	struct lbr_call *v;
 	size_t n, cap;
 	bool to_pending; /* the last call's target is this thread's next step */
+	/* brstack: the last taken branches (a ring), the branch met at the
+	 * last step (taken or not: the next step says), instructions since
+	 * the last taken branch, taken branches so far */
+	struct lbr_branch ring[MT_SYNTH_LBR_DEPTH];
+	struct lbr_branch cand;
+	bool has_cand, has_sys; /* has_sys: the last step was a syscall at sys_ip */
+	uint64_t sys_ip, sys_next;
+	unsigned since;
+	uint64_t taken;
 };
+
+/* PERF_BR_* of an instruction class; 0 for one that is no branch. */
+static unsigned perf_br_type(unsigned cls)
+{
+	switch (cls) {
+	case MT_IC_JCC: return 1;      /* COND */
+	case MT_IC_JMP: return 2;      /* UNCOND */
+	case MT_IC_JMP_IND: return 3;  /* IND */
+	case MT_IC_CALL: return 4;     /* CALL */
+	case MT_IC_CALL_IND: return 5; /* IND_CALL */
+	case MT_IC_RET: return 6;      /* RET */
+	default: return 0;
+	}
+}
 
 /* One sample: its record, and its truth (at its IP; frames outermost
  * first: each active call's site, oldest first, then the innermost call's
@@ -885,6 +914,70 @@ static void lbr_sample(struct out *d, struct mt_events_writer *tw, const struct 
 	mt_events_write(tw, &ev);
 }
 
+/* A brstack sample at ip, the target of the thread's newest taken branch:
+ * its record (the callchain as frame pointers give it: the IP, then each
+ * active call's return address, innermost first; the branch stack newest
+ * first) and its truth, the sample as mt-pt2events should write it. */
+static void brstack_sample(struct out *d, struct mt_events_writer *tw, const struct mt_synth_run *run, uint32_t tid,
+			   uint64_t ip, uint64_t time, const struct lbr_thread *st)
+{
+	size_t nb = st->taken < MT_SYNTH_LBR_DEPTH ? (size_t)st->taken : MT_SYNTH_LBR_DEPTH;
+	size_t nc = st->n < 200 ? st->n : 200;
+	uint64_t rets[200];
+	for (size_t k = 0; k < nc; k++) {
+		const struct lbr_call *c = &st->v[st->n - 1 - k];
+		const struct mt_synth_insn *in = mt_synth_insn_at(run, c->from);
+		rets[k] = c->from + (in ? in->len : 0);
+	}
+	size_t at = rec_begin(d, MT_REC_SAMPLE, 2 /* USER */);
+	u64(d, 2); /* IDENTIFIER */
+	u64(d, ip);
+	u32(d, run->pid);
+	u32(d, tid);
+	u64(d, time);
+	u64(d, MT_SYNTH_BRSTACK_PERIOD);
+	u64(d, 2 + nc); /* CALLCHAIN */
+	u64(d, PERF_CONTEXT_USER);
+	u64(d, ip);
+	for (size_t k = 0; k < nc; k++)
+		u64(d, rets[k]);
+	u64(d, nb); /* BRANCH_STACK, newest first */
+	u64(d, (st->taken - 1) % MT_SYNTH_LBR_DEPTH); /* hw_idx: the newest entry's */
+	struct mt_branch b[MT_SYNTH_LBR_DEPTH];
+	for (size_t k = 0; k < nb; k++) {
+		const struct lbr_branch *e = &st->ring[(st->taken - 1 - k) % MT_SYNTH_LBR_DEPTH];
+		unsigned cyc = e->cycles < 0xffff ? e->cycles : 0xffff;
+		u64(d, e->from);
+		u64(d, e->to);
+		u64(d, (1u << 1) /* predicted */ | (uint64_t)cyc << 4 | (uint64_t)e->type << 20);
+		b[k] = (struct mt_branch){.from = e->from, .to = e->to, .predicted = true, .cycles = cyc, .type = e->type};
+	}
+	rec_end(d, at);
+	if (!tw)
+		return;
+	static struct mt_kv kv[2 + 201 + MT_SYNTH_LBR_DEPTH];
+	static char vals[201][24], btext[MT_SYNTH_LBR_DEPTH][96];
+	char period[24];
+	snprintf(period, sizeof period, "%d", MT_SYNTH_BRSTACK_PERIOD);
+	unsigned m = 0;
+	kv[m++] = (struct mt_kv){"event", "r20c4"};
+	kv[m++] = (struct mt_kv){"period", period};
+	for (size_t k = nc; k-- > 0;) {
+		snprintf(vals[k + 1], sizeof vals[k + 1], "0x%" PRIx64, rets[k]);
+		kv[m++] = (struct mt_kv){"frame", vals[k + 1]};
+	}
+	snprintf(vals[0], sizeof vals[0], "0x%" PRIx64, ip);
+	kv[m++] = (struct mt_kv){"frame", vals[0]};
+	for (size_t k = 0; k < nb; k++) {
+		mt_branch_format(&b[k], btext[k], sizeof btext[k]);
+		kv[m++] = (struct mt_kv){"branch", btext[k]};
+	}
+	struct mt_event ev = {.kind = MT_EV_SAMPLE, .time = time, .has_time = true, .pid = run->pid, .tid = tid,
+			      .cpu = -1, .from = ip, .offset = MT_NO_OFFSET, .extra = kv,
+			      .nextra = m};
+	mt_events_write(tw, &ev);
+}
+
 /* The lbr variant: the run's user instructions, one every period sampled
  * as perf record -e cycles/period=P/ --call-graph lbr records them, each
  * thread's call stack followed through its calls and returns. Time: the
@@ -903,13 +996,14 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 		      MT_SAMPLE_CALLCHAIN | MT_SAMPLE_BRANCH_STACK;
 	f.c = (struct rec_ctx){.pt_st = st, .dummy_st = st & (MT_SAMPLE_IDENTIFIER | MT_SAMPLE_TID | MT_SAMPLE_TIME),
 			       .pid = run->pid, .tid = run->pid, .cpu = (uint32_t)-1, .time = MT_SYNTH_TSC0 - 1};
-	attr_bytes(&f.attrs, 0 /* HARDWARE */, 0 /* cycles */, st,
+	/* brstack: raw 0x20c4, Intel's BR_INST_RETIRED.NEAR_TAKEN */
+	attr_bytes(&f.attrs, v->brstack ? 4 /* RAW */ : 0 /* HARDWARE */, v->brstack ? 0x20c4 : 0 /* cycles */, st,
 		   MT_ATTR_DISABLED | MT_ATTR_INHERIT | MT_ATTR_EXCLUDE_KERNEL | MT_ATTR_EXCLUDE_HV | MT_ATTR_MMAP |
 			   MT_ATTR_COMM | MT_ATTR_ENABLE_ON_EXEC | MT_ATTR_TASK | MT_ATTR_SAMPLE_ID_ALL |
 			   MT_ATTR_EXCLUDE_GUEST | MT_ATTR_MMAP2 | MT_ATTR_COMM_EXEC,
-		   MT_SYNTH_LBR_PERIOD);
+		   v->brstack ? MT_SYNTH_BRSTACK_PERIOD : MT_SYNTH_LBR_PERIOD);
 	if (!f.attrs.oom) {
-		uint64_t bst = LBR_BRANCH_TYPE;
+		uint64_t bst = v->brstack ? BRSTACK_BRANCH_TYPE : LBR_BRANCH_TYPE;
 		memcpy(f.attrs.b + 72, &bst, 8);
 	}
 	f.ids[0] = 2;
@@ -933,19 +1027,59 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 	}
 	struct lbr_thread stacks[MT_SYNTH_MAX_THREADS] = {{0}};
 	bool oom = false;
+	uint64_t kernel_ticks = 0; /* brstack: the syscalls' so far */
 	for (size_t i = 0; i < run->nips && !oom; i++) {
 		size_t th = 0;
 		while (th + 1 < run->nthreads && run->threads[th] != run->tids[i])
 			th++;
 		struct lbr_thread *t = &stacks[th];
-		uint64_t ip = run->ips[i], time = MT_SYNTH_TSC0 + i * MT_SYNTH_TICKS_PER_INSN;
+		uint64_t ip = run->ips[i], time = MT_SYNTH_TSC0 + i * MT_SYNTH_TICKS_PER_INSN + kernel_ticks;
 		if (t->to_pending) {
 			t->v[t->n - 1].to = ip;
 			t->to_pending = false;
 		}
-		if (i % MT_SYNTH_LBR_PERIOD == MT_SYNTH_LBR_PERIOD - 1)
-			lbr_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, ip);
+		if (v->brstack) {
+			/* the last step's branch, taken when this step is not
+			 * the next instruction (every branch but a Jcc always) */
+			if (t->has_cand && (t->cand.type != 1 || ip != t->cand.to)) {
+				t->cand.to = ip;
+				t->ring[t->taken++ % MT_SYNTH_LBR_DEPTH] = t->cand;
+				t->since = 0;
+				if (t->taken % MT_SYNTH_BRSTACK_PERIOD == 0)
+					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+			}
+			if (t->has_sys && ip != t->sys_next) {
+				/* the kernel returned elsewhere (a signal's handler,
+				 * sigreturn): a branch into user space the LBR keeps,
+				 * as SYSRET (a user-only LBR records branches by
+				 * where they land) */
+				t->ring[t->taken++ % MT_SYNTH_LBR_DEPTH] =
+					(struct lbr_branch){.from = t->sys_ip, .to = ip, .cycles = t->since, .type = 8};
+				t->since = 0;
+				if (t->taken % MT_SYNTH_BRSTACK_PERIOD == 0)
+					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+			}
+			t->has_cand = t->has_sys = false;
+			t->since++;
+			if (in && in->cls == MT_IC_SYSCALL) {
+				t->has_sys = true;
+				t->sys_ip = ip;
+				t->sys_next = ip + in->len;
+				/* its time in the kernel, as the PT variants' clock
+				 * has it; the core's cycles count on meanwhile */
+				kernel_ticks += MT_SYNTH_SYSCALL_TICKS;
+				t->since += MT_SYNTH_SYSCALL_TICKS / MT_SYNTH_TICKS_PER_INSN;
+			}
+			unsigned type = in ? perf_br_type(in->cls) : 0;
+			if (type) {
+				/* a Jcc's fall-through kept in .to until the next step */
+				t->cand = (struct lbr_branch){.from = ip, .to = ip + in->len, .cycles = t->since, .type = type};
+				t->has_cand = true;
+			}
+		} else if (i % MT_SYNTH_LBR_PERIOD == MT_SYNTH_LBR_PERIOD - 1) {
+			lbr_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+		}
 		if (in && (in->cls == MT_IC_CALL || in->cls == MT_IC_CALL_IND)) {
 			if (!mt_grow((void **)&t->v, &t->cap, t->n + 1, sizeof *t->v)) {
 				oom = true;
@@ -959,7 +1093,7 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 	}
 	for (size_t th = 0; th < MT_SYNTH_MAX_THREADS; th++)
 		free(stacks[th].v);
-	f.c.time = MT_SYNTH_TSC0 + run->nips * MT_SYNTH_TICKS_PER_INSN;
+	f.c.time = MT_SYNTH_TSC0 + run->nips * MT_SYNTH_TICKS_PER_INSN + kernel_ticks;
 	size_t at = rec_begin(&f.d, MT_REC_EXIT, 0);
 	u32(&f.d, run->pid); u32(&f.d, run->pid); u32(&f.d, run->pid); u32(&f.d, run->pid);
 	u64(&f.d, f.c.time);

@@ -29,6 +29,8 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "power", .power = true},
 	/* sampling, not PT: perf record -e cycles --call-graph lbr */
 	{.name = "lbr", .lbr = true},
+	/* sampling, not PT: perf record -b -j any,u,save_type -e r20c4 -c 32 */
+	{.name = "brstack", .lbr = true, .brstack = true},
 	{.name = NULL},
 };
 

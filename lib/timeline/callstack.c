@@ -10,6 +10,7 @@
 
 #include "base/strtab.h"
 
+#include "timeline/brwindow.h"
 #include "timeline/cs_state.h"
 
 /* Inline in this file: a call's one frame (mt_cs_push_frame for the rest). */
@@ -708,20 +709,89 @@ static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
 		ret(cs, t, time); /* else a decode error or snapshot ended it already */
 }
 
+/* The most branch entries a sample's window plays (mt-events(5): 64). */
+#define MAX_BRANCHES 64
+
+/* A stack sample's branch stack played forward before the sample itself
+ * (brwindow.h): the calls and returns it proves, each at its estimated
+ * time after the thread's previous event; the thread's stack first made
+ * the one the window starts from, as a sample would make it. */
+static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, const char *const *names,
+			    const uint64_t *ips, size_t nf, const struct mt_brentry *b, size_t nb, const char *event,
+			    uint64_t period)
+{
+	static struct mt_brstep steps[MAX_BRANCHES];
+	static const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	static uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	size_t sn;
+	struct mt_brwindow w = {.names = names, .ips = ips, .nf = nf, .b = b, .nb = nb, .time = time,
+				.lower = cs->prev_time, .has_lower = cs->has_prev_time,
+				.clock = mt_brclock_of(event), .period = period};
+	size_t k = mt_brwindow_steps(&w, steps, snames, sips, sizeof snames / sizeof *snames, &sn);
+	if (!k)
+		return;
+	uint64_t t0 = steps[0].time;
+	size_t m = common_frames(&t->cur, sips, snames, sn, false);
+	for (size_t i = t->cur.n; i > m; i--)
+		ret(cs, t, t0);
+	for (size_t i = m; i < sn; i++)
+		call(cs, t, t0, sips[i], snames[i]);
+	for (size_t i = 0; i < k; i++) {
+		const struct mt_brstep *st = &steps[i];
+		switch (st->op) {
+		case MT_BROP_CALL:
+			if (t->cur.n)
+				t->cur.v[t->cur.n - 1].ip = st->ret_ip;
+			call(cs, t, st->time, st->ip, st->name);
+			break;
+		case MT_BROP_RET:
+			ret(cs, t, st->time);
+			if (t->cur.n)
+				t->cur.v[t->cur.n - 1].ip = st->ret_ip;
+			break;
+		case MT_BROP_TAIL:
+			ret(cs, t, st->time);
+			call(cs, t, st->time, st->ip, st->name);
+			break;
+		case MT_BROP_NONE:
+			break;
+		}
+	}
+}
+
+/* A branch_sym= column's names, interned, into the newest entry: an end
+ * no symbol covers is [unknown] (perf's brstacksym names no object). */
+static void branch_names(struct mt_cs *cs, struct mt_brentry *e, const char *v)
+{
+	char from[1024], to[1024];
+	if (!mt_brsym_split(v, from, to, sizeof from))
+		return;
+	e->from_name = *from ? mt_strtab_intern(&cs->names, from) : cs->n_unknown;
+	e->to_name = *to ? mt_strtab_intern(&cs->names, to) : cs->n_unknown;
+}
+
 /* Stack sample (outermost first): keep the common prefix, callers compared
  * by IP (a caller's IP is its call site: another site, another call, as
  * magic-trace compares), the leaf of either sample by function (the leaf's
  * IP moves within the function from sample to sample: still one slice). A
  * frame's frame_src (mt-symbolize --lines) follows it. */
 static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev,
-			 uint64_t period)
+			 const char *event, uint64_t period)
 {
-	size_t nf = 0, m = 0;
+	size_t nf = 0, m = 0, nb = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
 	const char *names[MT_EVENT_MAX_EXTRA], *files[MT_EVENT_MAX_EXTRA], *dsos[MT_EVENT_MAX_EXTRA];
 	int lines[MT_EVENT_MAX_EXTRA];
+	struct mt_brentry br[MAX_BRANCHES];
 	for (unsigned i = 0; i < ev->nextra; i++) {
 		const char *k = ev->extra[i].key, *v = ev->extra[i].val;
+		if (k[0] == 'b' && v && !cs->opts.magic_trace_samples) {
+			if (!strcmp(k, "branch") && nb < MAX_BRANCHES && mt_brentry_parse(v, &br[nb]))
+				nb++;
+			else if (!strcmp(k, "branch_sym") && nb)
+				branch_names(cs, &br[nb - 1], v);
+			continue;
+		}
 		if (k[0] != 'f' || !v)
 			continue;
 		if (!strcmp(k, "frame_src") && nf && !files[nf - 1]) {
@@ -750,6 +820,9 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 	 * known only at their end) */
 	if (cs->sink.stack_sample && nf && !cs->filter_start)
 		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos, period);
+	/* the branches before it, on a thread that ran until it */
+	if (nb && nf && !t->off_cpu)
+		replay_branches(cs, t, time, names, ips, nf, br, nb, event, period);
 	switch_in(cs, t, time);
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
@@ -1152,8 +1225,12 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 	uint64_t time = ev->has_time ? mapped : t->last_event_time;
 	if (time == t->last_decode_error_time && time != 0)
 		time++;
-	if (ev->has_time)
+	cs->prev_time = t->last_event_time; /* a branch stack's steps come after it */
+	cs->has_prev_time = t->timed;
+	if (ev->has_time) {
 		t->last_event_time = mapped;
+		t->timed = true;
+	}
 	cs->src_ip = 0;
 	const char *tf = extra(cs, C_TO_FILE), *tl = extra(cs, C_TO_LINE), *toff = extra(cs, C_TO_OFF);
 	if (tf && tl && toff && !strcmp(toff, "0x0")) {
@@ -1215,7 +1292,7 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 	case MT_EV_SAMPLE: {
 		const char *event = extra(cs, C_EVENT), *period = extra(cs, C_PERIOD);
 		if (extra(cs, C_FRAME) && is_stack_event(cs, event)) {
-			stack_sample(cs, t, time, ev, period ? strtoull(period, NULL, 10) : 1);
+			stack_sample(cs, t, time, ev, event, period ? strtoull(period, NULL, 10) : 1);
 		} else {
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)

@@ -61,6 +61,7 @@ struct thread {
 	/* off CPU (sampling with switch events): an [off-CPU] or [preempted]
 	 * frame is open on top of the stack */
 	bool off_cpu;
+	bool timed;            /* last_event_time is a timed event's */
 	/* TSX (5.10): events inside a transaction wait for its outcome */
 	struct txev *tx;
 	size_t ntx, captx;
@@ -111,6 +112,10 @@ struct mt_cs {
 	struct mt_cs_sink sink;
 	struct mt_cs_opts opts;
 	struct mt_strtab names;
+	/* the current event's thread's previous event time (has_: it had a
+	 * timed one): a branch stack's steps come after it (brwindow.h) */
+	uint64_t prev_time;
+	bool has_prev_time;
 	struct thread **threads; /* in order of appearance */
 	size_t nthreads, capthreads;
 	struct thread **map;     /* (pid,tid) -> thread, open addressing */

@@ -39,6 +39,8 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 		snprintf(out, n, "%s", hw[a->config]);
 	else if (a && a->type == 1 && a->config < 2)
 		snprintf(out, n, "%s", sw[a->config]);
+	else if (a && a->type == 4) /* RAW: perf's name for it */
+		snprintf(out, n, "r%" PRIx64, a->config);
 	else
 		snprintf(out, n, "sample");
 }

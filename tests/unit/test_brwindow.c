@@ -1,0 +1,118 @@
+/* Unit tests of branch stacks played as calls and returns
+ * (timeline/brwindow.c), TAP output. Oracle: small flows worked by hand,
+ * each entry's effect on the stack and its time written out below. */
+#include <stdio.h>
+#include <string.h>
+
+#include "timeline/brwindow.h"
+
+#include "tap.h"
+
+/* interned names: compared as pointers */
+static const char *MAIN = "main", *F = "f", *G = "g", *FOO = "foo", *FOO_PLT = "foo@plt", *H = "h";
+
+/* main calls g at 0x1003 (g returns to 0x1008), then f at 0x100c (f
+ * returns to 0x1010); the sample finds f at 0x2008. Newest first. */
+static const struct mt_brentry flow[] = {
+	{0x100c, 0x2000, "main", "f", 4, MT_BR_CALL},
+	{0x3010, 0x1008, "g", "main", 6, MT_BR_RET},
+	{0x1003, 0x3000, "main", "g", 2, MT_BR_CALL},
+	{0x1001, 0x1002, "main", "main", 1, MT_BR_JUMP},
+};
+
+static size_t steps_of(const struct mt_brentry *b, size_t nb, enum mt_brclock clock, uint64_t period,
+		       bool has_lower, struct mt_brstep *st, const char **sn, uint64_t *si, size_t *n)
+{
+	static struct mt_brentry e[8];
+	for (size_t i = 0; i < nb; i++) {
+		e[i] = b[i];
+		/* the same pointers as the stack's */
+		e[i].from_name = !strcmp(b[i].from_name, "main") ? MAIN : !strcmp(b[i].from_name, "g") ? G
+				 : !strcmp(b[i].from_name, "foo@plt") ? FOO_PLT : F;
+		e[i].to_name = !strcmp(b[i].to_name, "main") ? MAIN : !strcmp(b[i].to_name, "g") ? G
+			       : !strcmp(b[i].to_name, "foo") ? FOO : !strcmp(b[i].to_name, "foo@plt") ? FOO_PLT
+			       : !strcmp(b[i].to_name, "h") ? H : F;
+	}
+	static const char *names[2] = {NULL, NULL};
+	names[0] = MAIN;
+	names[1] = nb && b[0].kind == MT_BR_JUMP && !strcmp(b[0].to_name, "foo") ? FOO : F;
+	static const uint64_t ips[2] = {0x1010, 0x2008};
+	struct mt_brwindow w = {.names = names, .ips = ips, .nf = 2, .b = e, .nb = nb, .time = 1000,
+				.lower = 900, .has_lower = has_lower, .clock = clock, .period = period};
+	return mt_brwindow_steps(&w, st, sn, si, 16, n);
+}
+
+int main(void)
+{
+	struct mt_brentry e;
+	ok(mt_brentry_parse("0x10/0x20/P/-/-/5/IND_CALL", &e) && e.from == 0x10 && e.to == 0x20 && e.cycles == 5 &&
+		   e.kind == MT_BR_CALL, "an indirect call, 5 cycles");
+	ok(mt_brentry_parse("0x10/0x20/M/-/-/0/", &e) && e.kind == MT_BR_OTHER, "no type saved: other");
+	ok(mt_brentry_parse("0x1/0x2/P/-/-/3/COND/SPEC_WRONG_PATH", &e) && e.kind == MT_BR_JUMP && e.cycles == 3,
+	   "a conditional jump with AMD's speculation field");
+	ok(mt_brentry_parse("0x1/0x2/P/-/-/0/SYSRET", &e) && e.kind == MT_BR_OTHER, "SYSRET: other");
+	ok(!mt_brentry_parse("0x1/0x2/P/-", &e) && !mt_brentry_parse("x", &e), "cut or not an entry: refused");
+
+	char a[64], b[64];
+	ok(mt_brsym_split("operator/+0x10/foo+0x0", a, b, sizeof a) && !strcmp(a, "operator/") && !strcmp(b, "foo"),
+	   "a name with '/' in it");
+	ok(mt_brsym_split("[unknown]/x+0x1", a, b, sizeof a) && !*a && !strcmp(b, "x"), "[unknown] is ''");
+	ok(mt_brsym_split("f+0x1/[unknown]", a, b, sizeof a) && !strcmp(a, "f") && !*b, "[unknown] last");
+	ok(!mt_brsym_split("f+0x1", a, b, sizeof a) && !mt_brsym_split("f/g", a, b, sizeof a), "no pair: refused");
+
+	ok(mt_brclock_of("cycles:u") == MT_BRCLOCK_CYCLES && mt_brclock_of("r20c4") == MT_BRCLOCK_TAKEN &&
+		   mt_brclock_of("rc4") == MT_BRCLOCK_TAKEN && mt_brclock_of("cpu-clock") == MT_BRCLOCK_NONE &&
+		   mt_brclock_of(NULL) == MT_BRCLOCK_NONE, "clocks by event name");
+
+	struct mt_brstep st[8];
+	const char *sn[16];
+	uint64_t si[16];
+	size_t n;
+	/* taken branches, period 3: the newest 3 fill (900, 1000] by their
+	 * cycles 4, 6, 2 (100 ns over 12: 8.33 a cycle): f's call at 1000,
+	 * g's return 4 cycles before (967), g's call 10 before (917) */
+	size_t k = steps_of(flow, 4, MT_BRCLOCK_TAKEN, 3, true, st, sn, si, &n);
+	ok(k == 3, "taken-branch clock: the period's 3 newest");
+	ok(st[0].op == MT_BROP_CALL && st[0].name == G && st[0].ip == 0x3000 && st[0].ret_ip == 0x1008 &&
+		   st[0].time == 917, "g called at 917, main waiting at 0x1008");
+	ok(st[1].op == MT_BROP_RET && st[1].time == 967 && st[1].ret_ip == 0x1008, "g returns at 967");
+	ok(st[2].op == MT_BROP_CALL && st[2].name == F && st[2].ret_ip == 0x1010 && st[2].time == 1000,
+	   "f called at the sample's time, main's frame at f's return address");
+	ok(n == 1 && sn[0] == MAIN && si[0] == 0x1003, "before them: main alone, at g's call");
+
+	/* cycles: 120 since the last sample over 100 ns (0.83 a cycle): 997,
+	 * 992, 990 (the jump in main, no frame changed); nothing left after */
+	k = steps_of(flow, 4, MT_BRCLOCK_CYCLES, 120, true, st, sn, si, &n);
+	ok(k == 4 && st[0].op == MT_BROP_NONE && st[0].time == 990 && st[1].time == 992 && st[2].time == 997 &&
+		   st[3].time == 1000, "cycle clock: 990, 992, 997, 1000");
+	ok(n == 1 && si[0] == 0x1001, "before them: main at the jump");
+
+	/* no clock: order alone, 1 ns a step, lower or not */
+	k = steps_of(flow, 4, MT_BRCLOCK_NONE, 1, false, st, sn, si, &n);
+	ok(k == 4 && st[0].time == 997 && st[3].time == 1000, "no clock: a nanosecond a step");
+
+	/* a clock without the thread's previous event: no scale, no steps */
+	ok(steps_of(flow, 4, MT_BRCLOCK_TAKEN, 3, false, st, sn, si, &n) == 0 && n == 2,
+	   "the thread's first sample: nothing played, the stack as sampled");
+
+	/* an entry the stack denies ends the window there */
+	struct mt_brentry bad[4];
+	memcpy(bad, flow, sizeof bad);
+	bad[0].to_name = "h";
+	ok(steps_of(bad, 4, MT_BRCLOCK_TAKEN, 3, true, st, sn, si, &n) == 0, "a call into h, f on top: none");
+	memcpy(bad, flow, sizeof bad);
+	bad[2].from_name = "g";
+	ok(steps_of(bad, 4, MT_BRCLOCK_TAKEN, 3, true, st, sn, si, &n) == 2 && st[0].op == MT_BROP_RET,
+	   "a call from g, main on top: the two newer steps");
+	memcpy(bad, flow, sizeof bad);
+	bad[1].kind = MT_BR_OTHER;
+	ok(steps_of(bad, 4, MT_BRCLOCK_TAKEN, 3, true, st, sn, si, &n) == 1, "an entry of no known type stops it");
+
+	/* a jump into another function: the PLT stub's frame becomes foo's */
+	static const struct mt_brentry plt[] = {{0x5006, 0x6000, "foo@plt", "foo", 2, MT_BR_JUMP},
+						{0x100c, 0x5000, "main", "foo@plt", 3, MT_BR_CALL}};
+	k = steps_of(plt, 2, MT_BRCLOCK_NONE, 1, true, st, sn, si, &n);
+	ok(k == 2 && st[0].op == MT_BROP_CALL && st[0].name == FOO_PLT && st[1].op == MT_BROP_TAIL && st[1].name == FOO &&
+		   st[1].ip == 0x6000, "call foo@plt, then its jump: foo in its place");
+	return tap_done();
+}

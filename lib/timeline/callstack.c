@@ -720,9 +720,9 @@ static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, c
 			    const uint64_t *ips, size_t nf, const struct mt_brentry *b, size_t nb, const char *event,
 			    uint64_t period)
 {
-	static struct mt_brstep steps[MAX_BRANCHES];
-	static const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
-	static uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	struct mt_brstep steps[MAX_BRANCHES];
+	const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
 	size_t sn;
 	struct mt_brwindow w = {.names = names, .ips = ips, .nf = nf, .b = b, .nb = nb, .time = time,
 				.lower = cs->prev_time, .has_lower = cs->has_prev_time,

@@ -381,52 +381,65 @@ PY
 	[ "$("$tps" -Q 'select max(depth) from slice' deep/t.pftrace 2> /dev/null | tail -1)" = 32 ]
 }
 
-# perf record -b -j any,u,save_type -e r20c4 -c 32 (every 32nd taken branch
-# sampled with the last 32): the branch stacks cover the whole run, so the
-# timeline drawn from them is exact. Oracles: mt-synth's single-step truth
-# (the samples as recorded; the timeline of the run's exact flow, from the
-# tsc variant's truth) and perf script's brstack. Each branch is placed at
-# its target's first instruction, one instruction (25 ns) after the
-# truth's. libc_flow is held up to its first signal: the kernel's branch
-# into the handler ends a window (a SYSRET entry), and what follows is the
-# sampled stacks' estimate.
-@test "perf record -b (synthesized: every 32nd taken branch, the last 32): each call and return the branch stacks prove, drawn where the truth has it" {
+# perf record -b -e r20c4 -c 32 (every 32nd taken branch sampled with the
+# last 32): the branch stacks cover the whole run, so the timeline drawn
+# from them is exact. Recorded with the branch types saved (-j
+# any,u,save_type: brstack) and without (-j any,u: brstack-notype, typed
+# from the code by mt-pt2events). Oracles: mt-synth's single-step truth
+# (the samples as recorded, the types of the instructions at their
+# sources; the timeline of the run's exact flow, from the tsc variant's
+# truth) and perf script's brstack. Each branch is placed at its target's
+# first instruction, one instruction (25 ns) after the truth's. libc_flow
+# is held up to its first signal: the kernel's branch into the handler
+# ends a window (a SYSRET entry), and what follows is the sampled stacks'
+# estimate.
+@test "perf record -b (synthesized: every 32nd taken branch, the last 32, types saved or not): each call and return the branch stacks prove, drawn where the truth has it" {
 	for run in hits/flow libc/libc_flow; do
 		d=${run%%/*}
-		"$MT_BIN/mt-synth" -q -o "$d" --variants=brstack,tsc --from-run="$MT_FIXTURES/$run.run" > /dev/null 2>&1
-		"$PT2EVENTS" "$d/brstack.data" 2> /dev/null > "$d/mt.ev"
-		[ "$(grep -c '	sample	.*	branch=.*/CALL' "$d/mt.ev")" -gt 20 ]
-		diff <(grep -v '^#' "$d/brstack.truth") <(grep -v '^#' "$d/mt.ev" | grep -v '	\(comm\|mmap\|exit\)	')
-		# every entry, its flags, cycles and type, as perf script reads it
-		perf script -i "$d/brstack.data" -F brstack 2> /dev/null | sed -e 's/^ *//' -e 's/ *$//' -e 's/  */ /g' > "$d/perf.bs"
-		awk -F'\t' '$4 == "sample" { line = ""; for (i = 7; i <= NF; i++) if ($i ~ /^branch=/)
-				line = line (line == "" ? "" : " ") substr($i, 8); print line }' "$d/mt.ev" > "$d/mt.bs"
-		[ "$(grep -c . "$d/perf.bs")" -gt 50 ]
-		diff "$d/perf.bs" "$d/mt.bs"
-		"$MT_BIN/mt-symbolize" "$d/mt.ev" 2> /dev/null > "$d/mt.sym"
-		"$MT_BIN/mt-toperfetto" --format=threads -o "$d/mt.threads" "$d/mt.sym" 2> /dev/null
+		"$MT_BIN/mt-synth" -q -o "$d" --variants=brstack,brstack-notype,tsc --from-run="$MT_FIXTURES/$run.run" > /dev/null 2>&1
 		"$MT_BIN/mt-symbolize" "$d/tsc.truth" 2> /dev/null | "$MT_BIN/mt-toperfetto" --format=threads -o "$d/truth.threads" 2> /dev/null
-		first=$(grep -m1 '	sample	' "$d/mt.sym" | cut -f1)
-		second=$(grep '	sample	' "$d/mt.sym" | sed -n 2p | cut -f1)
-		hi=$(grep '	sample	' "$d/mt.sym" | tail -1 | cut -f1)
-		sig=$(awk -F'\t' '$4 == "begin" && $5 == "raise" { print $3 + 1000000000; exit }' "$d/truth.threads")
-		[ -z "$sig" ] || hi=$sig
-		run "$BATS_TEST_DIRNAME/tools/brcmp.py" "$d/truth.threads" 1000000000 "$d/mt.threads" "$first" "$second" "$hi" 25
-		echo "$output"
-		[ "$status" -eq 0 ]
-		# most of each run held (libc_flow's first signal comes late)
-		[ "$(echo "$output" | awk '/^brcmp:/ { print $2 }')" -gt 500 ]
+		for v in brstack brstack-notype; do
+			"$PT2EVENTS" "$d/$v.data" 2> /dev/null > "$d/$v.ev"
+			[ "$(grep -c '	sample	.*	branch=.*' "$d/$v.ev")" -gt 20 ]
+			diff <(grep -v '^#' "$d/$v.truth") <(grep -v '^#' "$d/$v.ev" | grep -v '	\(comm\|mmap\|exit\)	')
+			# every entry, its flags, cycles and type (none without
+			# save_type), as perf script reads it
+			perf script -i "$d/$v.data" -F brstack 2> /dev/null | sed -e 's/^ *//' -e 's/ *$//' -e 's/  */ /g' > "$d/$v.perf"
+			awk -F'\t' '$4 == "sample" { line = ""; for (i = 7; i <= NF; i++) if ($i ~ /^branch=/)
+					line = line (line == "" ? "" : " ") substr($i, 8); print line }' "$d/$v.ev" > "$d/$v.mt"
+			[ "$(grep -c . "$d/$v.perf")" -gt 50 ]
+			diff "$d/$v.perf" "$d/$v.mt"
+			"$MT_BIN/mt-symbolize" "$d/$v.ev" 2> /dev/null > "$d/$v.sym"
+			"$MT_BIN/mt-toperfetto" --format=threads -o "$d/$v.threads" "$d/$v.sym" 2> /dev/null
+			first=$(grep -m1 '	sample	' "$d/$v.sym" | cut -f1)
+			second=$(grep '	sample	' "$d/$v.sym" | sed -n 2p | cut -f1)
+			hi=$(grep '	sample	' "$d/$v.sym" | tail -1 | cut -f1)
+			sig=$(awk -F'\t' '$4 == "begin" && $5 == "raise" { print $3 + 1000000000; exit }' "$d/truth.threads")
+			[ -z "$sig" ] || hi=$sig
+			run "$BATS_TEST_DIRNAME/tools/brcmp.py" "$d/truth.threads" 1000000000 "$d/$v.threads" "$first" "$second" "$hi" 25
+			echo "$v: $output"
+			[ "$status" -eq 0 ]
+			# most of each run held (libc_flow's first signal comes late)
+			[ "$(echo "$output" | awk '/^brcmp:/ { print $2 }')" -gt 500 ]
+		done
+		grep -q 'branch_type=CALL' "$d/brstack-notype.ev"
 		# the check can fail: the same samples drawn as magic-trace draws
 		# samples (no branch stacks) miss most of it
-		"$MT_BIN/mt-toperfetto" --sample-leaf=ip --format=threads -o "$d/ip.threads" "$d/mt.sym" 2> /dev/null
+		"$MT_BIN/mt-toperfetto" --sample-leaf=ip --format=threads -o "$d/ip.threads" "$d/brstack.sym" 2> /dev/null
 		run "$BATS_TEST_DIRNAME/tools/brcmp.py" "$d/truth.threads" 1000000000 "$d/ip.threads" "$first" "$second" "$hi" 25
 		[ "$status" -eq 1 ]
 	done
+	# without the objects, no type: said, and nothing drawn from them
+	mkdir emptyfs
+	run --separate-stderr "$PT2EVENTS" --symfs=emptyfs libc/brstack-notype.data
+	[ "$status" -eq 0 ]
+	[[ "$stderr" == *"branch entries in user code have no type (recorded without -j save_type) and none from the code (not found)"* ]]
+	[[ "$output" != *branch_type=* ]]
 	tps=${MT_TRACE_PROCESSOR:-$BATS_TEST_DIRNAME/../../shared/tools/perfetto/trace_processor_shell}
 	[ -x "$tps" ] || skip "Perfetto's trace_processor_shell is not here ($tps: ../shared/tools/perfetto)"
 	for d in hits libc; do
-		"$MT_BIN/mt-toperfetto" -o "$d/t.pftrace" "$d/mt.sym" 2> /dev/null
-		python3 "$BATS_TEST_DIRNAME/tools/tp_cmp.py" "$tps" "$d/t.pftrace" "$d/mt.threads" "$d/mt.sym"
+		"$MT_BIN/mt-toperfetto" -o "$d/t.pftrace" "$d/brstack-notype.sym" 2> /dev/null
+		python3 "$BATS_TEST_DIRNAME/tools/tp_cmp.py" "$tps" "$d/t.pftrace" "$d/brstack-notype.threads" "$d/brstack-notype.sym"
 	done
 }
 

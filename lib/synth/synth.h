@@ -120,6 +120,7 @@ struct mt_synth_variant {
 	bool brstack;         /* no PT: every MT_SYNTH_BRSTACK_PERIOD-th taken branch sampled with the
 			       * branch stack, as perf record -b -j any,u,save_type -e r20c4 -c N
 			       * writes it (not in 'all') */
+	bool brstack_notype;  /* brstack: recorded without save_type (each entry's type 0) */
 };
 
 /* The predefined variants: NULL-terminated array. */

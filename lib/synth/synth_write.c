@@ -919,7 +919,7 @@ static void lbr_sample(struct out *d, struct mt_events_writer *tw, const struct 
  * active call's return address, innermost first; the branch stack newest
  * first) and its truth, the sample as mt-pt2events should write it. */
 static void brstack_sample(struct out *d, struct mt_events_writer *tw, const struct mt_synth_run *run, uint32_t tid,
-			   uint64_t ip, uint64_t time, const struct lbr_thread *st)
+			   uint64_t ip, uint64_t time, const struct lbr_thread *st, bool notype)
 {
 	size_t nb = st->taken < MT_SYNTH_LBR_DEPTH ? (size_t)st->taken : MT_SYNTH_LBR_DEPTH;
 	size_t nc = st->n < 200 ? st->n : 200;
@@ -949,13 +949,14 @@ static void brstack_sample(struct out *d, struct mt_events_writer *tw, const str
 		unsigned cyc = e->cycles < 0xffff ? e->cycles : 0xffff;
 		u64(d, e->from);
 		u64(d, e->to);
-		u64(d, (1u << 1) /* predicted */ | (uint64_t)cyc << 4 | (uint64_t)e->type << 20);
-		b[k] = (struct mt_branch){.from = e->from, .to = e->to, .predicted = true, .cycles = cyc, .type = e->type};
+		unsigned type = notype ? 0 : e->type;
+		u64(d, (1u << 1) /* predicted */ | (uint64_t)cyc << 4 | (uint64_t)type << 20);
+		b[k] = (struct mt_branch){.from = e->from, .to = e->to, .predicted = true, .cycles = cyc, .type = type};
 	}
 	rec_end(d, at);
 	if (!tw)
 		return;
-	static struct mt_kv kv[2 + 201 + MT_SYNTH_LBR_DEPTH];
+	static struct mt_kv kv[2 + 201 + 2 * MT_SYNTH_LBR_DEPTH];
 	static char vals[201][24], btext[MT_SYNTH_LBR_DEPTH][96];
 	char period[24];
 	snprintf(period, sizeof period, "%d", MT_SYNTH_BRSTACK_PERIOD);
@@ -971,6 +972,13 @@ static void brstack_sample(struct out *d, struct mt_events_writer *tw, const str
 	for (size_t k = 0; k < nb; k++) {
 		mt_branch_format(&b[k], btext[k], sizeof btext[k]);
 		kv[m++] = (struct mt_kv){"branch", btext[k]};
+		if (notype) {
+			/* the type of the instruction at its source, as
+			 * mt-pt2events reads it from the code: a SYSRET entry's
+			 * source is the syscall */
+			unsigned type = st->ring[(st->taken - 1 - k) % MT_SYNTH_LBR_DEPTH].type;
+			kv[m++] = (struct mt_kv){"branch_type", mt_branch_type_name(type == 8 ? 7 : type)};
+		}
 	}
 	struct mt_event ev = {.kind = MT_EV_SAMPLE, .time = time, .has_time = true, .pid = run->pid, .tid = tid,
 			      .cpu = -1, .from = ip, .offset = MT_NO_OFFSET, .extra = kv,
@@ -1003,7 +1011,8 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 			   MT_ATTR_EXCLUDE_GUEST | MT_ATTR_MMAP2 | MT_ATTR_COMM_EXEC,
 		   v->brstack ? MT_SYNTH_BRSTACK_PERIOD : MT_SYNTH_LBR_PERIOD);
 	if (!f.attrs.oom) {
-		uint64_t bst = v->brstack ? BRSTACK_BRANCH_TYPE : LBR_BRANCH_TYPE;
+		uint64_t bst = v->brstack_notype ? BRSTACK_BRANCH_TYPE & ~(1u << 16) /* no TYPE_SAVE */
+			       : v->brstack ? BRSTACK_BRANCH_TYPE : LBR_BRANCH_TYPE;
 		memcpy(f.attrs.b + 72, &bst, 8);
 	}
 	f.ids[0] = 2;
@@ -1047,7 +1056,7 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 				t->ring[t->taken++ % MT_SYNTH_LBR_DEPTH] = t->cand;
 				t->since = 0;
 				if (t->taken % MT_SYNTH_BRSTACK_PERIOD == 0)
-					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t, v->brstack_notype);
 			}
 			if (t->has_sys && ip != t->sys_next) {
 				/* the kernel returned elsewhere (a signal's handler,
@@ -1058,7 +1067,7 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 					(struct lbr_branch){.from = t->sys_ip, .to = ip, .cycles = t->since, .type = 8};
 				t->since = 0;
 				if (t->taken % MT_SYNTH_BRSTACK_PERIOD == 0)
-					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t);
+					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t, v->brstack_notype);
 			}
 			t->has_cand = t->has_sys = false;
 			t->since++;

@@ -31,6 +31,8 @@ const struct mt_synth_variant mt_synth_variants[] = {
 	{.name = "lbr", .lbr = true},
 	/* sampling, not PT: perf record -b -j any,u,save_type -e r20c4 -c 32 */
 	{.name = "brstack", .lbr = true, .brstack = true},
+	/* the same recorded as perf record -b -j any,u: no types saved */
+	{.name = "brstack-notype", .lbr = true, .brstack = true, .brstack_notype = true},
 	{.name = NULL},
 };
 

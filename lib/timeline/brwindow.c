@@ -28,16 +28,21 @@ bool mt_brentry_parse(const char *text, struct mt_brentry *e)
 		return false;
 	e->cycles = (unsigned)cyc;
 	p = end + 1;
-	size_t tl = strcspn(p, "/");
+	e->kind = mt_brkind_of_type(p, strcspn(p, "/"));
+	return true;
+}
+
+enum mt_brkind mt_brkind_of_type(const char *type, size_t n)
+{
 	static const struct {
 		const char *name;
 		enum mt_brkind kind;
 	} kinds[] = {{"COND", MT_BR_JUMP}, {"UNCOND", MT_BR_JUMP}, {"IND", MT_BR_JUMP},
 		     {"CALL", MT_BR_CALL}, {"IND_CALL", MT_BR_CALL}, {"RET", MT_BR_RET}};
 	for (size_t i = 0; i < sizeof kinds / sizeof kinds[0]; i++)
-		if (strlen(kinds[i].name) == tl && !strncmp(p, kinds[i].name, tl))
-			e->kind = kinds[i].kind;
-	return true;
+		if (strlen(kinds[i].name) == n && !strncmp(type, kinds[i].name, n))
+			return kinds[i].kind;
+	return MT_BR_OTHER;
 }
 
 /* One end of a branch_sym: "[unknown]" or NAME+0xHEX, ending at '/' or

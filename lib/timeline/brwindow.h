@@ -25,6 +25,8 @@ struct mt_brentry {
  * from its TYPE (COND, UNCOND, IND: a jump; CALL, IND_CALL; RET; any other
  * type, or none saved: OTHER). False when the text does not parse. */
 bool mt_brentry_parse(const char *text, struct mt_brentry *e);
+/* The kind of perf's type name type[0..n) (as above). */
+enum mt_brkind mt_brkind_of_type(const char *type, size_t n);
 
 /* A branch_sym= column's two function names, +0xOFF dropped, into from and
  * to (n bytes each; "" for [unknown]). False when it does not parse. */

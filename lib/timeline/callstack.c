@@ -790,6 +790,8 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 				nb++;
 			else if (!strcmp(k, "branch_sym") && nb)
 				branch_names(cs, &br[nb - 1], v);
+			else if (!strcmp(k, "branch_type") && nb) /* from the code: none recorded */
+				br[nb - 1].kind = mt_brkind_of_type(v, strlen(v));
 			continue;
 		}
 		if (k[0] != 'f' || !v)

@@ -30,4 +30,14 @@ void mt_branch_parse(const uint8_t *p, struct mt_branch *b);
  * branch was (AMD Zen 4). Returns snprintf's count. */
 int mt_branch_format(const struct mt_branch *b, char *out, size_t n);
 
+/* perf's name of an entry's type (its TYPE field: "" when not known). */
+const char *mt_branch_type_name_of(const struct mt_branch *b);
+/* perf's name of a PERF_BR_* type below EXTEND_ABI ("" for 0). */
+const char *mt_branch_type_name(unsigned type);
+
+/* The PERF_BR_* type of the branch instruction in b[0..n) as perf's
+ * save_type would say it (COND, UNCOND, IND, CALL, IND_CALL, RET, SYSCALL,
+ * SYSRET), from its bytes; 0 when it is no branch or does not decode. */
+unsigned mt_branch_type_of_insn(const uint8_t *b, size_t n);
+
 #endif

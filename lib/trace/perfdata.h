@@ -57,6 +57,7 @@ enum {
 /* perf_event_attr.branch_sample_type: the LBR in call-stack mode
  * (--call-graph lbr); the hw_idx before the entries */
 #define MT_BRANCH_CALL_STACK (1u << 11)
+#define MT_BRANCH_TYPE_SAVE (1u << 16) /* each entry's type saved (perf record -j save_type) */
 #define MT_BRANCH_HW_INDEX (1u << 17)
 
 

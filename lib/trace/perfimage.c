@@ -82,15 +82,17 @@ static void add_jit_code(struct mt_image *img, const char *path, const struct ma
 	mt_jitdump_free(&jd);
 }
 
-void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
-			const struct mt_ptperf_opts *o, struct warned *wd)
+static void build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			const struct mt_ptperf_opts *o, struct warned *wd, bool with_kernel)
 {
 	bool kernel = false;
 	for (size_t i = 0; i < s->maps.n; i++) {
 		const struct map *m = &s->maps.v[i];
 		if (m->pid == (uint32_t)-1 && (m->path[0] == '[' || o->kcore_dir)) {
-			add_kernel_map(img, m, o, wd);
-			kernel = true;
+			if (with_kernel) {
+				add_kernel_map(img, m, o, wd);
+				kernel = true;
+			}
 			continue;
 		}
 		if (m->pid != pid || m->path[0] != '/')
@@ -123,6 +125,18 @@ void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const st
 			mt_warn_once(o, wd, path, msg);
 		}
 	}
+}
+
+void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+		    const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	build_image(img, pd, s, pid, o, wd, true);
+}
+
+void mt_build_user_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			 const struct mt_ptperf_opts *o, struct warned *wd)
+{
+	build_image(img, pd, s, pid, o, wd, false);
 }
 
 /* The vDSO of a map: perf's cached copy, else this kernel's own (a trace

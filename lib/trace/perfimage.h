@@ -29,5 +29,9 @@ struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct sid
 /* Adds pid's maps (and the kernel's) to img. */
 void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
 		    const struct mt_ptperf_opts *o, struct warned *wd);
+/* The same without the kernel's: user code alone (a branch stack's
+ * entries classified where the objects are, no kernel warning). */
+void mt_build_user_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,
+			 const struct mt_ptperf_opts *o, struct warned *wd);
 
 #endif

@@ -474,7 +474,7 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 			rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 			goto out;
 		}
-		rc = mt_samples_stream(pd, s, w, stats, unw, &uc, o->hits, o->nhits, err);
+		rc = mt_samples_stream(pd, s, w, stats, unw, &uc, o, &d.wd, err);
 		mt_unwind_free(unw);
 		if (rc)
 			goto out;
@@ -491,6 +491,13 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 				 "(the longest %" PRIu64 "%s): cut to their innermost %d, the frames left out counted in "
 				 "each (frames_cut=N)", pd->name, uc.cut, uc.cut == 1 ? "'s" : "s'", MT_SAMPLES_MAX_FRAMES,
 				 uc.longest, uc.longest > 4096 ? " or more" : "", MT_SAMPLES_MAX_FRAMES);
+			o->warn(o->warn_ctx, msg);
+		}
+		if (uc.br_untyped && o->warn) {
+			char msg[600];
+			snprintf(msg, sizeof msg, "warning: %s: %" PRIu64 " of %" PRIu64 " branch entries in user code have "
+				 "no type (recorded without -j save_type) and none from the code (not found): their "
+				 "calls and returns are not drawn", pd->name, uc.br_untyped, uc.br_untyped + uc.br_typed);
 			o->warn(o->warn_ctx, msg);
 		}
 		if (uc.late && o->warn) {

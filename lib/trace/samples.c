@@ -45,33 +45,107 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 		snprintf(out, n, "sample");
 }
 
-/* A sample of an event at an IP, no frames: event= and period= columns. */
+/* Branch entries' types from the code where the recording saved none
+ * (perf record -b without save_type), as perf's save_type gives them: an
+ * image of each process's user objects, the latest few kept. */
+#define BRIMG_KEEP 8
+struct brtypes {
+	const struct mt_perfdata *pd;
+	const struct side *s;
+	const struct mt_ptperf_opts *o;
+	struct warned *wd;
+	struct mt_samples_counts *uc;
+	struct {
+		uint32_t pid;
+		bool built;
+		uint64_t used;
+		struct mt_image img;
+	} v[BRIMG_KEEP];
+	uint64_t tick;
+};
+
+static void brtypes_free(struct brtypes *bt)
+{
+	for (size_t i = 0; i < BRIMG_KEEP; i++)
+		if (bt->v[i].built)
+			mt_image_fini(&bt->v[i].img);
+}
+
+/* The PERF_BR_* type of the user branch at from in pid, 0 when its code
+ * is not found (counted) or it is kernel code (not this image's). */
+static unsigned brtype_of(struct brtypes *bt, uint32_t pid, uint64_t from)
+{
+	if (!from || from >= 0xffff800000000000ull)
+		return 0;
+	size_t k = BRIMG_KEEP, lru = 0;
+	for (size_t i = 0; i < BRIMG_KEEP; i++) {
+		if (bt->v[i].built && bt->v[i].pid == pid)
+			k = i;
+		if (!bt->v[i].built || (bt->v[lru].built && bt->v[i].used < bt->v[lru].used))
+			lru = i;
+	}
+	if (k == BRIMG_KEEP) {
+		k = lru;
+		if (bt->v[k].built)
+			mt_image_fini(&bt->v[k].img);
+		struct mt_err e = {0};
+		bt->v[k].built = !mt_image_init(&bt->v[k].img, "branch types", &e);
+		if (!bt->v[k].built) {
+			bt->uc->br_untyped++;
+			return 0;
+		}
+		bt->v[k].pid = pid;
+		mt_build_user_image(&bt->v[k].img, bt->pd, bt->s, pid, bt->o, bt->wd);
+	}
+	bt->v[k].used = ++bt->tick;
+	uint8_t code[16];
+	size_t n = mt_image_read(&bt->v[k].img, from, code, sizeof code);
+	unsigned type = n ? mt_branch_type_of_insn(code, n) : 0;
+	if (type)
+		bt->uc->br_typed++;
+	else
+		bt->uc->br_untyped++;
+	return type;
+}
+
 /* A sample's branch stack as branch= columns from kv[n] on (at most
- * MT_SAMPLES_MAX_BRANCHES); returns the new n. */
-static unsigned branch_columns(const struct psample *ps, struct mt_kv *kv, unsigned n)
+ * MT_SAMPLES_MAX_BRANCHES), each followed by branch_type= where the
+ * recording saved no type and bt found it in the code; returns the new n. */
+static unsigned branch_columns(const struct psample *ps, struct mt_kv *kv, unsigned n, struct brtypes *bt,
+			       const struct mt_perfdata *pd)
 {
 	static char text[MT_SAMPLES_MAX_BRANCHES][96];
+	/* an LBR call stack's entries are calls: no type to find */
+	const struct mt_perf_evattr *a =
+		ps->attr >= 0 && (size_t)ps->attr < pd->nattrs ? &pd->attrs[ps->attr] : NULL;
+	if (a && a->branch_sample_type & (MT_BRANCH_CALL_STACK | MT_BRANCH_TYPE_SAVE))
+		bt = NULL;
 	for (uint64_t i = 0; i < ps->nbranch && i < MT_SAMPLES_MAX_BRANCHES; i++) {
 		struct mt_branch b;
 		mt_branch_parse(ps->brstack + i * MT_BRANCH_ENTRY_SIZE, &b);
 		mt_branch_format(&b, text[i], sizeof text[i]);
 		kv[n++] = (struct mt_kv){"branch", text[i]};
+		unsigned type = bt && !b.type ? brtype_of(bt, ps->pid, b.from) : 0;
+		if (type)
+			kv[n++] = (struct mt_kv){"branch_type", mt_branch_type_name(type)};
 	}
 	return n;
 }
 
+/* A sample of an event at an IP, no frames: event= and period= columns,
+ * and ps's branch stack (ps NULL: none). */
 static void write_ip_sample(struct mt_events_writer *w, struct mt_ptdec_stats *stats, struct mt_event ev,
-			    const char *ename, uint64_t period, const struct psample *ps)
+			    const char *ename, uint64_t period, const struct psample *ps, const struct sink_ctx *c)
 {
 	char p[24];
 	snprintf(p, sizeof p, "%" PRIu64, period);
-	static struct mt_kv kv[2 + MT_SAMPLES_MAX_BRANCHES];
+	static struct mt_kv kv[2 + 2 * MT_SAMPLES_MAX_BRANCHES];
 	kv[0] = (struct mt_kv){"event", ename};
 	kv[1] = (struct mt_kv){"period", p};
 	ev.kind = MT_EV_SAMPLE;
 	ev.offset = MT_NO_OFFSET;
 	ev.extra = kv;
-	ev.nextra = ps ? branch_columns(ps, kv, 2) : 2;
+	ev.nextra = ps ? branch_columns(ps, kv, 2, c->bt, c->pd) : 2;
 	mt_events_write(w, &ev);
 	stats->by_kind[MT_EV_SAMPLE]++;
 }
@@ -83,7 +157,7 @@ static void write_event_sample(struct sink_ctx *c, const struct psample *ps)
 	write_ip_sample(c->w, c->stats, (struct mt_event){.time = ps->time, .has_time = ps->has_time, .pid = ps->pid,
 							 .tid = ps->tid, .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1,
 							 .from = ps->ip},
-			ename, ps->period, ps);
+			ename, ps->period, ps, c);
 }
 
 static bool of_queue(const struct sink_ctx *c, const struct psample *ps)
@@ -207,7 +281,7 @@ static void write_hit(struct mt_events_writer *w, const struct mt_ptperf_hit *h,
 	snprintf(ename, sizeof ename, "mem:0x%" PRIx64 ":x", h->ip);
 	write_ip_sample(w, stats, (struct mt_event){.time = h->time, .has_time = true, .pid = h->pid, .tid = h->tid,
 						    .cpu = -1, .from = h->ip},
-			ename, 1, NULL);
+			ename, 1, NULL, NULL);
 }
 
 /* One stack sample as an event: frame= columns outermost first, the
@@ -284,7 +358,7 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 		kv[n] = (struct mt_kv){"frame", vals[n]};
 		n++;
 	}
-	n = branch_columns(ps, kv, n);
+	n = branch_columns(ps, kv, n, ec->bt, ec->pd);
 	struct mt_event ev = {.time = ps->time, .has_time = ps->has_time, .pid = ps->pid, .tid = ps->tid,
 			      .cpu = ps->has_cpu ? (int32_t)ps->cpu : -1, .kind = MT_EV_SAMPLE,
 			      .from = nips && !lbr ? ips[0] : ps->ip, .offset = MT_NO_OFFSET, .extra = kv, .nextra = n};
@@ -395,10 +469,14 @@ static void oh_flush(struct oheap *h, uint64_t limit, struct stream_ctx *c)
 
 int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
 		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_samples_counts *uc,
-		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err)
+		      const struct mt_ptperf_opts *o, struct warned *wd, struct mt_err *err)
 {
-	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats}, .primary = s->seen.primary,
-			       .unw = unw, .uc = uc};
+	static struct brtypes bt; /* (images: large) */
+	bt = (struct brtypes){.pd = pd, .s = s, .o = o, .wd = wd, .uc = uc};
+	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats, .bt = &bt},
+			       .primary = s->seen.primary, .unw = unw, .uc = uc};
+	const struct mt_ptperf_hit *hits = o->hits;
+	size_t nhits = o->nhits;
 	struct oheap h = {0};
 	uint64_t seq = 0, max_seen = 0, limit = 0;
 	int rc = 0;
@@ -446,9 +524,11 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 	}
 	if (rc) {
 		free(h.v);
+		brtypes_free(&bt);
 		return mt_err_set(err, MT_ENOMEM, "out of memory ordering samples");
 	}
 	oh_flush(&h, UINT64_MAX, &c);
 	free(h.v);
+	brtypes_free(&bt);
 	return 0;
 }

@@ -10,6 +10,7 @@
 #include <stdint.h>
 
 #include "stream/events.h"
+#include "trace/perfimage.h"
 #include "trace/ptdecode.h"
 #include "trace/ptperf.h"
 #include "trace/sideband.h"
@@ -30,6 +31,7 @@ struct sink_ctx {
 	uint32_t q_tid, q_cpu;
 	size_t next;            /* its cursor in order[] */
 	struct mt_ptdec_stats *stats;
+	struct brtypes *bt; /* the stream's: branch entries typed from the code (NULL: not) */
 };
 
 /* Orders the samples of other events than the trace's own (pt: its attr,
@@ -52,7 +54,7 @@ void mt_samples_sink(void *ctx, const struct mt_event *ev);
  * event, period and frames_cut columns), innermost kept. */
 #define MT_SAMPLES_MAX_FRAMES 253
 /* a sample's branch stack entries kept (Arm BRBE has 64, LBR 32) */
-#define MT_SAMPLES_MAX_BRANCHES 64 /* each named by mt-symbolize: two columns within MT_EVENT_MAX_EXTRA */
+#define MT_SAMPLES_MAX_BRANCHES 64 /* with their types and mt-symbolize's names: three columns each within MT_EVENT_MAX_EXTRA */
 
 /* What the stream of samples says at its end: stacks unwound part way
  * (of those with a stack copy), call chains cut to the stream's limit
@@ -63,6 +65,10 @@ struct mt_samples_counts {
 	uint64_t with_stack, partial;
 	const char *first_why;
 	uint64_t cut, longest, late;
+	/* branch entries of user code that the recording gave no type (perf
+	 * record -b without save_type): typed from the code (branch_type=),
+	 * or not (their code not found) */
+	uint64_t br_typed, br_untyped;
 };
 /* Stack samples as events, walked again from pd (collected with
  * defer_samples): frame= columns outermost first ("0xIP"; a symbolizer
@@ -71,9 +77,12 @@ struct mt_samples_counts {
  * round at a time (FINISHED_ROUND: what precedes the last round's latest
  * time is written), memory for about two rounds, not the file. A sample
  * with a stack copy (--call-graph=dwarf) is unwound by unw (when not
- * NULL): its callchain's kernel frames, then the user frames unwound. */
+ * NULL): its callchain's kernel frames, then the user frames unwound.
+ * o's trigger hits go in among them; branch entries the recording gave
+ * no type get one from the instruction at their source, in the objects
+ * found as o says (warnings once each, wd). */
 int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_events_writer *w,
 		      struct mt_ptdec_stats *stats, struct mt_unwind *unw, struct mt_samples_counts *uc,
-		      const struct mt_ptperf_hit *hits, size_t nhits, struct mt_err *err);
+		      const struct mt_ptperf_opts *o, struct warned *wd, struct mt_err *err);
 
 #endif

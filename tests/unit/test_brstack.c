@@ -45,5 +45,22 @@ int main(void)
 	   "(spec 2) after the type");
 	ok(!strcmp(text(1, 2, 1 | (1u << 24) | (6u << 20)), "0x1/0x2/M/-/-/0/RET/SPEC_WRONG_PATH"), "a return on "
 	   "the wrong path");
+		/* types from the code (perf's save_type names): direct and indirect
+	 * calls and jumps, a conditional jump, a return, syscall and sysret;
+	 * no branch: 0 */
+	static const uint8_t call[] = {0xe8, 1, 0, 0, 0}, icall[] = {0xff, 0xd0}, jmp[] = {0xeb, 0x10},
+			     ijmp[] = {0x3e, 0xff, 0xe0}, jcc[] = {0x0f, 0x84, 0, 1, 0, 0}, ret[] = {0xc3},
+			     sys[] = {0x0f, 0x05}, sysret[] = {0x48, 0x0f, 0x07}, nop[] = {0x90}, cut[] = {0xe8, 1};
+	ok(mt_branch_type_of_insn(call, sizeof call) == 4 && !strcmp(mt_branch_type_name(4), "CALL"), "call rel32: CALL");
+	ok(mt_branch_type_of_insn(icall, sizeof icall) == 5 && !strcmp(mt_branch_type_name(5), "IND_CALL"),
+	   "call *%rax: IND_CALL");
+	ok(mt_branch_type_of_insn(jmp, sizeof jmp) == 2 && mt_branch_type_of_insn(ijmp, sizeof ijmp) == 3,
+	   "jmp rel8: UNCOND; notrack jmp *%rax: IND");
+	ok(mt_branch_type_of_insn(jcc, sizeof jcc) == 1 && mt_branch_type_of_insn(ret, sizeof ret) == 6,
+	   "je rel32: COND; ret: RET");
+	ok(mt_branch_type_of_insn(sys, sizeof sys) == 7 && mt_branch_type_of_insn(sysret, sizeof sysret) == 8,
+	   "syscall: SYSCALL; sysretq: SYSRET");
+	ok(mt_branch_type_of_insn(nop, sizeof nop) == 0 && mt_branch_type_of_insn(cut, sizeof cut) == 0 &&
+		   !strcmp(mt_branch_type_name(0), ""), "no branch, or cut: 0, named ''");
 	return tap_done();
 }

@@ -52,6 +52,9 @@ int main(void)
 	   "a conditional jump with AMD's speculation field");
 	ok(mt_brentry_parse("0x1/0x2/P/-/-/0/SYSRET", &e) && e.kind == MT_BR_OTHER, "SYSRET: other");
 	ok(!mt_brentry_parse("0x1/0x2/P/-", &e) && !mt_brentry_parse("x", &e), "cut or not an entry: refused");
+	ok(mt_brkind_of_type("IND", 3) == MT_BR_JUMP && mt_brkind_of_type("RET", 3) == MT_BR_RET &&
+		   mt_brkind_of_type("SYSCALL", 7) == MT_BR_OTHER && mt_brkind_of_type("CALLX", 5) == MT_BR_OTHER,
+	   "kinds of type names (mt-pt2events' branch_type= too)");
 
 	char a[64], b[64];
 	ok(mt_brsym_split("operator/+0x10/foo+0x0", a, b, sizeof a) && !strcmp(a, "operator/") && !strcmp(b, "foo"),

@@ -312,47 +312,15 @@ open('z.data', 'wb').write(b)"
 		diff <(grep -v '^#' "$d/lbr.truth") <(grep -v '^#' "$d/mt.ev" | sed 's/\tbranch=[^\t]*//g')
 		perf script -i "$d/lbr.data" -F tid,time,ip,sym --ns 2> /dev/null > "$d/perf"
 		"$MT_BIN/mt-symbolize" "$d/mt.ev" 2> /dev/null > "$d/mt.sym"
-		python3 - "$d/perf" "$d/mt.sym" "$d/perf.cmp" "$d/mt.cmp" <<'PY'
-import sys
-perf, mt, perf_out, mt_out = sys.argv[1:]
-# samples with no LBR entry: perf's one frame is no frame of the run
-empty, names = set(), {}
-for line in open(mt):
-    c = line.rstrip("\n").split("\t")
-    if len(c) > 3 and c[3] == "sample":
-        key = "%s %s" % (c[2], c[0])
-        if not any(x.startswith("branch=") for x in c):
-            empty.add(key)
-        fr = [x[6:].split(" ")[1] if " " in x[6:] else "" for x in c if x.startswith("frame=")]
-        names[key] = [n.split("+0x")[0] for n in fr][::-1]
-keep, key, at, dropped, plt = True, "", 0, 0, 0
-with open(perf_out, "w") as out:
-    for line in open(perf):
-        if line.strip() and not line.startswith("\t"):
-            f = line.split()
-            key = "%s %s" % (f[0], f[1].rstrip(":").replace(".", ""))
-            keep, at = key not in empty, 0
-            dropped += not keep
-        elif line.startswith("\t"):
-            # perf's _init stretched over .plt (libc_flow's raise@plt) or
-            # .plt.got (deep's, unnamed in mt)
-            mine = names.get(key, [])
-            if line.endswith(" _init\n") and at < len(mine) and mine[at] in ("raise@plt", "[unknown]"):
-                line = line[: -len("_init\n")] + mine[at] + "\n"
-                plt += 1
-            at += 1
-        if keep:
-            out.write(line)
-with open(mt_out, "w") as out:
-    for line in open(mt):
-        c = line.split("\t")
-        if len(c) > 3 and c[3] == "sample" and "%s %s" % (c[2], c[0]) in empty:
-            continue
-        out.write(line)
-print("samples with an empty call stack, left out:", dropped, "; perf's _init frames at a PLT:", plt)
-assert dropped <= 3 and plt * 20 <= len(names)
-PY
+		"$BATS_TEST_DIRNAME/tools/lbrfilter.py" "$d/perf" "$d/mt.sym" "$d/perf.cmp" "$d/mt.cmp"
 		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$d/perf.cmp" "$d/mt.cmp" 100
+		# stitched (--stitch-lbr): the thread's earlier frames beyond the
+		# LBR, as perf stitches them (the recording says the LBR's depth,
+		# and each sample its hw_idx); a chain mt cut, perf's innermost
+		perf script -i "$d/lbr.data" --stitch-lbr -F tid,time,ip,sym --ns 2> /dev/null > "$d/perf.st"
+		"$PT2EVENTS" --stitch-lbr "$d/lbr.data" 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null > "$d/mt.st"
+		"$BATS_TEST_DIRNAME/tools/lbrfilter.py" "$d/perf.st" "$d/mt.st" "$d/perf.st.cmp" "$d/mt.st.cmp"
+		"$BATS_TEST_DIRNAME/tools/framecmp.py" "$d/perf.st.cmp" "$d/mt.st.cmp" 100
 		# each entry's ends named as perf script -F brstacksym names them
 		# (perf's _init+0x30 is libc_flow's raise@plt, as in symbolize.bats;
 		# its _init+0x50 deep's .plt.got)
@@ -368,6 +336,9 @@ PY
 	grep -q '^_start+0x3/_dl_start+0x0/' libc/perf.bsym
 	# deep recursion: stacks of the LBR's 32 calls and the innermost target
 	[ "$(awk -F'\t' '$4 == "sample" { n = gsub(/\tframe=/, "&"); if (n > m) m = n } END { print m }' deep/mt.ev)" -eq 33 ]
+	# stitched, deeper than the LBR: 253 frames kept, the rest counted
+	[ "$(awk -F'\t' '$4 == "sample" { n = gsub(/\tframe=/, "&"); if (n > m) m = n } END { print m }' deep/mt.st)" -eq 253 ]
+	grep -q '	frames_cut=' deep/mt.st
 	[ "$(grep -c '	sample	.*	frame=.*' deep/mt.ev)" -gt 1000 ]
 	# the timeline, as Perfetto's own importer reads it: mt-toperfetto's
 	# slices, deep's 33 frames 33 levels (depths 0 to 32)

@@ -59,6 +59,10 @@ static void usage(FILE *f)
 "                           or libipt (libipt's block decoder: slower; 16/32-bit)\n"
 "      --power              emit CBR (core:bus ratio) changes as power events,\n"
 "                           and the power notes (mwait, pwre, pwrx, exstop)\n"
+"      --stitch-lbr         --call-graph lbr stacks deeper than the LBR: each\n"
+"                           sample's LBR call stack continued by the frames\n"
+"                           of the thread's earlier ones, as perf script\n"
+"                           --stitch-lbr stitches them\n"
 "      --info               describe the perf.data instead of decoding it\n"
 "      --stats              print a summary line on standard error at the end\n"
 "      --progress[=WHEN]    a progress bar on standard error: auto (default:\n"
@@ -378,6 +382,7 @@ int main(int argc, char **argv)
 		{"kcore", required_argument, NULL, 'K'},
 		{"all-branches", no_argument, NULL, 'a'},
 		{"power", no_argument, NULL, 'P'},
+		{"stitch-lbr", no_argument, NULL, 1006},
 		{"decoder", required_argument, NULL, 'D'},
 		{"info", no_argument, NULL, 'i'},
 		{"stats", no_argument, NULL, 'S'},
@@ -452,6 +457,7 @@ int main(int argc, char **argv)
 		case 'K': po.kcore_dir = optarg; break;
 		case 'a': cfg.all_branches = po.all_branches = true; break;
 		case 'P': cfg.want_power = po.power = true; break;
+		case 1006: po.stitch_lbr = true; break;
 		case 'D':
 			if (!strcmp(optarg, "mt") || !strcmp(optarg, "libipt") || !strcmp(optarg, "libipt-query")) {
 				cfg.libipt_blocks = po.libipt_blocks = !strcmp(optarg, "libipt");

@@ -156,6 +156,32 @@ static void feature_table(struct out *f, uint64_t data_end, uint64_t n)
 	u64(f, n);
 }
 
+/* The lbr variants' feature table: NRCPUS, AUXTRACE (no index) and
+ * CPU_PMU_CAPS saying the LBR's depth (branches=32, perf's max_branches:
+ * its --stitch-lbr needs it), strings as perf writes them (u32 length,
+ * NUL-padded to 64). */
+static void lbr_feature_table(struct out *f, uint64_t data_end)
+{
+	static const char *const caps[] = {"branches", "32"};
+	uint64_t payloads = data_end + 3 * 16, caps_size = 4 + 2 * (4 + 64);
+	u64(f, payloads);
+	u64(f, 8);
+	u64(f, payloads + 8);
+	u64(f, 8);
+	u64(f, payloads + 16);
+	u64(f, caps_size);
+	u32(f, 1);
+	u32(f, 1);
+	u64(f, 0);
+	u32(f, 1); /* one capability */
+	for (int i = 0; i < 2; i++) {
+		uint8_t pad[64] = {0};
+		memcpy(pad, caps[i], strlen(caps[i]));
+		u32(f, 64);
+		emit_bytes(f, pad, 64);
+	}
+}
+
 /* Makes copy j's records in o (emptied first): every copy's are as long;
  * *auxtrace_at: where its AUXTRACE record starts in o. */
 typedef void copy_records_fn(struct out *o, const void *ctx, uint64_t j, size_t *auxtrace_at);
@@ -885,7 +911,9 @@ static void lbr_sample(struct out *d, struct mt_events_writer *tw, const struct 
 	u64(d, PERF_CONTEXT_USER);
 	u64(d, ip);
 	u64(d, n); /* BRANCH_STACK: the innermost calls, newest first */
-	u64(d, n ? n - 1 : 0); /* hw_idx: the newest entry's */
+	/* hw_idx: the newest entry's register, a call-stack LBR's top: each
+	 * call pushes, each return pops (perf's --stitch-lbr reads it) */
+	u64(d, st->n ? (st->n - 1) % MT_SYNTH_LBR_DEPTH : 0);
 	for (size_t k = 0; k < n; k++) {
 		const struct lbr_call *c = &st->v[st->n - 1 - k];
 		u64(d, c->from);
@@ -1120,8 +1148,10 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 	if (!rc && data) {
 		struct out o = {0};
 		uint64_t data_off = file_header(&o, &f.attrs, f.nattrs, f.ids, f.d.n);
+		if (!o.oom) /* the header's feature bits: CPU_PMU_CAPS too */
+			o.b[72 + MT_FEAT_CPU_PMU_CAPS / 8] |= 1u << (MT_FEAT_CPU_PMU_CAPS % 8);
 		emit_bytes(&o, f.d.b, f.d.n);
-		feature_table(&o, data_off + f.d.n, 0);
+		lbr_feature_table(&o, data_off + f.d.n);
 		if (o.oom || fwrite(o.b, o.n, 1, data) != 1 || fflush(data) != 0)
 			rc = mt_err_set(err, MT_EIO, "writing perf.data failed");
 		free(o.b);

@@ -138,6 +138,29 @@ static void parse_buildids(struct mt_perfdata *pd, const uint8_t *p, uint64_t si
 	}
 }
 
+/* HEADER_CPU_PMU_CAPS: u32 count, then name and value strings: the LBR's
+ * depth is "branches" (perf's env max_branches, what its LBR stitching
+ * needs). */
+static void parse_pmu_caps(struct mt_perfdata *pd, const uint8_t *p, uint64_t size)
+{
+	if (size < 4)
+		return;
+	uint32_t n = mt_rd32(p);
+	uint64_t off = 4;
+	for (uint32_t i = 0; i < n && off < size; i++) {
+		const char *name = feat_string(p + off, size - off);
+		if (!name)
+			return;
+		off += 4 + (uint64_t)mt_rd32(p + off);
+		const char *value = off < size ? feat_string(p + off, size - off) : NULL;
+		if (!value)
+			return;
+		off += 4 + (uint64_t)mt_rd32(p + off);
+		if (!strcmp(name, "branches"))
+			pd->max_branches = (unsigned)strtoul(value, NULL, 10);
+	}
+}
+
 static void parse_feature(struct mt_perfdata *pd, int bit, const uint8_t *p, uint64_t size)
 {
 	switch (bit) {
@@ -155,6 +178,7 @@ static void parse_feature(struct mt_perfdata *pd, int bit, const uint8_t *p, uin
 		break;
 	case MT_FEAT_EVENT_DESC: parse_event_desc(pd, p, size); break;
 	case MT_FEAT_BUILD_ID: parse_buildids(pd, p, size); break;
+	case MT_FEAT_CPU_PMU_CAPS: parse_pmu_caps(pd, p, size); break;
 	case MT_FEAT_COMPRESSED: /* u32 version, type, level, ratio, mmap_len */
 		if (size >= 20)
 			pd->comp_mmap_len = mt_rd32(p + 16);
@@ -698,6 +722,8 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 		p += 8;
 		if (pd->attrs[ai].branch_sample_type & MT_BRANCH_HW_INDEX) {
 			TAKE(8);
+			s->brstack_hw_idx = mt_rd64(p);
+			s->has_hw_idx = true;
 			p += 8;
 		}
 		if (nr > (uint64_t)(end - p) / 24)

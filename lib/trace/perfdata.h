@@ -70,6 +70,7 @@ enum {
 	MT_FEAT_VERSION = 5, MT_FEAT_ARCH = 6, MT_FEAT_NRCPUS = 7,
 	MT_FEAT_CPUDESC = 8, MT_FEAT_CPUID = 9, MT_FEAT_CMDLINE = 11,
 	MT_FEAT_EVENT_DESC = 12, MT_FEAT_AUXTRACE = 18, MT_FEAT_DIR_FORMAT = 24, MT_FEAT_COMPRESSED = 27,
+	MT_FEAT_CPU_PMU_CAPS = 28,
 };
 
 struct mt_perf_evattr {
@@ -98,6 +99,8 @@ struct mt_perf_sample_id {
 	/* SAMPLE with BRANCH_STACK: brstack_nr entries (brstack.h), newest first */
 	const uint8_t *brstack;
 	uint64_t brstack_nr;
+	uint64_t brstack_hw_idx;   /* the newest entry's LBR register (has_hw_idx) */
+	bool has_hw_idx;
 	/* SAMPLE with REGS_USER: regs_n u64s, the attr's sample_regs_user
 	 * bits in ascending order (NULL: none, the abi said none) */
 	const uint8_t *regs;
@@ -158,6 +161,7 @@ struct mt_perfdata {
 	bool expanded;
 	struct mt_perfexpand_stats zstd;
 	uint32_t comp_mmap_len;    /* HEADER_COMPRESSED: the ring buffer a batch was compressed from */
+	unsigned max_branches;     /* HEADER_CPU_PMU_CAPS: the LBR's entries (0: not said) */
 	bool truncated;            /* set when the walk hit the end early */
 	bool rewound;              /* a walk again: pipe headers are taken already */
 };

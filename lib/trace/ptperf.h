@@ -25,6 +25,7 @@ struct mt_ptperf_opts {
 	const char *kcore_dir;      /* perf record --kcore's copy: kcore + kallsyms */
 	bool all_branches;
 	bool power;
+	bool stitch_lbr;            /* --call-graph lbr stacks stitched as perf's --stitch-lbr */
 	bool libipt_blocks;         /* mt_ptdec_config.libipt_blocks */
 	bool libipt_packets;        /* mt_ptdec_config.libipt_packets */
 	/* Threads decoding independent segments (queues, or a queue's

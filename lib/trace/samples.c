@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "trace/brstack.h"
+#include "trace/lbrstitch.h"
 
 /* The event's name as perf prints it before '/' or ':' (cpu-clock, cycles);
  * a PMU's own event, PMU/EVENT/ (a hybrid CPU's cpu_core/cycles/ and
@@ -337,6 +338,20 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 			ips[nips++] = b.from;
 		total += 1 + !k;
 	}
+	/* --stitch-lbr: the thread's earlier frames beyond the LBR, where
+	 * perf stitches them (hw_idx, and the LBR's depth, known) */
+	if (lbr && user_seen && ec->stitches && ps->has_hw_idx && ec->pd->max_branches &&
+	    ps->nbranch <= MT_SAMPLES_MAX_BRANCHES) {
+		const uint64_t *more;
+		size_t nmore;
+		if (mt_lbr_stitch(ec->stitches, ps->tid, ps->brstack, ps->nbranch, ps->hw_idx, ec->pd->max_branches,
+				  &more, &nmore)) {
+			for (size_t k = 0; k < nmore; k++)
+				if (nips < MT_SAMPLES_MAX_FRAMES)
+					ips[nips++] = more[k];
+			total += nmore;
+		}
+	}
 	if (dwarf) {
 		unsigned before = nips;
 		unsigned got = unwind_user(ps, unw, ips, nips, UNWIND_MAX, uc) - before;
@@ -473,7 +488,9 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 {
 	static struct brtypes bt; /* (images: large) */
 	bt = (struct brtypes){.pd = pd, .s = s, .o = o, .wd = wd, .uc = uc};
-	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats, .bt = &bt},
+	struct mt_lbr_stitches stitches = {0};
+	struct stream_ctx c = {.ec = {.w = w, .pd = pd, .s = s, .stats = stats, .bt = &bt,
+				      .stitches = o->stitch_lbr ? &stitches : NULL},
 			       .primary = s->seen.primary, .unw = unw, .uc = uc};
 	const struct mt_ptperf_hit *hits = o->hits;
 	size_t nhits = o->nhits;
@@ -525,10 +542,12 @@ int mt_samples_stream(struct mt_perfdata *pd, const struct side *s, struct mt_ev
 	if (rc) {
 		free(h.v);
 		brtypes_free(&bt);
+		mt_lbr_stitches_free(&stitches);
 		return mt_err_set(err, MT_ENOMEM, "out of memory ordering samples");
 	}
 	oh_flush(&h, UINT64_MAX, &c);
 	free(h.v);
 	brtypes_free(&bt);
+	mt_lbr_stitches_free(&stitches);
 	return 0;
 }

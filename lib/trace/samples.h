@@ -32,6 +32,7 @@ struct sink_ctx {
 	size_t next;            /* its cursor in order[] */
 	struct mt_ptdec_stats *stats;
 	struct brtypes *bt; /* the stream's: branch entries typed from the code (NULL: not) */
+	struct mt_lbr_stitches *stitches; /* the stream's with --stitch-lbr (NULL: not) */
 };
 
 /* Orders the samples of other events than the trace's own (pt: its attr,

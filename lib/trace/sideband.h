@@ -43,6 +43,8 @@ struct psample {
 	bool has_stack;
 	const uint8_t *brstack; /* the branch stack (brstack.h), newest first */
 	uint64_t nbranch;
+	uint64_t hw_idx;        /* its newest entry's LBR register (has_hw_idx) */
+	bool has_hw_idx;
 };
 struct map {
 	uint32_t pid;

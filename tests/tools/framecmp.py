@@ -10,7 +10,8 @@ perf's. A perf frame at ffffffffffffffff is left out: where a stack copy
 ends, perf's unwinder reports the frame it could not read as pc 0, less
 one for a caller (perf's util/unwind-libdw.c); it is no frame. Prints the counts and the first differences; exits 1 when fewer
 than MIN_PERCENT (default 99) of perf's samples agree, or when the two
-name different samples. Test instrument.
+name different samples. A sample whose chain mt cut (frames_cut=N) agrees
+when its frames are perf's innermost and perf has N more. Test instrument.
 """
 import sys
 
@@ -46,8 +47,10 @@ def mt_samples(path):
         c = line.rstrip("\n").split("\t")
         if len(c) < 4 or c[3] != "sample":
             continue
-        names = []
+        names, cut = [], 0
         for col in c[6:]:
+            if col.startswith("frames_cut="):
+                cut = int(col[11:])
             if col.startswith("frame="):
                 v = col[6:].split(" ", 1)
                 name = v[1] if len(v) > 1 else "[unknown]"
@@ -62,21 +65,36 @@ def mt_samples(path):
                 if "+0x" in name:
                     name = name[: name.rindex("+0x")]
                 names.append(name)
-        out[(int(c[2]) & 0xFFFFFFFF, int(c[0]))] = names[::-1]
+        out[(int(c[2]) & 0xFFFFFFFF, int(c[0]))] = Frames(names[::-1], cut)
     return out
+
+
+class Frames(list):
+    """A sample's frames, innermost first, and how many outer ones the
+    stream left out (frames_cut=N): perf's chain must be these, then N
+    more."""
+
+    def __init__(self, names, cut):
+        super().__init__(names)
+        self.cut = cut
+
+    def holds(self, perf):
+        if not self.cut:
+            return list(self) == perf
+        return perf[: len(self)] == list(self) and len(perf) == len(self) + self.cut
 
 
 def main():
     want = perf_samples(sys.argv[1])
     got = mt_samples(sys.argv[2])
     need = float(sys.argv[3]) if len(sys.argv) > 3 else 99.0
-    same = sum(1 for k, v in want.items() if got.get(k) == v)
+    same = sum(1 for k, v in want.items() if k in got and got[k].holds(v))
     deep = sum(1 for v in want.values() if len(v) > 1)
     print(f"perf samples {len(want)}, mt samples {len(got)}, frames equal {same} "
           f"({100.0 * same / max(len(want), 1):.2f}%), perf samples deeper than one frame {deep}")
     shown = 0
     for k, v in want.items():
-        if got.get(k) != v and shown < 5:
+        if not (k in got and got[k].holds(v)) and shown < 5:
             print(f"  {k}: perf {v[:8]}\n  {' ' * len(str(k))}  mt   {(got.get(k) or [])[:8]}")
             shown += 1
     ok = set(want) == set(got) and same * 100.0 >= need * len(want) and len(want) > 0

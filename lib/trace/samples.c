@@ -48,8 +48,10 @@ static void event_name(const struct mt_perfdata *pd, int attr, char *out, size_t
 
 /* Branch entries' types from the code where the recording saved none
  * (perf record -b without save_type), as perf's save_type gives them: an
- * image of each process's user objects, the latest few kept. */
-#define BRIMG_KEEP 8
+ * image of each process's user objects, the latest used 64 kept (a
+ * system-wide recording interleaves many processes: each image is built
+ * once while its process stays among them). */
+#define BRIMG_KEEP 64
 struct brtypes {
 	const struct mt_perfdata *pd;
 	const struct side *s;
@@ -63,6 +65,7 @@ struct brtypes {
 		struct mt_image img;
 	} v[BRIMG_KEEP];
 	uint64_t tick;
+	size_t last; /* the slot used last */
 };
 
 static void brtypes_free(struct brtypes *bt)
@@ -79,7 +82,9 @@ static unsigned brtype_of(struct brtypes *bt, uint32_t pid, uint64_t from)
 	if (!from || from >= 0xffff800000000000ull)
 		return 0;
 	size_t k = BRIMG_KEEP, lru = 0;
-	for (size_t i = 0; i < BRIMG_KEEP; i++) {
+	if (bt->v[bt->last].built && bt->v[bt->last].pid == pid) /* most entries: the last one's process */
+		k = bt->last;
+	for (size_t i = 0; i < BRIMG_KEEP && k == BRIMG_KEEP; i++) {
 		if (bt->v[i].built && bt->v[i].pid == pid)
 			k = i;
 		if (!bt->v[i].built || (bt->v[lru].built && bt->v[i].used < bt->v[lru].used))
@@ -99,6 +104,7 @@ static unsigned brtype_of(struct brtypes *bt, uint32_t pid, uint64_t from)
 		mt_build_user_image(&bt->v[k].img, bt->pd, bt->s, pid, bt->o, bt->wd);
 	}
 	bt->v[k].used = ++bt->tick;
+	bt->last = k;
 	uint8_t code[16];
 	size_t n = mt_image_read(&bt->v[k].img, from, code, sizeof code);
 	unsigned type = n ? mt_branch_type_of_insn(code, n) : 0;

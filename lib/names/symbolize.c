@@ -511,9 +511,40 @@ static void warn_malformed(struct mt_sym *s, const char *path, size_t n)
 		warnf(s, "warning: %s: %s malformed line(s) skipped", path, count);
 }
 
-/* name@plt for each lazy-binding PLT entry: entry k+1 jumps through
- * .rela.plt[k] (perf names them the same way). */
-static void add_plt(Elf *elf, struct symbuf *b)
+/* The relocation of a PLT entry's GOT slot: entry bytes p[n] at address a
+ * jump through it (jmp *SLOT(%rip), after an endbr64 and a bnd prefix
+ * where built so); *slot gets it. False when p holds no such jump. */
+static bool plt_slot(const uint8_t *p, size_t n, uint64_t a, uint64_t *slot)
+{
+	size_t i = 0;
+	if (n >= 4 && p[0] == 0xf3 && p[1] == 0x0f && p[2] == 0x1e && p[3] == 0xfa)
+		i = 4; /* endbr64 */
+	if (i < n && p[i] == 0xf2)
+		i++; /* bnd */
+	if (n < i + 6 || p[i] != 0xff || p[i + 1] != 0x25)
+		return false;
+	int32_t disp;
+	memcpy(&disp, p + i + 2, 4);
+	*slot = a + i + 6 + (uint64_t)(int64_t)disp;
+	return true;
+}
+
+struct slot_rel { uint64_t slot; size_t index; };
+
+static int cmp_slot_rel(const void *a, const void *b)
+{
+	const struct slot_rel *x = a, *y = b;
+	return x->slot < y->slot ? -1 : x->slot > y->slot;
+}
+
+/* name@plt for the PLT stubs of section sec (.plt: lazy binding, named by
+ * .rela.plt; .plt.got: bound at load, by .rela.dyn's GLOB_DAT): each
+ * entry by the relocation of the GOT slot it jumps through, as objdump
+ * labels them (perf 6.1 pairs .plt entries with .rela.plt by position,
+ * which libc's IRELATIVE entries reorder, and names no .plt.got entry);
+ * a lazy entry without that jump, by the index it pushes. An IRELATIVE
+ * entry has no symbol: "@plt", as perf 6.1 names it. */
+static void add_plt_section(Elf *elf, struct symbuf *b, const char *sec, const char *relsec, bool lazy)
 {
 	Elf_Scn *scn = NULL, *plt = NULL, *rela = NULL;
 	size_t shstrndx;
@@ -524,39 +555,63 @@ static void add_plt(Elf *elf, struct symbuf *b)
 		if (!gelf_getshdr(scn, &sh))
 			continue;
 		const char *nm = elf_strptr(elf, shstrndx, sh.sh_name);
-		if (nm && !strcmp(nm, ".plt"))
+		if (nm && !strcmp(nm, sec))
 			plt = scn;
-		else if (nm && !strcmp(nm, ".rela.plt"))
+		else if (nm && !strcmp(nm, relsec))
 			rela = scn;
 	}
-	if (!plt || !rela)
+	GElf_Shdr psh, rsh, dsh;
+	Elf_Data *pd = plt ? elf_getdata(plt, NULL) : NULL, *rd = rela ? elf_getdata(rela, NULL) : NULL;
+	if (!pd || !rd || !pd->d_buf || !gelf_getshdr(plt, &psh) || !gelf_getshdr(rela, &rsh) ||
+	    psh.sh_type != SHT_PROGBITS || !rsh.sh_entsize)
 		return;
-	GElf_Shdr psh, rsh;
-	gelf_getshdr(plt, &psh);
-	gelf_getshdr(rela, &rsh);
-	Elf_Data *rd = elf_getdata(rela, NULL);
 	Elf_Scn *dsym = elf_getscn(elf, rsh.sh_link);
-	GElf_Shdr dsh;
-	if (!rd || !dsym || !gelf_getshdr(dsym, &dsh))
-		return;
-	Elf_Data *dd = elf_getdata(dsym, NULL);
-	if (!dd || !rsh.sh_entsize)
+	Elf_Data *dd = dsym && gelf_getshdr(dsym, &dsh) ? elf_getdata(dsym, NULL) : NULL;
+	if (!dd)
 		return;
 	/* sizes from the file, bounded by what it holds: a .rela.plt claiming
 	 * 2^62 bytes (SHT_NOBITS) was looped over entry by entry */
-	size_t nrel = mt_elf_entries(rd, &rsh, rsh.sh_entsize), entsize = psh.sh_entsize ? psh.sh_entsize : 16;
-	for (size_t k = 0; k < nrel; k++) {
+	size_t nrel = mt_elf_entries(rd, &rsh, rsh.sh_entsize);
+	size_t entsize = psh.sh_entsize >= 8 && psh.sh_entsize <= 64 ? psh.sh_entsize : lazy ? 16 : 8;
+	struct slot_rel *by_slot = nrel ? malloc(nrel * sizeof *by_slot) : NULL;
+	size_t nslots = 0;
+	for (size_t k = 0; by_slot && k < nrel; k++) {
+		GElf_Rela r;
+		if (gelf_getrela(rd, (int)k, &r) && (lazy || GELF_R_TYPE(r.r_info) == R_X86_64_GLOB_DAT))
+			by_slot[nslots++] = (struct slot_rel){r.r_offset, k};
+	}
+	if (!nslots) {
+		free(by_slot);
+		return;
+	}
+	qsort(by_slot, nslots, sizeof *by_slot, cmp_slot_rel);
+	/* .plt's first entry is the resolver's (PLT0) */
+	for (size_t e = lazy; e < pd->d_size / entsize; e++) {
+		const uint8_t *p = (const uint8_t *)pd->d_buf + e * entsize;
+		uint64_t a = psh.sh_addr + e * entsize, slot;
+		size_t k = nrel;
+		if (plt_slot(p, entsize, a, &slot)) {
+			struct slot_rel key = {slot, 0}, *hit = bsearch(&key, by_slot, nslots, sizeof *by_slot, cmp_slot_rel);
+			if (hit)
+				k = hit->index;
+		} else if (lazy) {
+			for (size_t i = 0; i + 5 <= entsize; i++)
+				if (p[i] == 0x68) { /* push imm32: the relocation's index */
+					uint32_t idx;
+					memcpy(&idx, p + i + 1, 4);
+					k = idx;
+					break;
+				}
+		}
 		GElf_Rela r;
 		GElf_Sym sym;
-		if (!gelf_getrela(rd, (int)k, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym))
+		if (k >= nrel || !gelf_getrela(rd, (int)k, &r) || !gelf_getsym(dd, (int)GELF_R_SYM(r.r_info), &sym))
 			continue;
 		const char *nm = elf_strptr(elf, dsh.sh_link, sym.st_name);
-		uint64_t a = psh.sh_addr + (k + 1) * entsize;
-		if (!nm || a + entsize > psh.sh_addr + psh.sh_size)
-			continue;
-		/* IRELATIVE entries have no symbol: "@plt", as perf 6.1 names them */
-		symbuf_add(b, a, a + entsize, nm, "@plt", STB_GLOBAL);
+		if (nm && (lazy || *nm))
+			symbuf_add(b, a, a + entsize, nm, "@plt", STB_GLOBAL);
 	}
+	free(by_slot);
 }
 
 static bool has_symtab(Elf *elf)
@@ -836,7 +891,8 @@ static void load(struct mt_sym *s, struct object *o)
 		elf_end(dbg);
 	if (dbgfd >= 0)
 		close(dbgfd);
-	add_plt(elf, &b);
+	add_plt_section(elf, &b, ".plt", ".rela.plt", true);
+	add_plt_section(elf, &b, ".plt.got", ".rela.dyn", false);
 	elf_end(elf);
 	close(fd);
 	o->syms = b.syms;

@@ -8,7 +8,7 @@ recording (mt-synth's lbr variant); MT_EVENTS: the same through
 mt-pt2events | mt-symbolize. Written to PERF_OUT and MT_OUT without the
 samples whose LBR was empty (perf's one frame there is no frame of the
 run: it reads past the sample), and with perf's _init frames at a PLT
-(libc_flow's raise@plt, deep's .plt.got, which mt leaves unnamed) named
+stub (libc_flow's raise@plt, deep's __cxa_finalize@plt in .plt.got) named
 as mt names them, by position. Prints the counts; fails past 3 empty
 samples or PLT frames in more than one sample in 20. Test instrument.
 """
@@ -36,9 +36,9 @@ with open(perf_out, "w") as out:
             dropped += not keep
         elif line.startswith("\t"):
             # perf's _init stretched over .plt (libc_flow's raise@plt) or
-            # .plt.got (deep's, unnamed in mt)
+            # .plt.got (deep's __cxa_finalize@plt)
             mine = names.get(key, [])
-            if line.endswith(" _init\n") and at < len(mine) and mine[at] in ("raise@plt", "[unknown]"):
+            if line.endswith(" _init\n") and at < len(mine) and mine[at].endswith("@plt"):
                 line = line[: -len("_init\n")] + mine[at] + "\n"
                 plt += 1
             at += 1

@@ -60,6 +60,7 @@ PY
 # -d labels it, NAME@plt; an IRELATIVE entry (objdump's *ABS*+0xADDR@plt)
 # is "@plt", as perf 6.1 names it. Each object mapped at 0x10000000 whole.
 @test "PLT stubs (.plt, .plt.got) of programs, libc and ld.so: named as objdump labels them" {
+	cd "$BATS_TEST_TMPDIR"
 	for obj in "$MT_PROGS/deep" "$MT_PROGS/libc_flow" /usr/lib/x86_64-linux-gnu/libc.so.6 /usr/lib/x86_64-linux-gnu/ld-linux-x86-64.so.2; do
 		objdump -d -j .plt -j .plt.got "$obj" | awk '/^[0-9a-f]+ <.*@plt>:$/ { n = $2; gsub(/^<|>:$/, "", n)
 			if (n ~ /^\*ABS\*/) n = "@plt"; print $1, n }' > want

@@ -65,7 +65,7 @@ struct mt_kv { const char *key, *val; };
 enum mt_events_format { MT_EVENTS_TEXT, MT_EVENTS_BINARY };
 #define MT_EVENTS_MAGIC "\x89MTEV\r\n\x1a"
 #define MT_EVENTS_MAGIC_LEN 8
-#define MT_EVENT_MAX_EXTRA 512 /* a sample: 253 frames, 64 branches, their types and names, event, period, frames_cut */
+#define MT_EVENT_MAX_EXTRA 512 /* a sample: 253 frames, 64 branches (their types, counters, names), event, period, frames_cut */
 
 /* A new strings epoch (or extra_id), never given before in this process:
  * a consumer fed by two readers never mistakes one's strings for the

@@ -731,6 +731,12 @@ static void parse_sample(const struct mt_perfdata *pd, struct mt_perf_record *re
 		s->brstack = p;
 		s->brstack_nr = nr;
 		p += nr * 24;
+		if (pd->attrs[ai].branch_sample_type & MT_BRANCH_COUNTERS) {
+			/* a u64 of counter occurrences per entry (Linux 6.8) */
+			TAKE(nr * 8);
+			s->brstack_cntr = p;
+			p += nr * 8;
+		}
 	}
 	s->has_stack = (st & (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER)) == (MT_SAMPLE_REGS_USER | MT_SAMPLE_STACK_USER);
 	if (st & MT_SAMPLE_REGS_USER) {

@@ -59,6 +59,7 @@ enum {
 #define MT_BRANCH_CALL_STACK (1u << 11)
 #define MT_BRANCH_TYPE_SAVE (1u << 16) /* each entry's type saved (perf record -j save_type) */
 #define MT_BRANCH_HW_INDEX (1u << 17)
+#define MT_BRANCH_COUNTERS (1u << 19) /* each entry's event counts after the entries (Linux 6.8) */
 
 
 enum { MT_MISC_CPUMODE_MASK = 7, MT_MISC_SWITCH_OUT = 1u << 13, MT_MISC_SWITCH_OUT_PREEMPT = 1u << 14,
@@ -101,6 +102,7 @@ struct mt_perf_sample_id {
 	uint64_t brstack_nr;
 	uint64_t brstack_hw_idx;   /* the newest entry's LBR register (has_hw_idx) */
 	bool has_hw_idx;
+	const uint8_t *brstack_cntr; /* BRANCH_COUNTERS: a u64 an entry (NULL: none) */
 	/* SAMPLE with REGS_USER: regs_n u64s, the attr's sample_regs_user
 	 * bits in ascending order (NULL: none, the abi said none) */
 	const uint8_t *regs;

@@ -121,7 +121,7 @@ static unsigned brtype_of(struct brtypes *bt, uint32_t pid, uint64_t from)
 static unsigned branch_columns(const struct psample *ps, struct mt_kv *kv, unsigned n, struct brtypes *bt,
 			       const struct mt_perfdata *pd)
 {
-	static char text[MT_SAMPLES_MAX_BRANCHES][96];
+	static char text[MT_SAMPLES_MAX_BRANCHES][96], cntr[MT_SAMPLES_MAX_BRANCHES][24];
 	/* an LBR call stack's entries are calls: no type to find */
 	const struct mt_perf_evattr *a =
 		ps->attr >= 0 && (size_t)ps->attr < pd->nattrs ? &pd->attrs[ps->attr] : NULL;
@@ -135,6 +135,10 @@ static unsigned branch_columns(const struct psample *ps, struct mt_kv *kv, unsig
 		unsigned type = bt && !b.type ? brtype_of(bt, ps->pid, b.from) : 0;
 		if (type)
 			kv[n++] = (struct mt_kv){"branch_type", mt_branch_type_name(type)};
+		if (ps->brcntr) {
+			snprintf(cntr[i], sizeof cntr[i], "0x%" PRIx64, mt_rd64(ps->brcntr + 8 * i));
+			kv[n++] = (struct mt_kv){"branch_cntr", cntr[i]};
+		}
 	}
 	return n;
 }
@@ -146,7 +150,7 @@ static void write_ip_sample(struct mt_events_writer *w, struct mt_ptdec_stats *s
 {
 	char p[24];
 	snprintf(p, sizeof p, "%" PRIu64, period);
-	static struct mt_kv kv[2 + 2 * MT_SAMPLES_MAX_BRANCHES];
+	static struct mt_kv kv[2 + 3 * MT_SAMPLES_MAX_BRANCHES];
 	kv[0] = (struct mt_kv){"event", ename};
 	kv[1] = (struct mt_kv){"period", p};
 	ev.kind = MT_EV_SAMPLE;

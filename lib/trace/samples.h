@@ -55,7 +55,7 @@ void mt_samples_sink(void *ctx, const struct mt_event *ev);
  * event, period and frames_cut columns), innermost kept. */
 #define MT_SAMPLES_MAX_FRAMES 253
 /* a sample's branch stack entries kept (Arm BRBE has 64, LBR 32) */
-#define MT_SAMPLES_MAX_BRANCHES 64 /* with their types and mt-symbolize's names: three columns each within MT_EVENT_MAX_EXTRA */
+#define MT_SAMPLES_MAX_BRANCHES 64 /* with their types, counters and mt-symbolize's names: four columns each within MT_EVENT_MAX_EXTRA */
 
 /* What the stream of samples says at its end: stacks unwound part way
  * (of those with a stack copy), call chains cut to the stream's limit

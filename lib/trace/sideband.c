@@ -187,7 +187,7 @@ bool mt_side_sample_of(const struct mt_perf_record *r, struct psample *ps)
 			       r->sid.has_period ? r->sid.period : 1, r->sid.ip, r->sid.attr_index, r->sid.callchain,
 			       r->sid.callchain_nr, r->sid.regs, r->sid.regs_n, r->sid.regs_mask, r->sid.stack,
 			       r->sid.stack_size, r->sid.has_stack, r->sid.brstack, r->sid.brstack_nr,
-			       r->sid.brstack_hw_idx, r->sid.has_hw_idx};
+			       r->sid.brstack_hw_idx, r->sid.has_hw_idx, r->sid.brstack_cntr};
 	return true;
 }
 

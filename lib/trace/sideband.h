@@ -45,6 +45,7 @@ struct psample {
 	uint64_t nbranch;
 	uint64_t hw_idx;        /* its newest entry's LBR register (has_hw_idx) */
 	bool has_hw_idx;
+	const uint8_t *brcntr;  /* BRANCH_COUNTERS: a u64 an entry (NULL: none) */
 };
 struct map {
 	uint32_t pid;

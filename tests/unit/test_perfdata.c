@@ -54,8 +54,64 @@ static void test_perfdata_headers(void)
 	   "a record running past the end is reported with its offset");
 }
 
+static void put64(uint8_t *p, uint64_t v)
+{
+	memcpy(p, &v, 8);
+}
+
+/* A sample with a branch stack: hw_idx, 2 entries, each entry's counters
+ * (BRANCH_COUNTERS, Linux 6.8: a u64 an entry after them), then the user
+ * registers, which must be read after the counters. Oracle: the sample
+ * layout in include/uapi/linux/perf_event.h. */
+static void test_perfdata_branch_counters(void)
+{
+	enum { ATTR = 96, HDR = 16, AREC = 8 + ATTR + 8, SREC = 8 + 8 + 8 + 8 + 8 + 2 * 24 + 2 * 8 + 8 + 8 };
+	uint8_t buf[HDR + AREC + SREC] = {0};
+	memcpy(buf, "PERFILE2", 8);
+	buf[8] = 16;
+	uint8_t *r = buf + HDR;
+	r[0] = 64; /* HEADER_ATTR */
+	r[6] = AREC;
+	uint8_t *a = r + 8;
+	a[4] = ATTR;                                   /* attr.size */
+	put64(a + 24, MT_SAMPLE_IP | MT_SAMPLE_TID | MT_SAMPLE_BRANCH_STACK | MT_SAMPLE_REGS_USER);
+	put64(a + 72, MT_BRANCH_HW_INDEX | MT_BRANCH_COUNTERS | (1u << 3) /* ANY */);
+	put64(a + 80, 1);                              /* sample_regs_user: one register */
+	put64(a + ATTR, 7);                            /* id */
+	uint8_t *sr = buf + HDR + AREC;
+	sr[0] = 9; /* SAMPLE */
+	sr[6] = SREC;
+	uint8_t *q = sr + 8;
+	put64(q, 0x401000), q += 8;                    /* ip */
+	put64(q, 42 | (uint64_t)43 << 32), q += 8;     /* pid, tid */
+	put64(q, 2), q += 8;                           /* nr */
+	put64(q, 5), q += 8;                           /* hw_idx */
+	for (int i = 0; i < 2; i++) {
+		put64(q, 0x401000 + 0x10 * (unsigned)i), put64(q + 8, 0x402000 + 0x10 * (unsigned)i), put64(q + 16, 2);
+		q += 24;
+	}
+	put64(q, 0x31), q += 8;                        /* counters of entry 0 */
+	put64(q, 0x2), q += 8;                         /* and of entry 1 */
+	put64(q, 2), q += 8;                           /* abi 64 */
+	put64(q, 0x1234), q += 8;                      /* the register */
+	struct mt_perfdata pd;
+	struct mt_err err = {0};
+	struct mt_perf_record rec;
+	int rc = mt_perfdata_open_mem(&pd, buf, sizeof buf, "cntr", &err);
+	mt_perfdata_next(&pd, &rec, &err);
+	int n = mt_perfdata_next(&pd, &rec, &err);
+	ok(rc == 0 && n == 1 && rec.type == 9 && rec.sid.brstack_nr == 2 && rec.sid.has_hw_idx &&
+		   rec.sid.brstack_hw_idx == 5 && mt_rd64(rec.sid.brstack + 24) == 0x401010,
+	   "a branch stack with hw_idx: its entries");
+	ok(rec.sid.brstack_cntr && mt_rd64(rec.sid.brstack_cntr) == 0x31 && mt_rd64(rec.sid.brstack_cntr + 8) == 0x2,
+	   "BRANCH_COUNTERS: each entry's counters after the entries");
+	ok(rec.sid.regs && rec.sid.regs_n == 1 && mt_rd64(rec.sid.regs) == 0x1234,
+	   "the user registers after the counters");
+}
+
 int main(void)
 {
 	test_perfdata_headers();
+	test_perfdata_branch_counters();
 	return tap_done();
 }

@@ -59,9 +59,14 @@ int mt_ptperf_info(struct mt_perfdata *pd, FILE *out, struct mt_err *err)
 			print_config(out, a->config);
 		else
 			fprintf(out, "0x%" PRIx64, a->config);
-		fprintf(out, "\tsample_type=0x%" PRIx64 "\tflags=0x%" PRIx64 "\tids=%zu%s\n", a->sample_type, a->flags,
+		fprintf(out, "\tsample_type=0x%" PRIx64 "\tflags=0x%" PRIx64 "\tids=%zu%s", a->sample_type, a->flags,
 			a->nids, (a->flags & MT_ATTR_CONTEXT_SWITCH) ? "\tcontext_switch" : "");
+		if (a->branch_sample_type) /* perf record -b, -j, --call-graph lbr */
+			fprintf(out, "\tbranch_sample_type=0x%" PRIx64, a->branch_sample_type);
+		fputc('\n', out);
 	}
+	if (pd->max_branches) /* HEADER_CPU_PMU_CAPS: the LBR's depth */
+		fprintf(out, "pmu-caps\tbranches=%u\n", pd->max_branches);
 	for (int t = 0; t < 128; t++)
 		if (s.counts[t])
 			fprintf(out, "records\t%s\t%" PRIu64 "\n", mt_perf_record_name((uint32_t)t), s.counts[t]);

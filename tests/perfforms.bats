@@ -337,6 +337,11 @@ open('z.data', 'wb').write(b)"
 	# stitched, deeper than the LBR: 253 frames kept, the rest counted
 	[ "$(awk -F'\t' '$4 == "sample" { n = gsub(/\tframe=/, "&"); if (n > m) m = n } END { print m }' deep/mt.st)" -eq 253 ]
 	grep -q '	frames_cut=' deep/mt.st
+	# the LBR's depth as --info reads it (perf --header-only: "cpu pmu
+	# capabilities: branches=32"), and the call-stack LBR's bits
+	perf report -i deep/lbr.data --header-only 2> /dev/null | grep -q 'cpu pmu capabilities: branches=32'
+	"$PT2EVENTS" --info deep/lbr.data | grep -qx 'pmu-caps	branches=32'
+	"$PT2EVENTS" --info deep/lbr.data | grep -q '	branch_sample_type=0x2c801$'
 	[ "$(grep -c '	sample	.*	frame=.*' deep/mt.ev)" -gt 1000 ]
 	# the timeline, as Perfetto's own importer reads it: mt-toperfetto's
 	# slices, deep's 33 frames 33 levels (depths 0 to 32)

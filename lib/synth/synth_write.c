@@ -116,7 +116,7 @@ static void comm_record(struct out *d, const struct rec_ctx *c, uint16_t misc, c
 /* File mode: the header, attrs (with their ids section refs) and ids,
  * for data_size bytes of records to follow; returns the data offset. */
 static uint64_t file_header(struct out *f, const struct out *attrs, int nattrs, const uint64_t *ids,
-			    uint64_t data_size)
+			    uint64_t data_size, bool pmu_caps)
 {
 	const uint64_t attrs_off = 104, ids_off = attrs_off + (uint64_t)nattrs * 144,
 		       data_off = ids_off + 8 * (uint64_t)nattrs;
@@ -129,6 +129,8 @@ static uint64_t file_header(struct out *f, const struct out *attrs, int nattrs, 
 	uint8_t feat[32] = {0};
 	feat[MT_FEAT_NRCPUS / 8] |= 1u << (MT_FEAT_NRCPUS % 8);
 	feat[MT_FEAT_AUXTRACE / 8] |= 1u << (MT_FEAT_AUXTRACE % 8);
+	if (pmu_caps)
+		feat[MT_FEAT_CPU_PMU_CAPS / 8] |= 1u << (MT_FEAT_CPU_PMU_CAPS % 8);
 	emit_bytes(f, feat, 32);
 	for (int i = 0; i < nattrs; i++) {
 		emit_bytes(f, attrs->b + i * 128, 128);
@@ -140,46 +142,38 @@ static uint64_t file_header(struct out *f, const struct out *attrs, int nattrs, 
 	return data_off;
 }
 
-/* The feature table after the data, in bit order (NRCPUS, AUXTRACE), then
- * their payloads up to the AUXTRACE index's count; its n entries (file
- * offset and size of each AUXTRACE record) follow. perf sizes per-cpu
- * state from NRCPUS, and crashed without it. */
-static void feature_table(struct out *f, uint64_t data_end, uint64_t n)
-{
-	uint64_t payloads = data_end + 2 * 16;
-	u64(f, payloads);
-	u64(f, 8);
-	u64(f, payloads + 8);
-	u64(f, 8 + 16 * n);
-	u32(f, 1); /* nr_cpus_available */
-	u32(f, 1); /* nr_cpus_online */
-	u64(f, n);
-}
-
-/* The lbr variants' feature table: NRCPUS, AUXTRACE (no index) and
- * CPU_PMU_CAPS saying the LBR's depth (branches=32, perf's max_branches:
+/* The feature table after the data, in bit order (NRCPUS, AUXTRACE, and
+ * with pmu_caps CPU_PMU_CAPS), then their payloads, the AUXTRACE index's
+ * count and its n entries (file offset and size of each AUXTRACE record)
+ * last. perf sizes per-cpu state from NRCPUS, and crashed without it.
+ * CPU_PMU_CAPS says the LBR's depth (branches=32, perf's max_branches:
  * its --stitch-lbr needs it), strings as perf writes them (u32 length,
  * NUL-padded to 64). */
-static void lbr_feature_table(struct out *f, uint64_t data_end)
+static void feature_table(struct out *f, uint64_t data_end, uint64_t n, bool pmu_caps)
 {
 	static const char *const caps[] = {"branches", "32"};
-	uint64_t payloads = data_end + 3 * 16, caps_size = 4 + 2 * (4 + 64);
+	uint64_t caps_size = 4 + 2 * (4 + 64), payloads = data_end + (pmu_caps ? 3 : 2) * 16;
+	/* the table in bit order; the AUXTRACE index's payload last */
 	u64(f, payloads);
 	u64(f, 8);
-	u64(f, payloads + 8);
-	u64(f, 8);
-	u64(f, payloads + 16);
-	u64(f, caps_size);
-	u32(f, 1);
-	u32(f, 1);
-	u64(f, 0);
-	u32(f, 1); /* one capability */
-	for (int i = 0; i < 2; i++) {
-		uint8_t pad[64] = {0};
-		memcpy(pad, caps[i], strlen(caps[i]));
-		u32(f, 64);
-		emit_bytes(f, pad, 64);
+	u64(f, payloads + 8 + (pmu_caps ? caps_size : 0));
+	u64(f, 8 + 16 * n);
+	if (pmu_caps) {
+		u64(f, payloads + 8);
+		u64(f, caps_size);
 	}
+	u32(f, 1); /* nr_cpus_available */
+	u32(f, 1); /* nr_cpus_online */
+	if (pmu_caps) {
+		u32(f, 1); /* one capability */
+		for (int i = 0; i < 2; i++) {
+			uint8_t pad[64] = {0};
+			memcpy(pad, caps[i], strlen(caps[i]));
+			u32(f, 64);
+			emit_bytes(f, pad, 64);
+		}
+	}
+	u64(f, n);
 }
 
 /* Makes copy j's records in o (emptied first): every copy's are as long;
@@ -198,7 +192,7 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 	uint64_t block_n = b.n;
 	uint64_t data_size = d->n + repeat * block_n;
 	struct out h = {0};
-	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size);
+	uint64_t data_off = file_header(&h, attrs, nattrs, ids, data_size, false);
 	bool ok = !b.oom && !h.oom && fwrite(h.b, h.n, 1, f) == 1 && fwrite(d->b, split, 1, f) == 1;
 	free(h.b);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
@@ -208,7 +202,7 @@ static bool write_repeated(FILE *f, const struct out *attrs, int nattrs, const u
 	free(b.b);
 	struct out t = {0};
 	emit_bytes(&t, d->b + split, d->n - split);
-	feature_table(&t, data_off + data_size, repeat);
+	feature_table(&t, data_off + data_size, repeat, false);
 	ok = ok && !t.oom && fwrite(t.b, t.n, 1, f) == 1;
 	free(t.b);
 	for (uint64_t j = 0; ok && j < repeat; j++) {
@@ -838,9 +832,9 @@ static bool write_file(struct synth_file *f, FILE *data, struct mt_synth_result 
 	} else {
 		/* header | attrs (+ids section refs) | ids | data | feature table | AUXTRACE index */
 		struct out o = {0};
-		uint64_t data_off = file_header(&o, &f->attrs, f->nattrs, f->ids, f->d.n);
+		uint64_t data_off = file_header(&o, &f->attrs, f->nattrs, f->ids, f->d.n, false);
 		emit_bytes(&o, f->d.b, f->d.n);
-		feature_table(&o, data_off + f->d.n, (uint64_t)f->npieces);
+		feature_table(&o, data_off + f->d.n, (uint64_t)f->npieces, false);
 		for (int k = 0; k < f->npieces; k++) {
 			u64(&o, data_off + f->auxtrace_at[k]);
 			u64(&o, 48);
@@ -1147,11 +1141,9 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 		rc = mt_err_set(err, MT_ENOMEM, "out of memory writing perf.data");
 	if (!rc && data) {
 		struct out o = {0};
-		uint64_t data_off = file_header(&o, &f.attrs, f.nattrs, f.ids, f.d.n);
-		if (!o.oom) /* the header's feature bits: CPU_PMU_CAPS too */
-			o.b[72 + MT_FEAT_CPU_PMU_CAPS / 8] |= 1u << (MT_FEAT_CPU_PMU_CAPS % 8);
+		uint64_t data_off = file_header(&o, &f.attrs, f.nattrs, f.ids, f.d.n, true);
 		emit_bytes(&o, f.d.b, f.d.n);
-		lbr_feature_table(&o, data_off + f.d.n);
+		feature_table(&o, data_off + f.d.n, 0, true);
 		if (o.oom || fwrite(o.b, o.n, 1, data) != 1 || fflush(data) != 0)
 			rc = mt_err_set(err, MT_EIO, "writing perf.data failed");
 		free(o.b);

@@ -714,18 +714,19 @@ static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
 
 /* A stack sample's branch stack played forward before the sample itself
  * (brwindow.h): the calls and returns it proves, each at its estimated
- * time after the thread's previous event; the thread's stack first made
+ * time after the thread's previous event (lower: NULL when it had none
+ * timed); the thread's stack first made
  * the one the window starts from, as a sample would make it. */
-static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, const char *const *names,
-			    const uint64_t *ips, size_t nf, const struct mt_brentry *b, size_t nb, const char *event,
-			    uint64_t period)
+static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, const uint64_t *lower,
+			    const char *const *names, const uint64_t *ips, size_t nf, const struct mt_brentry *b, size_t nb,
+			    const char *event, uint64_t period)
 {
 	struct mt_brstep steps[MAX_BRANCHES];
 	const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
 	uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
 	size_t sn;
 	struct mt_brwindow w = {.names = names, .ips = ips, .nf = nf, .b = b, .nb = nb, .time = time,
-				.lower = cs->prev_time, .has_lower = cs->has_prev_time,
+				.lower = lower ? *lower : 0, .has_lower = lower != NULL,
 				.clock = mt_brclock_of(event), .period = period};
 	size_t k = mt_brwindow_steps(&w, steps, snames, sips, sizeof snames / sizeof *snames, &sn);
 	if (!k)
@@ -776,7 +777,7 @@ static void branch_names(struct mt_cs *cs, struct mt_brentry *e, const char *v)
  * IP moves within the function from sample to sample: still one slice). A
  * frame's frame_src (mt-symbolize --lines) follows it. */
 static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev,
-			 const char *event, uint64_t period)
+			 const char *event, uint64_t period, const uint64_t *lower)
 {
 	size_t nf = 0, m = 0, nb = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
@@ -824,7 +825,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos, period);
 	/* the branches before it, on a thread that ran until it */
 	if (nb && nf && !t->off_cpu)
-		replay_branches(cs, t, time, names, ips, nf, br, nb, event, period);
+		replay_branches(cs, t, time, lower, names, ips, nf, br, nb, event, period);
 	switch_in(cs, t, time);
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
@@ -1227,8 +1228,9 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 	uint64_t time = ev->has_time ? mapped : t->last_event_time;
 	if (time == t->last_decode_error_time && time != 0)
 		time++;
-	cs->prev_time = t->last_event_time; /* a branch stack's steps come after it */
-	cs->has_prev_time = t->timed;
+	/* the thread's previous event: a branch stack's steps come after it */
+	uint64_t prev_time = t->last_event_time;
+	bool had_time = t->timed;
 	if (ev->has_time) {
 		t->last_event_time = mapped;
 		t->timed = true;
@@ -1294,7 +1296,8 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 	case MT_EV_SAMPLE: {
 		const char *event = extra(cs, C_EVENT), *period = extra(cs, C_PERIOD);
 		if (extra(cs, C_FRAME) && is_stack_event(cs, event)) {
-			stack_sample(cs, t, time, ev, event, period ? strtoull(period, NULL, 10) : 1);
+			stack_sample(cs, t, time, ev, event, period ? strtoull(period, NULL, 10) : 1,
+				     had_time ? &prev_time : NULL);
 		} else {
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)

@@ -112,10 +112,6 @@ struct mt_cs {
 	struct mt_cs_sink sink;
 	struct mt_cs_opts opts;
 	struct mt_strtab names;
-	/* the current event's thread's previous event time (has_: it had a
-	 * timed one): a branch stack's steps come after it (brwindow.h) */
-	uint64_t prev_time;
-	bool has_prev_time;
 	struct thread **threads; /* in order of appearance */
 	size_t nthreads, capthreads;
 	struct thread **map;     /* (pid,tid) -> thread, open addressing */

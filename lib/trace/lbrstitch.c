@@ -5,7 +5,9 @@
 #include <string.h>
 
 #include "base/strtab.h"
+#include "base/table.h"
 #include "trace/brstack.h"
+#include "trace/perfdata.h"
 
 struct mt_lbr_thread {
 	uint32_t tid;
@@ -24,45 +26,32 @@ void mt_lbr_stitches_free(struct mt_lbr_stitches *st)
 	*st = (struct mt_lbr_stitches){0};
 }
 
-static size_t slot(uint32_t tid, size_t cap)
+static bool thread_used(const void *slot)
 {
-	return (size_t)(tid * 2654435761u) % cap;
+	return ((const struct mt_lbr_thread *)slot)->used;
 }
+
+static size_t thread_home(const void *slot, size_t cap, void *ctx)
+{
+	(void)ctx;
+	return (size_t)(((const struct mt_lbr_thread *)slot)->tid * 2654435761u) & (cap - 1);
+}
+
+static const struct mt_table_ops thread_ops = {sizeof(struct mt_lbr_thread), thread_used, thread_home};
 
 static struct mt_lbr_thread *thread_of(struct mt_lbr_stitches *st, uint32_t tid)
 {
-	if (2 * (st->n + 1) > st->cap) {
-		size_t cap = st->cap ? 2 * st->cap : 64;
-		struct mt_lbr_thread *v = calloc(cap, sizeof *v);
-		if (!v)
-			return NULL;
-		for (size_t i = 0; i < st->cap; i++) {
-			if (!st->v[i].used)
-				continue;
-			size_t k = slot(st->v[i].tid, cap);
-			while (v[k].used)
-				k = (k + 1) % cap;
-			v[k] = st->v[i];
-		}
-		free(st->v);
-		st->v = v;
-		st->cap = cap;
-	}
-	size_t k = slot(tid, st->cap);
+	if (!mt_table_reserve((void **)&st->v, &st->cap, st->n, &thread_ops, NULL))
+		return NULL;
+	struct mt_lbr_thread key = {.tid = tid};
+	size_t k = thread_home(&key, st->cap, NULL);
 	while (st->v[k].used && st->v[k].tid != tid)
-		k = (k + 1) % st->cap;
+		k = (k + 1) & (st->cap - 1);
 	if (!st->v[k].used) {
 		st->v[k] = (struct mt_lbr_thread){.tid = tid, .used = true};
 		st->n++;
 	}
 	return &st->v[k];
-}
-
-static uint64_t rd64(const uint8_t *p)
-{
-	uint64_t v;
-	memcpy(&v, p, 8);
-	return v;
 }
 
 bool mt_lbr_stitch(struct mt_lbr_stitches *st, uint32_t tid, const uint8_t *entries, uint64_t nr, uint64_t hw_idx,
@@ -101,7 +90,7 @@ bool mt_lbr_stitch(struct mt_lbr_stitches *st, uint32_t tid, const uint8_t *entr
 			} else if (add) {
 				memmove(t->frames + add, t->frames, t->nframes * sizeof *t->frames);
 				for (uint64_t k = 0; k < add; k++)
-					t->frames[k] = rd64(t->prev + (distance + 1 + k) * MT_BRANCH_ENTRY_SIZE);
+					t->frames[k] = mt_rd64(t->prev + (distance + 1 + k) * MT_BRANCH_ENTRY_SIZE);
 				t->nframes += add;
 			}
 		}

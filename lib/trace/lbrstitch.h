@@ -19,7 +19,7 @@
 
 struct mt_lbr_thread;
 struct mt_lbr_stitches {
-	struct mt_lbr_thread *v; /* open addressing by tid */
+	struct mt_lbr_thread *v; /* open addressing by tid (base/table.h) */
 	size_t cap, n;
 };
 

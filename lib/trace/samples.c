@@ -350,8 +350,7 @@ static void emit_stack(struct sink_ctx *ec, const struct psample *ps, int primar
 	}
 	/* --stitch-lbr: the thread's earlier frames beyond the LBR, where
 	 * perf stitches them (hw_idx, and the LBR's depth, known) */
-	if (lbr && user_seen && ec->stitches && ps->has_hw_idx && ec->pd->max_branches &&
-	    ps->nbranch <= MT_SAMPLES_MAX_BRANCHES) {
+	if (lbr && user_seen && ec->stitches && ps->has_hw_idx && ec->pd->max_branches) {
 		const uint64_t *more;
 		size_t nmore;
 		if (mt_lbr_stitch(ec->stitches, ps->tid, ps->brstack, ps->nbranch, ps->hw_idx, ec->pd->max_branches,

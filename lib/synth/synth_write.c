@@ -855,7 +855,9 @@ static bool write_file(struct synth_file *f, FILE *data, struct mt_synth_result 
 /* perf record -b -j any,u,save_type: USER, ANY, TYPE_SAVE, HW_INDEX */
 #define BRSTACK_BRANCH_TYPE ((1u << 0) | (1u << 3) | (1u << 16) | (1u << 17))
 
-struct lbr_call { uint64_t from, to; };
+/* ret: the return address when it is not the next instruction's (a
+ * signal's handler returns to its restorer); 0: from's next */
+struct lbr_call { uint64_t from, to, ret; };
 /* a taken branch as the LBR holds it: its type perf's PERF_BR_* */
 struct lbr_branch { uint64_t from, to; unsigned cycles, type; };
 struct lbr_thread {
@@ -871,7 +873,38 @@ struct lbr_thread {
 	uint64_t sys_ip, sys_next;
 	unsigned since;
 	uint64_t taken;
+	/* brstack's callchains (frame pointers') across signals: each handler
+	 * running, where its sigreturn resumes and the calls active there */
+	uint64_t sig_resume[16];
+	size_t sig_depth[16];
+	unsigned nsig;
 };
+
+/* Where the handler that begins at step i returns: the step after its
+ * thread's first return at the handler's own depth (0: none). */
+static uint64_t handler_return(const struct mt_synth_run *run, size_t i)
+{
+	size_t depth = 0;
+	for (size_t j = i; j < run->nips; j++) {
+		if (run->tids[j] != run->tids[i])
+			continue;
+		const struct mt_synth_insn *in = mt_synth_insn_at(run, run->ips[j]);
+		if (!in)
+			continue;
+		if (in->cls == MT_IC_CALL || in->cls == MT_IC_CALL_IND) {
+			depth++;
+		} else if (in->cls == MT_IC_RET) {
+			if (!depth) {
+				for (size_t r = j + 1; r < run->nips; r++)
+					if (run->tids[r] == run->tids[i])
+						return run->ips[r];
+				return 0;
+			}
+			depth--;
+		}
+	}
+	return 0;
+}
 
 /* PERF_BR_* of an instruction class; 0 for one that is no branch. */
 static unsigned perf_br_type(unsigned cls)
@@ -949,7 +982,7 @@ static void brstack_sample(struct out *d, struct mt_events_writer *tw, const str
 	for (size_t k = 0; k < nc; k++) {
 		const struct lbr_call *c = &st->v[st->n - 1 - k];
 		const struct mt_synth_insn *in = mt_synth_insn_at(run, c->from);
-		rets[k] = c->from + (in ? in->len : 0);
+		rets[k] = c->ret ? c->ret : c->from + (in ? in->len : 0);
 	}
 	size_t at = rec_begin(d, MT_REC_SAMPLE, 2 /* USER */);
 	u64(d, 2); /* IDENTIFIER */
@@ -1088,6 +1121,27 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 				t->ring[t->taken++ % MT_SYNTH_LBR_DEPTH] =
 					(struct lbr_branch){.from = t->sys_ip, .to = ip, .cycles = t->since, .type = 8};
 				t->since = 0;
+				/* the callchain as frame pointers give it: a handler
+				 * runs on top of the interrupted code (its frame at
+				 * the resume point) as called from its restorer
+				 * (where its return goes), and its sigreturn finds
+				 * the interrupted calls again; not the LBR's call
+				 * stack, which a handler's return pops as any return
+				 * (the lbr variant) */
+				if (t->nsig && ip == t->sig_resume[t->nsig - 1]) {
+					t->n = t->sig_depth[--t->nsig];
+				} else if (t->nsig < sizeof t->sig_resume / sizeof *t->sig_resume) {
+					if (!mt_grow((void **)&t->v, &t->cap, t->n + 2, sizeof *t->v)) {
+						oom = true;
+						break;
+					}
+					t->sig_resume[t->nsig] = t->sys_next;
+					t->sig_depth[t->nsig++] = t->n;
+					t->v[t->n++] = (struct lbr_call){t->sys_ip, ip, 0};
+					uint64_t restorer = handler_return(run, i);
+					if (restorer)
+						t->v[t->n++] = (struct lbr_call){t->sys_ip, ip, restorer};
+				}
 				if (t->taken % MT_SYNTH_BRSTACK_PERIOD == 0)
 					brstack_sample(&f.d, truth ? &tw : NULL, run, run->tids[i], ip, time, t, v->brstack_notype);
 			}
@@ -1116,7 +1170,7 @@ static int write_lbr(const struct mt_synth_run *run, const struct mt_synth_varia
 				oom = true;
 				break;
 			}
-			t->v[t->n++] = (struct lbr_call){ip, 0};
+			t->v[t->n++] = (struct lbr_call){ip, 0, 0};
 			t->to_pending = true;
 		} else if (in && in->cls == MT_IC_RET && t->n) {
 			t->n--;

@@ -136,10 +136,96 @@ static bool undo(const struct mt_brentry *e, const char **names, uint64_t *ips, 
 	}
 }
 
+/* Plays entry e forward on the stack (names, ips, *n of cap), into *st;
+ * a call's return address is not in the entry: ret_ip 0, for the caller to
+ * fill in. False when e does not agree with the stack. */
+static bool play(const struct mt_brentry *e, const char **names, uint64_t *ips, size_t *n, size_t cap,
+		 struct mt_brstep *st)
+{
+	size_t k = *n;
+	if (!e->from_name || !e->to_name || !k || names[k - 1] != e->from_name)
+		return false;
+	*st = (struct mt_brstep){.op = MT_BROP_NONE, .name = e->to_name, .ip = e->to};
+	switch (e->kind) {
+	case MT_BR_CALL:
+		if (k >= cap)
+			return false;
+		st->op = MT_BROP_CALL;
+		names[k] = e->to_name;
+		ips[k] = e->to;
+		*n = k + 1;
+		return true;
+	case MT_BR_RET:
+		if (k < 2 || names[k - 2] != e->to_name)
+			return false;
+		st->op = MT_BROP_RET;
+		st->ret_ip = e->to;
+		ips[k - 2] = e->to;
+		*n = k - 1;
+		return true;
+	case MT_BR_JUMP:
+		if (e->from_name != e->to_name)
+			st->op = MT_BROP_TAIL;
+		names[k - 1] = e->to_name;
+		ips[k - 1] = e->to;
+		return true;
+	default:
+		return false;
+	}
+}
+
+/* The entries after the previous sample that the undoing left, played
+ * forward from the previous stack: entries [lo, hi) (newest first), oldest
+ * first, each step into steps[its index]. Returns the lowest index played
+ * (hi: none); SIZE_MAX when the stack they end in is not the bottom of the
+ * one the undoing began from (names[n]; what lies between, a signal's
+ * delivery, only adds frames). */
+static size_t play_forward(const struct mt_brwindow *w, size_t lo, size_t hi, const char *const *names,
+			   const uint64_t *ips, size_t n, struct mt_brstep *steps)
+{
+	enum { CAP = 1024 };
+	const char *fn[CAP];
+	uint64_t fi[CAP];
+	size_t pushed_by[CAP]; /* the step that began a frame, SIZE_MAX: the previous stack's */
+	size_t fnn = w->prev_n;
+	if (fnn > CAP || n > CAP)
+		return SIZE_MAX;
+	memcpy(fn, w->prev_names, fnn * sizeof *fn);
+	memcpy(fi, w->prev_ips, fnn * sizeof *fi);
+	for (size_t d = 0; d < fnn; d++)
+		pushed_by[d] = SIZE_MAX;
+	size_t j = hi;
+	while (j > lo) {
+		struct mt_brstep st;
+		size_t before = fnn;
+		if (!play(&w->b[j - 1], fn, fi, &fnn, CAP, &st))
+			break;
+		j--;
+		st.time = steps[j].time;
+		steps[j] = st;
+		if (st.op == MT_BROP_CALL)
+			pushed_by[before] = j;
+		else if (st.op == MT_BROP_RET && pushed_by[before - 1] != SIZE_MAX)
+			steps[pushed_by[before - 1]].ret_ip = st.ret_ip; /* the call's return address */
+	}
+	if (fnn > n)
+		return SIZE_MAX;
+	for (size_t d = 0; d < fnn; d++)
+		if (fn[d] != names[d])
+			return SIZE_MAX;
+	/* frames begun here and still there: their callers wait where the
+	 * stack the undoing began from says */
+	for (size_t d = 1; d < fnn; d++)
+		if (pushed_by[d] != SIZE_MAX)
+			steps[pushed_by[d]].ret_ip = ips[d - 1];
+	return j;
+}
+
 size_t mt_brwindow_steps(const struct mt_brwindow *w, struct mt_brstep *steps, const char **start_names,
-			 uint64_t *start_ips, size_t cap, size_t *start_n)
+			 uint64_t *start_ips, size_t cap, size_t *start_n, size_t *forward)
 {
 	*start_n = 0;
+	*forward = 0;
 	if (w->nf > cap)
 		return 0;
 	memcpy(start_names, w->names, w->nf * sizeof *start_names);
@@ -164,28 +250,44 @@ size_t mt_brwindow_steps(const struct mt_brwindow *w, struct mt_brstep *steps, c
 		/* no cycles counted: order alone */
 		scale = counted && w->period ? (double)span / (double)w->period : 1;
 	}
-	/* newest first: each entry's time, then its undo */
-	struct mt_brstep tmp;
-	size_t k = 0;
+	/* newest first: each entry's time (the entries after lower) */
+	size_t limit = 0;
 	double acc = 0;
-	for (; k < w->nb; k++) {
-		if (k)
-			acc += counted ? w->b[k - 1].cycles : 1;
+	for (; limit < w->nb; limit++) {
+		if (limit)
+			acc += counted ? w->b[limit - 1].cycles : 1;
 		uint64_t back = (uint64_t)(acc * scale + 0.5);
-		if (back >= span || (w->clock == MT_BRCLOCK_TAKEN && k >= w->period))
+		if (back >= span || (w->clock == MT_BRCLOCK_TAKEN && limit >= w->period))
 			break;
+		steps[limit] = (struct mt_brstep){.time = w->time - back};
+	}
+	/* then their undoing, newest first */
+	size_t k = 0;
+	for (; k < limit; k++) {
 		size_t n = *start_n;
-		if (!undo(&w->b[k], start_names, start_ips, &n, cap, &tmp))
+		struct mt_brstep st;
+		if (!undo(&w->b[k], start_names, start_ips, &n, cap, &st))
 			break;
+		st.time = steps[k].time;
+		steps[k] = st;
 		*start_n = n;
-		tmp.time = w->time - back;
-		steps[k] = tmp;
+	}
+	/* what it left since the previous sample, forward (known only when
+	 * the window holds the period's every taken branch) */
+	size_t total = k;
+	if (k < limit && w->prev_n && w->clock == MT_BRCLOCK_TAKEN && limit == w->period) {
+		size_t j = play_forward(w, k, limit, start_names, start_ips, *start_n, steps);
+		if (j != SIZE_MAX && j < limit) {
+			memmove(steps + k, steps + j, (limit - j) * sizeof *steps);
+			total = k + (limit - j);
+			*forward = limit - j;
+		}
 	}
 	/* oldest first */
-	for (size_t i = 0; i < k / 2; i++) {
+	for (size_t i = 0; i < total / 2; i++) {
 		struct mt_brstep s = steps[i];
-		steps[i] = steps[k - 1 - i];
-		steps[k - 1 - i] = s;
+		steps[i] = steps[total - 1 - i];
+		steps[total - 1 - i] = s;
 	}
-	return k;
+	return total;
 }

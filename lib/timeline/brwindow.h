@@ -63,18 +63,34 @@ struct mt_brwindow {
 	bool has_lower;            /* false: the thread's first event */
 	enum mt_brclock clock;
 	uint64_t period;
+	/* the thread's stack at its previous sample, when that sample was its
+	 * previous event (prev_n 0: not known): what the window's oldest
+	 * entries are played forward from */
+	const char *const *prev_names;
+	const uint64_t *prev_ips;
+	size_t prev_n;
 };
 
 /* The window's steps, oldest first, into steps[w->nb]; returns how many
  * (the newest entries that agree with the stack and fall after lower).
- * start_names/start_ips (cap entries) get the stack before the oldest step,
- * *start_n its depth. Times: the newest branch at the sample's time, each
+ * start_names/start_ips (cap entries) get the stack before the oldest
+ * undone step, *start_n its depth. Where the undoing stops short of the
+ * previous sample (an entry of another type: a signal's delivery, its
+ * sigreturn) and the entries since that sample are known (a taken-branch
+ * clock whose period the branch stack holds), the oldest of them are also
+ * played forward from prev_names while each agrees with that stack (a call
+ * from the leaf, a return to the frame below, a jump from the leaf): the
+ * first *forward steps, kept only when the stack they end in is the bottom
+ * of the start stack, name by name (what lies between, unplayed, only adds
+ * frames: a signal's handler on top). The caller plays those on the
+ * previous stack, then makes it the start stack, then the rest. Times: the
+ * newest branch at the sample's time, each
  * older one earlier by its cycles (one unit each when not counted) times a
  * scale: for a taken-branch clock, the newest period entries fill the time
  * since lower; for a cycle clock, the time since lower over period; with
  * no clock, 1 ns a step (order alone). Without lower, a clock's scale is
  * unknown: no steps. */
 size_t mt_brwindow_steps(const struct mt_brwindow *w, struct mt_brstep *steps, const char **start_names,
-			 uint64_t *start_ips, size_t cap, size_t *start_n);
+			 uint64_t *start_ips, size_t cap, size_t *start_n, size_t *forward);
 
 #endif

@@ -715,30 +715,41 @@ static void switch_in(struct mt_cs *cs, struct thread *t, uint64_t time)
 /* A stack sample's branch stack played forward before the sample itself
  * (brwindow.h): the calls and returns it proves, each at its estimated
  * time after the thread's previous event (lower: NULL when it had none
- * timed); the thread's stack first made
- * the one the window starts from, as a sample would make it. */
+ * timed); the steps played forward from the previous sample first, then
+ * the thread's stack made the one the undone steps start from, as a sample
+ * would make it, then those. */
 static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, const uint64_t *lower,
-			    const char *const *names, const uint64_t *ips, size_t nf, const struct mt_brentry *b, size_t nb,
-			    const char *event, uint64_t period)
+			    bool after_stack_sample, const char *const *names, const uint64_t *ips, size_t nf,
+			    const struct mt_brentry *b, size_t nb, const char *event, uint64_t period)
 {
 	struct mt_brstep steps[MAX_BRANCHES];
-	const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
-	uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
-	size_t sn;
+	const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES], *pnames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES], pips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
+	size_t sn, pn = 0;
+	/* the previous sample's stack, where the window's oldest entries go on */
+	if (after_stack_sample && t->cur.n <= sizeof pnames / sizeof *pnames)
+		for (; pn < t->cur.n; pn++) {
+			pnames[pn] = t->cur.v[pn].name;
+			pips[pn] = t->cur.v[pn].ip;
+		}
 	struct mt_brwindow w = {.names = names, .ips = ips, .nf = nf, .b = b, .nb = nb, .time = time,
 				.lower = lower ? *lower : 0, .has_lower = lower != NULL,
-				.clock = mt_brclock_of(event), .period = period};
-	size_t k = mt_brwindow_steps(&w, steps, snames, sips, sizeof snames / sizeof *snames, &sn);
-	if (!k)
-		return;
-	uint64_t t0 = steps[0].time;
-	size_t m = common_frames(&t->cur, sips, snames, sn, false);
-	for (size_t i = t->cur.n; i > m; i--)
-		ret(cs, t, t0);
-	for (size_t i = m; i < sn; i++)
-		call(cs, t, t0, sips[i], snames[i]);
+				.clock = mt_brclock_of(event), .period = period,
+				.prev_names = pnames, .prev_ips = pips, .prev_n = pn};
+	size_t forward;
+	size_t k = mt_brwindow_steps(&w, steps, snames, sips, sizeof snames / sizeof *snames, &sn, &forward);
 	for (size_t i = 0; i < k; i++) {
 		const struct mt_brstep *st = &steps[i];
+		if (i == forward) {
+			/* the stack the undone steps start from, made at the
+			 * first's time (after the steps played forward: the
+			 * frames a signal's delivery adds) */
+			size_t m = common_frames(&t->cur, sips, snames, sn, false);
+			for (size_t j = t->cur.n; j > m; j--)
+				ret(cs, t, st->time);
+			for (size_t j = m; j < sn; j++)
+				call(cs, t, st->time, sips[j], snames[j]);
+		}
 		switch (st->op) {
 		case MT_BROP_CALL:
 			if (t->cur.n)
@@ -777,7 +788,7 @@ static void branch_names(struct mt_cs *cs, struct mt_brentry *e, const char *v)
  * IP moves within the function from sample to sample: still one slice). A
  * frame's frame_src (mt-symbolize --lines) follows it. */
 static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, const struct mt_event *ev,
-			 const char *event, uint64_t period, const uint64_t *lower)
+			 const char *event, uint64_t period, const uint64_t *lower, bool after_stack_sample)
 {
 	size_t nf = 0, m = 0, nb = 0;
 	uint64_t ips[MT_EVENT_MAX_EXTRA];
@@ -825,7 +836,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		cs->sink.stack_sample(cs->sink.ctx, &t->pub, time, nf, names, dsos, period);
 	/* the branches before it, on a thread that ran until it */
 	if (nb && nf && !t->off_cpu)
-		replay_branches(cs, t, time, lower, names, ips, nf, br, nb, event, period);
+		replay_branches(cs, t, time, lower, after_stack_sample, names, ips, nf, br, nb, event, period);
 	switch_in(cs, t, time);
 	/* the calls of the last change are spread up to this sample at most,
 	 * changed or not (5.6: over the time to the next event) */
@@ -841,6 +852,7 @@ static void stack_sample(struct mt_cs *cs, struct thread *t, uint64_t time, cons
 		call(cs, t, time, ips[i], names[i]);
 	}
 	cs->src_ip = 0;
+	t->after_stack_sample = true;
 }
 
 /* Whether a sample's callchain is the thread's stack: the samples of the
@@ -1230,7 +1242,8 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 		time++;
 	/* the thread's previous event: a branch stack's steps come after it */
 	uint64_t prev_time = t->last_event_time;
-	bool had_time = t->timed;
+	bool had_time = t->timed, after_stack_sample = t->after_stack_sample;
+	t->after_stack_sample = false;
 	if (ev->has_time) {
 		t->last_event_time = mapped;
 		t->timed = true;
@@ -1297,7 +1310,7 @@ static inline __attribute__((always_inline)) int cs_event_inline(struct mt_cs *c
 		const char *event = extra(cs, C_EVENT), *period = extra(cs, C_PERIOD);
 		if (extra(cs, C_FRAME) && is_stack_event(cs, event)) {
 			stack_sample(cs, t, time, ev, event, period ? strtoull(period, NULL, 10) : 1,
-				     had_time ? &prev_time : NULL);
+				     had_time ? &prev_time : NULL, after_stack_sample);
 		} else {
 			const char *ename = mt_strtab_intern(&cs->names, event ? event : "sample");
 			if (!ename)

@@ -62,6 +62,7 @@ struct thread {
 	 * frame is open on top of the stack */
 	bool off_cpu;
 	bool timed;            /* last_event_time is a timed event's */
+	bool after_stack_sample; /* its last event was a stack sample: cur is that sample's stack */
 	/* TSX (5.10): events inside a transaction wait for its outcome */
 	struct txev *tx;
 	size_t ntx, captx;

@@ -39,7 +39,8 @@ static size_t steps_of(const struct mt_brentry *b, size_t nb, enum mt_brclock cl
 	static const uint64_t ips[2] = {0x1010, 0x2008};
 	struct mt_brwindow w = {.names = names, .ips = ips, .nf = 2, .b = e, .nb = nb, .time = 1000,
 				.lower = 900, .has_lower = has_lower, .clock = clock, .period = period};
-	return mt_brwindow_steps(&w, st, sn, si, 16, n);
+	size_t forward;
+	return mt_brwindow_steps(&w, st, sn, si, 16, n, &forward);
 }
 
 int main(void)
@@ -117,5 +118,79 @@ int main(void)
 	k = steps_of(plt, 2, MT_BRCLOCK_NONE, 1, true, st, sn, si, &n);
 	ok(k == 2 && st[0].op == MT_BROP_CALL && st[0].name == FOO_PLT && st[1].op == MT_BROP_TAIL && st[1].name == FOO &&
 		   st[1].ip == 0x6000, "call foo@plt, then its jump: foo in its place");
+
+	/* played forward from the previous sample. It found f in main (main
+	 * waiting at 0x1010); since: f returns to main, main calls g (to come
+	 * back to 0x1025), g's syscall is cut short by a signal whose handler
+	 * h (an entry of another type) jumps once; the sample finds h on top
+	 * of g. Taken-branch clock, period 4 = the 4 entries; cycles 2, 3, 1,
+	 * 4 fill (900, 1000]: 10 ns a cycle, so the jump at 1000, the signal
+	 * at 980, the call at 950, the return at 940. */
+	const char *sig_names[3] = {MAIN, G, H}, *prev_names[2] = {MAIN, F};
+	const uint64_t sig_ips[3] = {0x1025, 0x3007, 0x4008}, prev_ips[2] = {0x1010, 0x2004};
+	struct mt_brentry sig[4] = {
+		{0x4002, 0x4008, H, H, 2, MT_BR_JUMP},
+		{0x3005, 0x4000, G, H, 3, MT_BR_OTHER},
+		{0x1020, 0x3000, MAIN, G, 1, MT_BR_CALL},
+		{0x2010, 0x1010, F, MAIN, 4, MT_BR_RET},
+	};
+	struct mt_brwindow w = {.names = sig_names, .ips = sig_ips, .nf = 3, .b = sig, .nb = 4, .time = 1000,
+				.lower = 900, .has_lower = true, .clock = MT_BRCLOCK_TAKEN, .period = 4,
+				.prev_names = prev_names, .prev_ips = prev_ips, .prev_n = 2};
+	size_t fwd;
+	k = mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd);
+	ok(k == 3 && fwd == 2, "the signal stops the undoing after the jump; the two before it played forward");
+	ok(st[0].op == MT_BROP_RET && st[0].time == 940 && st[0].ret_ip == 0x1010 && st[1].op == MT_BROP_CALL &&
+		   st[1].name == G && st[1].ip == 0x3000 && st[1].time == 950 && st[1].ret_ip == 0x1025,
+	   "f returns at 940; g called at 950, main waiting where the sample's stack says (0x1025)");
+	ok(st[2].op == MT_BROP_NONE && st[2].time == 1000, "then the undone jump in h, at the sample's time");
+	ok(n == 3 && sn[0] == MAIN && sn[1] == G && sn[2] == H && si[2] == 0x4002,
+	   "the undone steps start from the sample's stack, h at the jump: the handler's frame added between");
+	/* not known to follow the previous sample: nothing played forward */
+	w.period = 5;
+	ok(mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd) == 1 && fwd == 0,
+	   "a period longer than the branch stack: the entries since the sample not all there");
+	w.period = 4;
+	w.clock = MT_BRCLOCK_CYCLES;
+	w.period = 100;
+	ok(mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd) == 1 && fwd == 0,
+	   "a cycle clock: which entries came since the sample is not known");
+	w.clock = MT_BRCLOCK_TAKEN;
+	w.period = 4;
+	w.prev_n = 0;
+	ok(mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd) == 1 && fwd == 0,
+	   "the previous event not a stack sample: no stack to play forward from");
+	w.prev_n = 2;
+	/* forward ends in main, g; a sample's stack of main, f, h does not
+	 * start with it: refused */
+	const char *other_names[3] = {MAIN, F, H};
+	w.names = other_names;
+	ok(mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd) == 1 && fwd == 0 && n == 3 && sn[1] == F,
+	   "played forward into a stack the sample's does not begin with: dropped");
+	w.names = sig_names;
+	/* the previous stack's leaf is not where the oldest entry comes from */
+	prev_names[1] = G;
+	ok(mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd) == 1 && fwd == 0,
+	   "the oldest entry's origin not the previous leaf: nothing forward");
+	prev_names[1] = F;
+	/* a call and its return played forward: the return gives the call
+	 * its return address */
+	struct mt_brentry callret[4] = {
+		{0x3005, 0x4000, G, H, 1, MT_BR_OTHER},
+		{0x2010, 0x1010, F, MAIN, 1, MT_BR_RET},
+		{0x3010, 0x2009, G, F, 1, MT_BR_RET},
+		{0x2004, 0x3000, F, G, 1, MT_BR_CALL},
+	};
+	const char *h_names[2] = {MAIN, H};
+	const uint64_t h_ips[2] = {0x1010, 0x4000};
+	w.b = callret;
+	w.names = h_names;
+	w.ips = h_ips;
+	w.nf = 2;
+	k = mt_brwindow_steps(&w, st, sn, si, 16, &n, &fwd);
+	ok(k == 3 && fwd == 3 && st[0].op == MT_BROP_CALL && st[0].ret_ip == 0x2009 && st[1].op == MT_BROP_RET &&
+		   st[1].ret_ip == 0x2009 && st[2].op == MT_BROP_RET && st[2].ret_ip == 0x1010,
+	   "f calls g, g returns to 0x2009 (the call's return address), f to main; the handler's entry left");
+	ok(st[0].time == 925 && st[1].time == 950 && st[2].time == 975, "at 925, 950, 975 (25 ns a branch)");
 	return tap_done();
 }

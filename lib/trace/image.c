@@ -51,6 +51,8 @@ void mt_image_fini(struct mt_image *img)
 	free(img->secs);
 	free(img->blocks);
 	free(img->offs);
+	if (img->csinsn)
+		cs_free(img->csinsn, 1);
 	if (img->csh) {
 		csh h = img->csh;
 		cs_close(&h);
@@ -555,32 +557,45 @@ static void capstone_first_use(void)
 	pthread_mutex_unlock(&mu);
 }
 
-static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *b, uint16_t *offs)
+/* The length of the instruction at code (left bytes, at addr) as Capstone
+ * decodes it, 0 when it does not; the image's handle opened on first use. */
+static unsigned capstone_length(struct mt_image *img, const uint8_t *code, size_t left, uint64_t addr, int *rc)
 {
 	if (!img->csh) {
 		capstone_first_use();
 		csh h;
-		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK)
-			return -pte_nomem;
+		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
+			*rc = -pte_nomem;
+			return 0;
+		}
 		img->csh = h;
 	}
+	if (!img->csinsn && !(img->csinsn = cs_malloc((csh)img->csh))) {
+		*rc = -pte_nomem;
+		return 0;
+	}
+	cs_insn *insn = img->csinsn;
+	return cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn) ? insn->size : 0;
+}
+
+static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *b, uint16_t *offs)
+{
 	uint8_t buf[BLOCK_BYTES];
 	size_t have = mt_image_read(img, ip, buf, sizeof buf);
 	if (!have)
 		return -pte_nomap;
-	cs_insn *insn = cs_malloc((csh)img->csh);
-	if (!insn)
-		return -pte_nomem;
 	*b = (struct mt_code_block){.ip = ip, .cls = ptic_other};
 	size_t off = 0;
 	int rc = 0;
 	for (;;) {
-		const uint8_t *code = buf + off;
 		size_t left = have - off;
-		uint64_t addr = ip + off;
 		if (have == sizeof buf && left < 16)
 			break; /* an instruction may go on past what was read: the next block */
-		if (!cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn)) {
+		/* the common encodings measured here, the rest by Capstone */
+		unsigned size = mt_insn_length(buf + off, left);
+		if (!size && !(size = capstone_length(img, buf + off, left, ip + off, &rc)) && rc)
+			break;
+		if (!size) {
 			unsigned jlen = mt_jmpabs_length(buf + off, have - off), rlen = 0;
 			if (!jlen)
 				rlen = mt_uiret_length(buf + off, have - off);
@@ -612,12 +627,12 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 		bool direct;
 		int64_t disp;
 		unsigned dlen;
-		int cls = mt_insn_classify(buf + off, insn->size, &direct, &disp, &dlen);
-		b->mov_cr3 |= mt_is_mov_cr3(buf + off, insn->size);
+		int cls = mt_insn_classify(buf + off, size, &direct, &disp, &dlen);
+		b->mov_cr3 |= mt_is_mov_cr3(buf + off, size);
 		offs[b->ninsn++] = (uint16_t)off;
 		b->end_ip = ip + off;
-		b->len = (uint8_t)insn->size;
-		off += insn->size;
+		b->len = (uint8_t)size;
+		off += size;
 		if (cls != ptic_other && cls != ptic_error) {
 			b->cls = (uint8_t)cls;
 			b->direct = direct;
@@ -633,7 +648,6 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 		if (b->ninsn == BLOCK_MAX_INSNS || off >= have)
 			break;
 	}
-	cs_free(insn, 1);
 	return rc;
 }
 

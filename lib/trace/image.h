@@ -85,6 +85,7 @@ struct mt_image {
 	uint16_t *offs;
 	size_t noffs, capoffs;
 	size_t csh;                /* capstone's handle, opened on first use */
+	void *csinsn;              /* its instruction (cs_insn) */
 };
 
 int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err);

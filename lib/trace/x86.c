@@ -120,6 +120,119 @@ static size_t modrm_end(const uint8_t *b, size_t i, size_t n)
 	return i <= n ? i : 0;
 }
 
+/* How each opcode ends (mt_insn_length): '-' nothing follows; 'm' a ModRM
+ * operand; 'b', 'w' an immediate of 1, 2 bytes; 'z' one of 2 or 4 (the
+ * operand size); 'B', 'Z' a ModRM operand, then b, z; 'j' a rel32 branch
+ * (with 66, CPUs and Capstone differ: not answered); 'v' z, or 8 with
+ * REX.W (MOV r, imm); 'o' a moffs (8, 4 with 67); 'e' ENTER's iw, ib;
+ * 'n', 'N' as 'm', 'B' but only without F2/F3; 'f' as 'm' but not with
+ * F2; '*' decided by the ModRM below; 'x' not answered. */
+static const char map1[257] =
+	"mmmmbzxxmmmmbzxx" "mmmmbzxxmmmmbzxx" "mmmmbzxxmmmmbzxx" "mmmmbzxxmmmmbzxx" /* 00-3F */
+	"xxxxxxxxxxxxxxxx" "----------------" "xxxmxxxxzZbB----" "bbbbbbbbbbbbbbbb" /* 40-7F */
+	"BZxBmmmmmmmmx*x*" "----------x-----" "oooo----bz------" "bbbbbbbbvvvvvvvv" /* 80-BF */
+	"**w-xx**e-w--bx-" "****xxx-xxxxxxxx" "bbbbbbbbjjxbx---" "xxxx--**------**"; /* C0-FF */
+static const char map2[257] =
+	"xxxxx-xxxxx-xxxx" "mmxxnnxxxxxxxx**" "xxxxxxxxnnmxmmnn" "----xxxxxxxxxxxx" /* 00-3F */
+	"nnnnnnnnnnnnnnnn" "xmxxnnnnmmmxmmmm" "nnnnnnnnnnnnxxnf" "Bxxxnnnxxxxxxxff" /* 40-7F */
+	"jjjjjjjjjjjjjjjj" "nnnnnnnnnnnnnnnn" "---mBmxx--xmBmxm" "mmxmxxmmxx*mmmmm" /* 80-BF */
+	"mmBxNxNx--------" "xnnnnnxxnnnnnnnn" "nnnnnnxxnnnnnnnn" "xnnnnnnxnnnnnnnx"; /* C0-FF */
+
+unsigned mt_insn_length(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	bool opsize = false, adsize = false, f2 = false, f3 = false;
+	for (; i < n; i++) {
+		uint8_t c = b[i];
+		if (c == 0x66)
+			opsize = true;
+		else if (c == 0x67)
+			adsize = true;
+		else if (c == 0xf2)
+			f2 = true;
+		else if (c == 0xf3)
+			f3 = true;
+		else if (c != 0x2e && c != 0x3e && c != 0x26 && c != 0x36 && c != 0x64 && c != 0x65)
+			break;
+	}
+	bool rexw = false;
+	if (i < n && (b[i] & 0xf0) == 0x40)
+		rexw = b[i++] & 0x08;
+	if (i + 1 > n)
+		return 0;
+	uint8_t op = b[i++];
+	char k;
+	if (op == 0x0f) {
+		if (i + 1 > n)
+			return 0;
+		op = b[i++];
+		k = map2[op];
+		if ((k == 'n' || k == 'N') && (f2 || f3))
+			return 0;
+		if (k == 'f' && f2)
+			return 0;
+		k = k == 'n' || k == 'f' ? 'm' : k == 'N' ? 'B' : k;
+		if (k == '*') {
+			if (i + 1 > n)
+				return 0;
+			unsigned modrm = b[i], reg = (modrm >> 3) & 7;
+			if (op == 0x1e) /* F3 0F 1E FA, FB: ENDBR64, ENDBR32 */
+				return i == 3 && b[0] == 0xf3 && (modrm == 0xfa || modrm == 0xfb) ? 4 : 0;
+			if (op == 0x1f) /* NOP r/m: Capstone knows the memory forms */
+				k = modrm >> 6 != 3 && !f2 && !f3 ? 'm' : 'x';
+			if (op == 0xba) /* BT, BTS, BTR, BTC r/m, imm8 */
+				k = reg >= 4 ? 'B' : 'x';
+		}
+		if (k == 'j' && (opsize || adsize))
+			return 0;
+	} else {
+		k = map1[op];
+		if (k == '*') {
+			if (i + 1 > n)
+				return 0;
+			unsigned modrm = b[i], reg = (modrm >> 3) & 7, mod = modrm >> 6;
+			switch (op) {
+			case 0x8d: k = mod != 3 ? 'm' : 'x'; break;               /* LEA */
+			case 0x8f: k = reg == 0 ? 'm' : 'x'; break;               /* POP r/m (else XOP) */
+			case 0xc0: case 0xc1: k = reg != 6 ? 'B' : 'x'; break;    /* shifts, imm8 */
+			case 0xd0: case 0xd1: case 0xd2: case 0xd3: k = reg != 6 ? 'm' : 'x'; break;
+			case 0xc6: k = reg == 0 ? 'B' : 'x'; break;               /* MOV r/m8, imm8 */
+			case 0xc7: k = reg == 0 ? 'Z' : 'x'; break;               /* MOV r/m, imm */
+			case 0xf6: k = reg == 0 ? 'B' : reg >= 2 ? 'm' : 'x'; break; /* TEST imm8; NOT...IDIV */
+			case 0xf7: k = reg == 0 ? 'Z' : reg >= 2 ? 'm' : 'x'; break;
+			case 0xfe: k = reg <= 1 ? 'm' : 'x'; break;               /* INC, DEC r/m8 */
+			case 0xff:                                                /* INC...PUSH r/m */
+				k = reg == 7 || ((reg == 3 || reg == 5) && mod == 3) ? 'x' : 'm';
+				break;
+			default: k = 'x'; break;
+			}
+		}
+		if ((k == 'j' && (opsize || adsize)) || ((op == 0xc2 || op == 0xca) && (opsize || rexw)) || (op == 0x68 && opsize) ||
+		    (k == 'o' && (opsize || f2 || f3)))
+			return 0; /* sizes CPUs (or Capstone) read otherwise */
+	}
+	size_t imm = 0;
+	switch (k) {
+	case '-': break;
+	case 'b': imm = 1; break;
+	case 'w': imm = 2; break;
+	case 'e': imm = 3; break;
+	case 'j': imm = 4; break;
+	case 'z': imm = opsize && !rexw ? 2 : 4; break; /* REX.W over 66 */
+	case 'v': imm = rexw ? 8 : opsize ? 2 : 4; break;
+	case 'o': imm = adsize ? 4 : 8; break;
+	case 'm': case 'B': case 'Z':
+		if (!(i = modrm_end(b, i, n)))
+			return 0;
+		imm = k == 'B' ? 1 : k == 'Z' ? (opsize && !rexw ? 2 : 4) : 0;
+		break;
+	default:
+		return 0;
+	}
+	i += imm;
+	return i <= n && i <= 15 ? (unsigned)i : 0;
+}
+
 unsigned mt_ptwrite_length(const uint8_t *b, size_t n)
 {
 	bool rep, f3;

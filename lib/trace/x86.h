@@ -15,6 +15,16 @@
  * length of the encoding that holds it (0 when not direct). */
 int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, unsigned *len);
 
+/* The length of the instruction at b[0..n) (64-bit mode) for the common
+ * legacy and 0F-map encodings whose length and validity the opcode, its
+ * prefixes and its ModRM settle; 0 for any other (VEX, EVEX, the 0F38 and
+ * 0F3A maps, LOCK, x87 register forms, system instructions, encodings
+ * valid only with some prefixes or operands...), which Capstone decodes.
+ * Wherever it answers, Capstone 4 decodes the same length (test_x86 holds
+ * it so over real code and random bytes): the code walk's blocks are the
+ * same, built without Capstone's cost for most instructions. */
+unsigned mt_insn_length(const uint8_t *b, size_t n);
+
 /* The length of a VEX or EVEX instruction at b (64-bit mode), 0 when b
  * holds none. Neither encoding is ever a branch. */
 unsigned mt_vex_length(const uint8_t *b, size_t n);

@@ -8,6 +8,11 @@ load helpers
 Q=$MT_REAL/quipper
 X=$MT_REAL/libxdc
 
+# every test but the one that makes its own trace reads ../shared
+setup() {
+	[[ "$BATS_TEST_DESCRIPTION" == "16- and 32-bit code:"* ]] || need_shared "$MT_REAL" "$MT_REAL/../libipt-ptt"
+}
+
 @test "quipper file mode: --info reports the recording as documented" {
 	run "$PT2EVENTS" --info "$Q/perf.data.intel_pt-4.14"
 	[ "$status" -eq 0 ]

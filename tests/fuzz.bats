@@ -18,8 +18,9 @@ replay() { # NAME [INPUT...]
 }
 
 @test "fuzz regressions: perf.data (a borrowed buffer freed on close; a null switch table offset; a queue with no data; a data size that wraps the feature table offset; code read from an image without sections; the attr id index of a refused open; an empty zstd batch with nothing pending)" {
-	replay perfdata "$BATS_TEST_DIRNAME/../fuzz/regress/perfdata" "$MT_FIXTURES"/flow/*.data \
-		"$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14
+	local real
+	mapfile -t real < <(shared_here "$MT_REAL"/quipper/perf.data.intel_pt-4.14 "$MT_REAL"/quipper/perf.data.piped.intel_pt-4.14)
+	replay perfdata "$BATS_TEST_DIRNAME/../fuzz/regress/perfdata" "$MT_FIXTURES"/flow/*.data "${real[@]}"
 }
 
 # Made here rather than kept: the input fuzz_perfdata found was a copy of a
@@ -56,7 +57,9 @@ PY
 	local t=$BATS_TEST_TMPDIR
 	printf '\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23' > "$t/loop.pt"
 	printf '\xeb\xfe' > "$t/code"
-	replay rawpt "$t/loop.pt" "$MT_REAL"/libxdc/*/trace
+	local real
+	mapfile -t real < <(shared_here "$MT_REAL"/libxdc/*/trace)
+	replay rawpt "$t/loop.pt" "${real[@]}"
 	{ cat "$t/loop.pt"; printf '\x06'; } > "$t/loop-tnt.pt"
 	for dec in mt libipt-query libipt; do
 		"$MT_BIN/mt-pt2events" --decoder=$dec --pt "$t/loop-tnt.pt" --image "$t/code@0x1000" > "$t/ev"
@@ -123,7 +126,9 @@ PY
 }
 
 @test "fuzz regressions: perf script text (an empty input)" {
-	replay perfscript "$BATS_TEST_DIRNAME/../fuzz/regress/perfscript" "$MT_REAL"/magic-trace/memmove_decode_error.perf
+	local real
+	mapfile -t real < <(shared_here "$MT_REAL"/magic-trace/memmove_decode_error.perf)
+	replay perfscript "$BATS_TEST_DIRNAME/../fuzz/regress/perfscript" "${real[@]}"
 }
 
 @test "fuzz regressions: event streams through mt-toperfetto's reconstruction (a reader leaked on a failed open)" {

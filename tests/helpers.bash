@@ -13,6 +13,25 @@ SLICETIME=$BATS_TEST_DIRNAME/tools/slicetime.py
 # Python test instruments importable (chromejson: JSON's B/E pairs as X)
 export PYTHONPATH=$BATS_TEST_DIRNAME/tools${PYTHONPATH:+:$PYTHONPATH}
 
+# Skips the test, saying so, when a file of ../shared (peers' suites and
+# real recordings, which stay out of the repository) is not beside the
+# checkout: make check runs on a clone without it, each such test skipped.
+need_shared() { # PATH...
+	local p
+	for p; do
+		[ -e "$p" ] || skip "not here: $p (../shared beside the checkout has it)"
+	done
+}
+
+# The PATHs of ../shared that are here, one a line; each that is not is
+# said on fd 3, and the test goes on without it.
+shared_here() { # PATH...
+	local p
+	for p; do
+		if [ -e "$p" ]; then printf '%s\n' "$p"; else echo "# not here: $p (../shared): left out" >&3; fi
+	done
+}
+
 # Event lines without metadata and without the time column.
 events_body() { grep -v '^#' "$1" | cut -f2-; }
 

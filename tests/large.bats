@@ -98,8 +98,10 @@ DEEP_RUN=--from-run=$MT_FIXTURES/deep/deep.run
 @test "--jobs: the same output for any number of jobs (repeated, per-cpu, snapshot, real traces)" {
 	local t=$BATS_TEST_TMPDIR
 	"$SYNTH" -q -o "$t" --repeat=40 --threads=3 -- "$MT_PROGS/flow" > /dev/null 2>&1
+	local real
+	mapfile -t real < <(shared_here "$MT_REAL/quipper/perf.data.intel_pt-4.14")
 	for f in "$t/plain.data" "$MT_FIXTURES/threads/per-cpu.data" "$MT_FIXTURES/threads/per-cpu-mtc.data" "$MT_FIXTURES/flow/snapshot.data" \
-		"$MT_FIXTURES/flow/snapshot-gap.data" "$MT_FIXTURES/libc/plain.data" "$MT_REAL/quipper/perf.data.intel_pt-4.14"; do
+		"$MT_FIXTURES/flow/snapshot-gap.data" "$MT_FIXTURES/libc/plain.data" "${real[@]}"; do
 		"$PT2EVENTS" -j 1 --all-branches "$f" > "$t/one" 2>/dev/null || true
 		for j in 2 3 8; do
 			"$PT2EVENTS" -j $j --all-branches "$f" 2>/dev/null | cmp - "$t/one"

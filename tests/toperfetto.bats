@@ -25,6 +25,7 @@ PY
 }
 
 golden() { # NAME
+	need_shared "$MT_GOLD/$1.perf" "$MT_GOLD/$1.expected"
 	gold_expected "$1"
 	"$PT2EVENTS" --input=perf-script "$MT_GOLD/$1.perf" > "$BATS_TEST_TMPDIR/ev"
 	"$TOPERFETTO" --format=stacks "$BATS_TEST_TMPDIR/ev" > "$BATS_TEST_TMPDIR/stacks" 2> "$BATS_TEST_TMPDIR/err"
@@ -60,6 +61,7 @@ golden() { # NAME
 }
 
 @test "the timeline holds a sampled leaf by function; the stacks format diffs it by IP as magic-trace does" {
+	need_shared "$MT_GOLD"
 	# c_demo_sampling's second sample finds _dl_open again at another IP:
 	# magic-trace (stacks) ends and restarts it, the timeline holds it
 	"$PT2EVENTS" --input=perf-script "$MT_GOLD/c_demo_sampling.perf" > "$BATS_TEST_TMPDIR/ev"
@@ -142,6 +144,7 @@ perfetto_valid() { # FILE
 }
 
 @test "Perfetto output of every real magic-trace input passes the checker and protoc --decode" {
+	need_shared "$MT_GOLD"
 	for f in hello_world_userspace memmove_decode_error c_demo_sampling demo_with_branch_misses; do
 		"$PT2EVENTS" "$MT_GOLD/$f.perf" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/$f.pftrace" 2>/dev/null
 		perfetto_valid "$BATS_TEST_TMPDIR/$f.pftrace"
@@ -158,6 +161,7 @@ perfetto_valid() { # FILE
 }
 
 @test "the checker rejects a broken file (so its passes mean something)" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" | "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/ok.pftrace" 2>/dev/null
 	head -c -3 "$BATS_TEST_TMPDIR/ok.pftrace" > "$BATS_TEST_TMPDIR/cut.pftrace"
 	run "$PFCHECK" "$BATS_TEST_TMPDIR/cut.pftrace"
@@ -229,6 +233,7 @@ PY
 }
 
 @test "a malformed line mid-stream: what came before is written, the file says it is damaged, exit 1" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" | head -n 500 > "$BATS_TEST_TMPDIR/cut.events"
 	printf 'garbage line\n' >> "$BATS_TEST_TMPDIR/cut.events"
 	run "$TOPERFETTO" -o "$BATS_TEST_TMPDIR/cut.pftrace" "$BATS_TEST_TMPDIR/cut.events"
@@ -270,6 +275,7 @@ PY
 }
 
 @test "Chrome JSON: parsed by a real JSON parser, one slice (X, or B and E) per BEGIN, nested per thread" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" | "$TOPERFETTO" --format=json -o "$BATS_TEST_TMPDIR/hw.json"
 	python3 - "$BATS_TEST_TMPDIR/hw.json" "$MT_GOLD/hello_world_userspace.expected" <<'PY'
 import json, sys
@@ -305,6 +311,7 @@ PY
 }
 
 @test "an output name ending in .gz is gzipped: the same bytes once unpacked" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
 	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/a.pftrace" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
 	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/b.pftrace.gz" "$BATS_TEST_TMPDIR/ev" 2>/dev/null
@@ -315,6 +322,7 @@ PY
 }
 
 @test "FXT: read back, the same slices at the same depths as the Perfetto file" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/hello_world_userspace.perf" > "$BATS_TEST_TMPDIR/ev"
 	"$TOPERFETTO" --format=fxt -o "$BATS_TEST_TMPDIR/t.fxt" "$BATS_TEST_TMPDIR/ev"
 	"$TOPERFETTO" -o "$BATS_TEST_TMPDIR/t.pftrace" "$BATS_TEST_TMPDIR/ev"
@@ -361,6 +369,7 @@ PY
 }
 
 @test "a full disk is an error in every format, never a silent loss" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
 	for f in perfetto json fxt stacks; do
 		"$TOPERFETTO" --format=$f "$BATS_TEST_TMPDIR/ev" > /dev/full 2> "$BATS_TEST_TMPDIR/err" && false
@@ -370,6 +379,7 @@ PY
 }
 
 @test "-o onto a fifo being read writes through it (the node stays); onto a symlink replaces its target, not the link" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
 	mkfifo "$BATS_TEST_TMPDIR/fifo"
 	# no reader yet: refused at once (an open would wait for one)
@@ -401,6 +411,7 @@ PY
 }
 
 @test "streaming: a small window still gives valid Perfetto, JSON (B/E) and FXT (begin/end) files" {
+	need_shared "$MT_GOLD"
 	for f in "$MT_GOLD"/*.perf; do
 		"$PT2EVENTS" "$f" > "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
 		"$TOPERFETTO" --window=50 -o "$BATS_TEST_TMPDIR/w.pftrace" "$BATS_TEST_TMPDIR/ev" 2>/dev/null || true
@@ -651,6 +662,7 @@ PY
 # Oracle: pfcheck's count of the values on each counter track; the real
 # Intel PT trace with a frequency change (magic-trace's demo) keeps it.
 @test "a CPU counter track only for a process with values on it" {
+	need_shared "$MT_GOLD"
 	local t=$BATS_TEST_TMPDIR f
 	for f in "$MT_FIXTURES"/flow/*.data "$MT_GOLD/hello_world_userspace.perf" "$MT_GOLD/c_demo_sampling.perf"; do
 		"$MT_BIN/mt-pt2events" "$f" 2> /dev/null | "$MT_BIN/mt-symbolize" 2> /dev/null |
@@ -714,6 +726,7 @@ PY
 # text itself (a slice or an instant is a BEGIN line; an instant's END
 # has no time).
 @test "--stats counts what the stacks format wrote" {
+	need_shared "$MT_GOLD"
 	"$PT2EVENTS" --input=perf-script "$MT_GOLD/memmove_decode_error.perf" > "$BATS_TEST_TMPDIR/ev"
 	run --separate-stderr "$TOPERFETTO" --stats --format=stacks -o "$BATS_TEST_TMPDIR/s" "$BATS_TEST_TMPDIR/ev"
 	[ "$status" -eq 0 ]

@@ -4,6 +4,7 @@
  * lists for it: every such (test, cpu) pair is read here and must have
  * its erratum set; a CPU none lists (6/1) and an AMD CPU have none of
  * them beyond libipt 2.0.5's own answer. */
+#include <stdbool.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -31,6 +32,7 @@ int main(void)
 	 * text for those two keys, in order, is enough */
 	const char *path = getenv("MT_PTT_CASES") ? getenv("MT_PTT_CASES") : "../shared/testdata/libipt-ptt/cases.json";
 	FILE *f = fopen(path, "r");
+	bool have = f != NULL;
 	size_t pairs = 0, wrong = 0;
 	if (f) {
 		static char buf[1 << 22];
@@ -61,9 +63,16 @@ int main(void)
 			}
 		}
 	}
-	printf("# %zu (erratum, cpu) runs read from %s\n", pairs, path);
-	ok(pairs > 100, "the ptt suite's erratum runs are read");
-	ok(pairs && !wrong, "every CPU the suite runs an erratum's tests on has that erratum");
+	if (have) {
+		printf("# %zu (erratum, cpu) runs read from %s\n", pairs, path);
+		ok(pairs > 100, "the ptt suite's erratum runs are read");
+		ok(pairs && !wrong, "every CPU the suite runs an erratum's tests on has that erratum");
+	} else {
+		char why[4200];
+		snprintf(why, sizeof why, "not here: %s (../shared beside the checkout has it)", path);
+		skip("the ptt suite's erratum runs are read", why);
+		skip("every CPU the suite runs an erratum's tests on has that erratum", why);
+	}
 
 	static const char *const names[] = {"apl11", "apl12", "bdm64", "bdm70", "skd007", "skd010", "skd022",
 					    "skl014", "skz84"};

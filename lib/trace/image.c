@@ -6,14 +6,12 @@
 #include "base/strtab.h"
 #include "trace/x86.h"
 
-#include <capstone.h>
 #include <errno.h>
 #include <fcntl.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <intel-pt.h>
 #include <libelf.h>
-#include <pthread.h>
 #include <stdio.h>
 #include <stddef.h>
 #include <stdlib.h>
@@ -51,12 +49,7 @@ void mt_image_fini(struct mt_image *img)
 	free(img->secs);
 	free(img->blocks);
 	free(img->offs);
-	if (img->csinsn)
-		cs_free(img->csinsn, 1);
-	if (img->csh) {
-		csh h = img->csh;
-		cs_close(&h);
-	}
+	mt_csload_close(&img->cs);
 	memset(img, 0, sizeof *img);
 }
 
@@ -534,50 +527,6 @@ struct pt_image *mt_image_libipt(struct mt_image *img)
 
 enum { BLOCK_BYTES = 512, BLOCK_MAX_INSNS = 256 };
 
-/* Capstone 4 sorts some of its x86 tables on first use, unlocked: two
- * threads disassembling their first instruction at once race on them
- * (helgrind saw it with two decode jobs). One instruction disassembled
- * under a lock before any other sorts them (helgrind does not see
- * pthread_once's ordering, a mutex it does). */
-static void capstone_first_use(void)
-{
-	static pthread_mutex_t mu = PTHREAD_MUTEX_INITIALIZER;
-	static bool done;
-	static const uint8_t mov[] = {0x48, 0x89, 0xd8}; /* mov rax, rbx */
-	pthread_mutex_lock(&mu);
-	csh h;
-	if (!done && cs_open(CS_ARCH_X86, CS_MODE_64, &h) == CS_ERR_OK) {
-		cs_insn *insn = NULL;
-		size_t n = cs_disasm(h, mov, sizeof mov, 0, 1, &insn);
-		if (n)
-			cs_free(insn, n);
-		cs_close(&h);
-		done = true;
-	}
-	pthread_mutex_unlock(&mu);
-}
-
-/* The length of the instruction at code (left bytes, at addr) as Capstone
- * decodes it, 0 when it does not; the image's handle opened on first use. */
-static unsigned capstone_length(struct mt_image *img, const uint8_t *code, size_t left, uint64_t addr, int *rc)
-{
-	if (!img->csh) {
-		capstone_first_use();
-		csh h;
-		if (cs_open(CS_ARCH_X86, CS_MODE_64, &h) != CS_ERR_OK) {
-			*rc = -pte_nomem;
-			return 0;
-		}
-		img->csh = h;
-	}
-	if (!img->csinsn && !(img->csinsn = cs_malloc((csh)img->csh))) {
-		*rc = -pte_nomem;
-		return 0;
-	}
-	cs_insn *insn = img->csinsn;
-	return cs_disasm_iter((csh)img->csh, &code, &left, &addr, insn) ? insn->size : 0;
-}
-
 static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *b, uint16_t *offs)
 {
 	uint8_t buf[BLOCK_BYTES];
@@ -593,8 +542,15 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 			break; /* an instruction may go on past what was read: the next block */
 		/* the common encodings measured here, the rest by Capstone */
 		unsigned size = mt_insn_length(buf + off, left);
-		if (!size && !(size = capstone_length(img, buf + off, left, ip + off, &rc)) && rc)
-			break;
+		if (!size) {
+			int r = mt_csload_length(&img->cs, buf + off, left, ip + off);
+			if (r < 0) { /* the block ends before it; the next one says so */
+				if (!b->ninsn)
+					rc = r;
+				break;
+			}
+			size = (unsigned)r;
+		}
 		if (!size) {
 			unsigned jlen = mt_jmpabs_length(buf + off, have - off), rlen = 0;
 			if (!jlen)

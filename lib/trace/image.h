@@ -13,6 +13,7 @@
 
 #include "base/mt_err.h"
 #include "base/strtab.h"
+#include "trace/csload.h"
 #include "trace/secmap.h"
 
 struct pt_image;
@@ -84,8 +85,7 @@ struct mt_image {
 	size_t capblocks, nblocks;
 	uint16_t *offs;
 	size_t noffs, capoffs;
-	size_t csh;                /* capstone's handle, opened on first use */
-	void *csinsn;              /* its instruction (cs_insn) */
+	struct mt_csload cs;       /* Capstone, for what mt_insn_length leaves */
 };
 
 int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err);

@@ -133,18 +133,44 @@ static const char map1[257] =
 	"BZxBmmmmmmmmx*x*" "----------x-----" "oooo----bz------" "bbbbbbbbvvvvvvvv" /* 80-BF */
 	"**w-xx**e-w--bx-" "****xxx-xxxxxxxx" "bbbbbbbbjjxbx---" "xxxx--**------**"; /* C0-FF */
 static const char map2[257] =
-	"xxxxx-xxxxx-xxxx" "mmxxnnxxxxxxxx**" "xxxxxxxxnnmxmmnn" "----xxxxxxxxxxxx" /* 00-3F */
-	"nnnnnnnnnnnnnnnn" "xmxxnnnnmmmxmmmm" "nnnnnnnnnnnnxxnf" "Bxxxnnnxxxxxxxff" /* 40-7F */
-	"jjjjjjjjjjjjjjjj" "nnnnnnnnnnnnnnnn" "---mBmxx--xmBmxm" "mmxmxxmmxx*mmmmm" /* 80-BF */
-	"mmBxNxNx--------" "xnnnnnxxnnnnnnnn" "nnnnnnxxnnnnnnnn" "xnnnnnnxnnnnnnnx"; /* C0-FF */
+	"x*xxx-xxxxx-xxxx" "mm**nn**xxxxxx**" "xxxxxxxxnnmxmmnn" "----xxxxxxxxxxxx" /* 00-3F */
+	"nnnnnnnnnnnnnnnn" "xmxxnnnnmmmxmmmm" "nnnnnnnnnnnn**nf" "B***nnnxxxxxxxff" /* 40-7F */
+	"jjjjjjjjjjjjjjjj" "nnnnnnnnnnnnnnnn" "---mBmxx--xmBm*m" "mmxmxxmmxx*mmmmm" /* 80-BF */
+	"mmBxNxN*--------" "xnnnnn**nnnnnnnn" "nnnnnnxxnnnnnnnn" "xnnnnnnxnnnnnnnx"; /* C0-FF */
+
+/* Whether LOCK may come before the instruction whose ModRM is b[i] (opcode
+ * op, of the 0F map when two): a read-modify-write of memory (ADD...XOR,
+ * XCHG, INC, DEC, NOT, NEG, BTS, BTR, BTC, CMPXCHG, CMPXCHG8B, XADD). */
+static bool lockable(const uint8_t *b, size_t i, size_t n, bool two, uint8_t op)
+{
+	if (i + 1 > n || b[i] >> 6 == 3)
+		return false;
+	unsigned reg = (b[i] >> 3) & 7;
+	if (two)
+		return op == 0xb0 || op == 0xb1 || op == 0xc0 || op == 0xc1 || op == 0xab || op == 0xb3 || op == 0xbb ||
+		       (op == 0xba && reg >= 5) || (op == 0xc7 && reg == 1);
+	if (op < 0x40)
+		return (op & 7) <= 1 && (op >> 3) != 7; /* ADD...XOR r/m, r; not CMP */
+	if (op >= 0x80 && op <= 0x83)
+		return reg != 7;
+	if (op == 0x86 || op == 0x87)
+		return true;
+	if (op == 0xf6 || op == 0xf7)
+		return reg == 2 || reg == 3;
+	if (op == 0xfe || op == 0xff)
+		return reg <= 1;
+	return false;
+}
 
 unsigned mt_insn_length(const uint8_t *b, size_t n)
 {
 	size_t i = 0;
-	bool opsize = false, adsize = false, f2 = false, f3 = false;
+	bool opsize = false, adsize = false, f2 = false, f3 = false, seg = false, lock = false;
 	for (; i < n; i++) {
 		uint8_t c = b[i];
-		if (c == 0x66)
+		if (c == 0xf0)
+			lock = true;
+		else if (c == 0x66)
 			opsize = true;
 		else if (c == 0x67)
 			adsize = true;
@@ -152,17 +178,31 @@ unsigned mt_insn_length(const uint8_t *b, size_t n)
 			f2 = true;
 		else if (c == 0xf3)
 			f3 = true;
-		else if (c != 0x2e && c != 0x3e && c != 0x26 && c != 0x36 && c != 0x64 && c != 0x65)
+		else if (c == 0x2e || c == 0x3e || c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65)
+			seg = true;
+		else
 			break;
 	}
-	bool rexw = false;
-	if (i < n && (b[i] & 0xf0) == 0x40)
+	bool rexw = false, rex = false;
+	if (i < n && (b[i] & 0xf0) == 0x40) {
+		rex = true;
 		rexw = b[i++] & 0x08;
+	}
 	if (i + 1 > n)
 		return 0;
 	uint8_t op = b[i++];
+	if ((op == 0xc4 || op == 0xc5 || op == 0x62) && i < n) {
+		/* VEX, EVEX (64-bit mode): measured by their encoding's rules, as
+		 * XED and libipt measure them, in the maps whose immediates
+		 * those rules settle (not after 66, F2, F3 or REX: #UD) */
+		unsigned map = op == 0xc5 ? 1 : op == 0xc4 ? b[i] & 0x1f : b[i] & 0x7;
+		if (opsize || f2 || f3 || rex || lock || map == 0 || map == 4 || map > (op == 0x62 ? 6u : 3u))
+			return 0;
+		return mt_vex_length(b, n);
+	}
 	char k;
-	if (op == 0x0f) {
+	bool two = op == 0x0f;
+	if (two) {
 		if (i + 1 > n)
 			return 0;
 		op = b[i++];
@@ -180,8 +220,46 @@ unsigned mt_insn_length(const uint8_t *b, size_t n)
 				return i == 3 && b[0] == 0xf3 && (modrm == 0xfa || modrm == 0xfb) ? 4 : 0;
 			if (op == 0x1f) /* NOP r/m: Capstone knows the memory forms */
 				k = modrm >> 6 != 3 && !f2 && !f3 ? 'm' : 'x';
-			if (op == 0xba) /* BT, BTS, BTR, BTC r/m, imm8 */
+			unsigned mod = modrm >> 6;
+			bool none = !opsize && !f2 && !f3, sse = opsize && !f2 && !f3;
+			switch (op) {
+			case 0xba: /* BT, BTS, BTR, BTC r/m, imm8 */
 				k = reg >= 4 ? 'B' : 'x';
+				break;
+			case 0x12: case 0x16: /* MOVLPS/MOVHPS m or MOVHLPS/MOVLHPS r; MOVLPD/MOVHPD m;
+					       * MOVSLDUP/MOVSHDUP; MOVDDUP (F2 0F 12) */
+				k = (none || f3 || (f2 && !opsize && op == 0x12) || (sse && mod != 3)) && !(f2 && f3) ? 'm'
+													   : 'x';
+				break;
+			case 0x13: case 0x17: /* their stores: memory only */
+				k = (none || sse) && mod != 3 ? 'm' : 'x';
+				break;
+			case 0x71: case 0x72: case 0x73: /* shifts by imm8: registers only (PSRLDQ
+							  * and PSLLDQ after a 67 or segment prefix:
+							  * Capstone refuses them) */
+				k = (none || sse) && mod == 3 &&
+					    (reg == 2 || reg == 6 || (reg == 4 && op != 0x73) || (sse && !seg && !adsize && op == 0x73 && (reg == 3 || reg == 7)))
+					    ? 'B'
+					    : 'x';
+				break;
+			case 0xd7: /* PMOVMSKB r, mm/xmm */
+				k = (none || sse) && mod == 3 ? 'm' : 'x';
+				break;
+			case 0x6c: case 0x6d: /* PUNPCKLQDQ, PUNPCKHQDQ: xmm only */
+			case 0xd6:            /* MOVQ xmm/m64, xmm (Capstone refuses these after
+					       * a 67 or segment prefix) */
+				k = sse && !seg && !adsize ? 'm' : 'x';
+				break;
+			case 0x01: /* XGETBV, XTEST, RDTSCP (ld.so, clocks); the rest not here */
+				return none && !lock && i + 1 <= n && (modrm == 0xd0 || modrm == 0xd6 || modrm == 0xf9) ? (unsigned)i + 1
+														       : 0;
+			case 0xae: /* FXSAVE...CLFLUSH m (not F3's PTWRITE); LFENCE, MFENCE, SFENCE */
+				k = none && (mod != 3 || modrm == 0xe8 || modrm == 0xf0 || modrm == 0xf8) ? 'm' : 'x';
+				break;
+			case 0xc7: /* CMPXCHG8B/16B, XRSTORS, XSAVEC, XSAVES m; RDRAND, RDSEED r */
+				k = none && (mod != 3 ? reg == 1 || (reg >= 3 && reg <= 5) : reg >= 6) ? 'm' : 'x';
+				break;
+			}
 		}
 		if (k == 'j' && (opsize || adsize))
 			return 0;
@@ -211,6 +289,8 @@ unsigned mt_insn_length(const uint8_t *b, size_t n)
 		    (k == 'o' && (opsize || f2 || f3)))
 			return 0; /* sizes CPUs (or Capstone) read otherwise */
 	}
+	if (lock && !lockable(b, i, n, two, op))
+		return 0;
 	size_t imm = 0;
 	switch (k) {
 	case '-': break;

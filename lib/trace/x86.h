@@ -17,12 +17,16 @@ int mt_insn_classify(const uint8_t *b, size_t n, bool *direct, int64_t *disp, un
 
 /* The length of the instruction at b[0..n) (64-bit mode) for the common
  * legacy and 0F-map encodings whose length and validity the opcode, its
- * prefixes and its ModRM settle; 0 for any other (VEX, EVEX, the 0F38 and
- * 0F3A maps, LOCK, x87 register forms, system instructions, encodings
- * valid only with some prefixes or operands...), which Capstone decodes.
- * Wherever it answers, Capstone 4 decodes the same length (test_x86 holds
- * it so over real code and random bytes): the code walk's blocks are the
- * same, built without Capstone's cost for most instructions. */
+ * prefixes and its ModRM settle, and for VEX and EVEX (maps 1-3, EVEX's 5
+ * and 6) by their encoding's rules; 0 for any other (the 0F38 and 0F3A
+ * maps, LOCK, x87 register forms, system instructions, encodings valid
+ * only with some prefixes or operands...), which Capstone decodes.
+ * Wherever it answers a legacy encoding, Capstone 4 decodes the same
+ * length; a VEX or EVEX one, the same length wherever Capstone knows it
+ * (it does not know every valid one, nor refuse every invalid one, as the
+ * encoding's rules do not: XED and libipt measure them so too). test_x86
+ * holds both over real code and random bytes: the code walk's blocks are
+ * the same, built without Capstone's cost for nearly all instructions. */
 unsigned mt_insn_length(const uint8_t *b, size_t n);
 
 /* The length of a VEX or EVEX instruction at b (64-bit mode), 0 when b

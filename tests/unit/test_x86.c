@@ -9,6 +9,7 @@
  * tip_pge-ptw-tip_pgd (ptwrite eax: 4 bytes, ptwrite rax: 5), tip-jmpabs
  * (jmpabs: 11), int-eretu (eretu, a far return) and ptet-uint-uiret (uiret:
  * 4 bytes). */
+#define _POSIX_C_SOURCE 200809L
 #include <capstone.h>
 #include <fcntl.h>
 #include <gelf.h>
@@ -22,6 +23,18 @@
 #include "tap.h"
 #include "trace/x86.h"
 
+/* Whether b begins with a VEX or EVEX instruction (after segment or 67
+ * prefixes): where Capstone knows one, the same length; where it does not,
+ * no disagreement (mt_insn_length measures them by the encoding's rules). */
+static bool is_vex(const uint8_t *b, size_t n)
+{
+	size_t i = 0;
+	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 || b[i] == 0x65 ||
+			 b[i] == 0x67))
+		i++;
+	return i < n && (b[i] == 0xc4 || b[i] == 0xc5 || b[i] == 0x62);
+}
+
 /* Holds mt_insn_length against Capstone at each of n bytes' instructions
  * (a linear sweep); counts those it answered, and the disagreements. */
 static void sweep(csh cs, const uint8_t *code, size_t n, size_t *insns, size_t *answered, size_t *wrong)
@@ -34,7 +47,7 @@ static void sweep(csh cs, const uint8_t *code, size_t n, size_t *insns, size_t *
 		uint64_t addr = 0x1000 + off;
 		unsigned mine = mt_insn_length(code + off, n - off);
 		if (!cs_disasm_iter(cs, &p, &left, &addr, insn)) {
-			if (mine && (*wrong)++ < 5)
+			if (mine && !is_vex(code + off, n - off) && (*wrong)++ < 5)
 				printf("# at +0x%zx: %u, Capstone none\n", off, mine);
 			off++;
 			continue;
@@ -82,6 +95,70 @@ static size_t text_of(const char *path, uint8_t **code)
 	return got;
 }
 
+/* EVEX, which Capstone 4 knows least (it refuses much that is valid and
+ * misreads some: 62 82 cd f2 ac f5, vfnmadd213pd {rz-sae}, 6 bytes as
+ * objdump says, it reads as 7): random ones held against binutils' objdump
+ * instead, each at a 32-byte stride with NOPs after mt's length (objdump
+ * reading it longer or shorter lands elsewhere); those it calls (bad)
+ * left out. */
+static void evex_vs_objdump(uint64_t *seed, size_t *wrong)
+{
+	enum { N = 20000, STRIDE = 32 };
+	char path[] = "/tmp/test_x86.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fd >= 0 ? fdopen(fd, "w") : NULL;
+	if (!f) {
+		ok(0, "a temporary file for objdump");
+		return;
+	}
+	static unsigned lens[N];
+	for (unsigned c = 0; c < N;) {
+		uint8_t b[STRIDE];
+		for (size_t k = 0; k < sizeof b; k++) {
+			*seed = *seed * 6364136223846793005u + 1442695040888963407u;
+			b[k] = (uint8_t)(*seed >> 33);
+		}
+		b[0] = 0x62;
+		b[1] &= 0xf3; /* P0's bits 2 and 3 zero, P1's bit 2 one: */
+		b[2] |= 0x04; /* what EVEX requires */
+		unsigned mine = mt_insn_length(b, 15);
+		if (!mine)
+			continue;
+		memset(b + mine, 0x90, sizeof b - mine);
+		fwrite(b, 1, sizeof b, f);
+		lens[c++] = mine;
+	}
+	fclose(f);
+	char cmd[256];
+	snprintf(cmd, sizeof cmd, "objdump -D -b binary -m i386:x86-64 --insn-width=16 %s 2>&1", path);
+	FILE *p = popen(cmd, "r");
+	char line[512];
+	size_t known = 0, seen = 0;
+	while (p && fgets(line, sizeof line, p)) {
+		unsigned long addr;
+		char *tab = strchr(line, '\t');
+		if (!tab || sscanf(line, " %lx:", &addr) != 1 || addr % STRIDE || addr / STRIDE >= N)
+			continue;
+		seen++;
+		char *bytes = tab + 1, *end = strchr(bytes, '\t');
+		if (!end || strstr(end, "(bad)"))
+			continue;
+		unsigned n = 0;
+		for (char *q = bytes; q < end; q++)
+			n += q[0] != ' ' && (q == bytes || q[-1] == ' ');
+		known++;
+		if (n != lens[addr / STRIDE] && (*wrong)++ < 5)
+			printf("# EVEX at 0x%lx: %u, objdump %u:%s", addr, lens[addr / STRIDE], n, end);
+	}
+	if (p)
+		pclose(p);
+	unlink(path);
+	printf("# EVEX: %zu random, %zu read by objdump, %zu known to it\n", (size_t)N, seen, known);
+	/* most random EVEX opcodes are undefined: binutils 2.40 knows 968 of
+	 * these 20,000; the check means something only with hundreds */
+	ok(seen == N && known >= 500 && !*wrong, "random EVEX instructions: every length objdump knows is mt's");
+}
+
 static void insn_length_checks(void)
 {
 	static const struct { uint8_t b[24]; unsigned n, want; const char *what; } hand[] = {
@@ -105,8 +182,16 @@ static void insn_length_checks(void)
 		{{0x66, 0x0f, 0x1f, 0x44, 0, 0}, 6, 6, "nopw [rax+rax]"},
 		{{0xf3, 0x0f, 0x1e, 0xfa}, 4, 4, "endbr64"},
 		{{0xf3, 0x48, 0x0f, 0xb8, 0xc0}, 5, 0, "popcnt (0F B8): left to Capstone"},
-		{{0xf0, 0x0f, 0xb1, 0x11}, 4, 0, "lock cmpxchg: LOCK left to Capstone"},
-		{{0xc5, 0xf8, 0x77}, 3, 0, "VEX: left to Capstone"},
+		{{0x66, 0x0f, 0x38, 0x00, 0xc1}, 5, 0, "pshufb (0F38 map): left to Capstone"},
+		{{0xf0, 0x0f, 0xb1, 0x11}, 4, 4, "lock cmpxchg [rcx], edx"},
+		{{0xf0, 0x83, 0x2d, 1, 2, 3, 4, 1}, 8, 8, "lock sub dword [rip+disp32], 1"},
+		{{0xf0, 0x01, 0xc8}, 3, 0, "lock add eax, ecx: no memory operand, #UD"},
+		{{0xf0, 0x39, 0x08}, 3, 0, "lock cmp [rax], ecx: CMP is no read-modify-write, #UD"},
+		{{0xc5, 0xf8, 0x77}, 3, 3, "vzeroupper (VEX, no ModRM)"},
+		{{0xc5, 0xfd, 0x6f, 0x44, 0x24, 0x10}, 6, 6, "vmovdqa ymm0, [rsp+16] (VEX: SIB, disp8)"},
+		{{0xc4, 0xe3, 0x7d, 0x38, 0xc1, 1}, 6, 6, "vinserti128 ymm0, ymm0, xmm1, 1 (VEX map 3: imm8)"},
+		{{0x62, 0xf1, 0xfe, 0x48, 0x6f, 0x44, 0x24, 0x01}, 8, 8, "vmovdqu64 zmm0, [rsp+64] (EVEX, disp8*N)"},
+		{{0x66, 0xc5, 0xf8, 0x77}, 4, 0, "VEX after 66: #UD, not answered"},
 		{{0x0f, 0xba, 0xe0, 3}, 4, 4, "bt eax, 3 (0F BA /4 ib)"},
 		{{0x0f, 0xba, 0xc0, 3}, 4, 0, "0F BA /0: invalid"},
 		{{0x48, 0x8b, 0x44, 0x24}, 4, 0, "cut short before its displacement"},
@@ -160,8 +245,10 @@ static void insn_length_checks(void)
 		unsigned np = b[14] % 4;
 		for (; i < np; i++)
 			b[i] = pfx[b[i] % sizeof pfx];
-		if (t & 1)
+		if (t % 4 == 1)
 			b[i] = 0x0f;
+		else if (t % 4 == 2) /* VEX, EVEX */
+			b[i] = (uint8_t[]){0xc4, 0xc5, 0x62}[b[i] % 3];
 		tries++;
 		unsigned mine = mt_insn_length(b, sizeof b);
 		if (!mine)
@@ -171,6 +258,8 @@ static void insn_length_checks(void)
 		size_t left = sizeof b;
 		uint64_t addr = 0x1000;
 		bool dec = cs_disasm_iter(cs, &p, &left, &addr, insn);
+		if (b[np] == 0x62 || (!dec && is_vex(b, sizeof b)))
+			continue; /* EVEX: objdump's, below */
 		if ((!dec || insn->size != mine) && wrong++ < 5) {
 			printf("# random:");
 			for (size_t k = 0; k < mine + 1 && k < sizeof b; k++)
@@ -180,7 +269,8 @@ static void insn_length_checks(void)
 	}
 	cs_free(insn, 1);
 	printf("# random: %zu of %zu answered\n", answered, tries);
-	ok(answered > tries / 4 && !wrong, "random instructions: every length answered is Capstone's");
+	evex_vs_objdump(&seed, &wrong);
+	ok(answered > tries / 4 && !wrong, "random instructions: every length answered is Capstone's (EVEX objdump's)");
 	cs_close(&cs);
 }
 

@@ -215,26 +215,26 @@ Try 'mt-archive-watch --help' for more information." ]
 	"$PT2EVENTS" "$MT_FIXTURES/flow/plain.data" | grep -v '^# ' | cmp - "$BATS_TEST_TMPDIR/b.ev"
 }
 
-# Start-up, the same way: mt-pt2events measures the common instructions'
-# lengths itself (mt_insn_length) and loads Capstone for the rest only
+# Start-up, the same way: mt-pt2events measures the instructions' lengths
+# itself (mt_insn_length) and loads Capstone for those it leaves only
 # (linked, its ~77,000 relocations cost every start some 400 page faults).
 # Oracle: ldd; ld.so's own account of what it loaded (LD_DEBUG=files); the
-# SDM's encodings: vzeroupper (VEX, Capstone's) then jmp rax, whose target
-# the TIP gives; TIP.PGD at the next jmp rax.
+# SDM's encodings: pshufb xmm0, xmm1 (66 0F 38 00 C1, of the 0F38 map,
+# Capstone's) then jmp rax, whose target the TIP gives; TIP.PGD at the
+# next jmp rax.
 @test "mt-pt2events does not link Capstone: it loads it for an instruction its own length decoder leaves" {
 	local t=$BATS_TEST_TMPDIR psb='\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82\x02\x82'
 	run ldd "$PT2EVENTS"
 	[ "$status" -eq 0 ]
 	[[ "$output" != *libcapstone* ]]
 	printf "$psb\x99\x01\x7d\x00\x10\x00\x00\x00\x00\x02\x23\x6d\x10\x10\x00\x00\x00\x00\x01" > "$t/v.pt"
-	{ printf '\xc5\xf8\x77\xff\xe0'; printf '\x90%.0s' $(seq 11); printf '\xff\xe0'; } > "$t/v.code"
+	{ printf '\x66\x0f\x38\x00\xc1\xff\xe0'; printf '\x90%.0s' $(seq 9); printf '\xff\xe0'; } > "$t/v.code"
 	LD_DEBUG=files "$PT2EVENTS" --all-branches --pt "$t/v.pt" --image "$t/v.code@0x1000" > "$t/ev" 2> "$t/ld"
-	[ "$(grep -v '^#' "$t/ev")" = $'-\t0\t0\tjump\t0x1003\t0x1010\tinsn=2\n-\t0\t0\ttrace-end\t0x1010\t0x0\tinsn=1' ]
+	[ "$(grep -v '^#' "$t/ev")" = $'-\t0\t0\tjump\t0x1005\t0x1010\tinsn=2\n-\t0\t0\ttrace-end\t0x1010\t0x0\tinsn=1' ]
 	grep -q 'file=libcapstone\.so\.[0-9]* \[0\];  dynamically loaded by' "$t/ld"
-	# common code only (nop in vzeroupper's place): never loaded
-	printf '\x90\x90\x90\xff\xe0' > "$t/n.code"
-	{ printf '\x90%.0s' $(seq 11); printf '\xff\xe0'; } >> "$t/n.code"
+	# vzeroupper (VEX) and nops in its place: measured here, never loaded
+	{ printf '\xc5\xf8\x77\x90\x90\xff\xe0'; printf '\x90%.0s' $(seq 9); printf '\xff\xe0'; } > "$t/n.code"
 	LD_DEBUG=files "$PT2EVENTS" --all-branches --pt "$t/v.pt" --image "$t/n.code@0x1000" > "$t/ev" 2> "$t/ld"
-	grep -q $'\tjump\t0x1003\t0x1010\tinsn=4$' "$t/ev"
+	grep -q $'\tjump\t0x1005\t0x1010\tinsn=4$' "$t/ev"
 	! grep -q 'file=libcapstone' "$t/ld" || false
 }

@@ -23,6 +23,27 @@
 #include "tap.h"
 #include "trace/x86.h"
 
+/* An encoding, the bytes given, and the length expected of it. */
+struct len_case {
+	uint8_t b[24];
+	unsigned n, want;
+	const char *what;
+};
+
+/* Whether len gives each case its length (the misses said). */
+static int cases_ok(const struct len_case *c, size_t nc, unsigned (*len)(const uint8_t *, size_t))
+{
+	int good = 1;
+	for (size_t i = 0; i < nc; i++) {
+		unsigned got = len(c[i].b, c[i].n);
+		if (got != c[i].want) {
+			printf("# %s: %u, want %u\n", c[i].what, got, c[i].want);
+			good = 0;
+		}
+	}
+	return good;
+}
+
 /* Whether b begins with a VEX or EVEX instruction (after segment or 67
  * prefixes): where Capstone knows one, the same length; where it does not,
  * no disagreement (mt_insn_length measures them by the encoding's rules). */
@@ -161,7 +182,7 @@ static void evex_vs_objdump(uint64_t *seed, size_t *wrong)
 
 static void insn_length_checks(void)
 {
-	static const struct { uint8_t b[24]; unsigned n, want; const char *what; } hand[] = {
+	static const struct len_case hand[] = {
 		{{0x48, 0x89, 0xe5}, 3, 3, "mov rbp, rsp: REX.W, ModRM"},
 		{{0x48, 0x8b, 0x44, 0x24, 0x08}, 5, 5, "mov rax, [rsp+8]: SIB, disp8"},
 		{{0x48, 0x8d, 0x05, 1, 2, 3, 4}, 7, 7, "lea rax, [rip+disp32]"},
@@ -198,15 +219,8 @@ static void insn_length_checks(void)
 		{{0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x66, 0x2e, 0x0f, 0x1f, 0x84, 0, 0, 0, 0, 0}, 20, 0,
 		 "longer than 15 bytes"},
 	};
-	int good = 1;
-	for (size_t i = 0; i < sizeof hand / sizeof hand[0]; i++) {
-		unsigned got = mt_insn_length(hand[i].b, hand[i].n);
-		if (got != hand[i].want) {
-			printf("# %s: %u, want %u\n", hand[i].what, got, hand[i].want);
-			good = 0;
-		}
-	}
-	ok(good, "instruction lengths worked by hand from the SDM's opcode maps");
+	ok(cases_ok(hand, sizeof hand / sizeof hand[0], mt_insn_length),
+	   "instruction lengths worked by hand from the SDM's opcode maps");
 
 	csh cs;
 	if (cs_open(CS_ARCH_X86, CS_MODE_64, &cs) != CS_ERR_OK) {
@@ -277,7 +291,7 @@ static void insn_length_checks(void)
 int main(void)
 {
 	insn_length_checks();
-	static const struct { uint8_t b[16]; unsigned n, want; const char *what; } pt[] = {
+	static const struct len_case pt[] = {
 		{{0xf3, 0x0f, 0xae, 0xe0}, 4, 4, "ptwrite eax"},
 		{{0xf3, 0x48, 0x0f, 0xae, 0xe0}, 5, 5, "ptwrite rax"},
 		{{0xf3, 0x0f, 0xae, 0x20}, 4, 4, "ptwrite dword [rax]"},
@@ -291,15 +305,8 @@ int main(void)
 		{{0xf3, 0x0f, 0xae, 0x60}, 4, 0, "cut short before its displacement"},
 		{{0xf3, 0x0f, 0xae}, 3, 0, "cut short before its ModRM"},
 	};
-	int good = 1;
-	for (size_t i = 0; i < sizeof pt / sizeof pt[0]; i++) {
-		unsigned got = mt_ptwrite_length(pt[i].b, pt[i].n);
-		if (got != pt[i].want) {
-			printf("# %s: %u, want %u\n", pt[i].what, got, pt[i].want);
-			good = 0;
-		}
-	}
-	ok(good, "PTWRITE: register and memory forms, prefixes, and what is not one");
+	ok(cases_ok(pt, sizeof pt / sizeof pt[0], mt_ptwrite_length),
+	   "PTWRITE: register and memory forms, prefixes, and what is not one");
 	static const uint8_t vzu[] = {0xc5, 0xf8, 0x77}, vmov[] = {0xc5, 0xfd, 0x6f, 0x44, 0x24, 0x10};
 	ok(mt_vex_length(vzu, sizeof vzu) == 3 && mt_vex_length(vmov, sizeof vmov) == 6,
 	   "VEX: vzeroupper (no ModRM), vmovdqa ymm0, [rsp+16] (SIB, disp8)");

@@ -47,7 +47,10 @@ IBERTY_LIBS = -liberty
 CFLAGS ?= $(OPT)
 override CFLAGS += -std=c11 -Wall -Wextra -Werror -Wshadow -Wstrict-prototypes \
 	-D_FILE_OFFSET_BITS=64 -Ilib -I$(BUILD)/gen $(PKG_CFLAGS) $(SANFLAGS)
-LDFLAGS += $(SANFLAGS)
+# --as-needed in every build (gcc's default here, but not with the
+# sanitizers): a tool records only the libraries it calls, so
+# mt-pt2events starts without Capstone's relocations (trace/csload.c).
+LDFLAGS += $(SANFLAGS) -Wl,--as-needed
 LDLIBS = $(IPT_LIBS) $(PKG_LIBS) $(IBERTY_LIBS)
 
 LIB_SRCS := $(wildcard lib/*/*.c)

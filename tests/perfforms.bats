@@ -228,6 +228,11 @@ open('z.data', 'wb').write(b)"
 	awk -F'\t' '$4 == "sample" { for (i = 6; i <= NF; i++) if ($i ~ /^from_sym=/) print $3, $1, substr($i, 10) }' all.ev | sort > mt.named
 	echo "perf names $(wc -l < perf.named) samples"
 	[ "$(wc -l < perf.named)" -ge 20 ]
+	# (on a failure: each sample named otherwise, with mt's name and the
+	# piece perf read it from)
+	comm -23 perf.named mt.named | head -5 | while read -r tid t name; do
+		echo "perf: $tid $t $name; mt: $(grep "^$tid $t " mt.named); piece: $(grep -l "" s.data.* | while read -r f; do perf script -i "$f" -F tid,time --ns 2> /dev/null | tr -d ':.' | grep -q " $t\$" && echo "$f"; done)"
+	done
 	[ "$(comm -23 perf.named mt.named | wc -l)" -eq 0 ]
 	second=$(for f in s.data.*; do [ "$(perf script -i "$f" -F tid 2> /dev/null | grep -c '^ *[0-9]')" -gt 0 ] && echo "$f"; done | sed -n 2p)
 	[ -n "$second" ]

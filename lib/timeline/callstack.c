@@ -726,15 +726,17 @@ static void replay_branches(struct mt_cs *cs, struct thread *t, uint64_t time, c
 	const char *snames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES], *pnames[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
 	uint64_t sips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES], pips[MT_EVENT_MAX_EXTRA + MAX_BRANCHES];
 	size_t sn, pn = 0;
-	/* the previous sample's stack, where the window's oldest entries go on */
-	if (after_stack_sample && t->cur.n <= sizeof pnames / sizeof *pnames)
+	enum mt_brclock clock = mt_brclock_of(event);
+	/* the previous sample's stack, where the window's oldest entries go on
+	 * (only a taken-branch window holding its period can use it) */
+	if (after_stack_sample && clock == MT_BRCLOCK_TAKEN && period <= nb && t->cur.n <= sizeof pnames / sizeof *pnames)
 		for (; pn < t->cur.n; pn++) {
 			pnames[pn] = t->cur.v[pn].name;
 			pips[pn] = t->cur.v[pn].ip;
 		}
 	struct mt_brwindow w = {.names = names, .ips = ips, .nf = nf, .b = b, .nb = nb, .time = time,
 				.lower = lower ? *lower : 0, .has_lower = lower != NULL,
-				.clock = mt_brclock_of(event), .period = period,
+				.clock = clock, .period = period,
 				.prev_names = pnames, .prev_ips = pips, .prev_n = pn};
 	size_t forward;
 	size_t k = mt_brwindow_steps(&w, steps, snames, sips, sizeof snames / sizeof *snames, &sn, &forward);

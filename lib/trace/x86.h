@@ -1,8 +1,9 @@
 /* x86: facts about x86-64 code and Intel PT that both the decoder's code
  * walk (image) and the trace synthesizer (synth) need: the class of a
- * branch instruction from its bytes, the length of VEX/EVEX instructions
- * (capstone 4 does not know every AVX-512 one glibc uses), and the
- * 64-entry return stack behind PT's return compression. */
+ * branch instruction from its bytes, instruction lengths (the common
+ * encodings, so that the walk seldom needs Capstone; VEX/EVEX, of which
+ * Capstone 4 does not know every AVX-512 one glibc uses), and the 64-entry
+ * return stack behind PT's return compression. */
 #ifndef MT_X86_H
 #define MT_X86_H
 

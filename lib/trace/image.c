@@ -23,6 +23,7 @@
 int mt_image_init(struct mt_image *img, const char *name, struct mt_err *err)
 {
 	memset(img, 0, sizeof *img);
+	img->generation = 1;
 	mt_secmap_init(&img->map);
 	img->image = pt_image_alloc(name);
 	if (!img->image) {
@@ -50,6 +51,7 @@ void mt_image_fini(struct mt_image *img)
 	free(img->blocks);
 	free(img->offs);
 	mt_csload_close(&img->cs);
+	mt_runcache_fini(&img->runs);
 	memset(img, 0, sizeof *img);
 }
 
@@ -137,6 +139,10 @@ static size_t file_read(struct mt_image *img, struct mt_image_file *f, uint64_t 
 
 static void flush_blocks(struct mt_image *img)
 {
+	/* what was built from the blocks goes with them (a run found 2^32
+	 * flushes ago would be taken again: no recording adds so many) */
+	if (!++img->generation)
+		img->generation = 1;
 	if (img->nblocks) {
 		memset(img->blocks, 0, img->capblocks * sizeof *img->blocks);
 		img->nblocks = 0;
@@ -414,7 +420,7 @@ bool mt_image_func_range(struct mt_image *img, uint64_t addr, uint64_t *start, u
 	size_t lo = mt_count_at_or_below(img->funcs, img->nfuncs, sizeof *img->funcs,
 					 offsetof(struct mt_func_range, start), addr);
 	/* lo-1 is the last range starting at or below addr */
-	for (size_t i = lo; i > 0 && i > lo - 4; i--) {
+	for (size_t i = lo; i > 0 && i + 4 > lo; i--) { /* the last 4 (lo - 4 would wrap below 4) */
 		const struct mt_func_range *f = &img->funcs[i - 1];
 		if (addr < f->end) {
 			*start = f->start;

@@ -14,6 +14,7 @@
 #include "base/mt_err.h"
 #include "base/strtab.h"
 #include "trace/csload.h"
+#include "trace/runcache.h"
 #include "trace/secmap.h"
 
 struct pt_image;
@@ -85,6 +86,10 @@ struct mt_image {
 	size_t capblocks, nblocks;
 	uint16_t *offs;
 	size_t noffs, capoffs;
+	/* counts the flushes of the block cache from 1 (0 never: an empty
+	 * slot of runs): what is built from blocks holds while it stays */
+	uint32_t generation;
+	struct mt_runcache runs;   /* runs of blocks, for the decoder's walk */
 	struct mt_csload cs;       /* Capstone, for what mt_insn_length leaves */
 };
 

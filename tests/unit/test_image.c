@@ -132,9 +132,33 @@ static void test_image_files(void)
 	rmdir(dir);
 }
 
+/* Function ranges from a kallsyms list (each symbol ends where the next
+ * begins, the last left out), looked up where there are fewer than four:
+ * each address's range worked by hand. */
+static void test_func_ranges(void)
+{
+	char path[] = "/tmp/mt-kallsyms.XXXXXX";
+	int fd = mkstemp(path);
+	FILE *f = fdopen(fd, "w");
+	fputs("0000000000001000 T f\n0000000000001010 T g\n0000000000001030 T h\n", f);
+	fclose(f);
+	struct mt_image img;
+	struct mt_err err = {0};
+	mt_image_init(&img, "t", &err);
+	ok(mt_image_add_kallsyms(&img, path, &err) == 0 && img.nfuncs == 2, "two ranges from three symbols");
+	uint64_t s = 0, e = 0;
+	ok(mt_image_func_range(&img, 0x1006, &s, &e) && s == 0x1000 && e == 0x1010, "in the first range");
+	ok(mt_image_func_range(&img, 0x102f, &s, &e) && s == 0x1010 && e == 0x1030, "at the last address of the second");
+	ok(!mt_image_func_range(&img, 0x1030, &s, &e) && s == 0x1030 && e == UINT64_MAX, "after them: a gap to the end");
+	ok(!mt_image_func_range(&img, 0xfff, &s, &e) && s == 0xfff && e == 0x1000, "before them: a gap to the first");
+	mt_image_fini(&img);
+	unlink(path);
+}
+
 int main(void)
 {
 	test_image_specs();
+	test_func_ranges();
 	test_code_blocks();
 	test_image_files();
 	return tap_done();

@@ -21,6 +21,8 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "trace/pttime.h"
+
 /* status updates a PSB+ may hold: CBR, MODE.Exec, MODE.TSX, PIP, VMCS, one more */
 #define MT_PTQ_PSB_EVENTS 6
 #define MT_PTQ_FUP_NOTES 4
@@ -98,37 +100,17 @@ struct mt_ptq {
 	/* last IP (IP compression) */
 	uint64_t ip;
 	bool have_ip, ip_suppressed;
-	/* the time as libipt's pt_time keeps it, all of it starting over
-	 * at a sync: */
-	struct {
-		uint64_t tsc;        /* now */
-		uint64_t base;       /* the last TSC or MTC (less TMA's fast counter) */
-		uint32_t ctc;        /* the CTC as of base */
-		uint64_t fc;         /* CYC: the fast counter (TSC ticks) since base */
-		uint32_t ctc_cyc;    /* the CTC when fc last started over */
-		bool have_tsc, have_tma, have_mtc;
-		bool lost_cyc;       /* a CYC lost for want of a calibration since */
-	} time;
-	/* the time as of the last branch or event packet (what libipt's
-	 * pt_qry_time reports) */
-	uint64_t last_tsc;
+	/* the time the timing packets tell (pttime.h); its cycles: the CYC
+	 * packets' payloads summed since init */
+	struct mt_pttime clock;
+	/* the time and the cycles as of the last branch or event packet (what
+	 * libipt's pt_qry_time reports; the CYCs before a packet time it) */
+	uint64_t last_tsc, last_cycles;
 	bool have_last;
-	/* core cycles: the CYC packets' payloads summed since init, and as of
-	 * the last branch or event packet (the CYCs before a packet time it) */
-	uint64_t cycles, last_cycles;
-	/* libipt's pt_tcal: fast counter per cycle (<< 8) from the cycles
-	 * between two MTCs (or TSCs), or the nominal ratio over a CBR */
-	struct {
-		uint64_t fcr, cyc_mtc, cyc_tsc, tsc;
-		uint32_t ctc;
-		bool have_mtc;
-	} cal;
 	bool mtc_ok;             /* MTC and TMA readable: a CTC ratio, MTC bits within TMA's CTC */
 	bool cyc_ok;             /* and CYC: cyc, no erratum SKL168, no calibration overflow */
 	bool timed;              /* times matter: hand over only where libipt's time is the same */
 	bool cyc;                /* CYC packets may be in the trace */
-	unsigned mtc_freq, nom_freq;
-	uint32_t ctc_eax, ctc_ebx; /* CPUID 0x15: TSC / CTC = ebx / eax */
 	/* events: PSB+ status updates waiting for PSBEND, or one bound to the
 	 * next TIP, TIP.PGE or TIP.PGD (MODE.Exec, FUP) */
 	struct pt_event psb_ev[MT_PTQ_PSB_EVENTS];

@@ -1,5 +1,6 @@
 #include "trace/ptdecode.h"
 #include "trace/errata.h"
+#include "trace/ptnote.h"
 #include "trace/ptquery.h"
 #include "trace/runcache.h"
 #include "trace/x86.h"
@@ -22,7 +23,6 @@ uint64_t mt_tsc_to_perf_time(const struct mt_tsc_conv *c, uint64_t tsc)
 }
 
 #define MT_PTDEC_MAX_WALK (1u << 20)
-#define MT_NOTE_MAX_COLS 4 /* a CFE: type, vector, VMXQ, VMXR */
 
 struct dec {
 	const struct mt_ptdec_stream *s;
@@ -170,70 +170,6 @@ static void emit(struct dec *d, enum mt_event_kind kind, uint64_t from, uint64_t
 	emit_ev(d, kind, from, to, 0, 0);
 }
 
-/* A PT note's columns (ptwrite, mwait, pwre, pwrx, exstop, vmcs). */
-struct note {
-	char v[MT_NOTE_MAX_COLS][24];
-	struct mt_kv kv[MT_NOTE_MAX_COLS];
-	unsigned n;
-};
-
-static void note_col(struct note *n, const char *key, const char *fmt, uint64_t x)
-{
-	snprintf(n->v[n->n], sizeof n->v[n->n], fmt, (unsigned long long)x);
-	n->kv[n->n] = (struct mt_kv){key, n->v[n->n]};
-	n->n++;
-}
-
-static void note_str(struct note *n, const char *key, const char *val)
-{
-	n->kv[n->n++] = (struct mt_kv){key, val};
-}
-
-/* A note at ip (0: not known). */
-static void emit_note(struct dec *d, enum mt_event_kind kind, uint64_t ip, const struct note *n)
-{
-	struct mt_event ev = {.kind = kind, .from = ip, .offset = MT_NO_OFFSET, .extra = n->kv, .nextra = n->n};
-	deliver(d, &ev);
-}
-
-/* The C-state of an MWAIT hint's nibble, numbered as libipt's ptxed
- * numbers them (0: C1 ... 0xf: C0). */
-static unsigned cstate_of(unsigned hint)
-{
-	return (hint + 1) & 0xf;
-}
-
-/* Event Trace's CFE types by number (libipt's pt_cfe_type; 11 is none),
- * and whether the type has a vector */
-static const struct {
-	const char *name;
-	bool vector;
-} cfe_types[16] = {
-	[1] = {"intr", true}, [2] = {"iret", false}, [3] = {"smi", false}, [4] = {"rsm", false},
-	[5] = {"sipi", true}, [6] = {"init", false}, [7] = {"vmentry", false}, [8] = {"vmexit", false},
-	[9] = {"vmexit_intr", true}, [10] = {"shutdown", false}, [12] = {"uintr", true}, [13] = {"uiret", false},
-	[14] = {"swintr", true}, [15] = {"syscall", false},
-};
-
-/* A CFE as a note: its type, the vector of those that have one, the EVD
- * payloads before it. */
-static void cfe_note(struct dec *d, const struct pt_event *ev)
-{
-	struct note n = {.n = 0};
-	struct mt_cfe cfe;
-	mt_ptq_cfe(ev, &cfe);
-	if (cfe.type >= 16 || !cfe_types[cfe.type].name)
-		return; /* a type libipt 2.1 does not know: it tells nothing either */
-	note_str(&n, "type", cfe_types[cfe.type].name);
-	if (cfe_types[cfe.type].vector)
-		note_col(&n, "vector", "%llu", cfe.vector);
-	static const char *const evd_keys[3] = {"cr2", "vmxq", "vmxr"};
-	for (unsigned i = 0; i < 3; i++)
-		if (cfe.has & (1u << i) && n.n < MT_NOTE_MAX_COLS)
-			note_col(&n, evd_keys[i], "0x%llx", cfe.evd[i]);
-	emit_note(d, MT_EV_CFE, ev->ip_suppressed ? 0 : cfe.ip, &n);
-}
-
 /* The IP n instructions on from the walk's, where no branch that needs
  * the trace comes first: 0 where one does (or the code is not there). */
 static uint64_t ip_after(struct dec *d, uint64_t n)
@@ -257,86 +193,15 @@ static uint64_t ip_after(struct dec *d, uint64_t n)
 	return 0;
 }
 
-/* A TRIG as a note: its trigger bits, MULT, the instruction count; at the
- * IP the walk found for it (walk_event), 0x0 when none. */
-static void trig_note(struct dec *d, const struct pt_event *ev)
-{
-	struct note n = {.n = 0};
-	struct mt_trig t;
-	mt_ptq_trig(ev, &t);
-	note_col(&n, "id", "0x%02llx", t.id);
-	if (t.flags & MT_TRIG_MULT)
-		note_col(&n, "mult", "%llu", 1);
-	if (t.flags & MT_TRIG_ICNTV)
-		note_col(&n, "icnt", "%llu", t.icnt);
-	emit_note(d, MT_EV_TRIG, ev->ip_suppressed ? 0 : t.ip, &n);
-}
-
 /* The notes the packet reader (mt's or libipt's) reports as events;
  * power ones only when asked, as CBR. */
 static void handle_note(struct dec *d, const struct pt_event *ev)
 {
-	struct note n = {.n = 0};
-	bool power = d->cfg->want_power;
-	if (ev->type == MT_PTEV_CFE) {
-		cfe_note(d, ev);
+	struct mt_ptnote n;
+	if (!mt_ptnote_of(ev, d->cfg->want_power, &n))
 		return;
-	}
-	if (ev->type == MT_PTEV_TRIG) {
-		trig_note(d, ev);
-		return;
-	}
-	switch (ev->type) {
-	case ptev_ptwrite:
-		note_col(&n, "payload", "0x%llx", ev->variant.ptwrite.payload);
-		emit_note(d, MT_EV_PTWRITE, ev->ip_suppressed ? 0 : ev->variant.ptwrite.ip, &n);
-		break;
-	case ptev_mwait:
-		if (!power)
-			break;
-		note_col(&n, "hints", "0x%llx", ev->variant.mwait.hints);
-		note_col(&n, "ext", "0x%llx", ev->variant.mwait.ext);
-		emit_note(d, MT_EV_MWAIT, ev->ip_suppressed ? 0 : ev->variant.mwait.ip, &n);
-		break;
-	case ptev_pwre:
-		if (!power)
-			break;
-		note_col(&n, "cstate", "%llu", cstate_of(ev->variant.pwre.state));
-		note_col(&n, "substate", "%llu", cstate_of(ev->variant.pwre.sub_state));
-		if (ev->variant.pwre.hw)
-			note_col(&n, "hw", "%llu", 1);
-		emit_note(d, MT_EV_PWRE, 0, &n);
-		break;
-	case ptev_pwrx:
-		if (!power)
-			break;
-		note_col(&n, "cstate", "%llu", cstate_of(ev->variant.pwrx.last));
-		note_col(&n, "deepest", "%llu", cstate_of(ev->variant.pwrx.deepest));
-		note_str(&n, "wake", ev->variant.pwrx.interrupt ? "int" : ev->variant.pwrx.store ? "store"
-				     : ev->variant.pwrx.autonomous ? "hw" : "other");
-		emit_note(d, MT_EV_PWRX, 0, &n);
-		break;
-	case ptev_exstop:
-		if (power)
-			emit_note(d, MT_EV_EXSTOP, ev->ip_suppressed ? 0 : ev->variant.exstop.ip, &n);
-		break;
-	case ptev_vmcs:
-		if (ev->status_update)
-			break;
-		note_col(&n, "base", "0x%llx", ev->variant.vmcs.base);
-		emit_note(d, MT_EV_VMCS, 0, &n);
-		break;
-	case ptev_async_vmcs:
-		/* a PSB+'s restates the VMCS of a guest's trace at every PSB:
-		 * no change, and no note */
-		if (ev->status_update)
-			break;
-		note_col(&n, "base", "0x%llx", ev->variant.async_vmcs.base);
-		emit_note(d, MT_EV_VMCS, ev->variant.async_vmcs.ip, &n);
-		break;
-	default:
-		break;
-	}
+	struct mt_event e = {.kind = n.kind, .from = n.ip, .offset = MT_NO_OFFSET, .extra = n.kv, .nextra = n.n};
+	deliver(d, &e);
 }
 
 /* errcode 0: `what` is the whole message; else libipt's text follows it. */

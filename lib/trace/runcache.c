@@ -1,12 +1,19 @@
+#define _GNU_SOURCE
 #include "trace/runcache.h"
 #include "trace/image.h"
 
 #include <intel-pt.h>
-#include <stdlib.h>
+#include <sys/mman.h>
+
+static size_t table_bytes(unsigned bits)
+{
+	return ((size_t)1 << bits) * sizeof(struct mt_run);
+}
 
 void mt_runcache_fini(struct mt_runcache *rc)
 {
-	free(rc->runs);
+	if (rc->runs)
+		munmap(rc->runs, table_bytes(rc->bits));
 	rc->runs = NULL;
 }
 
@@ -53,10 +60,22 @@ static void find_run(struct mt_image *img, struct mt_run *r)
 const struct mt_run *mt_runcache_find_new(struct mt_runcache *rc, struct mt_image *img, uint64_t ip,
 					  unsigned bits, unsigned nbits)
 {
-	/* zero pages, touched only where runs are found */
-	if (!rc->runs && !(rc->runs = calloc(MT_RUNCACHE_SLOTS, sizeof *rc->runs)))
-		return NULL;
-	struct mt_run *r = &rc->runs[mt_runcache_slot(ip, bits, nbits)];
+	if (!rc->runs || (rc->evicted >= (1u << rc->bits) / 4 && rc->bits < MT_RUNCACHE_MAX_BITS)) {
+		/* zero pages, each touched where a run is kept: mapped, as
+		 * calloc in a thread's arena would clear it all */
+		unsigned nb = rc->runs ? rc->bits + 1 : MT_RUNCACHE_MIN_BITS;
+		void *m = mmap(NULL, table_bytes(nb), PROT_READ | PROT_WRITE, MAP_PRIVATE | MAP_ANONYMOUS, -1, 0);
+		if (m != MAP_FAILED) {
+			mt_runcache_fini(rc);
+			rc->runs = m;
+			rc->bits = nb;
+			rc->evicted = 0;
+		} else if (!rc->runs) {
+			return NULL;
+		} /* else: on with the smaller table */
+	}
+	struct mt_run *r = &rc->runs[mt_runcache_slot(rc, ip, bits, nbits)];
+	rc->evicted += r->nbits != 0; /* another run was kept there */
 	*r = (struct mt_run){.ip = ip, .bits = (uint8_t)bits, .nbits = (uint8_t)nbits,
 			     .generation = img->generation};
 	find_run(img, r);

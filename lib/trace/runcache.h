@@ -20,7 +20,10 @@
 struct mt_image;
 
 #define MT_RUN_MAX_BITS 8    /* TNT bits a lookup is keyed by */
-#define MT_RUNCACHE_SLOTS (1u << 16)
+/* slots: from 2^12 (a small trace touches few pages: each run found
+ * touches one where the hash puts it) doubling to 2^16 as runs are found */
+#define MT_RUNCACHE_MIN_BITS 12
+#define MT_RUNCACHE_MAX_BITS 16
 
 struct mt_run {
 	uint64_t ip;          /* the first block's */
@@ -36,9 +39,14 @@ struct mt_run {
 /* A direct-mapped table of runs (a run found overwrites another with the
  * same slot), each valid for the generation of the image's blocks it was
  * found in. Kept with the image, across the decodes of its segments.
+ * Once runs found have put out others a quarter as often as it has slots,
+ * it starts afresh twice as large (the runs are found again, from blocks
+ * already decoded), up to 2^MT_RUNCACHE_MAX_BITS slots.
  * Zeroed: empty, its table allocated on first use. */
 struct mt_runcache {
 	struct mt_run *runs;
+	unsigned bits;        /* 2^bits slots */
+	uint64_t evicted;     /* runs put out by others since the table was made */
 };
 
 void mt_runcache_fini(struct mt_runcache *rc);
@@ -51,10 +59,10 @@ void mt_runcache_fini(struct mt_runcache *rc);
 const struct mt_run *mt_runcache_find_new(struct mt_runcache *rc, struct mt_image *img, uint64_t ip,
 					  unsigned bits, unsigned nbits);
 
-static inline size_t mt_runcache_slot(uint64_t ip, unsigned bits, unsigned nbits)
+static inline size_t mt_runcache_slot(const struct mt_runcache *rc, uint64_t ip, unsigned bits, unsigned nbits)
 {
 	uint64_t key = ip ^ ((uint64_t)(bits | nbits << MT_RUN_MAX_BITS) << 48);
-	return (size_t)((key * 0x9e3779b97f4a7c15u) >> 48);
+	return (size_t)((key * 0x9e3779b97f4a7c15u) >> (64 - rc->bits));
 }
 
 /* The fast path inline: a run found before, in this generation of the
@@ -63,7 +71,7 @@ static inline const struct mt_run *mt_runcache_find(struct mt_runcache *rc, stru
 						    uint32_t generation, uint64_t ip, unsigned bits, unsigned nbits)
 {
 	if (rc->runs) {
-		const struct mt_run *r = &rc->runs[mt_runcache_slot(ip, bits, nbits)];
+		const struct mt_run *r = &rc->runs[mt_runcache_slot(rc, ip, bits, nbits)];
 		if (r->ip == ip && r->bits == bits && r->nbits == nbits && r->generation == generation)
 			return r;
 	}

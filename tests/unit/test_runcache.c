@@ -91,6 +91,15 @@ int main(void)
 	b = mt_runcache_find(rc, &img, gen, 0x1000, 0x2, 3);
 	ok(b && b != a && same(b, 3, 5, 0x1000, 0x1002, 3), "more bits available: another run");
 
+	/* many starts (no code there: runs of nothing, kept all the same)
+	 * put runs out of their slots: the table grows, and finds anew */
+	unsigned before = rc->bits;
+	for (uint64_t k = 0; k < 20000; k++)
+		mt_runcache_find(rc, &img, gen, 0x100000 + k, 1, 1);
+	ok(before == MT_RUNCACHE_MIN_BITS && rc->bits > before && rc->bits <= MT_RUNCACHE_MAX_BITS,
+	   "runs putting out others: the table grows");
+	ok(same(mt_runcache_find(rc, &img, gen, 0x1000, 0x2, 2), 2, 2, 0x1004, 0x1006, 2), "and finds the runs again");
+
 	/* adding code flushes the blocks: the runs found before are not taken */
 	char spec2[96];
 	snprintf(spec2, sizeof spec2, "%s@0x5000", bin);

@@ -402,7 +402,7 @@ with open(sys.argv[1], "r+b") as f:
 	[ "$status" -eq 0 ]
 	[ -z "$stderr" ]
 	local c
-	for c in 64M staircase deep; do
+	for c in 64M staircase deep dense4; do
 		echo "$output" | grep -q "^== $c$"
 		# text, binary, mt-toperfetto text and binary: a ratio, met or not; no magic-trace way
 		echo "$output" | grep -Eq "^$c +([0-9]+\.[0-9]+x (met|NOT met) +){4}- *$"

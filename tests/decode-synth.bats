@@ -27,6 +27,22 @@ check_truth() { # PROG VARIANT [OPTION...]
 	[ "$(echo "$output" | sed -n 's/.* insns=\([0-9]*\).*/\1/p')" -eq "$truth_insns" ]
 }
 
+# The default output (calls, returns, syscalls, and only the jumps that
+# leave their function; runs of conditional branches that report nothing
+# passed in one step, runcache.c) against the truth of every branch: its
+# events in order with only jumps left out, each instruction count the
+# truth's since the event before (keptsum.py); with libipt: the same
+# events as libipt's block decoder walking the code (no runs), where its
+# times are mt's (untimed, TSC)
+check_kept() { # PROG VARIANT [libipt]
+	local d=$MT_FIXTURES/$1
+	"$PT2EVENTS" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
+	python3 "$BATS_TEST_DIRNAME/tools/keptsum.py" "$d/$2.truth" "$BATS_TEST_TMPDIR/mt"
+	[ "${3:-}" = libipt ] || return 0
+	"$PT2EVENTS" --decoder=libipt "$d/$2.data" > "$BATS_TEST_TMPDIR/blk"
+	diff <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/mt") <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/blk")
+}
+
 check_perf() { # PROG VARIANT [pipe|OPTION...]
 	local d=$MT_FIXTURES/$1
 	if [ "${3:-}" = pipe ]; then
@@ -40,6 +56,20 @@ check_perf() { # PROG VARIANT [pipe|OPTION...]
 	diff "$BATS_TEST_TMPDIR/perf" <(events_cr "$BATS_TEST_TMPDIR/mt")
 }
 
+@test "default output, deep plain (400 calls deep): the truth's events but jumps that stay, and libipt's walk" { check_kept deep plain libipt; }
+@test "default output, libc plain: the truth's events but jumps that stay, and libipt's walk" { check_kept libc plain libipt; }
+@test "default output, libc long-tnt (runs over long TNT packets): the truth's kept events, libipt's walk" { check_kept libc long-tnt libipt; }
+@test "default output, libc tsc, noretcomp, per-cpu: the truth's kept events, libipt's walk" {
+	check_kept libc tsc libipt
+	check_kept libc noretcomp libipt
+	check_kept libc per-cpu libipt
+}
+@test "default output, libc psb, mtc, cyc, per-cpu-mtc, flow plain, threads per-cpu: the truth's kept events" {
+	local v
+	for v in psb mtc cyc per-cpu-mtc; do check_kept libc $v; done
+	check_kept flow plain libipt
+	check_kept threads per-cpu libipt
+}
 @test "flow plain: every taken branch equals the ground truth" { check_truth flow plain; }
 @test "flow long-tnt: equals the ground truth" { check_truth flow long-tnt; }
 @test "flow noretcomp: equals the ground truth" { check_truth flow noretcomp; }

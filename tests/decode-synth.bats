@@ -70,6 +70,26 @@ check_perf() { # PROG VARIANT [pipe|OPTION...]
 	check_kept flow plain libipt
 	check_kept threads per-cpu libipt
 }
+@test "default output: a conditional tail call (a Jcc into another function) is a jump, cond=1, as often as taken" {
+	# condtail: pick's jne goes to leaf for odd i, 100 times of 200; the
+	# truth (every branch) has them; none is passed as a run of branches
+	# that report nothing (runcache.c)
+	"$MT_BIN/mt-synth" -q -o "$BATS_TEST_TMPDIR/ct" --variants plain,long-tnt -- "$MT_PROGS/condtail"
+	local pick leaf v
+	pick=$(nm "$MT_PROGS/condtail" | awk '$3 == "pick" { print $1 }')
+	leaf=$(nm "$MT_PROGS/condtail" | awk '$3 == "leaf" { print $1 }')
+	[ -n "$pick" ] && [ -n "$leaf" ] || false
+	for v in plain long-tnt; do
+		"$PT2EVENTS" "$BATS_TEST_TMPDIR/ct/$v.data" > "$BATS_TEST_TMPDIR/mt"
+		# the jne is pick's second instruction (test $1, %dil: 4 bytes)
+		[ "$(awk -F'\t' -v f="$(printf '0x%x' $((0x$pick + 4)))" -v t="$(printf '0x%x' $((0x$leaf)))" \
+			'$4 == "jump" && $5 == f && $6 == t && /\tcond=1/' "$BATS_TEST_TMPDIR/mt" | wc -l)" -eq 100 ]
+		[ "$(grep -c "	jump	$(printf '0x%x' $((0x$pick + 4)))	" "$BATS_TEST_TMPDIR/ct/$v.truth")" -eq 100 ]
+		python3 "$BATS_TEST_DIRNAME/tools/keptsum.py" "$BATS_TEST_TMPDIR/ct/$v.truth" "$BATS_TEST_TMPDIR/mt"
+		"$PT2EVENTS" --decoder=libipt "$BATS_TEST_TMPDIR/ct/$v.data" > "$BATS_TEST_TMPDIR/blk"
+		diff <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/mt") <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/blk")
+	done
+}
 @test "flow plain: every taken branch equals the ground truth" { check_truth flow plain; }
 @test "flow long-tnt: equals the ground truth" { check_truth flow long-tnt; }
 @test "flow noretcomp: equals the ground truth" { check_truth flow noretcomp; }

@@ -51,11 +51,12 @@ static inline uint64_t mt_pkt_load_le(const uint8_t *p, int n)
 	return v;
 }
 
-/* The payload bytes of an IP packet by its IPBytes (0 to 7); -1: reserved. */
+/* The payload bytes of an IP packet by its IPBytes (0 to 7: below 8); -1:
+ * reserved. */
 static inline int mt_pkt_ip_bytes(unsigned ipc)
 {
 	static const int8_t ip_bytes[8] = {0, 2, 4, 6, 6, -1, 8, -1};
-	return ip_bytes[ipc & 7];
+	return ip_bytes[ipc]; /* ipc: a header's top 3 bits */
 }
 
 /* The size of the IP packet at p when complete and well-formed, else 0;

@@ -40,6 +40,7 @@ struct mt_pttime {
 };
 
 #define MT_PTTIME_FCR_SHIFT 8 /* libipt's fast-counter ratio: fixed point, 8 fraction bits */
+#define MT_PTTIME_MTC_BITS 8  /* an MTC's payload: CTC bits mtc_freq and up */
 
 /* Readies t for a trace recorded with config's clock (mtc_freq,
  * cpuid_0x15_eax/ebx, nom_freq): no time yet. */
@@ -52,7 +53,10 @@ void mt_pttime_restart(struct mt_pttime *t);
 bool mt_pttime_mtc_ok(const struct mt_pttime *t);
 /* The CTC span of MTC packets (their 8 bits above mtc_freq), after which
  * the CTC they carry wraps. */
-uint32_t mt_pttime_ctc_wrap(const struct mt_pttime *t);
+static inline uint32_t mt_pttime_ctc_wrap(const struct mt_pttime *t)
+{
+	return 1u << (t->mtc_freq + MT_PTTIME_MTC_BITS);
+}
 
 /* The timing packets, in the trace's order: TSC (in_psb: in a PSB+), TMA
  * (its CTC and FC fields), MTC (its payload byte), CYC (its cycles), CBR
@@ -60,8 +64,67 @@ uint32_t mt_pttime_ctc_wrap(const struct mt_pttime *t);
  * it is known; in a PSB+ the calibration is kept, as libipt keeps it). */
 void mt_pttime_tsc(struct mt_pttime *t, uint64_t tsc, bool in_psb);
 void mt_pttime_tma(struct mt_pttime *t, uint16_t ctc, uint16_t fc);
-void mt_pttime_mtc(struct mt_pttime *t, uint8_t payload);
-void mt_pttime_cyc(struct mt_pttime *t, uint64_t cycles);
 void mt_pttime_cbr(struct mt_pttime *t, uint8_t ratio, bool in_psb);
+
+/* MTC and CYC (one every few packets of a timed trace: inline) */
+
+/* CTC ticks from last to ctc (one wrap-around) in TSC ticks */
+static inline uint64_t mt_pttime_ctc_to_tsc(const struct mt_pttime *t, uint32_t ctc, uint32_t last)
+{
+	if (ctc < last)
+		ctc += mt_pttime_ctc_wrap(t);
+	return (uint64_t)(ctc - last) * t->ctc_ebx / t->ctc_eax;
+}
+
+static inline void mt_pttime_mtc(struct mt_pttime *t, uint8_t payload)
+{
+	uint32_t ctc = (uint32_t)payload << t->mtc_freq;
+	/* calibration: the cycles since the last MTC it used */
+	if (!t->cal.have_mtc) {
+		t->cal.have_mtc = true;
+		t->cal.cyc_mtc = 0;
+		t->cal.ctc = ctc;
+	} else if (t->cal.cyc_mtc) {
+		uint64_t fc = mt_pttime_ctc_to_tsc(t, ctc, t->cal.ctc);
+		t->cal.fcr = (fc << MT_PTTIME_FCR_SHIFT) / t->cal.cyc_mtc;
+		t->cal.cyc_mtc = 0;
+		t->cal.ctc = ctc;
+	}
+	if (t->time.have_tsc && !t->time.have_tma)
+		return;
+	uint32_t last = t->time.ctc;
+	bool had_mtc = t->time.have_mtc;
+	if (t->time.fc || t->time.lost_cyc || !had_mtc)
+		t->time.ctc_cyc = ctc; /* the fast counter starts over here */
+	t->time.have_mtc = true;
+	t->time.ctc = ctc;
+	t->time.fc = 0;
+	t->time.lost_cyc = false;
+	if (!had_mtc)
+		return; /* the first, with no TMA: where in its period tracing began is unknown */
+	t->time.base += mt_pttime_ctc_to_tsc(t, ctc, last);
+	t->time.tsc = t->time.base;
+}
+
+/* A CYC: its cycles in TSC ticks at the calibrated ratio; the first since
+ * the fast counter started over, less the cycles of the MTC periods it
+ * spans before the current one. */
+static inline void mt_pttime_cyc(struct mt_pttime *t, uint64_t cycles)
+{
+	t->cycles += cycles;
+	t->cal.cyc_mtc += cycles;
+	t->cal.cyc_tsc += cycles;
+	uint64_t fcr = t->cal.fcr;
+	if (!fcr) {
+		t->time.lost_cyc = true;
+		return;
+	}
+	if (!t->time.fc && t->time.ctc != t->time.ctc_cyc) {
+		uint64_t before = (mt_pttime_ctc_to_tsc(t, t->time.ctc, t->time.ctc_cyc) << MT_PTTIME_FCR_SHIFT) / fcr;
+		cycles = cycles < before ? 0 : cycles - before;
+	}
+	t->time.fc += (cycles * fcr) >> MT_PTTIME_FCR_SHIFT;
+	t->time.tsc = t->time.base + t->time.fc;
+}
 
 #endif

@@ -145,6 +145,13 @@ static inline const struct mt_code_block *mt_image_block(struct mt_image *img, u
 	}
 	return mt_image_block_new(img, ip, err);
 }
+/* The run of blocks from ip steered by the next TNT bits (runcache.h),
+ * in this generation of the image's blocks. */
+static inline const struct mt_run *mt_image_run(struct mt_image *img, uint64_t ip, unsigned bits, unsigned nbits)
+{
+	return mt_runcache_find(&img->runs, img, img->generation, ip, bits, nbits);
+}
+
 /* libipt's image for its own decoders, made on first use (again when
  * sections were added since): mt's sections where they are few, else none
  * and every byte read from img through a callback (img must not move

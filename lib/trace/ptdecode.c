@@ -41,10 +41,6 @@ struct dec {
 	struct mt_ptdec_stats *stats;
 	struct pt_block_decoder *blk;   /* libipt's walk, or */
 	struct mt_ptq q;                /* mt's walk over mt's (or libipt's) packets */
-	/* pass runs of conditional branches that report nothing in one step
-	 * (the image's runcache; not with --all-branches: it reports every
-	 * taken one) */
-	bool use_runs;
 	/* instructions decoded so far (added to the statistics at the end),
 	 * and their count at the last emitted event */
 	uint64_t insns, insns_at_event;
@@ -831,20 +827,20 @@ static __attribute__((noinline)) int walk_event(struct dec *d, const struct pt_e
  * a conditional or indirect one went. Returns the query status. */
 static int walk_step(struct dec *d, int status)
 {
-	unsigned n = d->q.tnt_n;
-	if (n && d->use_runs && !d->not64) {
-		unsigned nbits = n < MT_RUN_MAX_BITS ? n : MT_RUN_MAX_BITS;
-		unsigned bits = (unsigned)(d->q.tnt >> (n - nbits)) & ((1u << nbits) - 1);
-		const struct mt_run *r = mt_runcache_find(&d->img->runs, d->img, d->img->generation, d->ip, bits, nbits);
+	/* runs of conditional branches that report nothing, in one step, with
+	 * TNT bits already read (not with --all-branches: it reports every
+	 * taken one) */
+	unsigned bits, nbits;
+	if ((nbits = mt_ptq_tnt_ahead(&d->q, MT_RUN_MAX_BITS, &bits)) && !d->cfg->all_branches && !d->not64) {
+		const struct mt_run *r = mt_image_run(d->img, d->ip, bits, nbits);
 		/* where the count since the last packet might pass the limit
 		 * inside the run, the walk finds where */
 		if (r && r->used && d->insns - d->insns_at_packet + r->insns <= MT_PTDEC_MAX_WALK) {
 			resolve_pending(d, d->ip);
 			pass(d, r->insns, r->last_ip);
-			d->q.tnt_n -= r->used; /* TNT bits already read: no packet */
 			d->insns_at_packet = d->insns;
 			d->ip = r->next_ip;
-			return mt_ptq_status(&d->q);
+			return mt_ptq_take_tnt(&d->q, r->used);
 		}
 	}
 	int err;
@@ -966,7 +962,6 @@ static int walk_decode(struct dec *d, const struct pt_config *config, struct mt_
 	if (mt_ptq_init(&d->q, config, !d->cfg->libipt_packets, d->cfg->timed, d->cfg->cyc) < 0)
 		return mt_err_set(err, MT_ENOMEM, "cannot allocate a PT query decoder");
 	uint64_t ip = 0, nsteps = 0, handed_blk = UINT64_MAX, replay_skip = 0;
-	d->use_runs = !d->cfg->all_branches;
 	bool watch = s->progress || s->stop_after || s->head_end, branch_eos = false;
 	int status = sync_on(d, &ip, true);
 	if (status >= 0)

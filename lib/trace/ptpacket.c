@@ -30,11 +30,11 @@ int mt_pkt_trig_size(const uint8_t *p, const uint8_t *end, int *fup, unsigned *i
 {
 	if (end - p < TRIG_SIZE)
 		return 0;
-	int n = TRIG_SIZE + (p[1] & TRIG_ICNTV ? TRIG_ICNT_SIZE : 0);
+	int n = TRIG_SIZE + (p[1] & MT_TRIG_ICNTV ? TRIG_ICNT_SIZE : 0);
 	*fup = 0;
 	if (end - p < n)
 		return 0;
-	if (!(p[1] & TRIG_IP))
+	if (!(p[1] & MT_TRIG_IP))
 		return n;
 	int f = p + n < end && (p[n] & 0x1f) == IP_FUP ? mt_pkt_ip_size(p + n, end, ipc) : 0;
 	if (!f || !*ipc)

@@ -30,17 +30,18 @@ enum {
 	PSB_SIZE = 16, PSBEND_SIZE = 2, CBR_SIZE = 4, TNT64_SIZE = 8, PIP_SIZE = 8, VMCS_SIZE = 7, TSC_SIZE = 8, MODE_SIZE = 2,
 	MTC_SIZE = 2, TMA_SIZE = 7,
 	/* TRIG (libipt 2.2, unknown to Debian's 2.0.5): a trigger fired; flags
-	 * byte (IP 0x80: a FUP with its IP follows, ICNTV 0x40: a 2-byte
-	 * instruction count follows, MULT 0x20), trigger id */
-	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2, TRIG_IP = 0x80, TRIG_ICNTV = 0x40,
+	 * byte (MT_TRIG_*), trigger id */
+	OP_TRIG = 0xd9, TRIG_SIZE = 3, TRIG_ICNT_SIZE = 2,
 	/* Event Trace (libipt 2.1): CFE (type bits 4:0, IP bit 7: a FUP with
 	 * its IP follows; a vector byte), EVD (type bits 4:0; an 8-byte
 	 * payload that describes the next CFE) */
 	EXT_CFE = 0x13, CFE_SIZE = 4, CFE_TYPE = 0x1f, CFE_INTR = 1, CFE_RSM = 4, CFE_SIPI = 5, CFE_VMEXIT = 8,
 	CFE_VMEXIT_INTR = 9,
 	EXT_EVD = 0x53, EVD_SIZE = 11, EVD_TYPE = 0x1f, EVD_TYPES = 3,
-	MTC_BITS = 8, TMA_CTC_BITS = 16,
 };
+/* TRIG's flag bits: a FUP with its IP follows, a 2-byte instruction count
+ * follows, MULT (the reader's TRIG events keep them, ptquery.h) */
+enum { MT_TRIG_IP = 0x80, MT_TRIG_ICNTV = 0x40, MT_TRIG_MULT = 0x20 };
 
 /* n bytes at p, little-endian */
 static inline uint64_t mt_pkt_load_le(const uint8_t *p, int n)

@@ -513,7 +513,7 @@ int mt_ptq_event(struct mt_ptq *q, struct pt_event *ev)
 			unsigned ipc;
 			int n = mt_pkt_trig_size(p, q->end, &tfup, &ipc);
 			struct mt_trig t = {.id = p[2], .flags = p[1] & (MT_TRIG_IP | MT_TRIG_ICNTV | MT_TRIG_MULT)};
-			if (p[1] & TRIG_ICNTV)
+			if (p[1] & MT_TRIG_ICNTV)
 				t.icnt = (uint16_t)mt_pkt_load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE);
 			new_event(q, ev, MT_PTEV_TRIG);
 			if (tfup) {

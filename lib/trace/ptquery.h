@@ -21,6 +21,7 @@
 #include <stdint.h>
 #include <string.h>
 
+#include "trace/ptpacket.h"
 #include "trace/pttime.h"
 
 /* status updates a PSB+ may hold: CBR, MODE.Exec, MODE.TSX, PIP, VMCS, one more */
@@ -42,7 +43,6 @@ struct mt_cfe {
 /* TRIG (libipt 2.2; not in 2.0.5): a trigger fired, reported as an event
  * of this type; mt_ptq_trig reads it. */
 #define MT_PTEV_TRIG ((enum pt_event_type)0x101)
-enum { MT_TRIG_IP = 0x80, MT_TRIG_ICNTV = 0x40, MT_TRIG_MULT = 0x20 }; /* the packet's flag bits */
 struct mt_trig {
 	uint64_t ip;   /* MT_TRIG_IP: its FUP's */
 	uint16_t icnt; /* MT_TRIG_ICNTV: instructions from the current IP to the trigger's */
@@ -185,6 +185,24 @@ static inline int mt_ptq_status(const struct mt_ptq *q)
 		return pts_event_pending;
 	/* the end, or a PSB+ cut short by it where libipt was to take over */
 	return q->next == PTQ_EOS || (q->next == PTQ_STUCK && q->stuck_err == -pte_eos) ? pts_eos : 0;
+}
+
+/* The next TNT bits already read, up to max of them: how many (0 where
+ * a packet must be read first), the bits in *bits (the next in the
+ * highest of them). */
+static inline unsigned mt_ptq_tnt_ahead(const struct mt_ptq *q, unsigned max, unsigned *bits)
+{
+	unsigned n = q->tnt_n < max ? q->tnt_n : max;
+	*bits = n ? (unsigned)(q->tnt >> (q->tnt_n - n)) & ((1u << n) - 1) : 0;
+	return n;
+}
+
+/* Takes n of the bits mt_ptq_tnt_ahead gave, as n conditional-branch
+ * queries would; the status the last of them would return. */
+static inline int mt_ptq_take_tnt(struct mt_ptq *q, unsigned n)
+{
+	q->tnt_n -= n;
+	return mt_ptq_status(q);
 }
 
 static inline int mt_ptq_cond_branch(struct mt_ptq *q, int *taken)

@@ -186,8 +186,8 @@ const uint8_t *mt_ptq_scan(struct mt_ptq *q, const uint8_t *p)
 			n = in_psb ? 0 : mt_pkt_trig_size(p, end, &fup, &ipc);
 			/* with its IP, an instruction count of 0 must come too
 			 * (libipt 2.2: a bad packet else) */
-			if (!in_psb && end - p >= TRIG_SIZE && (p[1] & TRIG_IP) &&
-			    (!(p[1] & TRIG_ICNTV) ||
+			if (!in_psb && end - p >= TRIG_SIZE && (p[1] & MT_TRIG_IP) &&
+			    (!(p[1] & MT_TRIG_ICNTV) ||
 			     (end - p >= TRIG_SIZE + TRIG_ICNT_SIZE && mt_pkt_load_le(p + TRIG_SIZE, TRIG_ICNT_SIZE))))
 				et_err = -pte_bad_packet;
 		} else if (b == OP_MODE) {

@@ -35,11 +35,13 @@ check_truth() { # PROG VARIANT [OPTION...]
 # events as libipt's block decoder walking the code (no runs), where its
 # times are mt's (untimed, TSC)
 check_kept() { # PROG VARIANT [libipt]
-	local d=$MT_FIXTURES/$1
-	"$PT2EVENTS" "$d/$2.data" > "$BATS_TEST_TMPDIR/mt"
-	python3 "$BATS_TEST_DIRNAME/tools/keptsum.py" "$d/$2.truth" "$BATS_TEST_TMPDIR/mt"
-	[ "${3:-}" = libipt ] || return 0
-	"$PT2EVENTS" --decoder=libipt "$d/$2.data" > "$BATS_TEST_TMPDIR/blk"
+	kept_in "$MT_FIXTURES/$1/$2" "${@:3}"
+}
+kept_in() { # DIR/VARIANT (its .data and .truth) [libipt]: the output left in $BATS_TEST_TMPDIR/mt
+	"$PT2EVENTS" "$1.data" > "$BATS_TEST_TMPDIR/mt"
+	python3 "$BATS_TEST_DIRNAME/tools/keptsum.py" "$1.truth" "$BATS_TEST_TMPDIR/mt"
+	[ "${2:-}" = libipt ] || return 0
+	"$PT2EVENTS" --decoder=libipt "$1.data" > "$BATS_TEST_TMPDIR/blk"
 	diff <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/mt") <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/blk")
 }
 
@@ -80,14 +82,11 @@ check_perf() { # PROG VARIANT [pipe|OPTION...]
 	leaf=$(nm "$MT_PROGS/condtail" | awk '$3 == "leaf" { print $1 }')
 	[ -n "$pick" ] && [ -n "$leaf" ] || false
 	for v in plain long-tnt; do
-		"$PT2EVENTS" "$BATS_TEST_TMPDIR/ct/$v.data" > "$BATS_TEST_TMPDIR/mt"
+		kept_in "$BATS_TEST_TMPDIR/ct/$v" libipt
 		# the jne is pick's second instruction (test $1, %dil: 4 bytes)
 		[ "$(awk -F'\t' -v f="$(printf '0x%x' $((0x$pick + 4)))" -v t="$(printf '0x%x' $((0x$leaf)))" \
 			'$4 == "jump" && $5 == f && $6 == t && /\tcond=1/' "$BATS_TEST_TMPDIR/mt" | wc -l)" -eq 100 ]
 		[ "$(grep -c "	jump	$(printf '0x%x' $((0x$pick + 4)))	" "$BATS_TEST_TMPDIR/ct/$v.truth")" -eq 100 ]
-		python3 "$BATS_TEST_DIRNAME/tools/keptsum.py" "$BATS_TEST_TMPDIR/ct/$v.truth" "$BATS_TEST_TMPDIR/mt"
-		"$PT2EVENTS" --decoder=libipt "$BATS_TEST_TMPDIR/ct/$v.data" > "$BATS_TEST_TMPDIR/blk"
-		diff <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/mt") <(grep -v '^# fact	decoder' "$BATS_TEST_TMPDIR/blk")
 	done
 }
 @test "flow plain: every taken branch equals the ground truth" { check_truth flow plain; }

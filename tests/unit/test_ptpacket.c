@@ -201,9 +201,9 @@ static void test_newer(void)
 	unsigned ipc = 9, bit = 9;
 	int fup = -1;
 	bool f = false;
-	const uint8_t trig[] = {OP_TRIG, 0x00, 0x05}, trig_icnt[] = {OP_TRIG, TRIG_ICNTV, 0x05, 0x10, 0x00},
-		      trig_ip[] = {OP_TRIG, TRIG_IP | TRIG_ICNTV, 0x01, 0x00, 0x00, 0x5d, 0x34, 0x12, 0x78, 0x56},
-		      trig_ip_nofup[] = {OP_TRIG, TRIG_IP, 0x01, 0x0d, 0x34, 0x12};
+	const uint8_t trig[] = {OP_TRIG, 0x00, 0x05}, trig_icnt[] = {OP_TRIG, MT_TRIG_ICNTV, 0x05, 0x10, 0x00},
+		      trig_ip[] = {OP_TRIG, MT_TRIG_IP | MT_TRIG_ICNTV, 0x01, 0x00, 0x00, 0x5d, 0x34, 0x12, 0x78, 0x56},
+		      trig_ip_nofup[] = {OP_TRIG, MT_TRIG_IP, 0x01, 0x0d, 0x34, 0x12};
 	ok(mt_pkt_trig_size(trig, trig + 3, &fup, &ipc) == 3 && fup == 0, "TRIG: 3 bytes");
 	ok(mt_pkt_trig_size(trig_icnt, trig_icnt + 5, &fup, &ipc) == 5 && mt_pkt_trig_size(trig_icnt, trig_icnt + 4, &fup, &ipc) == 0,
 	   "TRIG with an instruction count: 5 bytes, none when cut");

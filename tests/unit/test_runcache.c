@@ -63,27 +63,29 @@ int main(void)
 	uint32_t gen = img.generation;
 	struct mt_runcache *rc = &img.runs;
 
-	/* bits: the first in bit nbits - 1 */
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1000, 0x2, 2), 2, 2, 0x1004, 0x1006, 2),
-	   "taken, then not taken: two blocks, two bits, on after the second branch");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1000, 0x0, 1), 1, 1, 0x1000, 0x1002, 1),
-	   "the bits run out at a conditional branch: the run ends before it");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1000, 0xff, 8), 8, 8, 0x1004, 0x1000, 8),
-	   "a loop taken 8 times: all 8 bits");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1006, 0x1, 1), 0, 0, 0, 0, 0),
-	   "a branch taken into another function is reported: no run");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1006, 0x1, 2), 2, 3, 0x100c, 0x1000, 3),
-	   "not taken, a jump within the function, taken: the jump is passed, no bit");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1006, 0x0, 2), 2, 3, 0x100c, 0x100e, 3),
-	   "the run ends at its last conditional branch, before the return");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x100e, 0x1, 1), 0, 0, 0, 0, 0),
-	   "a return: no run");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x9000, 0x1, 1), 0, 0, 0, 0, 0),
-	   "no code mapped: no run");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1002, 0x4, 3), 3, 7, 0x1004, 0x1006, 3),
-	   "taken back, not taken, not taken: blocks of one and three instructions");
-	ok(same(mt_runcache_find(rc, &img, gen, 0x1002, 0x1, 3), 3, 6, 0x100c, 0x1000, 4),
-	   "not taken twice, a jump passed, taken");
+	/* bits: the first in bit nbits - 1; want: used, insns, last, next, blocks */
+	static const struct {
+		uint64_t ip;
+		unsigned bits, nbits, used, insns;
+		uint64_t last, next;
+		unsigned blocks;
+		const char *name;
+	} cases[] = {
+		{0x1000, 0x2, 2, 2, 2, 0x1004, 0x1006, 2, "taken, then not taken: two blocks, two bits, on after the second branch"},
+		{0x1000, 0x0, 1, 1, 1, 0x1000, 0x1002, 1, "the bits run out at a conditional branch: the run ends before it"},
+		{0x1000, 0xff, 8, 8, 8, 0x1004, 0x1000, 8, "a loop taken 8 times: all 8 bits"},
+		{0x1006, 0x1, 1, 0, 0, 0, 0, 0, "a branch taken into another function is reported: no run"},
+		{0x1006, 0x1, 2, 2, 3, 0x100c, 0x1000, 3, "not taken, a jump within the function, taken: the jump is passed, no bit"},
+		{0x1006, 0x0, 2, 2, 3, 0x100c, 0x100e, 3, "the run ends at its last conditional branch, before the return"},
+		{0x100e, 0x1, 1, 0, 0, 0, 0, 0, "a return: no run"},
+		{0x9000, 0x1, 1, 0, 0, 0, 0, 0, "no code mapped: no run"},
+		{0x1002, 0x4, 3, 3, 7, 0x1004, 0x1006, 3, "taken back, not taken, not taken: blocks of one and three instructions"},
+		{0x1002, 0x1, 3, 3, 6, 0x100c, 0x1000, 4, "not taken twice, a jump passed, taken"},
+	};
+	for (size_t i = 0; i < sizeof cases / sizeof *cases; i++)
+		ok(same(mt_runcache_find(rc, &img, gen, cases[i].ip, cases[i].bits, cases[i].nbits), cases[i].used,
+			cases[i].insns, cases[i].last, cases[i].next, cases[i].blocks),
+		   cases[i].name);
 
 	const struct mt_run *a = mt_runcache_find(rc, &img, gen, 0x1000, 0x2, 2);
 	const struct mt_run *b = mt_runcache_find(rc, &img, gen, 0x1000, 0x2, 2);

@@ -226,7 +226,7 @@ PY
 # away). Recorded for real with mt-record: hot built without frame
 # pointers (hot_nofp) and two busy threads, also without them (workers:
 # clone3 -> start_thread -> worker -> crunch). Oracle: perf script on the same perf.data (Debian's perf unwinds
-# with libdw): every sample's functions, innermost first, the same for at
+# with libunwind: it links libdw too, but perf builds one unwinder): every sample's functions, innermost first, the same for at
 # least 99% of samples (tests/tools/framecmp.py). And the point of it: the
 # same program sampled with frame pointers loses main under hot_loop.
 @test "--callgraph=dwarf: every sample unwound to perf script's frames (hot without frame pointers, two threads)" {

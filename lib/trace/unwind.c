@@ -38,6 +38,14 @@ struct mt_unwind {
 	uint64_t *pcs;
 	size_t n, max;
 	const char *why;
+	/* each DWARF register's latest known value, frame by frame (rax..r15,
+	 * rip), which of them the last frame knows, and that frame's PC */
+	uint64_t carry[17];
+	uint32_t last_known;
+	uint64_t last_pc;
+	bool last_activation;
+	bool resume;  /* the next walk starts from carry and last_pc */
+	size_t skip;  /* frames of that walk already written */
 };
 
 struct mt_unwind *mt_unwind_new(const char *symfs)
@@ -179,6 +187,17 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 					      MT_PREG_DI, MT_PREG_BP, MT_PREG_SP, MT_PREG_R8, MT_PREG_R8 + 1,
 					      MT_PREG_R8 + 2, MT_PREG_R8 + 3, MT_PREG_R8 + 4, MT_PREG_R8 + 5,
 					      MT_PREG_R8 + 6, MT_PREG_R8 + 7, MT_PREG_IP};
+	if (u->resume) {
+		/* the frame libdwfl stopped at, each register it did not
+		 * know as the frame inside it left it; its PC inside the call
+		 * (libdwfl looks up a first frame's PC as it is) */
+		Dwarf_Word w[16];
+		memcpy(w, u->carry, sizeof w);
+		if (!dwfl_thread_state_registers(thread, 0, 16, w))
+			return false;
+		dwfl_thread_state_register_pc(thread, u->last_activation ? u->last_pc : u->last_pc - 1);
+		return true;
+	}
 	for (int r = 0; r < 17; r++) {
 		int pr = perf_of_dwarf[r];
 		if (!(s->mask >> pr & 1))
@@ -214,8 +233,54 @@ static int frame_callback(Dwfl_Frame *frame, void *arg)
 		u->why = dwfl_errmsg(-1);
 		return DWARF_CB_ABORT;
 	}
+	if (u->skip) { /* a resumed walk's first frame: written already */
+		u->skip--;
+		return DWARF_CB_OK;
+	}
+	u->last_known = 0;
+	for (unsigned r = 0; r < 17; r++) {
+		Dwarf_Word v;
+		if (dwfl_frame_reg(frame, r, &v) == 0) {
+			u->carry[r] = v;
+			u->last_known |= 1u << r;
+		}
+	}
+	u->last_pc = pc;
+	u->last_activation = activation;
 	u->pcs[u->n++] = activation ? pc : pc - 1;
 	return u->n < u->max ? DWARF_CB_OK : DWARF_CB_ABORT;
+}
+
+/* Whether the walk that ended at the last frame ended where perf's
+ * unwinder (libunwind) would go on. libdwfl takes a register that no CFI
+ * rule gives (rbx through _dl_fixup's entry, say) as unknown, and a CFA
+ * computed from it (_dl_runtime_resolve's rbx+32) as no caller: the
+ * walk ends. libunwind takes such a register as keeping its value, and
+ * goes on. Where the frame's CFI says its return address is undefined
+ * (_start, clone3), it is the outermost for both. */
+static bool goes_on(struct mt_unwind *u, struct uproc *p)
+{
+	if ((u->last_known & 0xffff) == 0xffff)
+		return false; /* every register known: libdwfl ended for another reason */
+	Dwarf_Addr pc = u->last_activation ? u->last_pc : u->last_pc - 1, bias;
+	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	if (!mod)
+		return false;
+	Dwarf_Frame *f = NULL;
+	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
+	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0) {
+		cfi = dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0)
+			return false; /* no CFI: libdwfl's own end, as perf's */
+	}
+	Dwarf_Addr start, end;
+	bool signal;
+	int ra = dwarf_frame_info(f, &start, &end, &signal);
+	Dwarf_Op mem[3], *ops = NULL;
+	size_t nops = 0;
+	bool undefined = ra < 0 || dwarf_frame_register(f, ra, mem, &ops, &nops) != 0 || (nops == 0 && ops == mem);
+	free(f);
+	return !undefined;
 }
 
 size_t mt_unwind_run(struct mt_unwind *u, const struct mt_unwind_sample *s, uint64_t *pcs, size_t max,
@@ -252,7 +317,21 @@ size_t mt_unwind_run(struct mt_unwind *u, const struct mt_unwind_sample *s, uint
 		}
 		p->attached = true;
 	}
+	u->resume = false;
+	u->skip = 0;
 	int rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
+	/* where libdwfl stopped for want of a register libunwind would keep,
+	 * go on from that frame: at most a few times, each adding frames */
+	for (int tries = 0; tries < 8 && u->n && u->n < max && !u->why && goes_on(u, p); tries++) {
+		size_t before = u->n;
+		u->resume = true;
+		u->skip = 1;
+		rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
+		u->resume = false;
+		u->skip = 0;
+		if (u->n == before)
+			break;
+	}
 	if (!u->n) {
 		pcs[u->n++] = s->regs[MT_PREG_IP];
 		if (!u->why)

@@ -4,7 +4,10 @@
  * the objects the process has mapped (.eh_frame, .debug_frame, separate
  * debug info), as perf's util/unwind-libdw.c does: one Dwfl a process,
  * each object reported when a frame first lands in it, stack reads from
- * the copy only. x86-64. */
+ * the copy only. x86-64. Debian's perf, the oracle, unwinds with
+ * libunwind, which takes a register no CFI rule gives as unchanged where
+ * libdwfl takes it as unknown: where that alone ends libdwfl's walk, it
+ * goes on from the frame it stopped at, as libunwind does. */
 #ifndef MT_UNWIND_H
 #define MT_UNWIND_H
 

@@ -3,12 +3,14 @@
 
 Usage: framecmp.py PERF_SCRIPT_OUTPUT MT_EVENTS [MIN_PERCENT]
 PERF_SCRIPT_OUTPUT: `perf script -F tid,time,ip,sym --ns --no-inline`
-(perf unwinds --call-graph=dwarf samples with libdw); MT_EVENTS: the
+(Debian's perf 6.1 unwinds --call-graph=dwarf samples with libunwind:
+util/unwind-libunwind-local.c); MT_EVENTS: the
 same perf.data through mt-pt2events | mt-symbolize. Samples are matched by
 thread and time; each one's function names, innermost first, must be
 perf's. A perf frame at ffffffffffffffff is left out: where a stack copy
 ends, perf's unwinder reports the frame it could not read as pc 0, less
-one for a caller (perf's util/unwind-libdw.c); it is no frame. Prints the counts and the first differences; exits 1 when fewer
+one for a caller (its access_mem gives 0 for a word it cannot read); it
+is no frame. Prints the counts and the first differences; exits 1 when fewer
 than MIN_PERCENT (default 99) of perf's samples agree, or when the two
 name different samples. A sample whose chain mt cut (frames_cut=N) agrees
 when its frames are perf's innermost and perf has N more; a PLT stub mt

@@ -5,7 +5,16 @@
  * with this process's mappings from /proc/self/maps. The unwound PCs must
  * be the captured IP, then each recorded return address less one, in
  * order. Then a copy cut short, missing registers and an unmapped IP:
- * fewer frames and a reason, never a crash. */
+ * fewer frames and a reason, never a crash.
+ *
+ * Then a frame whose CFA is another register (rbx, as ld.so's
+ * _dl_runtime_resolve keeps it) under a function whose CFI says nothing
+ * of rbx: libdwfl takes rbx there as unknown and stops; perf's unwinder
+ * (libunwind) takes it as unchanged and goes on, as the code does. Seen
+ * on a real recording: a sample at _dl_fixup's entry, perf script's
+ * frames _dl_fixup, _dl_runtime_resolve_xsavec, then the frame it could
+ * not read (a copy of 64 bytes); mt's stopped at the second as if whole.
+ * Oracle: the stack laid out by hand by that CFI (frame_outer, below). */
 #define _GNU_SOURCE
 #include <inttypes.h>
 #include <stdio.h>
@@ -15,6 +24,39 @@
 
 #include "trace/unwind.h"
 #include "tap.h"
+
+/* Code never run, only unwound through: frame_inner is called from
+ * frame_outer, which keeps its CFA in rbx; frame_outer from frame_bottom,
+ * the outermost (its return address undefined, as _start's). */
+__asm__(".text\n"
+	"frame_bottom:\n"
+	".cfi_startproc\n"
+	".cfi_undefined rip\n"
+	"\tnop\n"
+	"\tcall frame_outer\n"
+	"frame_bottom_ret:\n"
+	"\thlt\n"
+	".cfi_endproc\n"
+	"frame_outer:\n"
+	".cfi_startproc\n"
+	"\tpush %rbx\n"
+	".cfi_adjust_cfa_offset 8\n"
+	".cfi_rel_offset rbx, 0\n"
+	"\tmov %rsp, %rbx\n"
+	".cfi_def_cfa_register rbx\n"
+	"\tand $-64, %rsp\n"
+	"\tcall frame_inner\n"
+	"frame_outer_ret:\n"
+	"\tmov %rbx, %rsp\n"
+	"\tpop %rbx\n"
+	".cfi_def_cfa rsp, 8\n"
+	"\tret\n"
+	".cfi_endproc\n"
+	"frame_inner:\n"
+	".cfi_startproc\n"
+	"\tret\n"
+	".cfi_endproc\n");
+extern const char frame_bottom_ret[], frame_outer_ret[], frame_inner[];
 
 static uint64_t regs[MT_PREG_COUNT];
 static uint8_t stack_copy[32768]; /* perf copies 8192 by default, up to 65528 */
@@ -152,6 +194,29 @@ int main(void)
 	garbage.stack_size = sizeof junk;
 	n2 = mt_unwind_run(u, &garbage, again, 64, &why);
 	ok(n2 >= 1 && n2 <= 64, "a garbage stack: a bounded walk");
+
+	/* a CFA in rbx, rbx unknown to libdwfl past frame_inner: on as perf
+	 * goes. The copy from SP: frame_inner's return, 24 bytes frame_outer
+	 * aligned away, then where rbx points: rbx pushed, frame_outer's
+	 * return into frame_bottom. */
+	uint64_t lay[6] = {(uint64_t)(uintptr_t)frame_outer_ret, 0, 0, 0, 0x1234,
+			   (uint64_t)(uintptr_t)frame_bottom_ret};
+	uint64_t sp = regs[MT_PREG_SP] & ~63ull, by_hand[MT_PREG_COUNT] = {0};
+	by_hand[MT_PREG_IP] = (uint64_t)(uintptr_t)frame_inner;
+	by_hand[MT_PREG_SP] = sp;
+	by_hand[MT_PREG_BX] = sp + 32;
+	struct mt_unwind_sample in_rbx = {s.pid, s.tid, by_hand, mask, (const uint8_t *)lay, sizeof lay};
+	n2 = mt_unwind_run(u, &in_rbx, again, 64, &why);
+	printf("# CFA in rbx: %zu frames:", n2);
+	for (size_t i = 0; i < n2 && i < 8; i++)
+		printf(" %#" PRIx64, again[i]);
+	printf("; %s\n", why ? why : "to the outermost frame");
+	ok(n2 == 3 && again[0] == by_hand[MT_PREG_IP] && again[1] == lay[0] - 1 && again[2] == lay[5] - 1 && !why,
+	   "a CFA in a register its callee's CFI leaves unknown: on to the outermost frame, as perf goes");
+	in_rbx.stack_size = 40; /* frame_outer's saved rbx and return past the copy */
+	n2 = mt_unwind_run(u, &in_rbx, again, 64, &why);
+	ok(n2 == 2 && again[1] == lay[0] - 1 && why && strstr(why, "stack copy"),
+	   "... and where the copy ends before frame_outer's return: two frames, and why");
 	mt_unwind_free(u);
 	return tap_done();
 }

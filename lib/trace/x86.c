@@ -7,18 +7,26 @@ static uint32_t le32(const uint8_t *p)
 	return (uint32_t)p[0] | (uint32_t)p[1] << 8 | (uint32_t)p[2] << 16 | (uint32_t)p[3] << 24;
 }
 
-/* The legacy prefixes at b (segment, operand and address size, REP/REPNE):
- * how many; *rep: whether F2 or F3 is among them, *f3: F3. */
+/* Each byte's kind as a legacy prefix (a table: the walk measures every
+ * instruction of every block it builds, and most have no prefix). */
+enum { P_SEG = 1, P_OPSIZE = 2, P_ADSIZE = 4, P_F2 = 8, P_F3 = 16, P_LOCK = 32 };
+static const uint8_t prefix_kind[256] = {
+	[0x2e] = P_SEG, [0x3e] = P_SEG, [0x26] = P_SEG, [0x36] = P_SEG, [0x64] = P_SEG, [0x65] = P_SEG,
+	[0x66] = P_OPSIZE, [0x67] = P_ADSIZE, [0xf2] = P_F2, [0xf3] = P_F3, [0xf0] = P_LOCK,
+};
+
+/* The legacy prefixes at b (segment, operand and address size, REP/REPNE;
+ * not LOCK): how many; *rep: whether F2 or F3 is among them, *f3: F3. */
 static size_t skip_prefixes(const uint8_t *b, size_t n, bool *rep, bool *f3)
 {
 	size_t i = 0;
-	*rep = *f3 = false;
-	while (i < n && (b[i] == 0x2e || b[i] == 0x3e || b[i] == 0x26 || b[i] == 0x36 || b[i] == 0x64 ||
-			 b[i] == 0x65 || b[i] == 0x66 || b[i] == 0x67 || b[i] == 0xf2 || b[i] == 0xf3)) {
-		*rep |= b[i] >= 0xf2;
-		*f3 |= b[i] == 0xf3;
+	unsigned seen = 0, k;
+	while (i < n && (k = prefix_kind[b[i]] & ~P_LOCK)) {
+		seen |= k;
 		i++;
 	}
+	*rep = seen & (P_F2 | P_F3);
+	*f3 = seen & P_F3;
 	return i;
 }
 
@@ -165,24 +173,13 @@ static bool lockable(const uint8_t *b, size_t i, size_t n, bool two, uint8_t op)
 unsigned mt_insn_length(const uint8_t *b, size_t n)
 {
 	size_t i = 0;
-	bool opsize = false, adsize = false, f2 = false, f3 = false, seg = false, lock = false;
-	for (; i < n; i++) {
-		uint8_t c = b[i];
-		if (c == 0xf0)
-			lock = true;
-		else if (c == 0x66)
-			opsize = true;
-		else if (c == 0x67)
-			adsize = true;
-		else if (c == 0xf2)
-			f2 = true;
-		else if (c == 0xf3)
-			f3 = true;
-		else if (c == 0x2e || c == 0x3e || c == 0x26 || c == 0x36 || c == 0x64 || c == 0x65)
-			seg = true;
-		else
-			break;
+	unsigned seen = 0, pk;
+	while (i < n && (pk = prefix_kind[b[i]])) {
+		seen |= pk;
+		i++;
 	}
+	bool opsize = seen & P_OPSIZE, adsize = seen & P_ADSIZE, f2 = seen & P_F2, f3 = seen & P_F3,
+	     seg = seen & P_SEG, lock = seen & P_LOCK;
 	bool rexw = false, rex = false;
 	if (i < n && (b[i] & 0xf0) == 0x40) {
 		rex = true;

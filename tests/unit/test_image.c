@@ -155,10 +155,71 @@ static void test_func_ranges(void)
 	unlink(path);
 }
 
+static int cmp_range(const void *a, const void *b)
+{
+	const struct mt_func_range *x = a, *y = b;
+	if (x->start != y->start)
+		return x->start < y->start ? -1 : 1;
+	return x->end > y->end ? -1 : x->end < y->end;
+}
+
+/* The function ranges of a real object (libc's thousands of symbols, in
+ * its symbol table's order) sorted as qsort sorts them by start, the
+ * larger first where two start together (the image's own merge sort:
+ * runs, merges, an odd tail); then the same ranges added again in order,
+ * which the sort takes as they are. */
+static void test_func_sort(void)
+{
+	const char *libc = NULL;
+	char line[4600], path[4096] = "";
+	FILE *maps = fopen("/proc/self/maps", "r");
+	while (maps && fgets(line, sizeof line, maps))
+		if (sscanf(line, "%*s %*s %*s %*s %*s %4095s", path) == 1 && strstr(path, "/libc.so")) {
+			libc = path;
+			break;
+		}
+	if (maps)
+		fclose(maps);
+	struct mt_image img;
+	struct mt_err err = {0};
+	mt_image_init(&img, "t", &err);
+	ok(libc && mt_image_add_mapping(&img, libc, 0x7f0000000000, 0x200000, 0, &err) == 0 && img.nfuncs > 1000,
+	   "libc's function ranges read");
+	size_t n = img.nfuncs;
+	struct mt_func_range *want = malloc(n * sizeof *want);
+	memcpy(want, img.funcs, n * sizeof *want);
+	size_t unsorted = 0;
+	for (size_t i = 1; i < n; i++)
+		unsorted += cmp_range(&want[i - 1], &want[i]) > 0;
+	qsort(want, n, sizeof *want, cmp_range);
+	uint64_t s, e;
+	mt_image_func_range(&img, 0, &s, &e);
+	printf("# %zu ranges, %zu out of order as read\n", n, unsorted);
+	ok(unsorted > 0 && !memcmp(img.funcs, want, n * sizeof *want), "sorted as qsort sorts them");
+	mt_image_fini(&img);
+	mt_image_init(&img, "t", &err);
+	char ks[] = "/tmp/mt-kallsyms.XXXXXX";
+	FILE *f = fdopen(mkstemp(ks), "w");
+	for (size_t i = 0; i < n; i++)
+		if (!i || want[i].start != want[i - 1].start)
+			fprintf(f, "%016" PRIx64 " T f%zu\n", want[i].start, i);
+	fclose(f);
+	ok(mt_image_add_kallsyms(&img, ks, &err) == 0 && img.nfuncs > 1000, "the same starts as a kallsyms list");
+	bool in_order = true;
+	mt_image_func_range(&img, 0, &s, &e);
+	for (size_t i = 1; i < img.nfuncs; i++)
+		in_order &= img.funcs[i - 1].start < img.funcs[i].start;
+	ok(in_order, "... in order, kept so");
+	mt_image_fini(&img);
+	unlink(ks);
+	free(want);
+}
+
 int main(void)
 {
 	test_image_specs();
 	test_func_ranges();
+	test_func_sort();
 	test_code_blocks();
 	test_image_files();
 	return tap_done();

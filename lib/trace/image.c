@@ -49,6 +49,7 @@ void mt_image_fini(struct mt_image *img)
 	free(img->funcs);
 	free(img->secs);
 	free(img->blocks);
+	free(img->block_slots);
 	free(img->offs);
 	mt_csload_close(&img->cs);
 	mt_runcache_fini(&img->runs);
@@ -144,7 +145,7 @@ static void flush_blocks(struct mt_image *img)
 	if (!++img->generation)
 		img->generation = 1;
 	if (img->nblocks) {
-		memset(img->blocks, 0, img->capblocks * sizeof *img->blocks);
+		memset(img->block_slots, 0, img->capblock_slots * sizeof *img->block_slots);
 		img->nblocks = 0;
 		img->noffs = 0;
 	}
@@ -668,37 +669,42 @@ static int build_block(struct mt_image *img, uint64_t ip, struct mt_code_block *
 
 const struct mt_code_block *mt_image_block_new(struct mt_image *img, uint64_t ip, int *err)
 {
-	size_t mask = img->capblocks - 1;
-	if (img->capblocks) {
-		for (size_t k = mt_image_block_slot(ip) & mask;; k = (k + 1) & mask) {
-			const struct mt_code_block *b = &img->blocks[k];
-			if (b->ip == ip && b->ninsn)
-				return b;
-			if (!b->ninsn)
-				break;
-		}
+	size_t mask = img->capblock_slots - 1;
+	if (img->capblock_slots) {
+		for (size_t k = mt_image_block_slot(ip) & mask; img->block_slots[k]; k = (k + 1) & mask)
+			if (img->blocks[img->block_slots[k] - 1].ip == ip)
+				return &img->blocks[img->block_slots[k] - 1];
 	}
-	if (4 * (img->nblocks + 1) > img->capblocks) {
-		/* grow (or start) the table at a quarter full: most blocks at
+	if (4 * (img->nblocks + 1) > img->capblock_slots) {
+		/* grow (or start) the slots at a quarter full: most blocks at
 		 * their first slot, which the inline lookup reads */
-		size_t cap = img->capblocks ? 2 * img->capblocks : 4096;
-		struct mt_code_block *nb = calloc(cap, sizeof *nb);
+		size_t cap = img->capblock_slots ? 2 * img->capblock_slots : 4096;
+		uint32_t *ns = calloc(cap, sizeof *ns);
+		if (!ns || cap > UINT32_MAX) {
+			free(ns);
+			*err = -pte_nomem;
+			return NULL;
+		}
+		for (size_t i = 0; i < img->nblocks; i++) {
+			size_t k = mt_image_block_slot(img->blocks[i].ip) & (cap - 1);
+			while (ns[k])
+				k = (k + 1) & (cap - 1);
+			ns[k] = (uint32_t)i + 1;
+		}
+		free(img->block_slots);
+		img->block_slots = ns;
+		img->capblock_slots = cap;
+		mask = cap - 1;
+	}
+	if (img->nblocks == img->capblocks) {
+		size_t cap = img->capblocks ? 2 * img->capblocks : 1024;
+		struct mt_code_block *nb = realloc(img->blocks, cap * sizeof *nb);
 		if (!nb) {
 			*err = -pte_nomem;
 			return NULL;
 		}
-		for (size_t i = 0; i < img->capblocks; i++) {
-			if (!img->blocks[i].ninsn)
-				continue;
-			size_t k = mt_image_block_slot(img->blocks[i].ip) & (cap - 1);
-			while (nb[k].ninsn)
-				k = (k + 1) & (cap - 1);
-			nb[k] = img->blocks[i];
-		}
-		free(img->blocks);
 		img->blocks = nb;
 		img->capblocks = cap;
-		mask = cap - 1;
 	}
 	if (img->capoffs - img->noffs < BLOCK_MAX_INSNS) {
 		size_t cap = img->capoffs ? 2 * img->capoffs : 65536;
@@ -719,9 +725,9 @@ const struct mt_code_block *mt_image_block_new(struct mt_image *img, uint64_t ip
 	b.offs = (uint32_t)img->noffs;
 	img->noffs += b.ninsn;
 	size_t k = mt_image_block_slot(ip) & mask;
-	while (img->blocks[k].ninsn)
+	while (img->block_slots[k])
 		k = (k + 1) & mask;
-	img->blocks[k] = b;
-	img->nblocks++;
-	return &img->blocks[k];
+	img->blocks[img->nblocks] = b;
+	img->block_slots[k] = (uint32_t)++img->nblocks;
+	return &img->blocks[img->nblocks - 1];
 }

@@ -19,7 +19,8 @@ static uint64_t code_lo, code_hi;
 
 static void setup(void)
 {
-	u = mt_unwind_new(NULL);
+	const char *why_new;
+	u = mt_unwind_new(NULL, &why_new);
 	FILE *f = fopen("/proc/self/maps", "r");
 	if (!u || !f)
 		return;

@@ -114,6 +114,30 @@ RECORD=$MT_BIN/mt-record
 	"$BATS_TEST_DIRNAME/tools/framecmp.py" cut.perf cut.ev
 }
 
+# libdw is loaded when a recording has --call-graph=dwarf stacks, not at
+# every start (issue 52: a small trace's whole run). Oracle: the dynamic
+# linker's own list of what mt-pt2events needs (ldd), the decode of an
+# Intel PT fixture with libdw out of reach equal to one without, and a
+# dwarf recording refused with dlerror's reason, never decoded without
+# its stacks.
+@test "libdw only where stacks are unwound: not linked, an Intel PT decode never loads it, a dwarf recording says why it cannot" {
+	cd "$BATS_TEST_TMPDIR"
+	ldd "$MT_BIN/mt-pt2events" > needs
+	! grep -E "libdw|liblzma|libbz2" needs
+	grep -q libelf needs
+	"$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" > with.ev
+	MT_LIBDW=/nonexistent/libdw.so.1 "$PT2EVENTS" "$MT_FIXTURES/libc/plain.data" > without.ev
+	cmp with.ev without.ev
+	perf record -q -e cpu-clock/freq=1000/u --call-graph dwarf -o dw.data -- "$MT_PROGS/hot_nofp" 2 > /dev/null 2>&1
+	MT_LIBDW=/nonexistent/libdw.so.1 run --separate-stderr "$PT2EVENTS" -o dw.ev dw.data
+	[ "$status" -eq 1 ]
+	[[ "$stderr" == *"mt-pt2events: dw.data: its --call-graph=dwarf stacks cannot be unwound: libdw could not be loaded: /nonexistent/libdw.so.1: cannot open shared object file"* ]]
+	[ ! -e dw.ev ]
+	run --separate-stderr "$PT2EVENTS" -o dw.ev dw.data
+	[ "$status" -eq 0 ]
+	grep -q "	sample	.*frame=.*frame=" dw.ev
+}
+
 # Samples without time (bad input, issue 26): perf record --no-timestamp.
 # Oracle: perf's own header (sample_type without TIME, perf evlist) and
 # its sample count; the stream says timeless and a warning says what it

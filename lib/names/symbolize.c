@@ -1,12 +1,12 @@
 /* symbolize: ELF symbols for stream addresses (see symbolize.h). */
 #define _GNU_SOURCE
 #include "names/symbolize.h"
+#include "objects/elfnotes.h"
 
 #include <errno.h>
 #include <fcntl.h>
 #include <dwarf.h>
 #include <elfutils/libdw.h>
-#include <elfutils/libdwelf.h>
 #include <gelf.h>
 #include <inttypes.h>
 #include <stdio.h>
@@ -741,7 +741,7 @@ static const char *own_vdso(struct mt_sym *s)
 static void hex_build_id(Elf *elf, char *out, size_t n)
 {
 	const void *idp;
-	ssize_t len = elf ? dwelf_elf_gnu_build_id(elf, &idp) : -1;
+	ssize_t len = elf ? mt_elf_gnu_build_id(elf, &idp) : -1;
 	out[0] = '\0';
 	if (len > 0 && 2 * (size_t)len < n)
 		mt_hex(idp, (size_t)len, out);
@@ -852,7 +852,7 @@ static void load(struct mt_sym *s, struct object *o)
 		char cand[MT_OBJ_DEBUG_CANDIDATES][MT_OBJ_PATH_MAX];
 		int ncand = mt_obj_debug_candidates(elf, path, o->path, s->symfs, cand);
 		const void *idp;
-		ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
+		ssize_t idlen = mt_elf_gnu_build_id(elf, &idp);
 		for (int c = 0; c < ncand && !dbg; c++) {
 			if (!strcmp(cand[c], path))
 				continue;

@@ -1,9 +1,9 @@
 /* elfsyms: see elfsyms.h. */
 #define _GNU_SOURCE
 #include "objects/elfsyms.h"
+#include "objects/elfnotes.h"
 #include "base/infile.h"
 
-#include <elfutils/libdwelf.h>
 #include <fcntl.h>
 #include <stddef.h>
 #include <stdio.h>
@@ -89,7 +89,7 @@ static int build_id_of(Elf *elf, uint8_t id[20])
 	int n = -1;
 	if (elf && elf_kind(elf) == ELF_K_ELF) {
 		const void *p;
-		ssize_t len = dwelf_elf_gnu_build_id(elf, &p);
+		ssize_t len = mt_elf_gnu_build_id(elf, &p);
 		n = len > 0 ? (int)(len > 20 ? 20 : len) : 0;
 		if (n > 0)
 			memcpy(id, p, (size_t)n);

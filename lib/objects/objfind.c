@@ -1,7 +1,7 @@
 #define _GNU_SOURCE
 #include "objects/objfind.h"
+#include "objects/elfnotes.h"
 
-#include <elfutils/libdwelf.h>
 #include <limits.h>
 #include <stdbool.h>
 #include <stdio.h>
@@ -77,14 +77,14 @@ int mt_obj_debug_candidates(Elf *elf, const char *path, const char *orig_path, c
 	int ncand = 0;
 	const char *root = symfs ? symfs : "";
 	const void *idp;
-	ssize_t idlen = dwelf_elf_gnu_build_id(elf, &idp);
+	ssize_t idlen = mt_elf_gnu_build_id(elf, &idp);
 	if (idlen > 1) {
 		char hex[41];
 		mt_hex(idp, idlen < 20 ? (size_t)idlen : 20, hex);
 		snprintf(cand[ncand++], MT_OBJ_PATH_MAX, "%s/usr/lib/debug/.build-id/%.2s/%s.debug", root, hex, hex + 2);
 	}
-	GElf_Word crc;
-	const char *link = dwelf_elf_gnu_debuglink(elf, &crc);
+	uint32_t crc;
+	const char *link = mt_elf_gnu_debuglink(elf, &crc);
 	if (link && !strchr(link, '/')) {
 		char dir[4096];
 		snprintf(dir, sizeof dir, "%s", path);

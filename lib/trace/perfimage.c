@@ -160,9 +160,9 @@ static int add_vdso(struct mt_unwind *u, const struct map *m, const uint8_t *bid
 }
 
 struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct side *s,
-				  const struct mt_ptperf_opts *o, struct warned *wd)
+				  const struct mt_ptperf_opts *o, struct warned *wd, const char **why)
 {
-	struct mt_unwind *u = mt_unwind_new(o->symfs);
+	struct mt_unwind *u = mt_unwind_new(o->symfs, why);
 	for (size_t i = 0; u && i < s->maps.n; i++) {
 		const struct map *m = &s->maps.v[i];
 		if (m->pid == (uint32_t)-1)
@@ -180,6 +180,7 @@ struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct sid
 			rc = mt_unwind_add_map(u, m->pid, m->start, m->len, m->pgoff, path);
 		if (rc < 0) {
 			mt_unwind_free(u);
+			*why = "out of memory";
 			return NULL;
 		}
 		if (rc > 0) {

@@ -22,9 +22,10 @@ void mt_warned_free(struct warned *wd);
 
 /* The unwinder of --call-graph=dwarf samples over every process's user
  * maps (objects found as for images; the vDSO from perf's cache, else this
- * kernel's when the build-ids agree). NULL out of memory. */
+ * kernel's when the build-ids agree). NULL with *why: libdw not loaded,
+ * or out of memory. */
 struct mt_unwind *mt_build_unwind(const struct mt_perfdata *pd, const struct side *s,
-				  const struct mt_ptperf_opts *o, struct warned *wd);
+				  const struct mt_ptperf_opts *o, struct warned *wd, const char **why);
 
 /* Adds pid's maps (and the kernel's) to img. */
 void mt_build_image(struct mt_image *img, const struct mt_perfdata *pd, const struct side *s, uint32_t pid,

@@ -22,7 +22,7 @@ struct mt_image;
 #define MT_RUN_MAX_BITS 8    /* TNT bits a lookup is keyed by */
 /* slots: from 2^12 (a small trace touches few pages: each run found
  * touches one where the hash puts it) doubling to 2^16 as runs are found */
-#define MT_RUNCACHE_MIN_BITS 12
+#define MT_RUNCACHE_MIN_BITS 10
 #define MT_RUNCACHE_MAX_BITS 16
 
 struct mt_run {

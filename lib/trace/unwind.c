@@ -11,6 +11,7 @@
 #include <unistd.h>
 
 #include "base/strtab.h"
+#include "trace/dwload.h"
 
 struct umap {
 	uint32_t pid;
@@ -25,6 +26,7 @@ struct uproc {
 };
 
 struct mt_unwind {
+	const struct mt_dw *dw;
 	Dwfl_Callbacks callbacks;
 	char debuginfo_path[4200], *debuginfo_ptr;
 	int image_fd;                 /* mt_unwind_add_image's file, -1 none */
@@ -48,19 +50,25 @@ struct mt_unwind {
 	size_t skip;  /* frames of that walk already written */
 };
 
-struct mt_unwind *mt_unwind_new(const char *symfs)
+struct mt_unwind *mt_unwind_new(const char *symfs, const char **why)
 {
-	struct mt_unwind *u = calloc(1, sizeof *u);
-	if (!u)
+	const struct mt_dw *dw = mt_dw_load(why);
+	if (!dw)
 		return NULL;
+	struct mt_unwind *u = calloc(1, sizeof *u);
+	if (!u) {
+		*why = "out of memory";
+		return NULL;
+	}
+	u->dw = dw;
 	u->image_fd = -1;
 	/* separate debug info (.debug_frame): beside the object, in its
 	 * .debug/, and by build-id under the root's /usr/lib/debug (a
 	 * bundle's or --symfs's, never this host's then) */
 	snprintf(u->debuginfo_path, sizeof u->debuginfo_path, ":.debug:%s/usr/lib/debug", symfs ? symfs : "");
 	u->debuginfo_ptr = u->debuginfo_path;
-	u->callbacks = (Dwfl_Callbacks){.find_elf = dwfl_linux_proc_find_elf,
-					.find_debuginfo = dwfl_standard_find_debuginfo,
+	u->callbacks = (Dwfl_Callbacks){.find_elf = u->dw->dwfl_linux_proc_find_elf,
+					.find_debuginfo = u->dw->dwfl_standard_find_debuginfo,
 					.debuginfo_path = &u->debuginfo_ptr};
 	return u;
 }
@@ -73,7 +81,7 @@ void mt_unwind_free(struct mt_unwind *u)
 		free(u->maps[i].path);
 	for (size_t i = 0; i < u->nprocs; i++)
 		if (u->procs[i].dwfl)
-			dwfl_end(u->procs[i].dwfl);
+			u->dw->dwfl_end(u->procs[i].dwfl);
 	free(u->maps);
 	free(u->procs);
 	if (u->image_fd >= 0)
@@ -117,7 +125,7 @@ static struct uproc *proc_of(struct mt_unwind *u, uint32_t pid)
 			return &u->procs[i];
 	if (!mt_grow((void **)&u->procs, &u->capprocs, u->nprocs + 1, sizeof *u->procs))
 		return NULL;
-	Dwfl *d = dwfl_begin(&u->callbacks);
+	Dwfl *d = u->dw->dwfl_begin(&u->callbacks);
 	if (!d)
 		return NULL;
 	u->procs[u->nprocs] = (struct uproc){pid, d, false};
@@ -128,7 +136,7 @@ static struct uproc *proc_of(struct mt_unwind *u, uint32_t pid)
  * the latest mapping of it, based where the file's offset 0 would be. */
 static bool report_module(struct mt_unwind *u, struct uproc *p, uint64_t pc)
 {
-	if (dwfl_addrmodule(p->dwfl, pc))
+	if (u->dw->dwfl_addrmodule(p->dwfl, pc))
 		return true;
 	const struct umap *m = NULL;
 	for (size_t i = u->nmaps; i-- > 0;)
@@ -139,9 +147,9 @@ static bool report_module(struct mt_unwind *u, struct uproc *p, uint64_t pc)
 	if (!m)
 		return false;
 	const char *base = strrchr(m->path, '/');
-	dwfl_report_begin_add(p->dwfl);
-	Dwfl_Module *mod = dwfl_report_elf(p->dwfl, base ? base + 1 : m->path, m->path, -1, m->start - m->pgoff, false);
-	dwfl_report_end(p->dwfl, NULL, NULL);
+	u->dw->dwfl_report_begin_add(p->dwfl);
+	Dwfl_Module *mod = u->dw->dwfl_report_elf(p->dwfl, base ? base + 1 : m->path, m->path, -1, m->start - m->pgoff, false);
+	u->dw->dwfl_report_end(p->dwfl, NULL, NULL);
 	return mod != NULL;
 }
 
@@ -193,9 +201,9 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 		 * (libdwfl looks up a first frame's PC as it is) */
 		Dwarf_Word w[16];
 		memcpy(w, u->carry, sizeof w);
-		if (!dwfl_thread_state_registers(thread, 0, 16, w))
+		if (!u->dw->dwfl_thread_state_registers(thread, 0, 16, w))
 			return false;
-		dwfl_thread_state_register_pc(thread, u->last_activation ? u->last_pc : u->last_pc - 1);
+		u->dw->dwfl_thread_state_register_pc(thread, u->last_activation ? u->last_pc : u->last_pc - 1);
 		return true;
 	}
 	for (int r = 0; r < 17; r++) {
@@ -203,10 +211,10 @@ static bool set_initial_registers(Dwfl_Thread *thread, void *arg)
 		if (!(s->mask >> pr & 1))
 			continue;
 		Dwarf_Word w = s->regs[pr];
-		if (!dwfl_thread_state_registers(thread, r, 1, &w))
+		if (!u->dw->dwfl_thread_state_registers(thread, r, 1, &w))
 			return false;
 	}
-	dwfl_thread_state_register_pc(thread, s->regs[MT_PREG_IP]);
+	u->dw->dwfl_thread_state_register_pc(thread, s->regs[MT_PREG_IP]);
 	return true;
 }
 
@@ -223,14 +231,14 @@ static int frame_callback(Dwfl_Frame *frame, void *arg)
 	struct uproc *p = proc_of(u, u->cur->pid);
 	Dwarf_Addr pc;
 	bool activation;
-	if (!dwfl_frame_pc(frame, &pc, NULL)) {
-		u->why = dwfl_errmsg(-1);
+	if (!u->dw->dwfl_frame_pc(frame, &pc, NULL)) {
+		u->why = u->dw->dwfl_errmsg(-1);
 		return DWARF_CB_ABORT;
 	}
 	if (!report_module(u, p, pc)) /* the unwinder needs its CFI for the next step */
 		u->why = "a frame's address is in no mapped object";
-	if (!dwfl_frame_pc(frame, &pc, &activation)) {
-		u->why = dwfl_errmsg(-1);
+	if (!u->dw->dwfl_frame_pc(frame, &pc, &activation)) {
+		u->why = u->dw->dwfl_errmsg(-1);
 		return DWARF_CB_ABORT;
 	}
 	if (u->skip) { /* a resumed walk's first frame: written already */
@@ -240,7 +248,7 @@ static int frame_callback(Dwfl_Frame *frame, void *arg)
 	u->last_known = 0;
 	for (unsigned r = 0; r < 17; r++) {
 		Dwarf_Word v;
-		if (dwfl_frame_reg(frame, r, &v) == 0) {
+		if (u->dw->dwfl_frame_reg(frame, r, &v) == 0) {
 			u->carry[r] = v;
 			u->last_known |= 1u << r;
 		}
@@ -263,22 +271,22 @@ static bool goes_on(struct mt_unwind *u, struct uproc *p)
 	if ((u->last_known & 0xffff) == 0xffff)
 		return false; /* every register known: libdwfl ended for another reason */
 	Dwarf_Addr pc = u->last_activation ? u->last_pc : u->last_pc - 1, bias;
-	Dwfl_Module *mod = dwfl_addrmodule(p->dwfl, pc);
+	Dwfl_Module *mod = u->dw->dwfl_addrmodule(p->dwfl, pc);
 	if (!mod)
 		return false;
 	Dwarf_Frame *f = NULL;
-	Dwarf_CFI *cfi = dwfl_module_eh_cfi(mod, &bias);
-	if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0) {
-		cfi = dwfl_module_dwarf_cfi(mod, &bias);
-		if (!cfi || dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0)
+	Dwarf_CFI *cfi = u->dw->dwfl_module_eh_cfi(mod, &bias);
+	if (!cfi || u->dw->dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0) {
+		cfi = u->dw->dwfl_module_dwarf_cfi(mod, &bias);
+		if (!cfi || u->dw->dwarf_cfi_addrframe(cfi, pc - bias, &f) != 0)
 			return false; /* no CFI: libdwfl's own end, as perf's */
 	}
 	Dwarf_Addr start, end;
 	bool signal;
-	int ra = dwarf_frame_info(f, &start, &end, &signal);
+	int ra = u->dw->dwarf_frame_info(f, &start, &end, &signal);
 	Dwarf_Op mem[3], *ops = NULL;
 	size_t nops = 0;
-	bool undefined = ra < 0 || dwarf_frame_register(f, ra, mem, &ops, &nops) != 0 || (nops == 0 && ops == mem);
+	bool undefined = ra < 0 || u->dw->dwarf_frame_register(f, ra, mem, &ops, &nops) != 0 || (nops == 0 && ops == mem);
 	free(f);
 	return !undefined;
 }
@@ -310,23 +318,23 @@ size_t mt_unwind_run(struct mt_unwind *u, const struct mt_unwind_sample *s, uint
 	}
 	if (!p->attached) {
 		/* the architecture comes from the first module's ELF */
-		if (!dwfl_attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_callbacks, u)) {
+		if (!u->dw->dwfl_attach_state(p->dwfl, NULL, (pid_t)s->pid, &thread_callbacks, u)) {
 			pcs[0] = s->regs[MT_PREG_IP];
-			*why = dwfl_errmsg(-1);
+			*why = u->dw->dwfl_errmsg(-1);
 			return 1;
 		}
 		p->attached = true;
 	}
 	u->resume = false;
 	u->skip = 0;
-	int rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
+	int rc = u->dw->dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
 	/* where libdwfl stopped for want of a register libunwind would keep,
 	 * go on from that frame: at most a few times, each adding frames */
 	for (int tries = 0; tries < 8 && u->n && u->n < max && !u->why && goes_on(u, p); tries++) {
 		size_t before = u->n;
 		u->resume = true;
 		u->skip = 1;
-		rc = dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
+		rc = u->dw->dwfl_getthread_frames(p->dwfl, (pid_t)s->tid, frame_callback, u);
 		u->resume = false;
 		u->skip = 0;
 		if (u->n == before)
@@ -335,7 +343,7 @@ size_t mt_unwind_run(struct mt_unwind *u, const struct mt_unwind_sample *s, uint
 	if (!u->n) {
 		pcs[u->n++] = s->regs[MT_PREG_IP];
 		if (!u->why)
-			u->why = dwfl_errmsg(-1);
+			u->why = u->dw->dwfl_errmsg(-1);
 	}
 	/* a failed step also ends the walk as if at the outermost frame (rc
 	 * 0): what failed on the way is the reason. libdwfl's own failures

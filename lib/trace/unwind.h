@@ -21,8 +21,10 @@ enum { MT_PREG_AX = 0, MT_PREG_BX, MT_PREG_CX, MT_PREG_DX, MT_PREG_SI, MT_PREG_D
        MT_PREG_IP, MT_PREG_R8 = 16, MT_PREG_COUNT = 24 };
 
 /* symfs: the root objects were found under (a bundle's, --symfs), whose
- * /usr/lib/debug holds their separate debug info; NULL: this host's. */
-struct mt_unwind *mt_unwind_new(const char *symfs);
+ * /usr/lib/debug holds their separate debug info; NULL: this host's.
+ * NULL with *why where libdw cannot be loaded (dwload.h), or out of
+ * memory. */
+struct mt_unwind *mt_unwind_new(const char *symfs, const char **why);
 void mt_unwind_free(struct mt_unwind *u);
 
 /* Process pid maps [start, start + len) of the object at path (a file on

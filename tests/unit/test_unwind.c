@@ -133,7 +133,8 @@ __attribute__((noinline)) static int add_self_maps(struct mt_unwind *u)
 
 int main(void)
 {
-	struct mt_unwind *u = mt_unwind_new(NULL);
+	const char *why_new = NULL;
+	struct mt_unwind *u = mt_unwind_new(NULL, &why_new);
 	ok(u && add_self_maps(u) > 0 && stack_top, "this process's mappings and stack read");
 	volatile int r = f1(1);
 	(void)r;

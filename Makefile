@@ -14,7 +14,7 @@ SAN ?=
 DEB_PACKAGES := gcc make pkg-config libipt-dev libelf-dev libdw-dev libarchive-dev zlib1g-dev libiberty-dev \
 	libprotobuf-c-dev protobuf-c-compiler protobuf-compiler libcapstone-dev bats parallel linux-perf python3 time \
 	libdebuginfod-dev debuginfod shellcheck bzip2 openssh-server rsync \
-	libsqlite3-dev sqlite3 uftrace chromium libzstd-dev zstd
+	libsqlite3-dev sqlite3 uftrace chromium libzstd-dev zstd strace
 
 ifeq ($(FUZZ),1)
 # libFuzzer harnesses (make fuzz): clang, the library instrumented for it

@@ -192,6 +192,31 @@ cpu_copies_want() { # DIR PERIOD N [VARIANT]
 	"$PT2EVENTS" --all-branches -j 2 "$t/per-cpu-mtc.data" | cmp - "$t/one"
 }
 
+# Threads only where they can gain (issue 52's small traces): by default a
+# trace of under 256 KB of PT is decoded by the main thread alone (two
+# threads and their heaps cost about what its decode does), a larger one
+# by as many threads as cores, and -j N is always obeyed. Oracle: the
+# threads the process starts (strace: its clones); the output the same.
+@test "--jobs by default: no thread for a trace under 256 KB of PT; one a core for a larger one; -j N as asked" {
+	local t=$BATS_TEST_TMPDIR
+	"$SYNTH" -q -o "$t" --size=300K -- "$MT_PROGS/flow" > /dev/null 2>&1
+	[ "$(stat -c %s "$t/plain.data")" -gt $((256 << 10)) ]
+	clones() { # the clones of the command's process, its output in $t/out
+		strace -f -qq -e trace=clone,clone3 -o "$t/st" "$@" > "$t/out"
+		grep -c "clone" "$t/st" || true
+	}
+	local cores
+	cores=$(nproc)
+	[ "$cores" -gt 64 ] && cores=64
+	[ "$cores" -gt 1 ] || cores=0
+	[ "$(clones "$PT2EVENTS" "$MT_FIXTURES/libc/plain.data")" -eq 0 ]
+	"$PT2EVENTS" -j 1 "$MT_FIXTURES/libc/plain.data" | cmp - "$t/out"
+	[ "$(clones "$PT2EVENTS" -j 2 "$MT_FIXTURES/libc/plain.data")" -eq 2 ]
+	"$PT2EVENTS" -j 1 "$MT_FIXTURES/libc/plain.data" | cmp - "$t/out"
+	[ "$(clones "$PT2EVENTS" "$t/plain.data")" -eq "$cores" ]
+	"$PT2EVENTS" -j 1 "$t/plain.data" | cmp - "$t/out"
+}
+
 @test "bad --repeat, --size, --threads, --jobs" {
 	run "$SYNTH" --repeat=0 -- true
 	[ "$status" -eq 2 ]

@@ -69,7 +69,8 @@ static void usage(FILE *f)
 "                           when it is a terminal), always, never\n"
 "  -j, --jobs=N             decode independent segments (queues, buffers after\n"
 "                           a gap) on N threads; the output is the same for any\n"
-"                           N (default: the number of cores)\n"
+"                           N (default: the number of cores; 1 below 256K\n"
+"                           of PT)\n"
 "      --split-size=SIZE    with N > 1, a segment longer than twice SIZE is cut\n"
 "                           at PSB packets into pieces of about SIZE decoded at\n"
 "                           once and stitched: the same output (K, M, G\n"
@@ -416,6 +417,7 @@ int main(int argc, char **argv)
 	int progress = -1;
 	long cores = sysconf(_SC_NPROCESSORS_ONLN);
 	po.jobs = cores > 0 ? (unsigned)(cores > 64 ? 64 : cores) : 1;
+	po.jobs_auto = true;
 	po.split_bytes = (size_t)1 << 20;
 	while ((c = getopt_long(argc, argv, "o:j:hV", opts, NULL)) != -1) {
 		switch (c) {
@@ -428,6 +430,7 @@ int main(int argc, char **argv)
 				return EXIT_USAGE;
 			}
 			po.jobs = (unsigned)n;
+			po.jobs_auto = false;
 			break;
 		}
 		case 'z': {

@@ -82,6 +82,11 @@ struct pool {
  * would cost too much memory to hold. */
 #define MAX_POOLED_SEGMENT ((size_t)4 << 20)
 
+/* A trace of less PT than this is decoded by the main thread alone: two
+ * jobs would gain less than starting them costs (bench/startup measures
+ * both sides). */
+#define SMALL_TRACE_BYTES ((size_t)256 << 10)
+
 /* A segment of contiguous buffers is joined into a copy (libipt decodes
  * from one buffer); past this many pieces' worth it is decoded in pieces
  * as it comes, so memory stays bounded whatever the trace's length. */

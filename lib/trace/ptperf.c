@@ -383,7 +383,12 @@ static int decode_queues(struct decode *d, struct mt_err *err)
 	d->prog.o = o;
 	for (size_t i = 0; i < s->bufs.n; i++)
 		d->prog.total += s->bufs.v[i].size;
-	d->pool = (struct pool){.jobs = o->jobs > MAX_JOBS ? MAX_JOBS : o->jobs, .text = d->w->format == MT_EVENTS_TEXT,
+	/* a trace this small is decoded by the main thread before threads
+	 * would have started and found their heaps: the pool's segments run
+	 * in the caller, its images kept by process as a worker keeps them
+	 * (bench/startup) */
+	unsigned jobs = o->jobs_auto && d->prog.total < SMALL_TRACE_BYTES ? 1 : o->jobs;
+	d->pool = (struct pool){.jobs = jobs > MAX_JOBS ? MAX_JOBS : jobs, .text = d->w->format == MT_EVENTS_TEXT,
 				.pd = d->pd, .s = s, .o = o, .cfg = &d->cfg, .wd = &d->wd, .progress = &d->prog};
 	d->parallel = o->jobs > 1 && !d->sc.norder;
 	/* long segments can be decoded in pieces (one job or more) */

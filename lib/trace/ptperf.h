@@ -31,6 +31,9 @@ struct mt_ptperf_opts {
 	/* Threads decoding independent segments (queues, or a queue's
 	 * buffers with gaps) at once; the output is the same as with 1. */
 	unsigned jobs;
+	/* jobs is the machine's cores, not asked for: a small trace
+	 * (SMALL_TRACE_BYTES of PT) takes one */
+	bool jobs_auto;
 	/* With jobs > 1, a segment longer than twice this is cut at PSBs into
 	 * pieces of about this many bytes, decoded at once and stitched (the
 	 * same output); 0: never cut. */

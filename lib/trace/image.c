@@ -403,22 +403,19 @@ int mt_image_add_kallsyms(struct mt_image *img, const char *path, struct mt_err 
 	return rc;
 }
 
-static int cmp_func(const void *a, const void *b)
-{
-	const struct mt_func_range *x = a, *y = b;
-	if (x->start != y->start)
-		return x->start < y->start ? -1 : 1;
-	/* the larger symbol first: aliases of one function collapse onto it */
-	return x->end > y->end ? -1 : x->end < y->end;
-}
-
-/* cmp_func's order, inline */
+/* By start, the larger symbol first: aliases of one function collapse
+ * onto it */
 static inline bool func_before(const struct mt_func_range *x, const struct mt_func_range *y)
 {
 	return x->start < y->start || (x->start == y->start && x->end > y->end);
 }
 
-/* cmp_func's order by a merge sort with the comparison inline: a small
+static int cmp_func(const void *a, const void *b)
+{
+	return func_before(a, b) ? -1 : func_before(b, a);
+}
+
+/* func_before's order by a merge sort with the comparison inline: a small
  * trace's decode sorts libc's thousands of symbols once, and qsort's call
  * a comparison was an eighth of its instructions. Runs of 16 by
  * insertion, then merges between a and a scratch copy. */

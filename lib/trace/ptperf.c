@@ -7,6 +7,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "trace/dwload.h"
 #include "trace/image.h"
 #include "trace/perfimage.h"
 #include "trace/pool.h"
@@ -476,11 +477,13 @@ int mt_ptperf_decode(struct mt_perfdata *pd, const struct mt_ptperf_opts *o,
 		struct mt_unwind *unw = NULL;
 		struct mt_samples_counts uc = {0};
 		const char *why = NULL;
+		if (s->seen.any_stack && !mt_dw_load(&why)) {
+			rc = mt_err_set(err, MT_EUNSUP, "%s: its --call-graph=dwarf stacks cannot be unwound: %s",
+					pd->name, why);
+			goto out;
+		}
 		if (s->seen.any_stack && !(unw = mt_build_unwind(pd, s, o, &d.wd, &why))) {
-			rc = strcmp(why, "out of memory")
-				     ? mt_err_set(err, MT_EUNSUP, "%s: its --call-graph=dwarf stacks cannot be unwound: %s",
-						  pd->name, why)
-				     : mt_err_set(err, MT_ENOMEM, "out of memory");
+			rc = mt_err_set(err, MT_ENOMEM, "out of memory");
 			goto out;
 		}
 		rc = mt_samples_stream(pd, s, w, stats, unw, &uc, o, &d.wd, err);
